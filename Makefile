@@ -1,0 +1,72 @@
+# gpudev: `make demo` runs the chapter's exercises, `make test` runs the tests.
+# Both create .venv and build the extension first.
+
+PYTHON  ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+PY      := $(BIN)/python
+DEPS    := $(VENV)/.deps-installed
+LOCK    := flock $(VENV)/.build.lock
+# `make build` after editing C code; the CUDA backend is rebuilt only when csrc/cuda changes.
+SOURCES := $(wildcard csrc/*.c csrc/*.h csrc/cuda/*) setup.py pyproject.toml
+BUILT   := $(VENV)/.built
+INSTALLED := $(VENV)/.installed
+
+.PHONY: all build demo test sanitize gpu-check bench clean
+
+all: test
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+# Build requirements come from pyproject.toml (one list); the build runs without isolation so
+# rebuilds are quick and work on machines without a package registry.
+$(DEPS): pyproject.toml | $(PY)
+	$(PY) -m pip install -q $$($(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml','rb'))['build-system']['requires']))")
+	touch $@
+
+# The editable install (metadata, runtime and test dependencies, a first build) happens when
+# the packaging files change; C edits then only need the incremental in-place build.
+$(INSTALLED): $(DEPS) setup.py
+	$(LOCK) $(PY) -m pip install -q --no-build-isolation -e ".[test]"
+	touch $@
+
+$(BUILT): $(INSTALLED) $(SOURCES)
+	$(LOCK) $(PY) setup.py -q build_ext --inplace
+	touch $@
+
+build: $(BUILT)
+
+test: $(BUILT)
+	$(PY) -m pytest -q tests; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+demo: $(BUILT)
+	$(PY) -m gpudev exercises --out results
+
+bench: $(BUILT)
+	$(PY) -m gpudev bench
+
+# The C core built with AddressSanitizer + UndefinedBehaviorSanitizer into build/asan, then
+# the test suite run against that build. Python's own allocations are not leak-checked.
+ASAN_LIB = $(shell gcc -print-file-name=libasan.so)
+UBSAN_LIB = $(shell gcc -print-file-name=libubsan.so)
+sanitize: $(DEPS)
+	rm -rf build/asan && mkdir -p build/asan/gpudev
+	cp gpudev/*.py build/asan/gpudev/
+	$(LOCK) env GPUDEV_SANITIZE=1 GPUDEV_CUDA=0 $(PY) setup.py -q build_ext --build-lib build/asan --build-temp build/asan-tmp --force
+	cd build/asan && LD_PRELOAD="$(ASAN_LIB) $(UBSAN_LIB)" \
+	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  PYTHONPATH=$(CURDIR)/build/asan GPUDEV_SANITIZE_RUN=1 \
+	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(CURDIR)/tests -m "not slow"
+
+# On a machine with a GPU and no package registry: build for the local GPU and run the GPU
+# tests and benchmarks. Logs go to $(GPU_LOG_DIR).
+GPU_LOG_DIR ?= build/gpu-check
+gpu-check:
+	bash tools/gpu_check.sh $(GPU_LOG_DIR)
+
+clean:
+	rm -rf build $(VENV) gpudev/*.so gpudev/_build_info.py *.egg-info results

@@ -1,0 +1,191 @@
+/* gpudev.h - the C types shared by every part of gpudev: dtypes, devices, errors and the
+ * backend vtable, the one seam between the Python-facing front end and the kernels.
+ *
+ * A backend computes; it never checks user input. ops.c checks devices, shapes, dtypes and
+ * sizes before it calls a backend, so a backend may assume its arguments are valid. A backend
+ * reports failures (out of memory, CUDA errors) through its return value and a gd_error.
+ * This header is plain C11 and also compiles as C++ (the CUDA backend includes it).
+ */
+#ifndef GPUDEV_H
+#define GPUDEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GD_MAX_NDIM 16
+#define GD_BACKEND_ABI_VERSION 1
+#define GD_BACKEND_CAPSULE_NAME "gpudev._cuda.backend"
+
+/* ------------------------------------------------------------------------------------------
+ * dtypes and devices
+ * ---------------------------------------------------------------------------------------- */
+
+typedef enum gd_dtype { GD_FLOAT32 = 0, GD_FLOAT64 = 1, GD_INT64 = 2 } gd_dtype;
+#define GD_NUM_DTYPES 3
+
+static inline size_t gd_dtype_size(gd_dtype t) { return t == GD_FLOAT32 ? 4 : 8; }
+
+typedef enum gd_device_type { GD_CPU = 0, GD_CUDA = 1 } gd_device_type;
+
+typedef struct gd_device {
+    gd_device_type type;
+    int index; /* -1 for the CPU */
+} gd_device;
+
+/* A scalar passed by value (kernels on a GPU cannot read a host pointer). It holds the value
+ * already converted to the operation's dtype: .f for float32/float64, .i for int64. */
+typedef union gd_scalar {
+    double f;
+    int64_t i;
+} gd_scalar;
+
+/* ------------------------------------------------------------------------------------------
+ * errors: status codes, never aborts
+ * ---------------------------------------------------------------------------------------- */
+
+typedef enum gd_status {
+    GD_OK = 0,
+    GD_ERR_HOST_OOM,           /* host allocation failed                 -> OutOfMemoryError */
+    GD_ERR_DEVICE_OOM,         /* device allocation failed               -> OutOfMemoryError */
+    GD_ERR_DEVICE_UNAVAILABLE, /* no such device / no driver             -> DeviceUnavailableError */
+    GD_ERR_CUDA,               /* a CUDA, cuBLAS or CUB call failed      -> CudaError(.status) */
+    GD_ERR_VALUE,              /* defensive: ops.c should have caught it -> ValueError */
+    GD_ERR_UNSUPPORTED,        /* this backend lacks the operation       -> NotImplementedError */
+} gd_status;
+
+typedef struct gd_error {
+    gd_status code;
+    int cuda_status;    /* cudaError_t / cublasStatus_t value for CudaError.status, else 0 */
+    char message[512];  /* complete sentence(s); for CUDA: call text, error name, file:line */
+} gd_error;
+
+/* ------------------------------------------------------------------------------------------
+ * operation descriptors
+ * ---------------------------------------------------------------------------------------- */
+
+typedef enum gd_binop {
+    GD_ADD = 0, GD_SUB, GD_MUL, GD_DIV, /* DIV only for float dtypes (ops.c casts ints first) */
+    GD_POW,                             /* int64: exponents are >= 0 (ops.c checks)          */
+    GD_MAXIMUM, GD_MINIMUM,             /* NaN propagates, as in NumPy                        */
+    GD_NUM_BINOPS
+} gd_binop;
+
+typedef enum gd_unop {
+    GD_COPY = 0, /* out = a; with a broadcast or scalar operand this is fill / setitem      */
+    GD_NEG, GD_ABS, GD_RELU,           /* every dtype                                       */
+    GD_EXP, GD_LOG, GD_SQRT, GD_TANH,  /* float dtypes only (ops.c casts ints to float64)   */
+    GD_SQUARE,                         /* every dtype; used by norm                          */
+    GD_NUM_UNOPS
+} gd_unop;
+
+typedef enum gd_redop {
+    GD_RED_SUM = 0, /* float32 input accumulates in float64 (or better) whatever out dtype  */
+    GD_RED_MAX,     /* NaN propagates; len >= 1 (ops.c rejects empty max/min)               */
+    GD_RED_MIN,
+    GD_RED_SUMSQ,   /* sum of squares, accumulated like SUM; norm = sqrt(SUMSQ)             */
+    GD_NUM_REDOPS
+} gd_redop;
+
+typedef enum gd_random_kind { GD_RAND_UNIFORM = 0, GD_RAND_NORMAL = 1 } gd_random_kind;
+
+/* Elementwise shape: the output is C-contiguous with `shape`; each operand says where its
+ * element for output index (i0, ..., in-1) lives: data + sum(ik * strides[k]) elements.
+ * Strides are in elements, 0 on broadcast axes. ops.c collapses adjacent axes first, so
+ * ndim is small. When `contiguous` is set, every array operand has exactly `size` contiguous
+ * elements laid out like the output and its strides need not be read. */
+typedef struct gd_ewise {
+    int ndim;                   /* 0 for a scalar result */
+    int contiguous;
+    int64_t size;               /* product of shape; >= 1 (ops.c skips empty work) */
+    int64_t shape[GD_MAX_NDIM];
+} gd_ewise;
+
+typedef struct gd_operand {
+    const void *data;             /* device pointer, or NULL: then `scalar` is the value */
+    gd_scalar scalar;
+    int64_t strides[GD_MAX_NDIM]; /* elements, per output axis; 0 = broadcast */
+} gd_operand;
+
+/* ------------------------------------------------------------------------------------------
+ * the backend vtable
+ *
+ * `device` is the device index (0 for the CPU). Every pointer passed to an entry lives on
+ * that device unless the entry says host. Entries return GD_OK or fill *err and return its
+ * code. GPU backends queue work on the device's stream and return at once; only entries
+ * documented as synchronizing wait. Optional entries may be NULL.
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct gd_backend {
+    int abi_version;            /* GD_BACKEND_ABI_VERSION */
+    const char *name;           /* "cpu", "cuda" */
+
+    /* devices */
+    int (*device_count)(void);  /* never fails: 0 when there is no driver or no device */
+    int (*synchronize)(int device, gd_error *err);                        /* optional */
+
+    /* memory: alloc of 0 bytes returns a valid non-NULL pointer; free(NULL) is a no-op.
+     * free is stream-ordered on GPUs: freeing memory still used by queued work is safe. */
+    int (*alloc)(void **out, int device, size_t nbytes, gd_error *err);
+    void (*free)(void *ptr, int device, size_t nbytes);
+
+    /* copies. to_host and from_host take a host pointer; to_host synchronizes (the bytes are
+     * there when it returns); from_host may return once the source may be reused.
+     * copy_device copies between two devices of this backend (same index: plain d2d). */
+    int (*copy_from_host)(void *dst, int device, const void *host_src, size_t nbytes, gd_error *err);
+    int (*copy_to_host)(void *host_dst, const void *src, int device, size_t nbytes, gd_error *err);
+    int (*copy_device)(void *dst, int dst_device, const void *src, int src_device, size_t nbytes,
+                       gd_error *err);
+    /* 2-D copy on one device: `height` rows of `width` bytes, rows `dst_pitch` / `src_pitch`
+     * bytes apart. Used by concatenate, stack and slicing copies. */
+    int (*copy_2d)(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
+                   size_t height, int device, gd_error *err);
+
+    /* out = op(a) elementwise, out and a of `dtype`; out may alias a when a is contiguous. */
+    int (*unary)(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
+                 int device, gd_error *err);
+    /* out = a op b elementwise, all of `dtype`; out may alias a or b when that operand is
+     * contiguous with the output's shape. */
+    int (*binary)(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
+                  const gd_operand *b, int device, gd_error *err);
+    /* out (n elements of out_dtype) = in (n elements of in_dtype) converted as C casts do
+     * (float to int truncates toward zero). */
+    int (*astype)(void *out, gd_dtype out_dtype, const void *in, gd_dtype in_dtype, int64_t n,
+                  int device, gd_error *err);
+
+    /* out[o * inner + i] = reduce over r in [0, len) of in[(o * len + r) * inner + i]
+     * for o < outer, i < inner. out_dtype is in_dtype or GD_FLOAT64 (a float64 result of a
+     * float32 or int64 input, used by mean and multi-pass reductions). len may be 0 for SUM
+     * and SUMSQ (result 0). */
+    int (*reduce)(void *out, gd_dtype out_dtype, gd_redop op, const void *in, gd_dtype in_dtype,
+                  int64_t outer, int64_t len, int64_t inner, int device, gd_error *err);
+
+    /* Row-major batched matrix product, float32 or float64:
+     * for p < batch: C + p*stride_c (m, n) = A + p*stride_a (m, k) @ B + p*stride_b (k, n).
+     * Strides in elements; stride_a or stride_b may be 0 (broadcast batch). k may be 0. */
+    int (*gemm)(void *c, gd_dtype dtype, const void *a, const void *b, int64_t batch, int64_t m,
+                int64_t n, int64_t k, int64_t stride_a, int64_t stride_b, int64_t stride_c,
+                int device, gd_error *err);
+
+    /* out = in with its axes permuted: out.shape[k] = in_shape[perm[k]]; C-contiguous both. */
+    int (*permute)(void *out, gd_dtype dtype, const void *in, int ndim, const int64_t *in_shape,
+                   const int *perm, int device, gd_error *err);
+
+    /* out[i] = start + i * step for i < n (float dtypes compute in double, then round). */
+    int (*arange)(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, int64_t n,
+                  int device, gd_error *err);
+
+    /* Random numbers from Philox4x32-10 as defined in philox.h: element i of the output uses
+     * block counter `offset + i / per` (per = GD_PHILOX_PER_BLOCK(dtype)); float dtypes only. */
+    int (*random)(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed, uint64_t offset,
+                  int64_t n, int device, gd_error *err);
+} gd_backend;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUDEV_H */
