@@ -1,0 +1,313 @@
+/* device.c - the Device type ('cpu', 'cuda:N'), parsing device arguments, and the
+ * device-level module functions cpu(), gpu(), try_gpu(), try_all_gpus().
+ */
+#include "core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------------
+ * parsing and naming
+ * ---------------------------------------------------------------------------------------- */
+
+const char *gd_device_str(gd_device dev, char *buf)
+{
+    if (dev.type == GD_CPU) snprintf(buf, 32, "cpu");
+    else snprintf(buf, 32, "cuda:%d", dev.index);
+    return buf;
+}
+
+static int parse_device_string(const char *s, gd_device *out)
+{
+    if (strcmp(s, "cpu") == 0) {
+        *out = (gd_device){GD_CPU, -1};
+        return 0;
+    }
+    if (strcmp(s, "cuda") == 0) {
+        *out = (gd_device){GD_CUDA, 0};
+        return 0;
+    }
+    if (strncmp(s, "cuda:", 5) == 0 && s[5] >= '0' && s[5] <= '9') {
+        char *end;
+        long idx = strtol(s + 5, &end, 10);
+        if (*end == '\0' && idx >= 0 && idx < GD_MAX_GPUS) {
+            *out = (gd_device){GD_CUDA, (int)idx};
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int gd_parse_device(gd_state *st, PyObject *obj, gd_device *out)
+{
+    if (obj == Py_None) return 0;
+    if (Py_TYPE(obj) == st->device_type) {
+        *out = ((DeviceObject *)obj)->dev;
+        return 0;
+    }
+    if (PyUnicode_Check(obj)) {
+        const char *s = PyUnicode_AsUTF8(obj);
+        if (!s) return -1;
+        if (parse_device_string(s, out) == 0) return 0;
+        PyErr_Format(PyExc_ValueError,
+                     "Device: cannot parse %R; expected 'cpu', 'cuda' or 'cuda:N' with 0 <= N < %d",
+                     obj, GD_MAX_GPUS);
+        return -1;
+    }
+    PyErr_Format(PyExc_TypeError,
+                 "device must be a gd.Device or a string like 'cpu' or 'cuda:0', got %.100s",
+                 Py_TYPE(obj)->tp_name);
+    return -1;
+}
+
+PyObject *gd_device_object(gd_state *st, gd_device dev)
+{
+    if (dev.type == GD_CPU && st->cpu_device) return Py_NewRef(st->cpu_device);
+    DeviceObject *d = PyObject_New(DeviceObject, st->device_type);
+    if (!d) return NULL;
+    d->dev = dev;
+    return (PyObject *)d;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * the Device type
+ * ---------------------------------------------------------------------------------------- */
+
+static PyObject *device_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"type", "index", NULL};
+    PyObject *spec, *index = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:Device", kwlist, &spec, &index)) return NULL;
+    gd_state *st = PyType_GetModuleState(type);
+    if (!st) return NULL;
+    gd_device dev = {GD_CPU, -1};
+    if (spec == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "Device: expected 'cpu', 'cuda' or 'cuda:N', got None");
+        return NULL;
+    }
+    if (gd_parse_device(st, spec, &dev) < 0) return NULL;
+    if (index != Py_None) {
+        if (dev.type == GD_CPU) {
+            PyErr_SetString(PyExc_ValueError, "Device: the CPU takes no index; use Device('cpu')");
+            return NULL;
+        }
+        if (PyUnicode_Check(spec) && strchr(PyUnicode_AsUTF8(spec), ':')) {
+            PyErr_Format(PyExc_ValueError, "Device: index given twice, in %R and as %R", spec, index);
+            return NULL;
+        }
+        long i = PyLong_AsLong(index);
+        if (i == -1 && PyErr_Occurred()) return NULL;
+        if (i < 0 || i >= GD_MAX_GPUS) {
+            PyErr_Format(PyExc_ValueError, "Device: index must be in [0, %d), got %ld", GD_MAX_GPUS, i);
+            return NULL;
+        }
+        dev.index = (int)i;
+    }
+    return gd_device_object(st, dev);
+}
+
+static void device_dealloc(PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *device_str(PyObject *self)
+{
+    char buf[32];
+    return PyUnicode_FromString(gd_device_str(((DeviceObject *)self)->dev, buf));
+}
+
+static PyObject *device_repr(PyObject *self)
+{
+    char buf[32];
+    return PyUnicode_FromFormat("Device('%s')", gd_device_str(((DeviceObject *)self)->dev, buf));
+}
+
+static Py_hash_t device_hash(PyObject *self)
+{
+    /* equal to the hash of the string, since Device('cpu') == 'cpu' */
+    PyObject *s = device_str(self);
+    if (!s) return -1;
+    Py_hash_t h = PyObject_Hash(s);
+    Py_DECREF(s);
+    return h;
+}
+
+static PyObject *device_richcompare(PyObject *self, PyObject *other, int op)
+{
+    if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
+    gd_state *st = gd_state_of(self);
+    gd_device b;
+    if (Py_TYPE(other) == st->device_type) {
+        b = ((DeviceObject *)other)->dev;
+    } else if (PyUnicode_Check(other)) {
+        const char *s = PyUnicode_AsUTF8(other);
+        if (!s) return NULL;
+        if (parse_device_string(s, &b) < 0) return PyBool_FromLong(op == Py_NE);
+    } else {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    int eq = gd_device_eq(((DeviceObject *)self)->dev, b);
+    return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
+static PyObject *device_get_type(PyObject *self, void *Py_UNUSED(closure))
+{
+    return PyUnicode_FromString(((DeviceObject *)self)->dev.type == GD_CPU ? "cpu" : "cuda");
+}
+
+static PyObject *device_get_index(PyObject *self, void *Py_UNUSED(closure))
+{
+    gd_device d = ((DeviceObject *)self)->dev;
+    if (d.type == GD_CPU) Py_RETURN_NONE;
+    return PyLong_FromLong(d.index);
+}
+
+/* info() gathers facts from the OS and the CUDA runtime: readable Python does it best. */
+static PyObject *device_info(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *mod = PyImport_ImportModule("gpudev._info");
+    if (!mod) return NULL;
+    PyObject *res = PyObject_CallMethod(mod, "device_info", "O", self);
+    Py_DECREF(mod);
+    return res;
+}
+
+static PyObject *device_reduce(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *s = device_str(self);
+    if (!s) return NULL;
+    PyObject *res = Py_BuildValue("(O(N))", (PyObject *)Py_TYPE(self), s);
+    return res;
+}
+
+static PyMethodDef device_methods[] = {
+    {"info", device_info, METH_NOARGS,
+     "info() -> dict: what this device is (CPU: model, cores, SIMD, BLAS; GPU: name, memory...)."},
+    {"__reduce__", device_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef device_getset[] = {
+    {"type", device_get_type, NULL, "'cpu' or 'cuda'", NULL},
+    {"index", device_get_index, NULL, "GPU index, None for the CPU", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot device_slots[] = {
+    {Py_tp_new, device_new},
+    {Py_tp_dealloc, device_dealloc},
+    {Py_tp_str, device_str},
+    {Py_tp_repr, device_repr},
+    {Py_tp_hash, device_hash},
+    {Py_tp_richcompare, device_richcompare},
+    {Py_tp_methods, device_methods},
+    {Py_tp_getset, device_getset},
+    {Py_tp_doc, "Device('cpu' | 'cuda' | 'cuda:N') or Device('cuda', N): where an array lives.\n\n"
+                ">>> gd.Device('cuda:1').index\n1"},
+    {0, NULL},
+};
+
+static PyType_Spec device_spec = {
+    .name = "gpudev.Device",
+    .basicsize = sizeof(DeviceObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = device_slots,
+};
+
+/* ------------------------------------------------------------------------------------------
+ * module functions
+ * ---------------------------------------------------------------------------------------- */
+
+static int parse_gpu_index(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, long *out,
+                           const char *fname)
+{
+    *out = 0;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs + nkw > 1) {
+        PyErr_Format(PyExc_TypeError, "%s(i=0) takes at most one argument", fname);
+        return -1;
+    }
+    if (nkw) {
+        const char *k = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, 0));
+        if (!k) return -1;
+        if (strcmp(k, "i") != 0) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", fname, k);
+            return -1;
+        }
+    }
+    if (nargs + nkw == 1) {
+        *out = PyLong_AsLong(args[0]);
+        if (*out == -1 && PyErr_Occurred()) return -1;
+        if (*out < 0 || *out >= GD_MAX_GPUS) {
+            PyErr_Format(PyExc_ValueError, "%s: GPU index must be in [0, %d), got %ld", fname, GD_MAX_GPUS, *out);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *mod_cpu(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    gd_state *st = PyModule_GetState(module);
+    return Py_NewRef(st->cpu_device);
+}
+
+static PyObject *mod_gpu(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    long i;
+    if (parse_gpu_index(args, nargs, kwnames, &i, "gpu") < 0) return NULL;
+    return gd_device_object(PyModule_GetState(module), (gd_device){GD_CUDA, (int)i});
+}
+
+static PyObject *mod_try_gpu(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    long i;
+    if (parse_gpu_index(args, nargs, kwnames, &i, "try_gpu") < 0) return NULL;
+    gd_state *st = PyModule_GetState(module);
+    if (gd_num_gpus(st) > i) return gd_device_object(st, (gd_device){GD_CUDA, (int)i});
+    return Py_NewRef(st->cpu_device);
+}
+
+static PyObject *mod_try_all_gpus(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    gd_state *st = PyModule_GetState(module);
+    int n = gd_num_gpus(st);
+    PyObject *list = PyList_New(0);
+    if (!list) return NULL;
+    for (int i = 0; i < n || (n == 0 && i == 0); i++) {
+        PyObject *d = n ? gd_device_object(st, (gd_device){GD_CUDA, i}) : Py_NewRef(st->cpu_device);
+        if (!d || PyList_Append(list, d) < 0) {
+            Py_XDECREF(d);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(d);
+    }
+    return list;
+}
+
+static PyMethodDef device_module_methods[] = {
+    {"cpu", mod_cpu, METH_NOARGS, "cpu() -> Device: the host and all its cores."},
+    {"gpu", (PyCFunction)(void (*)(void))mod_gpu, METH_FASTCALL | METH_KEYWORDS,
+     "gpu(i=0) -> Device('cuda:i'), whether or not it exists (allocating on a missing GPU raises)."},
+    {"try_gpu", (PyCFunction)(void (*)(void))mod_try_gpu, METH_FASTCALL | METH_KEYWORDS,
+     "try_gpu(i=0) -> gpu(i) if it exists, else cpu().\n\n>>> x = gd.ones(3, device=gd.try_gpu())"},
+    {"try_all_gpus", mod_try_all_gpus, METH_NOARGS, "try_all_gpus() -> every GPU, or [cpu()] when there is none."},
+    {NULL, NULL, 0, NULL},
+};
+
+int gd_device_type_init(PyObject *module, gd_state *st)
+{
+    st->device_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &device_spec, NULL);
+    if (!st->device_type) return -1;
+    if (PyModule_AddType(module, st->device_type) < 0) return -1;
+    DeviceObject *cpu = PyObject_New(DeviceObject, st->device_type);
+    if (!cpu) return -1;
+    cpu->dev = (gd_device){GD_CPU, -1};
+    st->cpu_device = (PyObject *)cpu;
+    return PyModule_AddFunctions(module, device_module_methods);
+}

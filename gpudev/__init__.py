@@ -1,0 +1,116 @@
+"""gpudev: learn and measure GPU computing.
+
+Devices, arrays that live on one device, explicit copies between devices, fast matrix
+products and reductions on the CPU (OpenBLAS) and on NVIDIA GPUs (cuBLAS), and timing that
+is right for asynchronous GPU work.
+
+>>> import gpudev as gd
+>>> x = gd.ones((2, 3), device=gd.try_gpu())
+>>> (x @ x.T).sum().item()
+18.0
+"""
+
+from __future__ import annotations
+
+# OpenBLAS comes from the scipy-openblas32 wheel; loading it first makes its library
+# available to the C core (as NumPy's own development builds do).
+import scipy_openblas32 as _openblas
+
+_openblas.get_openblas_config()
+
+from . import _C  # noqa: E402
+from ._C import (  # noqa: E402,F401
+    Array,
+    CudaError,
+    Device,
+    DeviceMismatchError,
+    DeviceUnavailableError,
+    GpudevError,
+    OutOfMemoryError,
+    abs,
+    allclose,
+    arange,
+    array,
+    asarray,
+    concatenate,
+    cpu,
+    cuda_available,
+    empty,
+    exp,
+    float32,
+    float64,
+    full,
+    get_num_threads,
+    gpu,
+    int64,
+    log,
+    manual_seed,
+    matmul,
+    maximum,
+    minimum,
+    norm,
+    num_gpus,
+    ones,
+    rand,
+    randn,
+    relu,
+    set_num_threads,
+    sqrt,
+    stack,
+    synchronize,
+    tanh,
+    try_all_gpus,
+    try_gpu,
+    zeros,
+)
+
+__version__ = "0.1.0"
+
+
+def _load_cuda() -> None:
+    """Hand the CUDA backend to the core, or record why there is none."""
+    try:
+        from ._build_info import BUILD_INFO
+    except ImportError:  # a build without setup.py's record
+        BUILD_INFO = {"cuda_compiled": False, "cuda_reason": "build information missing"}
+    if not BUILD_INFO.get("cuda_compiled"):
+        _C._set_cuda_unavailable(f"not compiled: {BUILD_INFO.get('cuda_reason', 'unknown')}")
+        return
+    try:
+        from . import _cuda
+    except ImportError as exc:  # e.g. no libcudart / libcublas on this machine
+        _C._set_cuda_unavailable(f"compiled, but gpudev._cuda failed to import: {exc}")
+        return
+    _C._register_cuda(_cuda.backend)
+    if _cuda.device_count() == 0:
+        _C._set_cuda_unavailable("compiled, but no CUDA driver or GPU was found")
+
+
+_load_cuda()
+
+from ._info import build_info, empty_cache, memory_stats, set_tf32  # noqa: E402
+from .io import load, save  # noqa: E402
+from .timing import BenchmarkResult, Timer, benchmark  # noqa: E402
+from .trace import Trace, trace  # noqa: E402
+from . import nn  # noqa: E402
+
+
+def __getattr__(name: str):
+    # exercises and plots pull in matplotlib; load them only when asked for
+    if name in ("exercises", "plots"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'gpudev' has no attribute {name!r}")
+
+
+__all__ = [
+    "Array", "BenchmarkResult", "CudaError", "Device", "DeviceMismatchError",
+    "DeviceUnavailableError", "GpudevError", "OutOfMemoryError", "Timer", "Trace",
+    "abs", "allclose", "arange", "array", "asarray", "benchmark", "build_info",
+    "concatenate", "cpu", "cuda_available", "empty", "empty_cache", "exp", "float32",
+    "float64", "full", "get_num_threads", "gpu", "int64", "load", "log", "manual_seed",
+    "matmul", "maximum", "memory_stats", "minimum", "nn", "norm", "num_gpus", "ones",
+    "rand", "randn", "relu", "save", "set_num_threads", "set_tf32", "sqrt", "stack",
+    "synchronize", "tanh", "trace", "try_all_gpus", "try_gpu", "zeros",
+]

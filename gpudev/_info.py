@@ -1,0 +1,164 @@
+"""What this machine and this build are: build_info(), Device.info(), memory statistics."""
+
+from __future__ import annotations
+
+import os
+import platform
+from typing import Any
+
+from . import _C
+
+try:
+    from ._build_info import BUILD_INFO
+except ImportError:
+    BUILD_INFO: dict[str, Any] = {}
+
+
+def _cuda_module():
+    """gpudev._cuda when it was built and imports on this machine, else None."""
+    if not BUILD_INFO.get("cuda_compiled"):
+        return None
+    try:
+        from . import _cuda
+    except ImportError:
+        return None
+    return _cuda
+
+
+def _cuda_call(fn, *args):
+    """Call a gpudev._cuda helper, turning its RuntimeError(message, status) into CudaError."""
+    try:
+        return fn(*args)
+    except RuntimeError as exc:
+        message = exc.args[0] if exc.args else str(exc)
+        err = _C.CudaError(message)
+        err.status = exc.args[1] if len(exc.args) > 1 else None
+        raise err from None
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("model name", "Model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def build_info() -> dict[str, Any]:
+    """What gpudev was built with and what it found at run time.
+
+    >>> gd.build_info()['cuda']['compiled']
+    True
+    """
+    from . import __version__
+
+    facts = _C._cpu_facts()
+    blas_config = facts["blas_config"]
+    parts = blas_config.split()
+    cuda: dict[str, Any] = {
+        "compiled": bool(BUILD_INFO.get("cuda_compiled")),
+        "toolkit": BUILD_INFO.get("cuda_toolkit"),
+        "archs": BUILD_INFO.get("cuda_archs", ""),
+        "build_reason": BUILD_INFO.get("cuda_reason", "unknown"),
+        "available": _C.num_gpus() > 0,
+        "num_gpus": _C.num_gpus(),
+        "reason": _C._cuda_reason(),
+    }
+    cuda_mod = _cuda_module()
+    cuda["runtime_version"] = cuda_mod.runtime_version() if cuda_mod else None
+    cuda["driver_version"] = cuda_mod.driver_version() if cuda_mod else None
+    return {
+        "version": __version__,
+        "compiler": BUILD_INFO.get("compiler", "unknown"),
+        "sanitize": bool(BUILD_INFO.get("sanitize")),
+        "machine": platform.machine(),
+        "simd": facts["simd"],
+        "blas": {
+            "name": parts[0] if parts else "OpenBLAS",
+            "version": parts[1] if len(parts) > 1 else "unknown",
+            "config": blas_config,
+            "threads": _C.get_num_threads(),
+        },
+        "threads": _C.get_num_threads(),
+        "cuda": cuda,
+    }
+
+
+def device_info(dev: _C.Device) -> dict[str, Any]:
+    """Facts about one device (called by Device.info())."""
+    if dev.type == "cpu":
+        facts = _C._cpu_facts()
+        return {
+            "device": "cpu",
+            "model": _cpu_model(),
+            "cores": _cores(),
+            "threads": _C.get_num_threads(),
+            "simd": facts["simd"],
+            "blas": facts["blas_config"],
+        }
+    if dev.index >= _C.num_gpus():
+        raise _C.DeviceUnavailableError(
+            f"info: {dev} is not available: this machine has {_C.num_gpus()} GPUs "
+            f"({_C._cuda_reason() or 'CUDA loaded'})"
+        )
+    info = dict(_cuda_call(_cuda_module().device_info, dev.index))
+    info["device"] = str(dev)
+    return info
+
+
+def _device_or_default(device) -> _C.Device:
+    if device is None:
+        return _C.cpu()
+    return device if isinstance(device, _C.Device) else _C.Device(device)
+
+
+def memory_stats(device=None) -> dict[str, int]:
+    """Memory gpudev holds on `device` (default: the CPU).
+
+    Keys: allocated_bytes (live arrays), reserved_bytes (held from the system, including
+    the GPU pool's cache), peak_allocated_bytes, allocations (live blocks).
+
+    >>> gd.memory_stats('cpu')['allocated_bytes'] >= 0
+    True
+    """
+    dev = _device_or_default(device)
+    if dev.type == "cpu":
+        return dict(_C._cpu_memory_stats())
+    if dev.index >= _C.num_gpus():
+        raise _C.DeviceUnavailableError(
+            f"memory_stats: {dev} is not available: this machine has {_C.num_gpus()} GPUs"
+        )
+    return dict(_cuda_call(_cuda_module().memory_stats, dev.index))
+
+
+def empty_cache(device=None) -> None:
+    """Give memory cached by the GPU pool back to the driver (a no-op on the CPU)."""
+    dev = _device_or_default(device)
+    if dev.type == "cpu":
+        return
+    if dev.index >= _C.num_gpus():
+        raise _C.DeviceUnavailableError(
+            f"empty_cache: {dev} is not available: this machine has {_C.num_gpus()} GPUs"
+        )
+    _cuda_call(_cuda_module().empty_cache, dev.index)
+
+
+def set_tf32(enabled: bool) -> None:
+    """Allow (True) or forbid (False, the default) TF32 tensor cores in float32 matmuls on GPUs.
+
+    TF32 keeps float32's range but only 10 mantissa bits: faster, less exact.
+    """
+    cuda_mod = _cuda_module()
+    if cuda_mod is None:
+        return  # no GPU backend: nothing uses TF32
+    _cuda_call(cuda_mod.set_tf32, bool(enabled))
