@@ -1,0 +1,43 @@
+/* backend_cpu.h - the CPU backend: its vtable and the host-only controls the core exposes
+ * (threads, SIMD level, BLAS build, memory counters). Plain C11; no Python.
+ */
+#ifndef GPUDEV_BACKEND_CPU_H
+#define GPUDEV_BACKEND_CPU_H
+
+#include <stdint.h>
+
+#include "gpudev.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The host as a gpudev device: one device, synchronous, every vtable entry filled. */
+extern const gd_backend gd_cpu_backend;
+
+/* Threads used by gpudev's own parallel loops and by OpenBLAS. n < 1 means 1. The default
+ * is the number of cores this process may run on (its affinity mask). Thread-safe. */
+void gd_cpu_set_num_threads(int n);
+int gd_cpu_get_num_threads(void);
+
+/* The widest vector unit the hot loops use on this machine, detected at run time:
+ * "avx512f", "avx2", "neon" or "baseline". */
+const char *gd_cpu_simd_level(void);
+
+/* OpenBLAS's build description, e.g. "OpenBLAS 0.3.34 DYNAMIC_ARCH NO_AFFINITY SkylakeX
+ * MAX_THREADS=64". Static storage; never NULL. */
+const char *gd_cpu_blas_config(void);
+
+/* Host memory held by gpudev arrays: out[0] allocated_bytes (live, as requested),
+ * out[1] peak_allocated_bytes (since start or the last reset), out[2] allocations (live
+ * blocks), out[3] reserved_bytes (live, including alignment padding). gpudev keeps no
+ * host cache, so freed memory goes straight back to the C library. */
+void gd_cpu_memory_stats(int64_t out[4]);
+/* Restart peak_allocated_bytes from the current allocated_bytes. */
+void gd_cpu_reset_peak(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUDEV_BACKEND_CPU_H */
