@@ -1,0 +1,207 @@
+"""Shared fixtures and helpers for gpudev's tests.
+
+Every array test takes the `device` fixture and so runs once per entry of `DEVICES`: the CPU
+always, then each GPU. Without a GPU one `cuda:0` entry is kept and skipped, so the GPU
+variants show up as skipped in the summary instead of silently vanishing.
+
+NumPy is the reference for every result; on a GPU the CPU backend is the oracle as well
+(`check` runs the same gpudev call on both and compares them).
+
+    >>> def test_add(device):
+    ...     check(lambda a, b: a + b, np.ones(3), np.arange(3.0), device=device)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import gpudev as gd
+
+# ---------------------------------------------------------------------------------------------
+# devices
+# ---------------------------------------------------------------------------------------------
+
+NUM_GPUS: int = gd.num_gpus()
+CPU = gd.cpu()
+Array = type(gd.zeros(0))
+
+NO_GPU = "no CUDA GPU"
+NO_GPU2 = "needs two CUDA GPUs"
+
+
+def _device_params() -> list:
+    params = [pytest.param(CPU, id="cpu")]
+    if NUM_GPUS == 0:
+        params.append(
+            pytest.param(gd.gpu(0), id="cuda:0", marks=[pytest.mark.gpu, pytest.mark.skip(reason=NO_GPU)])
+        )
+    for i in range(NUM_GPUS):
+        params.append(
+            pytest.param(
+                gd.gpu(i),
+                id=f"cuda:{i}",
+                marks=[pytest.mark.gpu, pytest.mark.skipif(not gd.cuda_available(), reason=NO_GPU)],
+            )
+        )
+    return params
+
+
+DEVICES = _device_params()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "gpu2: needs two CUDA GPUs")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `gpu` need one GPU, `gpu2` two: skip them, with the reason, when absent."""
+    for item in items:
+        if item.get_closest_marker("gpu2") is not None and NUM_GPUS < 2:
+            item.add_marker(pytest.mark.skip(reason=NO_GPU2))
+        elif item.get_closest_marker("gpu") is not None and NUM_GPUS < 1:
+            item.add_marker(pytest.mark.skip(reason=NO_GPU))
+
+
+@pytest.fixture(params=DEVICES)
+def device(request: pytest.FixtureRequest) -> gd.Device:
+    """Each device in turn: cpu, then every GPU (a skipped cuda:0 when there is none)."""
+    return request.param
+
+
+@pytest.fixture
+def cuda0() -> gd.Device:
+    """The first GPU; the test is skipped without one."""
+    if NUM_GPUS < 1:
+        pytest.skip(NO_GPU)
+    return gd.gpu(0)
+
+
+@pytest.fixture
+def cuda01() -> tuple[gd.Device, gd.Device]:
+    """The first two GPUs; the test is skipped with fewer than two."""
+    if NUM_GPUS < 2:
+        pytest.skip(NO_GPU2)
+    return gd.gpu(0), gd.gpu(1)
+
+
+def is_gpu(device: gd.Device) -> bool:
+    return device.type == "cuda"
+
+
+# ---------------------------------------------------------------------------------------------
+# dtypes and tolerances
+# ---------------------------------------------------------------------------------------------
+
+DTYPES = [gd.float32, gd.float64, gd.int64]
+FLOAT_DTYPES = [gd.float32, gd.float64]
+DTYPE_IDS = ["float32", "float64", "int64"]
+
+
+def rtol_for(dtype: Any) -> float:
+    """Relative tolerance for one elementwise step in `dtype`: a few units in the last place
+    (float32 transcendental functions may be vectorised approximations); ints are exact."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float32:
+        return 1e-5
+    if dtype == np.float64:
+        return 1e-12
+    return 0.0
+
+
+def sample(shape: tuple[int, ...], dtype: Any, seed: int = 0, low: float = -10, high: float = 10) -> np.ndarray:
+    """Deterministic test data of `shape` and `dtype`: uniform floats, or ints, in [low, high)."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    if dtype.kind == "i":
+        return rng.integers(int(low), int(high), size=shape, dtype=dtype)
+    return rng.uniform(low, high, size=shape).astype(dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# comparing gpudev with NumPy and with the CPU backend
+# ---------------------------------------------------------------------------------------------
+
+
+def host(a: Any) -> np.ndarray:
+    """The values of a gpudev Array as a NumPy array (a copy for GPU arrays)."""
+    assert isinstance(a, Array), f"expected a gpudev Array, got {type(a).__name__}"
+    return a.cpu().numpy()
+
+
+def assert_array(
+    got: Any,
+    expected: Any,
+    *,
+    rtol: float | None = None,
+    atol: float = 0.0,
+    dtype: Any = None,
+    device: gd.Device | None = None,
+) -> None:
+    """`got` is a gpudev Array with the shape, dtype (expected's unless given) and values of
+    `expected`, on `device` when given. NaNs compare equal to NaNs, infs to infs."""
+    assert isinstance(got, Array), f"expected a gpudev Array, got {type(got).__name__}"
+    exp = np.asarray(expected)
+    want_dtype = np.dtype(dtype) if dtype is not None else exp.dtype
+    assert got.shape == exp.shape, f"shape {got.shape} != expected {exp.shape}"
+    assert got.dtype == want_dtype, f"dtype {got.dtype} != expected {want_dtype}"
+    if device is not None:
+        assert got.device == device, f"result on {got.device}, expected {device}"
+    values = host(got)
+    if want_dtype.kind == "i":
+        np.testing.assert_array_equal(values, exp)
+    else:
+        np.testing.assert_allclose(values, exp, rtol=rtol_for(want_dtype) if rtol is None else rtol, atol=atol)
+
+
+def _to_gd(x: Any, device: gd.Device) -> Any:
+    return gd.array(x, device=device) if isinstance(x, np.ndarray) else x
+
+
+def _copy_np(x: Any) -> Any:
+    return x.copy() if isinstance(x, np.ndarray) else x
+
+
+def check(
+    fn: Callable[..., Any],
+    *inputs: Any,
+    device: gd.Device,
+    ref: Callable[..., Any] | None = None,
+    rtol: float | None = None,
+    atol: float = 0.0,
+) -> Any:
+    """Run `fn` on gpudev copies of the NumPy `inputs` on `device` and compare with NumPy.
+
+    `ref` computes NumPy's answer from the inputs (default: `fn` itself, which works for
+    operators and methods both libraries share). On a GPU the same `fn` also runs on the CPU
+    backend and both results must agree. Non-array inputs (Python scalars) pass through.
+    Returns the result on `device`.
+
+    >>> check(lambda a, b: a * b, np.ones(3), 2.0, device=gd.cpu())
+    """
+    with np.errstate(all="ignore"):
+        expected = (ref or fn)(*[_copy_np(x) for x in inputs])
+    got = fn(*[_to_gd(x, device) for x in inputs])
+    assert_array(got, expected, rtol=rtol, atol=atol, device=device)
+    if is_gpu(device):
+        on_cpu = fn(*[_to_gd(x, CPU) for x in inputs])
+        assert_array(got, host(on_cpu), rtol=rtol, atol=atol, device=device)
+    return got
+
+
+# ---------------------------------------------------------------------------------------------
+# hypothesis: bounded example counts (the sanitizer run is ~10x slower); optional package
+# ---------------------------------------------------------------------------------------------
+
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # machines without a package registry may lack it; test_properties skips
+    pass
+else:
+    _health = [HealthCheck.too_slow, HealthCheck.data_too_large]
+    settings.register_profile("gpudev", max_examples=60, deadline=None, suppress_health_check=_health)
+    settings.register_profile("sanitize", max_examples=10, deadline=None, suppress_health_check=_health)
+    settings.load_profile("sanitize" if os.environ.get("GPUDEV_SANITIZE_RUN") == "1" else "gpudev")

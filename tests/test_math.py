@@ -1,0 +1,594 @@
+"""Arithmetic, broadcasting, dtype promotion, elementwise functions, reductions, matmul,
+stack/concatenate and allclose, each against NumPy (and on GPUs against the CPU backend)."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+
+import gpudev as gd
+from conftest import CPU, DTYPE_IDS, DTYPES, FLOAT_DTYPES, assert_array, check, host, is_gpu, rtol_for, sample
+
+BINARY_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv}
+
+BROADCAST_PAIRS = [
+    ((), ()),
+    ((7,), (7,)),
+    ((1,), (7,)),
+    ((3, 1), (1, 4)),
+    ((2, 3, 4), (4,)),
+    ((2, 3, 4), (3, 1)),
+    ((5, 1, 7), (1, 6, 1)),
+    ((), (2, 3)),
+    ((0,), (1,)),
+    ((0, 3), (1, 3)),
+    ((2, 0, 3), (2, 1, 1)),
+    ((72, 73, 74), (73, 1)),
+    ((72, 73, 74), (72, 73, 74)),
+    ((1, 1, 1, 1, 5), (4, 1, 3, 1, 1)),
+]
+PAIR_IDS = [f"{a}-{b}" for a, b in BROADCAST_PAIRS]
+
+
+def _operands(shape_a, shape_b, dtype_a, dtype_b):
+    a = sample(shape_a, dtype_a, seed=1)
+    b = sample(shape_b, dtype_b, seed=2, low=1, high=10)  # nonzero: division stays finite
+    return a, b
+
+
+# ---------------------------------------------------------------------------------------------
+# binary arithmetic and broadcasting
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", BINARY_OPS.values(), ids=BINARY_OPS.keys())
+@pytest.mark.parametrize("shapes", BROADCAST_PAIRS, ids=PAIR_IDS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_binary_broadcasting(device, op, shapes, dtype):
+    a, b = _operands(*shapes, dtype, dtype)
+    check(op, a, b, device=device)
+    check(op, b, a, device=device)
+
+
+@pytest.mark.parametrize("op", BINARY_OPS.values(), ids=BINARY_OPS.keys())
+@pytest.mark.parametrize("dtype_a", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("dtype_b", DTYPES, ids=DTYPE_IDS)
+def test_binary_promotion(device, op, dtype_a, dtype_b):
+    a, b = _operands((4, 3), (3,), dtype_a, dtype_b)
+    expected = op(a, b)
+    got = check(op, a, b, device=device)
+    assert got.dtype == expected.dtype
+
+
+PROMOTIONS = [
+    (gd.float32, gd.float64, gd.float64),
+    (gd.float32, gd.int64, gd.float64),
+    (gd.float64, gd.int64, gd.float64),
+    (gd.int64, gd.int64, gd.int64),
+]
+
+
+@pytest.mark.parametrize("dtype_a, dtype_b, result", PROMOTIONS, ids=str)
+def test_promotion_table(dtype_a, dtype_b, result):
+    a, b = gd.ones(2, dtype=dtype_a), gd.ones(2, dtype=dtype_b)
+    assert (a + b).dtype == result
+    assert (b * a).dtype == result
+    assert (gd.arange(3) / gd.arange(1, 4)).dtype == np.float64  # int64 / int64 -> float64
+
+
+@pytest.mark.parametrize("op", BINARY_OPS.values(), ids=BINARY_OPS.keys())
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("scalar", [3, 2.5, -1, 0.1], ids=str)
+def test_python_scalars_adapt_to_the_array(device, op, dtype, scalar):
+    a = sample((5, 3), dtype, seed=6, low=1, high=9)
+    got = check(lambda x: op(x, scalar), a, device=device)
+    got_reflected = check(lambda x: op(scalar, x), a, device=device)
+    # NumPy 2: an int scalar keeps the array's dtype; a float scalar keeps float dtypes and
+    # makes int64 float64; true division of ints is float64
+    assert got.dtype == op(a, scalar).dtype
+    assert got_reflected.dtype == op(scalar, a).dtype
+
+
+def test_python_scalar_dtype_rules():
+    f32, i64 = gd.ones(2), gd.ones(2, dtype=gd.int64)
+    assert (f32 + 1).dtype == np.float32
+    assert (f32 * 2.5).dtype == np.float32
+    assert (i64 + 1).dtype == np.int64
+    assert (i64 + 1.5).dtype == np.float64
+    assert (i64 / 2).dtype == np.float64
+    assert (2 - i64).dtype == np.int64
+
+
+def test_numpy_scalars_are_not_weak():
+    a = gd.ones(2)
+    assert (a * np.float32(2)).dtype == np.float32
+    assert (a * np.float64(2)).dtype == np.float64  # NumPy 2: NumPy scalars keep their dtype
+    r = np.float64(2.0) * a  # NumPy's scalar must defer to the Array, not convert it
+    assert isinstance(r, type(a)) and r.dtype == np.float64
+    assert_array(r, np.full(2, 2.0))
+
+
+def test_division_by_zero_follows_ieee(device):
+    a = np.array([1.0, -1.0, 0.0, 2.0], np.float32)
+    b = np.array([0.0, 0.0, 0.0, 4.0], np.float32)
+    check(operator.truediv, a, b, device=device)
+    i = np.array([1, -1, 0, 6])
+    j = np.array([0, 0, 0, 4])
+    check(operator.truediv, i, j, device=device)  # int64 / int64 -> float64 inf, -inf, nan, 1.5
+
+
+def test_nan_and_inf_propagate(device):
+    a = np.array([np.nan, np.inf, -np.inf, 1.0, np.inf])
+    b = np.array([1.0, 1.0, np.inf, np.nan, np.inf])
+    for op in BINARY_OPS.values():
+        check(op, a, b, device=device)
+
+
+def test_int64_arithmetic_is_exact(device):
+    a = np.array([2**40 + 1, -(2**40) - 3, 2**62, 7])
+    b = np.array([3, 5, 1, -7])
+    for op in (operator.add, operator.sub, operator.mul):
+        check(op, a, b, device=device)
+
+
+# ---------------------------------------------------------------------------------------------
+# powers, unary operators
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("exponent", [0, 1, 2, 3, 0.5, -1, 2.5, -0.5], ids=str)
+def test_float_power(device, dtype, exponent):
+    a = sample((7, 5), dtype, seed=9, low=0.1, high=4)
+    check(lambda x: x**exponent, a, device=device)
+
+
+@pytest.mark.parametrize("exponent", [0, 1, 2, 3, 7], ids=str)
+def test_int_power_is_exact(device, exponent):
+    a = np.arange(-5, 6)
+    got = check(lambda x: x**exponent, a, device=device)
+    assert got.dtype == np.int64
+
+
+def test_reflected_power(device):
+    check(lambda x: 2.0**x, sample((9,), np.float32, seed=1, low=-3, high=3), device=device)
+    check(lambda x: 2**x, np.arange(10.0), device=device)
+    got = check(lambda x: 2.5**x, np.arange(10), device=device)  # float base, int exponents
+    assert got.dtype == np.float64
+
+
+def test_int_power_with_float_exponent_is_float64(device):
+    got = check(lambda x: x**0.5, np.arange(10), device=device)
+    assert got.dtype == np.float64
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_unary_minus_and_abs(device, dtype):
+    a = sample((72, 73, 74), dtype, seed=12)
+    check(operator.neg, a, device=device)
+    check(abs, a, device=device)
+    check(gd.abs, a, device=device, ref=np.abs)
+
+
+# ---------------------------------------------------------------------------------------------
+# in-place operators
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "iop, op",
+    [(operator.iadd, operator.add), (operator.isub, operator.sub), (operator.imul, operator.mul)],
+    ids=["iadd", "isub", "imul"],
+)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("other_shape", [(), (3,), (4, 1), (4, 3)], ids=str)
+def test_inplace_returns_the_same_object(device, iop, op, dtype, other_shape):
+    a_np = sample((4, 3), dtype, seed=13)
+    b_np = sample(other_shape, dtype, seed=14)
+    a = gd.array(a_np, device=device)
+    b = gd.array(b_np, device=device)
+    result = iop(a, b)
+    assert result is a
+    assert_array(a, op(a_np, b_np))
+    assert_array(b, b_np)  # the operand is untouched
+
+
+def test_inplace_scalars_and_division(device):
+    a = gd.ones((2, 3), device=device)
+    ident = id(a)
+    a += 2
+    a *= 1.5
+    a -= 0.5
+    a /= 2
+    a **= 2
+    assert id(a) == ident
+    assert_array(a, np.full((2, 3), ((3 * 1.5 - 0.5) / 2) ** 2, np.float32))
+
+
+def test_inplace_keeps_the_dtype(device):
+    a = gd.ones(3, dtype=gd.float32, device=device)
+    a += gd.full(3, 0.5, dtype=gd.float64, device=device)  # float64 -> float32: same kind
+    assert a.dtype == np.float32
+    assert_array(a, np.full(3, 1.5, np.float32))
+    b = gd.ones(3, dtype=gd.float64, device=device)
+    b *= gd.arange(3, device=device)
+    assert_array(b, np.arange(3.0))
+
+
+def test_inplace_on_a_view_changes_the_base(device):
+    a = gd.zeros((3, 4), device=device)
+    v = a[1:3]
+    v += gd.arange(4.0, device=device)
+    expected = np.zeros((3, 4), np.float32)
+    expected[1:3] += np.arange(4.0, dtype=np.float32)
+    assert_array(a, expected)
+
+
+def test_inplace_with_itself_as_operand(device):
+    a = gd.arange(5.0, device=device)
+    a += a
+    a *= a
+    assert_array(a, (2 * np.arange(5.0, dtype=np.float32)) ** 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# elementwise functions
+# ---------------------------------------------------------------------------------------------
+
+UNARY_FUNCS = [
+    (gd.exp, np.exp, (-20, 20)),
+    (gd.log, np.log, (1e-3, 1e3)),
+    (gd.sqrt, np.sqrt, (0, 1e4)),
+    (gd.tanh, np.tanh, (-5, 5)),
+    (gd.abs, np.abs, (-5, 5)),
+]
+
+
+@pytest.mark.parametrize("fn, ref, domain", UNARY_FUNCS, ids=[f[1].__name__ for f in UNARY_FUNCS])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("shape", [(), (1,), (7,), (0,), (72, 73, 74)], ids=str)
+def test_unary_functions(device, fn, ref, domain, dtype, shape):
+    a = sample(shape, dtype, seed=15, low=domain[0], high=domain[1])
+    check(fn, a, device=device, ref=ref)
+
+
+@pytest.mark.parametrize("fn, ref", [(gd.exp, np.exp), (gd.log, np.log), (gd.sqrt, np.sqrt), (gd.tanh, np.tanh)],
+                         ids=["exp", "log", "sqrt", "tanh"])
+def test_unary_functions_of_ints_are_float64(device, fn, ref):
+    got = check(fn, np.arange(1, 20), device=device, ref=ref)
+    assert got.dtype == np.float64
+
+
+def test_unary_functions_edge_values(device):
+    # overflow to inf, zeros, negative inputs (nan), infinities and nan must come out as in
+    # NumPy: no fast-math shortcuts that lose them
+    x = np.array([0.0, -0.0, -1.0, np.inf, -np.inf, np.nan, 88.8, -87.0, 1e-30], np.float32)
+    for fn, ref in [(gd.exp, np.exp), (gd.log, np.log), (gd.sqrt, np.sqrt), (gd.tanh, np.tanh)]:
+        check(fn, x, device=device, ref=ref)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_relu(device, dtype):
+    a = sample((7, 72), dtype, seed=16)
+    got = check(gd.relu, a, device=device, ref=lambda x: np.maximum(x, 0).astype(x.dtype))
+    assert got.dtype == dtype
+
+
+@pytest.mark.parametrize("fn, ref", [(gd.maximum, np.maximum), (gd.minimum, np.minimum)], ids=["maximum", "minimum"])
+@pytest.mark.parametrize("shapes", BROADCAST_PAIRS[:8], ids=PAIR_IDS[:8])
+@pytest.mark.parametrize("dtypes", [(gd.float32, gd.float32), (gd.int64, gd.int64), (gd.float32, gd.float64),
+                                    (gd.int64, gd.float32)], ids=str)
+def test_maximum_minimum(device, fn, ref, shapes, dtypes):
+    a = sample(shapes[0], dtypes[0], seed=17)
+    b = sample(shapes[1], dtypes[1], seed=18)
+    check(fn, a, b, device=device, ref=ref)
+
+
+def test_maximum_minimum_propagate_nan_and_take_scalars(device):
+    a = np.array([np.nan, 1.0, 2.0, -np.inf])
+    b = np.array([0.0, np.nan, 3.0, 5.0])
+    check(gd.maximum, a, b, device=device, ref=np.maximum)
+    check(gd.minimum, a, b, device=device, ref=np.minimum)
+    check(lambda x: gd.maximum(x, 0.5), a, device=device, ref=lambda x: np.maximum(x, 0.5))
+    check(lambda x: gd.minimum(2, x), np.arange(5), device=device, ref=lambda x: np.minimum(2, x))
+
+
+# ---------------------------------------------------------------------------------------------
+# reductions
+# ---------------------------------------------------------------------------------------------
+
+REDUCE_CASES = [
+    ((), None),
+    ((1,), None),
+    ((7,), 0),
+    ((7,), -1),
+    ((3, 4), None),
+    ((3, 4), 0),
+    ((3, 4), 1),
+    ((2, 3, 4), (0, 2)),
+    ((2, 3, 4), (2, 0)),
+    ((2, 3, 4), (0, 1, 2)),
+    ((2, 3, 4), ()),
+    ((72, 73, 74), 1),
+    ((72, 73, 74), (0, 1)),
+    ((72, 73, 74), None),
+    ((5, 1, 6), 1),
+]
+
+
+def _reduce_tolerance(x: np.ndarray, kind: str) -> float:
+    """Absolute tolerance for a sum or mean of x summed in another order: a few ulps of
+    sum(|x|) (a float32 result is one float32 rounding of the float64 sum). Exact otherwise."""
+    if x.dtype.kind == "i" or kind not in ("sum", "mean"):
+        return 0.0
+    eps = 4e-7 if x.dtype == np.float32 else 1e-13
+    return eps * float(np.abs(x.astype(np.float64)).sum() or 1.0) / (x.size if kind == "mean" else 1)
+
+
+@pytest.mark.parametrize("kind", ["sum", "mean", "max", "min"])
+@pytest.mark.parametrize("shape, axis", REDUCE_CASES, ids=[f"{s}-{a}" for s, a in REDUCE_CASES])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("keepdims", [False, True], ids=["", "keepdims"])
+def test_reductions(device, kind, shape, axis, dtype, keepdims):
+    x = sample(shape, dtype, seed=19)
+    # float32 sums accumulate in float64: compare with float64 sums rounded to float32
+    ref64 = getattr(x.astype(np.float64) if x.dtype == np.float32 else x, kind)(axis=axis, keepdims=keepdims)
+    expected = np.asarray(ref64).astype(getattr(x, kind)(axis=axis, keepdims=keepdims).dtype)
+    got = check(lambda a: getattr(a, kind)(axis=axis, keepdims=keepdims), x, device=device,
+                ref=lambda _: expected, rtol=rtol_for(expected.dtype), atol=_reduce_tolerance(x, kind))
+    assert got.dtype == expected.dtype
+
+
+def test_reduction_dtypes_follow_numpy():
+    i = gd.arange(6).reshape(2, 3)
+    f = gd.ones((2, 3))
+    assert i.sum().dtype == np.int64
+    assert i.mean().dtype == np.float64
+    assert i.max(axis=0).dtype == np.int64
+    assert f.sum().dtype == np.float32
+    assert f.mean(axis=1).dtype == np.float32
+    assert i.sum().shape == ()
+    assert i.sum().item() == 15
+    assert i.mean().item() == 2.5
+
+
+def test_float32_sum_accumulates_in_double(device):
+    rng = np.random.default_rng(20)
+    x = (rng.standard_normal(1 << 21) + 1).astype(np.float32)  # 2M values: a float32 loop drifts
+    exact = x.astype(np.float64).sum()
+    a = gd.array(x, device=device)
+    total = a.sum().item()
+    mean = a.mean().item()
+    assert abs(total - exact) <= 1e-7 * abs(exact)  # only the final rounding to float32
+    assert abs(mean - exact / x.size) <= 1e-7 * abs(exact / x.size)
+    rows = a.reshape(1 << 11, 1 << 10).sum(axis=1)
+    expected_rows = x.astype(np.float64).reshape(1 << 11, 1 << 10).sum(axis=1)
+    np.testing.assert_allclose(host(rows), expected_rows, rtol=1.2e-7, atol=1e-5)
+
+
+def test_sum_of_ones_is_exact(device):
+    n = (1 << 24) + 8  # a float32 accumulator stops at 2**24
+    assert gd.ones(n, device=device).sum().item() == float(n)
+
+
+def test_reductions_of_empty_arrays(device):
+    assert_array(gd.zeros(0, device=device).sum(), np.float32(0))
+    assert_array(gd.zeros((0, 3), dtype=gd.int64, device=device).sum(axis=0), np.zeros(3, np.int64))
+    assert_array(gd.zeros((0, 3), device=device).sum(axis=1), np.zeros(0, np.float32))
+    assert_array(gd.zeros((0, 3), device=device).max(axis=1), np.zeros(0, np.float32))
+    assert_array(gd.zeros((3, 0), device=device).min(axis=0), np.zeros(0, np.float32))
+    with np.errstate(all="ignore"):
+        assert_array(gd.zeros((0, 3), device=device).mean(axis=0), np.full(3, np.nan, np.float32))
+
+
+def test_max_min_propagate_nan(device):
+    x = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]])
+    for kind in ("max", "min"):
+        check(lambda a: getattr(a, kind)(axis=1), x, device=device)
+        check(lambda a: getattr(a, kind)(), x, device=device)
+    check(lambda a: a.sum(axis=0), np.array([[np.inf, 1.0], [np.inf, -np.inf]]), device=device)
+
+
+def test_int64_sums_are_exact(device):
+    x = np.array([2**52 + 1, 2**52 + 1, -3, 2**40])
+    check(lambda a: a.sum(), x, device=device)
+    check(lambda a: a.max(), x, device=device)
+
+
+@pytest.mark.parametrize(
+    "shape, axis",
+    [((7,), None), ((3, 4), None), ((3, 4), 0), ((3, 4), 1), ((5, 6, 7), (1, 2)), ((5, 6, 7), -1),
+     ((0,), None), ((72, 73, 74), None), ((2, 3, 4, 5), (2, 3))],
+    ids=str,
+)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_norm(device, shape, axis, dtype):
+    x = sample(shape, dtype, seed=21)
+    ref = np.linalg.norm(x.astype(np.float64), axis=axis)
+    expected = np.asarray(ref).astype(np.float32 if dtype == gd.float32 else np.float64)
+    got = check(lambda a: gd.norm(a, axis=axis), x, device=device, ref=lambda _: expected,
+                rtol=2e-7 if dtype == gd.float32 else 1e-12)
+    assert got.dtype == (np.float32 if dtype == gd.float32 else np.float64)
+
+
+def test_norm_keepdims(device):
+    x = sample((4, 5, 6), np.float64, seed=22)
+    check(lambda a: gd.norm(a, axis=(1, 2), keepdims=True), x, device=device,
+          ref=lambda v: np.linalg.norm(v, axis=(1, 2), keepdims=True))
+    check(lambda a: gd.norm(a, axis=0, keepdims=True), x, device=device,
+          ref=lambda v: np.linalg.norm(v, axis=0, keepdims=True))
+
+
+def test_norm_of_large_float32_is_accurate(device):
+    rng = np.random.default_rng(23)
+    x = (rng.standard_normal(1 << 21) + 1).astype(np.float32)
+    exact = np.sqrt((x.astype(np.float64) ** 2).sum())
+    got = gd.norm(gd.array(x, device=device)).item()
+    assert abs(got - exact) <= 1e-7 * exact
+
+
+# ---------------------------------------------------------------------------------------------
+# matmul
+# ---------------------------------------------------------------------------------------------
+
+MATMUL_SHAPES = [
+    ((1, 1), (1, 1)),
+    ((7, 3), (3, 5)),
+    ((64, 64), (64, 64)),
+    ((257, 129), (129, 131)),
+    ((0, 3), (3, 4)),
+    ((3, 0), (0, 4)),
+    ((3, 4), (4, 0)),
+    ((5,), (5,)),
+    ((5,), (5, 3)),
+    ((4, 5), (5,)),
+    ((2, 3, 4), (4, 5)),
+    ((4, 5), (2, 5, 3)),
+    ((2, 1, 3, 4), (5, 4, 6)),
+    ((4,), (2, 4, 3)),
+    ((2, 3, 4), (4,)),
+    ((50, 17, 19), (50, 19, 23)),
+    ((1, 7, 8), (3, 8, 2)),
+]
+
+
+def _matmul_atol(k: int, dtype) -> float:
+    # inputs in [-1, 1): a float32 dot product of length k errs by at most ~k ulps of k
+    return (2e-6 if np.dtype(dtype) == np.float32 else 1e-14) * max(k, 1)
+
+
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=[f"{a}@{b}" for a, b in MATMUL_SHAPES])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=["float32", "float64"])
+def test_matmul(device, shapes, dtype):
+    a = sample(shapes[0], dtype, seed=24, low=-1, high=1)
+    b = sample(shapes[1], dtype, seed=25, low=-1, high=1)
+    k = shapes[0][-1]
+    ref = lambda x, y: (x.astype(np.float64) @ y.astype(np.float64)).astype(dtype)  # noqa: E731
+    tol = dict(rtol=0, atol=_matmul_atol(k, dtype))
+    check(lambda x, y: x @ y, a, b, device=device, ref=ref, **tol)
+    check(gd.matmul, a, b, device=device, ref=ref, **tol)
+
+
+def test_matmul_promotes_mixed_floats(device):
+    a = sample((3, 4), np.float32, seed=26)
+    b = sample((4, 2), np.float64, seed=27)
+    got = check(gd.matmul, a, b, device=device, ref=np.matmul)
+    assert got.dtype == np.float64
+
+
+def test_matmul_of_views(device):
+    x = sample((6, 8, 8), np.float64, seed=28)
+    a = gd.array(x, device=device)
+    assert_array(a[2] @ a[3:5], x[2] @ x[3:5])
+    assert_array(a[1:3].reshape(16, 8) @ a[0], x[1:3].reshape(16, 8) @ x[0])
+
+
+def test_batched_matmul_of_many_small_matrices(device):
+    a = sample((1000, 10, 10), np.float32, seed=29, low=-1, high=1)
+    b = sample((1000, 10, 10), np.float32, seed=30, low=-1, high=1)
+    check(gd.matmul, a, b, device=device, ref=lambda x, y: (x.astype(np.float64) @ y).astype(np.float32),
+          rtol=0, atol=_matmul_atol(10, np.float32))
+
+
+# ---------------------------------------------------------------------------------------------
+# stack and concatenate
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "shapes, axis",
+    [([(3,), (4,)], 0), ([(2, 3), (4, 3), (1, 3)], 0), ([(2, 3), (2, 5)], 1), ([(2, 3), (2, 1)], -1),
+     ([(0, 3), (2, 3)], 0), ([(2, 0), (2, 4)], 1), ([(5,)], 0), ([(2, 3, 4), (2, 1, 4)], 1),
+     ([(72, 73, 1), (72, 73, 2)], 2)],
+    ids=str,
+)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_concatenate(device, shapes, axis, dtype):
+    arrays = [sample(s, dtype, seed=31 + i) for i, s in enumerate(shapes)]
+    check(lambda *xs: gd.concatenate(list(xs), axis=axis), *arrays, device=device,
+          ref=lambda *xs: np.concatenate(xs, axis=axis))
+
+
+@pytest.mark.parametrize(
+    "shape, n, axis", [((3,), 2, 0), ((3,), 4, 1), ((2, 3), 3, 0), ((2, 3), 3, 1), ((2, 3), 2, -1),
+                       ((2, 3), 2, 2), ((), 5, 0), ((0, 2), 3, 1), ((7, 1, 5), 2, 1)],
+    ids=str,
+)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_stack(device, shape, n, axis, dtype):
+    arrays = [sample(shape, dtype, seed=40 + i) for i in range(n)]
+    check(lambda *xs: gd.stack(list(xs), axis=axis), *arrays, device=device,
+          ref=lambda *xs: np.stack(xs, axis=axis))
+
+
+def test_concatenate_and_stack_promote_dtypes(device):
+    a, b = gd.ones(2, device=device), gd.arange(3, device=device)
+    assert gd.concatenate([a, b]).dtype == np.float64
+    assert_array(gd.concatenate([a, b]), np.array([1.0, 1.0, 0.0, 1.0, 2.0]))
+    assert gd.stack([a, gd.ones(2, dtype=gd.float64, device=device)]).dtype == np.float64
+
+
+def test_concatenate_accepts_tuples_and_views(device):
+    a = gd.arange(12, device=device).reshape(3, 4)
+    assert_array(gd.concatenate((a[2:], a[:1])), np.arange(12).reshape(3, 4)[[2, 0]])
+    assert_array(gd.stack((a[0], a[1]), axis=1), np.stack([np.arange(4), np.arange(4, 8)], axis=1))
+
+
+# ---------------------------------------------------------------------------------------------
+# allclose
+# ---------------------------------------------------------------------------------------------
+
+
+def test_allclose(device):
+    a = gd.array([1.0, 2.0, 3.0], dtype=gd.float64, device=device)
+    assert gd.allclose(a, a) is True
+    assert gd.allclose(a, a + 1e-9) is True
+    assert gd.allclose(a, a + 1e-3) is False
+    assert gd.allclose(a, a + 1e-3, rtol=1e-3) is True  # |a - b| <= atol + rtol * |b|
+    assert gd.allclose(a, a + 1e-3, atol=1e-3) is True
+    assert gd.allclose(a, a + 2e-3, atol=1e-3) is False
+    assert gd.allclose(a, gd.array([1.0], dtype=gd.float64, device=device)) is False
+    assert gd.allclose(gd.ones((2, 3), device=device), gd.ones(3, device=device)) is True  # broadcasts
+
+
+def test_allclose_matches_numpy_on_edge_values(device):
+    a = np.array([np.nan, np.inf, 1.0, 0.0])
+    b = np.array([np.nan, np.inf, 1.0, 1e-9])
+    for x, y in [(a, b), (a[1:], b[1:]), (a[:1], b[:1]), (a[1:2], -a[1:2]), (a[3:], b[3:])]:
+        got = gd.allclose(gd.array(x, device=device), gd.array(y, device=device))
+        assert got is bool(np.allclose(x, y)), (x, y)
+
+
+def test_allclose_is_asymmetric_like_numpy(device):
+    # |a - b| <= atol + rtol * |b|: b's magnitude sets the tolerance
+    a = gd.array([0.0], device=device)
+    b = gd.array([1e-8 + 2e-5], dtype=gd.float64, device=device)
+    assert gd.allclose(a, b, rtol=1.0, atol=0.0) is True
+    assert gd.allclose(b, a, rtol=1.0, atol=0.0) is False
+
+
+def test_allclose_across_dtypes(device):
+    assert gd.allclose(gd.arange(3, device=device), gd.array([0.0, 1.0, 2.0], device=device)) is True
+
+
+# ---------------------------------------------------------------------------------------------
+# results do not depend on the device
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_chain_of_operations_matches_the_cpu(cuda0):
+    x = sample((64, 32), np.float32, seed=50, low=-1, high=1)
+    w = sample((32, 16), np.float32, seed=51, low=-1, high=1)
+
+    def model(a, b):
+        h = gd.relu(a @ b + 0.5)
+        return gd.tanh(h * 2).sum(axis=0) / gd.norm(h)
+
+    on_gpu = model(gd.array(x, device=cuda0), gd.array(w, device=cuda0))
+    on_cpu = model(gd.array(x), gd.array(w))
+    assert on_gpu.device == cuda0 and on_cpu.device == CPU
+    assert_array(on_gpu, host(on_cpu), rtol=1e-5, atol=1e-6)
+    assert is_gpu(on_gpu.device)
