@@ -1,0 +1,429 @@
+"""Save and load gpudev arrays as NumPy ``.npy`` / ``.npz`` files, with no pickle anywhere.
+
+An Array becomes a ``.npy`` file and a dict of name -> Array (a model's state dict) becomes a
+``.npz`` archive, so plain ``np.load`` reads what gpudev writes and gpudev reads what
+``np.save`` / ``np.savez`` write. Loading only ever parses a header that is a literal dict of
+three known keys and copies raw bytes: nothing in a file is unpickled or executed, and a file
+that is not exactly what its header says is refused before any array is created.
+
+    >>> import gpudev as gd
+    >>> gd.save({"w": gd.ones((2, 3))}, "model.npz")
+    >>> gd.load("model.npz")["w"].shape
+    (2, 3)
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import errno
+import os
+import secrets
+import struct
+import zipfile
+from collections.abc import Mapping
+from typing import IO, Any, Union
+
+import numpy as np
+
+import gpudev as gd
+
+__all__ = ["save", "load"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+# ---------------------------------------------------------------------------------------------
+# the .npy format (numpy.lib.format, versions 1.0 to 3.0)
+# ---------------------------------------------------------------------------------------------
+
+_NPY_MAGIC = b"\x93NUMPY"
+_ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")  # a member first, or an empty archive
+_PREAMBLE = len(_NPY_MAGIC) + 2  # magic, major and minor version
+# NumPy aligns the data to 64 bytes so it can be memory-mapped and read with aligned loads.
+_ALIGN = 64
+# NumPy's own limit: a header is a few hundred bytes, so anything much longer is not a real
+# header and is refused before ast.literal_eval spends time on it.
+_MAX_HEADER_BYTES = 10_000
+_HEADER_KEYS = {"descr", "fortran_order", "shape"}
+_MAX_NDIM = 16  # GD_MAX_NDIM of the C core; NumPy allows 64
+
+# Integer-like dtype kinds (bool, signed, unsigned): all load as int64, without loss (uint64
+# only when every value fits).
+_INT_KINDS = "biu"
+
+
+def _npy_header(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
+    """The complete .npy preamble and header for a C-ordered array, padded so data is aligned."""
+    text = f"{{'descr': {dtype.str!r}, 'fortran_order': False, 'shape': {shape!r}, }}"
+    for version, size_format in (((1, 0), "<H"), ((2, 0), "<I")):
+        fixed = _PREAMBLE + struct.calcsize(size_format)
+        pad = -(fixed + len(text) + 1) % _ALIGN
+        header = (text + " " * pad + "\n").encode("latin1")
+        if len(header) < 2 ** (8 * struct.calcsize(size_format)):
+            return _NPY_MAGIC + bytes(version) + struct.pack(size_format, len(header)) + header
+    raise ValueError(f"save: array header for shape {shape} is too long")
+
+
+def _write_npy(f: IO[bytes], host: np.ndarray) -> None:
+    f.write(_npy_header(host.dtype, host.shape))
+    # A CPU Array's NumPy view is C-contiguous: write its bytes without an intermediate copy
+    # (as a flat byte view: zip members count len(), and empty views refuse the cast).
+    if host.size:
+        f.write(memoryview(host).cast("B"))
+
+
+# ---------------------------------------------------------------------------------------------
+# writing: validate everything, then write to a temporary file and rename it into place
+# ---------------------------------------------------------------------------------------------
+
+
+def _host_view(a: Any) -> np.ndarray:
+    """NumPy view of `a` on the host: CPU arrays as they are, GPU arrays after one a.cpu()."""
+    return a.cpu().numpy()
+
+
+def _validate_state_dict(obj: Mapping) -> None:
+    for key, value in obj.items():
+        if not isinstance(key, str) or not key:
+            raise TypeError(
+                f"save: dict keys must be non-empty strings (they name the arrays in the .npz), "
+                f"got {key!r}"
+            )
+        if not isinstance(value, gd.Array):
+            raise TypeError(
+                f"save: value for key {key!r} is not a gpudev Array (got "
+                f"{type(value).__name__}); convert it first, e.g. gd.asarray(value)"
+            )
+
+
+def _check_suffix(path: str, is_dict: bool) -> None:
+    # The path is used as given, but a .npy/.npz suffix that contradicts the format the object
+    # is written in is almost certainly a mistake (an Array saved where a state dict belongs).
+    suffix = os.path.splitext(path)[1].lower()
+    if is_dict and suffix == ".npy":
+        raise ValueError(
+            f"save: a dict is written as a .npz archive but the path {path!r} ends with .npy; "
+            f"use a .npz path"
+        )
+    if not is_dict and suffix == ".npz":
+        raise ValueError(
+            f"save: an Array is written as a .npy file but the path {path!r} ends with .npz; "
+            f"save a dict instead, e.g. gd.save({{'a': a}}, path), or use a .npy path"
+        )
+
+
+def _open_temporary(target: str) -> tuple[int, str]:
+    """Create a new, empty file next to `target`; returns (fd, path).
+
+    os.open with mode 0o666 lets the umask decide the permissions, as for any newly created
+    file (tempfile's files are always 0o600, which would make every saved model private).
+    """
+    folder, name = os.path.split(target)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while True:
+        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+
+
+def _fsync_folder(folder: str) -> None:
+    # Makes the rename itself durable on POSIX; Windows cannot open folders, and there the
+    # rename is already as durable as it gets.
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def save(obj: Any, path: PathLike) -> None:
+    """Save an Array as a NumPy ``.npy`` file, or a dict of str -> Array as a ``.npz`` archive.
+
+    The file is readable by plain ``np.load`` (no pickle). GPU arrays are copied to the host
+    first, one ``a.cpu()`` each (they show up in ``gd.trace()``), one array at a time.
+
+    ``path`` is used exactly as given: unlike ``np.save``, no suffix is ever appended, so the
+    file you name is the file you get. A ``.npy`` path for a dict, or a ``.npz`` path for an
+    Array, is refused as a likely mistake; any other name is fine.
+
+    The write is atomic: the data goes to a temporary file in the same folder, is flushed to
+    disk and then renamed over ``path``. An interrupted or failed save (for instance a dict
+    value that is not an Array) leaves any existing file untouched and no temporary file.
+    An overwritten file keeps its permission bits.
+
+    Example:
+        >>> import gpudev as gd
+        >>> gd.save(gd.arange(6).reshape(2, 3), "a.npy")
+        >>> import numpy as np; np.load("a.npy").tolist()
+        [[0, 1, 2], [3, 4, 5]]
+    """
+    is_dict = isinstance(obj, Mapping)
+    if is_dict:
+        _validate_state_dict(obj)
+    elif not isinstance(obj, gd.Array):
+        raise TypeError(
+            f"save: expected a gpudev Array or a dict of str -> Array, got "
+            f"{type(obj).__name__}; convert it first, e.g. gd.asarray(obj)"
+        )
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"save: path must be a str or os.PathLike, got {type(path).__name__}")
+    path = os.fspath(path)
+    _check_suffix(path, is_dict)
+
+    # Write next to the real file (through a symlink, as np.save does) so the rename stays on
+    # one filesystem.
+    target = os.path.realpath(path)
+    folder = os.path.dirname(target)
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(
+            f"save: folder {folder!r} for {path!r} does not exist; create it first, "
+            f"e.g. os.makedirs({folder!r})"
+        )
+    if os.path.isdir(target):
+        raise IsADirectoryError(f"save: {path!r} is a folder; give a file name inside it")
+
+    fd, tmp = _open_temporary(target)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if is_dict:
+                with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as zf:
+                    for key, value in obj.items():
+                        host = _host_view(value)
+                        # zip64 fields cost 20 bytes and lift the 4 GiB member limit.
+                        with zf.open(key + ".npy", "w", force_zip64=True) as member:
+                            _write_npy(member, host)
+                        del host  # release a GPU array's host copy before the next one
+            else:
+                _write_npy(f, _host_view(obj))
+            f.flush()
+            os.fsync(f.fileno())
+        if os.path.exists(target):
+            os.chmod(tmp, os.stat(target).st_mode & 0o7777)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    _fsync_folder(folder)
+
+
+# ---------------------------------------------------------------------------------------------
+# reading: parse and check a header, then read exactly the bytes it promises
+# ---------------------------------------------------------------------------------------------
+
+
+class _Corrupt(ValueError):
+    """What is wrong with one .npy stream; load() adds the file (and member) name."""
+
+
+def _read_exact(f: IO[bytes], n: int, what: str) -> bytes:
+    data = f.read(n)
+    if len(data) != n:
+        raise _Corrupt(f"truncated: it ends inside the {what} ({len(data)} of {n} bytes)")
+    return data
+
+
+def _read_into(f: IO[bytes], flat: np.ndarray) -> int:
+    """Fill `flat` from `f`; returns the bytes read (fewer only at end of stream)."""
+    view = memoryview(flat).cast("B")
+    got = 0
+    while got < len(view):
+        n = f.readinto(view[got:])
+        if not n:
+            break
+        got += n
+    return got
+
+
+def _parse_header(f: IO[bytes]) -> tuple[np.dtype, tuple[int, ...], bool, int]:
+    """Read a .npy preamble and header; returns (dtype, shape, fortran_order, header_bytes)."""
+    magic = _read_exact(f, len(_NPY_MAGIC), "magic string")
+    if magic != _NPY_MAGIC:
+        raise _Corrupt(f"not a .npy array: it starts with {magic!r}, not {_NPY_MAGIC!r}")
+    major, minor = _read_exact(f, 2, "format version")
+    if (major, minor) == (1, 0):
+        size_format, encoding = "<H", "latin1"
+    elif (major, minor) in ((2, 0), (3, 0)):
+        size_format, encoding = "<I", "latin1" if major == 2 else "utf8"
+    else:
+        raise _Corrupt(f"unknown .npy format version {major}.{minor} (gpudev reads 1.0 to 3.0)")
+    size_field = _read_exact(f, struct.calcsize(size_format), "header length")
+    (header_len,) = struct.unpack(size_format, size_field)
+    if header_len > _MAX_HEADER_BYTES:
+        raise _Corrupt(f"header length {header_len} exceeds the {_MAX_HEADER_BYTES}-byte limit")
+    raw = _read_exact(f, header_len, "header")
+    try:
+        # literal_eval builds only literals (no names, calls or attribute access), so a
+        # hostile header can at worst be refused.
+        header = ast.literal_eval(raw.decode(encoding))
+    except (UnicodeDecodeError, SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        raise _Corrupt(f"header is not a Python dict literal: {raw[:80]!r}") from None
+    if not isinstance(header, dict) or set(header) != _HEADER_KEYS:
+        keys = sorted(map(repr, header)) if isinstance(header, dict) else type(header).__name__
+        raise _Corrupt(f"header must be a dict with keys {sorted(_HEADER_KEYS)}, got {keys}")
+
+    descr, fortran_order, shape = header["descr"], header["fortran_order"], header["shape"]
+    if not isinstance(descr, str):
+        raise _Corrupt(f"structured or unusual dtype {descr!r}: gpudev reads plain numbers only")
+    try:
+        dtype = np.dtype(descr)
+    except (TypeError, ValueError):
+        raise _Corrupt(f"header has an invalid dtype {descr!r}") from None
+    if not isinstance(fortran_order, bool):
+        raise _Corrupt(f"header's fortran_order must be True or False, got {fortran_order!r}")
+    if not (isinstance(shape, tuple)
+            and all(type(n) is int and n >= 0 for n in shape)):  # bool is not a size
+        raise _Corrupt(f"header's shape must be a tuple of non-negative ints, got {shape!r}")
+    if len(shape) > _MAX_NDIM:
+        raise _Corrupt(f"the array has {len(shape)} dimensions; gpudev arrays have at most "
+                       f"{_MAX_NDIM}")
+    return dtype, shape, fortran_order, _PREAMBLE + struct.calcsize(size_format) + header_len
+
+
+def _target_dtype(dtype: np.dtype) -> np.dtype:
+    """The gpudev dtype a file dtype loads as, or _Corrupt saying why it cannot be loaded."""
+    if dtype.kind == "f" and dtype.itemsize in (4, 8):
+        return np.dtype(dtype.type)  # native byte order
+    if dtype.kind == "f" and dtype.itemsize == 2:
+        return np.dtype(np.float32)
+    if dtype.kind in _INT_KINDS:
+        return np.dtype(np.int64)
+    names = {"c": "complex", "O": "object (Python objects, which would need pickle)",
+             "U": "unicode string", "S": "byte string", "V": "structured/void",
+             "M": "datetime", "m": "timedelta", "f": "extended precision float"}
+    kind = names.get(dtype.kind, "unsupported")
+    raise _Corrupt(
+        f"dtype {dtype.str} ({kind}) is not supported: gpudev loads floats and integers "
+        f"(float32, float64, int64; float16 and other integers are converted)"
+    )
+
+
+def _read_array(f: IO[bytes], payload_bytes: int) -> np.ndarray:
+    """Read one complete .npy stream of `payload_bytes` bytes (header and data) into a
+    C-contiguous host array of a gpudev dtype."""
+    dtype, shape, fortran_order, header_bytes = _parse_header(f)
+    target = _target_dtype(dtype)
+    count = int(np.prod(shape, dtype=object))  # Python ints: no overflow on hostile shapes
+    expected = count * dtype.itemsize
+    actual = payload_bytes - header_bytes
+    if actual != expected:
+        state = "truncated" if actual < expected else "longer than its header says"
+        raise _Corrupt(
+            f"{state}: shape {shape} of {dtype.str} needs {expected} bytes of data but "
+            f"{actual} follow the header"
+        )
+    flat = np.empty(count, dtype=dtype)
+    # A zip member verifies its CRC as its last byte is read: corrupt data raises here.
+    got = _read_into(f, flat) if expected else 0
+    if got != expected:  # the file shrank after its size was read
+        raise _Corrupt(f"data is {got} bytes, not the {expected} its header promises")
+
+    host = flat.reshape(shape, order="F" if fortran_order else "C")
+    if dtype.kind == "u" and dtype.itemsize == 8 and count and host.max() > np.iinfo(np.int64).max:
+        raise _Corrupt("uint64 values above 2**63 - 1 do not fit in gpudev's int64")
+    if host.dtype == target and not fortran_order:
+        return host
+    # Byte swapping, widening and Fortran order all come down to one C-ordered copy.
+    return np.ascontiguousarray(host, dtype=target)
+
+
+def _read_npz(path: str, f: IO[bytes]) -> dict[str, np.ndarray]:
+    try:
+        zf = zipfile.ZipFile(f)
+    except (zipfile.BadZipFile, OSError, EOFError) as e:
+        raise ValueError(f"load: {path!r} is not a valid .npz archive ({e})") from None
+    with zf:
+        infos = zf.infolist()
+        names = [info.filename for info in infos]
+        if len(set(names)) != len(names):
+            raise ValueError(f"load: {path!r} has duplicate member names; the archive is corrupt")
+        for name in names:
+            if not name.endswith(".npy"):
+                raise ValueError(
+                    f"load: {path!r} has a member {name!r} that is not a .npy array; gpudev "
+                    f"reads only archives written by gd.save or np.savez"
+                )
+        out: dict[str, np.ndarray] = {}
+        for info in infos:
+            key = info.filename[: -len(".npy")]
+            try:
+                with zf.open(info) as member:
+                    out[key] = _read_array(member, info.file_size)
+            except _Corrupt as e:
+                raise ValueError(f"load: {path!r}, member {info.filename!r}: {e}") from None
+            except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as e:
+                # CRC mismatches, bad compressed streams, encrypted members.
+                problem = f"load: {path!r}, member {info.filename!r} is corrupt ({e})"
+                raise ValueError(problem) from None
+        return out
+
+
+def _parse_device(device: Any) -> gd.Device:
+    if device is None:
+        return gd.cpu()
+    dev = device if isinstance(device, gd.Device) else gd.Device(device)
+    # Checked before reading so a bad device costs nothing and creates nothing.
+    if dev.type == "cuda" and dev.index >= gd.num_gpus():
+        raise gd.DeviceUnavailableError(
+            f"load: device {dev} is not available ({gd.num_gpus()} GPUs found); "
+            f"load onto the CPU with device='cpu'"
+        )
+    return dev
+
+
+def load(path: PathLike, device: Any = None) -> gd.Array | dict[str, gd.Array]:
+    """Load a ``.npy`` file as an Array, or a ``.npz`` archive as a dict of str -> Array.
+
+    ``device`` puts every array there directly, one host-to-device copy each (PyTorch's
+    ``map_location``); the default is the CPU, so a file saved on a GPU machine loads on any
+    machine. The format is recognised by the file's first bytes, not its name.
+
+    Files written by ``np.save`` / ``np.savez`` load too: float32, float64 and int64 as they
+    are, float16 as float32, booleans and other integers as int64. Fortran-ordered arrays
+    are made C-ordered. Nothing is ever unpickled: a missing file raises FileNotFoundError,
+    and a truncated, corrupt or foreign file (wrong magic, bad header, object/complex/string
+    dtype, data shorter or longer than the shape) raises ValueError naming the file and the
+    problem. Every array of an archive is read and checked before any Array is created, so a
+    failed load creates nothing.
+
+    Example:
+        >>> import gpudev as gd
+        >>> gd.save({"w": gd.ones((2, 3))}, "model.npz")
+        >>> state = gd.load("model.npz", device=gd.try_gpu())
+        >>> state["w"].device == gd.try_gpu()
+        True
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"load: path must be a str or os.PathLike, got {type(path).__name__}")
+    path = os.fspath(path)
+    dev = _parse_device(device)
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, "load: no such file", path) from None
+    with f:
+        start = f.read(len(_NPY_MAGIC))
+        f.seek(0)
+        if start == _NPY_MAGIC:
+            try:
+                hosts: Any = _read_array(f, os.fstat(f.fileno()).st_size)
+            except _Corrupt as e:
+                raise ValueError(f"load: {path!r}: {e}") from None
+        elif start[:4] in _ZIP_MAGICS:
+            hosts = _read_npz(path, f)
+        else:
+            pickled = start[:1] == b"\x80"
+            hint = " (it looks like a pickle, which gpudev never loads)" if pickled else ""
+            raise ValueError(
+                f"load: {path!r} is not a .npy or .npz file: it starts with {start!r}{hint}"
+            )
+    if isinstance(hosts, dict):
+        return {key: gd.asarray(host, device=dev) for key, host in hosts.items()}
+    return gd.asarray(hosts, device=dev)

@@ -1,0 +1,455 @@
+"""gd.save / gd.load: round trips on every device and dtype, interoperability with NumPy's
+own .npy/.npz files, atomic writes, and refusal of every corrupt, truncated or foreign file
+(pickles above all) with a ValueError and nothing created."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import stat
+import struct
+import zipfile
+
+import numpy as np
+import pytest
+
+import gpudev as gd
+import gpudev.io as gio
+from conftest import CPU, DTYPE_IDS, DTYPES, NUM_GPUS, assert_array, host, is_gpu, sample
+
+SHAPES = [(), (0,), (1,), (7,), (3, 4), (0, 3), (2, 3, 5)]
+
+
+def state_dict(device: gd.Device) -> dict:
+    return {
+        "0.weight": gd.array(sample((4, 3), gd.float32, seed=1), device=device),
+        "0.bias": gd.array(sample((4,), gd.float64, seed=2), device=device),
+        "steps": gd.array(sample((2, 2), gd.int64, seed=3), device=device),
+        "empty": gd.zeros((0, 5), device=device),
+    }
+
+
+def header_end(path) -> int:
+    """Offset of the first data byte of a version 1.0 .npy file."""
+    with open(path, "rb") as f:
+        raw = f.read(10)
+    assert raw[:8] == b"\x93NUMPY\x01\x00"
+    return 10 + struct.unpack("<H", raw[8:10])[0]
+
+
+def assert_refused(path, *fragments: str) -> None:
+    """gd.load(path) raises ValueError naming the file and each fragment, creating nothing."""
+    with gd.trace() as tr, pytest.raises(ValueError) as info:
+        gd.load(path)
+    message = str(info.value)
+    assert os.fspath(path) in message, message
+    for fragment in fragments:
+        assert fragment in message, message
+    assert tr.events == [], f"a failed load created arrays: {tr.events}"
+
+
+# ---------------------------------------------------------------------------------------------
+# round trips
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_array_round_trip(device, dtype, shape, tmp_path):
+    expected = sample(shape, dtype)
+    a = gd.array(expected, device=device)
+    path = tmp_path / "a.npy"
+    gd.save(a, path)
+
+    np.testing.assert_array_equal(np.load(path, allow_pickle=False), expected)
+    assert np.load(path).dtype == expected.dtype
+    assert_array(gd.load(path), expected, rtol=0, device=CPU)
+    assert_array(gd.load(str(path), device=device), expected, rtol=0, device=device)
+
+
+def test_state_dict_round_trip(device, tmp_path):
+    state = state_dict(device)
+    path = tmp_path / "model.npz"
+    gd.save(state, path)
+
+    with np.load(path, allow_pickle=False) as npz:
+        assert npz.files == list(state)
+        for key, value in state.items():
+            np.testing.assert_array_equal(npz[key], host(value))
+            assert npz[key].dtype == value.dtype
+    for target in (None, device):
+        loaded = gd.load(path, device=target)
+        assert list(loaded) == list(state)
+        for key, value in state.items():
+            assert_array(loaded[key], host(value), rtol=0, device=target or CPU)
+
+
+def test_empty_state_dict(tmp_path):
+    gd.save({}, tmp_path / "none.npz")
+    assert gd.load(tmp_path / "none.npz") == {}
+    with np.load(tmp_path / "none.npz") as npz:
+        assert npz.files == []
+
+
+def test_npy_data_is_aligned_like_numpy(tmp_path):
+    # NumPy aligns the data to 64 bytes so files can be memory-mapped; so must we.
+    gd.save(gd.ones((3, 3)), tmp_path / "a.npy")
+    assert header_end(tmp_path / "a.npy") % 64 == 0
+    mm = np.load(tmp_path / "a.npy", mmap_mode="r")
+    np.testing.assert_array_equal(mm, np.ones((3, 3), np.float32))
+
+
+def test_path_is_used_as_given(tmp_path):
+    gd.save(gd.arange(3), tmp_path / "weights")
+    assert os.listdir(tmp_path) == ["weights"]  # no '.npy' appended, unlike np.save
+    assert_array(gd.load(tmp_path / "weights"), np.arange(3))
+    gd.save({"w": gd.arange(3)}, tmp_path / "state.bin")
+    assert list(gd.load(tmp_path / "state.bin")) == ["w"]  # recognised by content
+
+
+def test_saved_on_gpu_loads_on_every_device(cuda0, tmp_path):
+    state = state_dict(cuda0)
+    gd.save(state, tmp_path / "gpu.npz")
+    for target in [CPU] + [gd.gpu(i) for i in range(NUM_GPUS)]:
+        loaded = gd.load(tmp_path / "gpu.npz", device=target)
+        for key, value in state.items():
+            assert_array(loaded[key], host(value), rtol=0, device=target)
+
+
+# ---------------------------------------------------------------------------------------------
+# copies between devices are explicit and counted
+# ---------------------------------------------------------------------------------------------
+
+
+def test_save_copies_each_gpu_array_once(device, tmp_path):
+    state = state_dict(device)
+    with gd.trace() as tr:
+        gd.save(state, tmp_path / "m.npz")
+    assert tr.count("copy", "d2h") == (len(state) if is_gpu(device) else 0)
+    assert tr.count("copy") == tr.count("copy", "d2h")
+
+
+def test_load_copies_each_array_once_to_its_device(device, tmp_path):
+    gd.save(state_dict(CPU), tmp_path / "m.npz")
+    with gd.trace() as tr:
+        loaded = gd.load(tmp_path / "m.npz", device=device)
+    assert all(v.device == device for v in loaded.values())
+    assert tr.count("copy", "h2d") == (len(loaded) if is_gpu(device) else 0)
+    assert tr.count("copy") == tr.count("copy", "h2d")
+
+
+def test_load_onto_missing_gpu_fails_before_reading(tmp_path):
+    gd.save(gd.ones(3), tmp_path / "a.npy")
+    with pytest.raises(gd.DeviceUnavailableError, match=f"cuda:{NUM_GPUS}"):
+        gd.load(tmp_path / "a.npy", device=gd.gpu(NUM_GPUS))
+
+
+# ---------------------------------------------------------------------------------------------
+# files written by NumPy
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "values, dtype",
+    [
+        (sample((3, 4), np.float32), np.float32),
+        (sample((5,), np.float64), np.float64),
+        (sample((2, 2, 2), np.int64), np.int64),
+        (np.array(2.5), np.float64),
+        (sample((6,), np.float16), np.float32),  # float16 widens exactly
+        (np.array([True, False, True]), np.int64),
+        (np.array([-128, 0, 127], np.int8), np.int64),
+        (np.array([0, 255], np.uint8), np.int64),
+        (np.array([-(2**31), 2**31 - 1], np.int32), np.int64),
+        (np.array([0, 2**32 - 1], np.uint32), np.int64),
+        (np.array([0, 2**63 - 1], np.uint64), np.int64),
+        (sample((4, 3), np.float64).astype(">f8"), np.float64),  # big-endian
+        (np.asfortranarray(sample((4, 3), np.float32)), np.float32),  # fortran_order: True
+        (np.ones((0, 4), np.float32), np.float32),
+    ],
+    ids=lambda v: v.dtype.str + ("F" if v.flags.f_contiguous and v.ndim > 1 else "")
+    if isinstance(v, np.ndarray) else "",
+)
+def test_load_numpy_npy(values, dtype, tmp_path):
+    np.save(tmp_path / "np.npy", values)
+    assert_array(gd.load(tmp_path / "np.npy"), values.astype(dtype), rtol=0, dtype=dtype)
+
+
+@pytest.mark.parametrize("savez", [np.savez, np.savez_compressed], ids=["savez", "compressed"])
+def test_load_numpy_npz(device, savez, tmp_path):
+    arrays = {"w": sample((3, 4), np.float32), "b": sample((4,), np.float64), "n": np.arange(5)}
+    savez(tmp_path / "np.npz", **arrays)
+    loaded = gd.load(tmp_path / "np.npz", device=device)
+    assert list(loaded) == list(arrays)
+    for key, values in arrays.items():
+        assert_array(loaded[key], values, rtol=0, device=device)
+
+
+def test_numpy_version_2_header(tmp_path):
+    values = sample((2, 3), np.float32)
+    with open(tmp_path / "v2.npy", "wb") as f:
+        np.lib.format.write_array(f, values, version=(2, 0))
+    assert_array(gd.load(tmp_path / "v2.npy"), values, rtol=0)
+
+
+def test_more_dimensions_than_gpudev_allows_are_refused(tmp_path):
+    np.save(tmp_path / "deep.npy", np.zeros((1,) * 17))
+    assert_refused(tmp_path / "deep.npy", "17 dimensions", "at most 16")
+    np.save(tmp_path / "ok.npy", np.zeros((1,) * 16))
+    assert gd.load(tmp_path / "ok.npy").ndim == 16
+
+
+def test_uint64_beyond_int64_is_refused(tmp_path):
+    np.save(tmp_path / "big.npy", np.array([1, 2**63], np.uint64))
+    assert_refused(tmp_path / "big.npy", "uint64")
+
+
+# ---------------------------------------------------------------------------------------------
+# refused: foreign dtypes, pickles, bad magic, bad headers
+# ---------------------------------------------------------------------------------------------
+
+
+class CreatesFileWhenUnpickled:
+    """Unpickling this runs open(path, 'w'): proof that something was executed."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+@pytest.mark.parametrize(
+    "values, fragment",
+    [
+        (np.array([1 + 2j, 3j]), "complex"),
+        (np.array(["a", "bc"]), "unicode"),
+        (np.array([b"a", b"bc"]), "byte string"),
+        (np.zeros(2, dtype=[("x", "<f4"), ("y", "<i8")]), "structured"),
+        (np.array(["2024-01-01"], dtype="datetime64[D]"), "datetime"),
+        (np.array([1, 2], dtype=np.longdouble), "not supported"),
+    ],
+    ids=["complex", "unicode", "bytes", "structured", "datetime", "longdouble"],
+)
+def test_foreign_dtypes_are_refused(values, fragment, tmp_path):
+    np.save(tmp_path / "x.npy", values)
+    assert_refused(tmp_path / "x.npy", fragment)
+
+
+def test_object_array_is_refused_without_unpickling(tmp_path):
+    marker = tmp_path / "executed"
+    np.save(tmp_path / "obj.npy", np.array([CreatesFileWhenUnpickled(str(marker)), 1], dtype=object),
+            allow_pickle=True)
+    assert_refused(tmp_path / "obj.npy", "object")
+    assert not marker.exists()
+
+
+def test_npz_with_an_object_member_loads_nothing(device, tmp_path):
+    marker = tmp_path / "executed"
+    np.savez(tmp_path / "mixed.npz", good=np.ones(3),
+             bad=np.array([CreatesFileWhenUnpickled(str(marker))], dtype=object))
+    assert_refused(tmp_path / "mixed.npz", "'bad.npy'", "object")
+    assert not marker.exists()
+
+
+def test_plain_pickle_is_refused(tmp_path):
+    marker = tmp_path / "executed"
+    with open(tmp_path / "model.pkl", "wb") as f:
+        pickle.dump({"w": CreatesFileWhenUnpickled(str(marker))}, f)
+    assert_refused(tmp_path / "model.pkl", "pickle")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"\x93NUM", b"hello, world\n", b"\x93NUMPX\x01\x00", b"PK\x03\x04 not really a zip"],
+    ids=["empty", "short-magic", "text", "wrong-magic", "fake-zip"],
+)
+def test_wrong_magic_is_refused(content, tmp_path):
+    (tmp_path / "x.npy").write_bytes(content)
+    assert_refused(tmp_path / "x.npy")
+
+
+def handmade_npy(header: str, data: bytes = b"", version: bytes = b"\x01\x00") -> bytes:
+    raw = header.encode("latin1")
+    return b"\x93NUMPY" + version + struct.pack("<H", len(raw)) + raw + data
+
+
+@pytest.mark.parametrize(
+    "header, data, fragment",
+    [
+        ("{'descr': __import__('os').system('touch EXECUTED'), 'fortran_order': False, 'shape': (1,)}\n",
+         b"", "not a Python dict literal"),
+        ("['descr', 'fortran_order', 'shape']\n", b"", "must be a dict"),
+        ("{'descr': '<f4', 'fortran_order': False}\n", b"", "must be a dict with keys"),
+        ("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}\n", b"\0" * 4, "keys"),
+        ("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}\n", b"", "non-negative"),
+        ("{'descr': '<f4', 'fortran_order': False, 'shape': (True,)}\n", b"\0" * 4, "non-negative"),
+        ("{'descr': '<f4', 'fortran_order': False, 'shape': [1]}\n", b"\0" * 4, "tuple"),
+        ("{'descr': '<f4', 'fortran_order': 0, 'shape': (1,)}\n", b"\0" * 4, "fortran_order"),
+        ("{'descr': 'nonsense', 'fortran_order': False, 'shape': (1,)}\n", b"\0" * 4, "invalid dtype"),
+        ("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,)}\n", b"\0" * 4, "structured"),
+        ("{'descr': '|O', 'fortran_order': False, 'shape': (1,)}\n", b"\x80\x04N.", "object"),
+        (f"{{'descr': '<f4', 'fortran_order': False, 'shape': ({10**30},)}}\n", b"\0" * 4, "truncated"),
+        ("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}\n", b"\0" * 12, "longer"),
+    ],
+    ids=["code", "list", "missing-key", "extra-key", "negative", "bool", "shape-list",
+         "fortran-int", "bad-descr", "structured", "object", "huge", "trailing"],
+)
+def test_bad_headers_are_refused(header, data, fragment, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.npy").write_bytes(handmade_npy(header, data))
+    assert_refused(tmp_path / "x.npy", fragment)
+    assert not (tmp_path / "EXECUTED").exists()
+
+
+def test_unknown_version_and_oversized_header_are_refused(tmp_path):
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1,)}\n"
+    (tmp_path / "v9.npy").write_bytes(handmade_npy(header, b"\0" * 4, version=b"\x09\x00"))
+    assert_refused(tmp_path / "v9.npy", "version 9.0")
+    long_header = header[:-1] + " " * 20000 + "\n"
+    (tmp_path / "long.npy").write_bytes(
+        b"\x93NUMPY\x02\x00" + struct.pack("<I", len(long_header)) + long_header.encode() + b"\0" * 4)
+    assert_refused(tmp_path / "long.npy", "header length")
+
+
+def test_npz_with_foreign_members_is_refused(tmp_path):
+    with zipfile.ZipFile(tmp_path / "model.pt", "w") as zf:  # how a PyTorch checkpoint looks
+        zf.writestr("archive/data.pkl", pickle.dumps({"w": 1}))
+    assert_refused(tmp_path / "model.pt", "archive/data.pkl", "not a .npy")
+
+
+# ---------------------------------------------------------------------------------------------
+# refused: truncated and damaged files
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(5, 7), (0,)], ids=["5x7", "empty"])
+def test_truncated_npy_is_refused_at_every_offset(shape, tmp_path):
+    gd.save(gd.array(sample(shape, gd.float64)), tmp_path / "a.npy")
+    full = (tmp_path / "a.npy").read_bytes()
+    end = header_end(tmp_path / "a.npy")
+    cuts = sorted({0, 3, 6, 7, 8, 9, 10, 30, end - 1, end, end + 1, len(full) - 8, len(full) - 1})
+    for cut in cuts:
+        if 0 <= cut < len(full):
+            (tmp_path / "cut.npy").write_bytes(full[:cut])
+            assert_refused(tmp_path / "cut.npy")
+    (tmp_path / "long.npy").write_bytes(full + b"\0")
+    assert_refused(tmp_path / "long.npy", "longer")
+
+
+def test_truncated_npz_is_refused_at_every_offset(tmp_path):
+    gd.save(state_dict(CPU), tmp_path / "m.npz")
+    full = (tmp_path / "m.npz").read_bytes()
+    for cut in [0, 2, 4, 30, 100, len(full) // 2, len(full) - 23, len(full) - 1]:
+        (tmp_path / "cut.npz").write_bytes(full[:cut])
+        assert_refused(tmp_path / "cut.npz")
+
+
+def test_every_flipped_header_byte_is_refused(tmp_path):
+    gd.save(gd.array(sample((3, 5), gd.float32)), tmp_path / "a.npy")
+    full = (tmp_path / "a.npy").read_bytes()
+    for offset in range(header_end(tmp_path / "a.npy")):  # magic, version, length, dict, padding
+        damaged = bytearray(full)
+        damaged[offset] ^= 0xFF
+        (tmp_path / "bad.npy").write_bytes(bytes(damaged))
+        assert_refused(tmp_path / "bad.npy")
+
+
+def test_flipped_npz_data_byte_fails_the_checksum(tmp_path):
+    gd.save({"w": gd.ones((8, 8))}, tmp_path / "m.npz")
+    full = bytearray((tmp_path / "m.npz").read_bytes())
+    with zipfile.ZipFile(tmp_path / "m.npz") as zf:
+        info = zf.getinfo("w.npy")
+    # The member's bytes follow its local header: 30 fixed bytes, then its name and extra field.
+    name_len, extra_len = struct.unpack_from("<HH", full, info.header_offset + 26)
+    last_data_byte = info.header_offset + 30 + name_len + extra_len + info.compress_size - 1
+    full[last_data_byte] ^= 0x01
+    (tmp_path / "m.npz").write_bytes(bytes(full))
+    assert_refused(tmp_path / "m.npz", "w.npy")
+
+
+def test_missing_file_and_folder(tmp_path):
+    with pytest.raises(FileNotFoundError, match="load: no such file"):
+        gd.load(tmp_path / "nope.npz")
+    with pytest.raises(IsADirectoryError):
+        gd.load(tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------
+# saving: argument checks and atomic replacement
+# ---------------------------------------------------------------------------------------------
+
+
+def test_save_argument_errors(tmp_path):
+    with pytest.raises(TypeError, match=r"save: expected a gpudev Array .* got ndarray"):
+        gd.save(np.ones(3), tmp_path / "a.npy")
+    with pytest.raises(TypeError, match=r"save: value for key 'b' is not a gpudev Array \(got list\)"):
+        gd.save({"a": gd.ones(2), "b": [1, 2]}, tmp_path / "m.npz")
+    with pytest.raises(TypeError, match="save: dict keys must be non-empty strings"):
+        gd.save({1: gd.ones(2)}, tmp_path / "m.npz")
+    with pytest.raises(ValueError, match=r"save: an Array is written as a \.npy file"):
+        gd.save(gd.ones(2), tmp_path / "a.npz")
+    with pytest.raises(ValueError, match=r"save: a dict is written as a \.npz archive"):
+        gd.save({"a": gd.ones(2)}, tmp_path / "a.npy")
+    with pytest.raises(FileNotFoundError, match="does not exist; create it first"):
+        gd.save(gd.ones(2), tmp_path / "no" / "such" / "a.npy")
+    with pytest.raises(TypeError, match="save: path must be a str or os.PathLike"):
+        gd.save(gd.ones(2), 3)
+    assert os.listdir(tmp_path) == []
+
+
+def test_failed_save_keeps_the_old_file(tmp_path):
+    path = tmp_path / "model.npz"
+    gd.save({"w": gd.ones(3)}, path)
+    before = path.read_bytes()
+    with pytest.raises(TypeError):
+        gd.save({"w": gd.zeros(3), "oops": 1.5}, path)
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["model.npz"]
+
+
+@pytest.mark.parametrize("error", [OSError(28, "No space left on device"), KeyboardInterrupt()],
+                         ids=["disk-full", "interrupt"])
+def test_interrupted_save_keeps_the_old_file(error, tmp_path, monkeypatch):
+    path = tmp_path / "model.npz"
+    gd.save({"w": gd.ones(3)}, path)
+    before = path.read_bytes()
+    calls = []
+    real_write = gio._write_npy
+
+    def write_then_fail(f, host_array):
+        calls.append(1)
+        if len(calls) == 2:  # the first member is already in the temporary file
+            raise error
+        real_write(f, host_array)
+
+    monkeypatch.setattr(gio, "_write_npy", write_then_fail)
+    with pytest.raises(type(error)):
+        gd.save({"a": gd.zeros(4), "b": gd.zeros(5)}, path)
+    assert len(calls) == 2
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["model.npz"]
+
+
+def test_permissions_follow_umask_and_survive_overwrite(tmp_path):
+    old = os.umask(0o027)
+    try:
+        gd.save(gd.ones(2), tmp_path / "a.npy")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "a.npy").st_mode) == 0o640
+    os.chmod(tmp_path / "a.npy", 0o600)
+    gd.save(gd.zeros(2), tmp_path / "a.npy")
+    assert stat.S_IMODE(os.stat(tmp_path / "a.npy").st_mode) == 0o600
+    assert_array(gd.load(tmp_path / "a.npy"), np.zeros(2, np.float32))
+
+
+def test_save_writes_through_a_symlink(tmp_path):
+    (tmp_path / "real").mkdir()
+    gd.save(gd.ones(2), tmp_path / "real" / "a.npy")
+    os.symlink(tmp_path / "real" / "a.npy", tmp_path / "link.npy")
+    gd.save(gd.arange(3), tmp_path / "link.npy")
+    assert os.path.islink(tmp_path / "link.npy")
+    assert_array(gd.load(tmp_path / "real" / "a.npy"), np.arange(3))
+    assert sorted(os.listdir(tmp_path / "real")) == ["a.npy"]

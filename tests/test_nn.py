@@ -1,0 +1,360 @@
+"""gpudev.nn: layers against NumPy, gradients against finite differences, the book's
+10-512-10 network trained on every device, and parameters saved on one device and loaded
+onto another."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import gpudev as gd
+from gpudev import nn
+from conftest import CPU, NUM_GPUS, assert_array, host, sample
+
+
+def mlp(device=None, dtype=gd.float32, sizes=(10, 512, 10)) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(sizes[0], sizes[1], device=device, dtype=dtype), nn.ReLU(),
+                         nn.Linear(sizes[1], sizes[2], device=device, dtype=dtype))
+
+
+# ---------------------------------------------------------------------------------------------
+# layers
+# ---------------------------------------------------------------------------------------------
+
+
+def test_linear_init_is_the_books_uniform_and_seeded(device):
+    gd.manual_seed(7)
+    lin = nn.Linear(10, 512, device=device)
+    bound = 1 / math.sqrt(10)
+    assert lin.weight.shape == (512, 10) and lin.bias.shape == (512,)
+    assert lin.weight.device == device and lin.weight.dtype == np.float32
+    w, b = host(lin.weight.data), host(lin.bias.data)
+    for values in (w, b):
+        assert values.min() >= -bound and values.max() < bound
+        assert values.min() < -0.9 * bound and values.max() > 0.9 * bound  # spans the range
+    assert abs(w.mean()) < 0.02 and abs(w.std() - bound / math.sqrt(3)) < 0.02  # uniform's std
+
+    gd.manual_seed(7)
+    on_cpu = nn.Linear(10, 512)
+    np.testing.assert_allclose(w, host(on_cpu.weight.data), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(b, host(on_cpu.bias.data), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("shape", [(4, 10), (10,), (2, 3, 10), (0, 10)], ids=str)
+def test_linear_forward_matches_numpy(device, shape):
+    lin = nn.Linear(10, 3, device=device, dtype=gd.float64)
+    x = sample(shape, np.float64)
+    expected = x @ host(lin.weight.data).T + host(lin.bias.data)
+    assert_array(lin(gd.array(x, device=device)), expected, rtol=1e-12, atol=1e-12, device=device)
+
+
+def test_linear_without_bias(device):
+    lin = nn.Linear(5, 2, bias=False, device=device)
+    assert lin.bias is None and [n for n, _ in lin.named_parameters()] == ["weight"]
+    x = sample((3, 5), np.float32)
+    assert_array(lin(gd.array(x, device=device)), x @ host(lin.weight.data).T, rtol=1e-5)
+    lin.backward(gd.ones((3, 2), device=device))
+    assert_array(lin.weight.grad, np.ones((2, 3), np.float32) @ x, rtol=1e-5)
+
+
+def test_relu_and_its_mask_are_exact(device):
+    for dtype in (np.float32, np.float64):
+        tiny = np.finfo(dtype).smallest_subnormal
+        x = np.array([-3.0, -0.0, 0.0, tiny, 1e-30, 1.0, np.finfo(dtype).max], dtype)
+        relu = nn.ReLU()
+        # atol: a GPU built with fast math may flush the subnormal to zero
+        assert_array(relu(gd.array(x, device=device)), np.maximum(x, 0), rtol=0,
+                     atol=float(np.finfo(dtype).tiny))
+        g = np.arange(1.0, 8.0, dtype=dtype)
+        got = host(relu.backward(gd.array(g, device=device)))
+        normal = [0, 1, 2, 4, 5, 6]
+        np.testing.assert_array_equal(got[normal], g[normal] * (x[normal] > 0))
+        # A subnormal output passes the gradient where subnormals exist (CPU) and counts as 0
+        # where the device flushes them (GPU fast math): both are exact, never a fraction.
+        assert got[3] in (0.0, g[3])
+
+
+def test_mse_loss_matches_numpy(device):
+    p, y = sample((6, 4), np.float64, seed=1), sample((6, 4), np.float64, seed=2)
+    loss_fn = nn.MSELoss()
+    loss = loss_fn(gd.array(p, device=device), gd.array(y, device=device))
+    assert loss.shape == () and loss.device == device
+    assert loss.item() == pytest.approx(np.mean((p - y) ** 2), rel=1e-12)
+    assert_array(loss_fn.backward(), 2 * (p - y) / p.size, rtol=1e-12, device=device)
+
+
+def test_sgd_step_and_zero_grad(device):
+    lin = nn.Linear(3, 2, device=device)
+    before = [host(p.data).copy() for p in lin.parameters()]
+    x = gd.array(sample((5, 3), np.float32), device=device)
+    lin(x)
+    lin.backward(gd.ones((5, 2), device=device))
+    grads = [host(p.grad) for p in lin.parameters()]
+    opt = nn.SGD(lin.parameters(), lr=0.5)
+    opt.step()
+    for p, old, g in zip(lin.parameters(), before, grads, strict=True):
+        np.testing.assert_allclose(host(p.data), old - np.float32(0.5) * g, rtol=1e-6)
+    opt.zero_grad()
+    assert all(p.grad is None for p in lin.parameters())
+    opt.step()  # no gradients: nothing changes
+    np.testing.assert_allclose(host(lin.weight.data), before[0] - np.float32(0.5) * grads[0], rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# gradients
+# ---------------------------------------------------------------------------------------------
+
+
+def loss_and_grads(net, x, y):
+    """Loss, dL/dx and every parameter's gradient after one forward and backward."""
+    loss_fn = nn.MSELoss()
+    net.zero_grad()
+    loss = loss_fn(net(x), y)
+    dx = net.backward(loss_fn.backward())
+    return loss.item(), dx, {name: p.grad for name, p in net.named_parameters()}
+
+
+def test_gradients_match_finite_differences():
+    gd.manual_seed(3)
+    net = mlp(dtype=gd.float64, sizes=(4, 6, 3))
+    x = gd.array(sample((5, 4), np.float64, seed=4, low=-2, high=2))
+    y = gd.array(sample((5, 3), np.float64, seed=5, low=-1, high=1))
+    hidden = host(net[0](x))
+    assert np.abs(hidden).min() > 1e-3  # central differences must not straddle ReLU's kink
+
+    _, dx, grads = loss_and_grads(net, x, y)
+    eps = 1e-6
+
+    def numeric(values: np.ndarray) -> np.ndarray:
+        """Central differences of the loss, perturbing `values` (a live view) in place."""
+        out = np.empty_like(values)
+        for i in np.ndindex(values.shape):
+            keep = values[i]
+            values[i] = keep + eps
+            up = nn.MSELoss()(net(x), y).item()
+            values[i] = keep - eps
+            down = nn.MSELoss()(net(x), y).item()
+            values[i] = keep
+            out[i] = (up - down) / (2 * eps)
+        return out
+
+    for name, p in net.named_parameters():
+        np.testing.assert_allclose(host(grads[name]), numeric(p.data.numpy()), rtol=1e-6, atol=1e-9,
+                                   err_msg=name)
+    np.testing.assert_allclose(host(dx), numeric(x.numpy()), rtol=1e-6, atol=1e-9, err_msg="dx")
+
+
+def test_gradients_agree_across_devices(device):
+    gd.manual_seed(11)
+    net = mlp(device=device, dtype=gd.float64, sizes=(4, 8, 3))
+    x = gd.array(sample((6, 4), np.float64), device=device)
+    y = gd.array(sample((6, 3), np.float64, seed=1), device=device)
+    loss, dx, grads = loss_and_grads(net, x, y)
+
+    ref = mlp(dtype=gd.float64, sizes=(4, 8, 3))
+    ref.load_state_dict(net.state_dict())
+    ref_loss, ref_dx, ref_grads = loss_and_grads(ref, x.cpu(), y.cpu())
+    assert loss == pytest.approx(ref_loss, rel=1e-12)
+    assert_array(dx, host(ref_dx), rtol=1e-10, atol=1e-14, device=device)
+    for name, g in grads.items():
+        assert_array(g, host(ref_grads[name]), rtol=1e-10, atol=1e-14, device=device)
+
+
+def test_gradients_accumulate_until_zero_grad(device):
+    net = mlp(device=device, sizes=(3, 4, 2))
+    x = gd.array(sample((5, 3), np.float32), device=device)
+    y = gd.array(sample((5, 2), np.float32, seed=1), device=device)
+    _, _, once = loss_and_grads(net, x, y)
+    once = {k: host(v).copy() for k, v in once.items()}
+    loss_fn = nn.MSELoss()
+    loss_fn(net(x), y)
+    net.backward(loss_fn.backward())  # second backward without zero_grad: adds
+    for name, p in net.named_parameters():
+        np.testing.assert_allclose(host(p.grad), 2 * once[name], rtol=1e-6, err_msg=name)
+    net.zero_grad()
+    assert all(p.grad is None for p in net.parameters())
+
+
+def test_batch_axes_are_summed_in_the_weight_gradient(device):
+    lin = nn.Linear(4, 3, device=device, dtype=gd.float64)
+    x = sample((2, 5, 4), np.float64)
+    g = sample((2, 5, 3), np.float64, seed=1)
+    lin(gd.array(x, device=device))
+    dx = lin.backward(gd.array(g, device=device))
+    assert_array(dx, g @ host(lin.weight.data), rtol=1e-12)
+    assert_array(lin.weight.grad, np.einsum("bno,bni->oi", g, x), rtol=1e-12)
+    assert_array(lin.bias.grad, g.sum(axis=(0, 1)), rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# the book's network: 10 -> 512 -> ReLU -> 10, trained with SGD
+# ---------------------------------------------------------------------------------------------
+
+
+def train(device: gd.Device, steps: int = 200, lr: float = 0.1) -> list[float]:
+    """Full-batch SGD on a fixed regression problem: a random tanh teacher network's outputs
+    for 256 Gaussian inputs. Everything, data included, comes from one seed."""
+    gd.manual_seed(0)
+    x = gd.randn(256, 10, device=device)
+    teacher_in = gd.randn(10, 16, device=device) * (1 / math.sqrt(10))
+    teacher_out = gd.randn(16, 10, device=device) * 0.5
+    y = gd.matmul(gd.tanh(gd.matmul(x, teacher_in)), teacher_out)
+    net = mlp(device=device)
+    loss_fn, opt = nn.MSELoss(), nn.SGD(net.parameters(), lr=lr)
+    losses = []
+    for _ in range(steps):
+        loss = loss_fn(net(x), y)
+        opt.zero_grad()
+        net.backward(loss_fn.backward())
+        opt.step()
+        losses.append(loss)
+    return [loss.item() for loss in losses]  # read at the end: no synchronization per step
+
+
+def test_training_lowers_the_loss_tenfold(device):
+    losses = train(device)
+    assert all(math.isfinite(v) for v in losses)
+    assert losses[0] / losses[-1] >= 10, f"loss went from {losses[0]:.4g} to {losses[-1]:.4g}"
+
+
+@pytest.mark.gpu
+def test_training_on_gpu_matches_cpu(cuda0):
+    on_gpu, on_cpu = train(cuda0), train(CPU)
+    np.testing.assert_allclose(on_gpu, on_cpu, rtol=1e-3)
+
+
+# ---------------------------------------------------------------------------------------------
+# modules: devices, state dicts, saving
+# ---------------------------------------------------------------------------------------------
+
+
+def test_sequential_indexing_and_names(device):
+    net = mlp(device=device)
+    assert len(net) == 3 and isinstance(net[1], nn.ReLU) and net[0].weight.device == device
+    assert isinstance(net[-1], nn.Linear) and [type(m) for m in net[:2]] == [nn.Linear, nn.ReLU]
+    assert [n for n, _ in net.named_parameters()] == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    assert [p.shape for p in net.parameters()] == [(512, 10), (512,), (10, 512), (10,)]
+    assert "Linear(in_features=10, out_features=512, bias=True)" in repr(net)
+
+
+def test_state_dict_is_live_and_load_state_dict_copies(device):
+    net = mlp(device=device, sizes=(3, 4, 2))
+    state = net.state_dict()
+    assert all(state[n] is p.data for n, p in net.named_parameters())
+
+    other = mlp(sizes=(3, 4, 2))  # on the CPU
+    other.load_state_dict(state)
+    for name, p in other.named_parameters():
+        assert p.device == CPU
+        np.testing.assert_array_equal(host(p.data), host(state[name]))
+    source = gd.zeros((4, 3))
+    other.load_state_dict({**other.state_dict(), "0.weight": source})
+    source += 1  # the module holds its own copy
+    np.testing.assert_array_equal(host(other[0].weight.data), np.zeros((4, 3), np.float32))
+
+    wide = mlp(dtype=gd.float64, sizes=(3, 4, 2))
+    wide.load_state_dict(state)  # converted to the parameters' dtype
+    assert wide[0].weight.dtype == np.float64
+
+
+def test_load_state_dict_errors_leave_the_module_unchanged():
+    net = mlp(sizes=(3, 4, 2))
+    before = {k: host(v).copy() for k, v in net.state_dict().items()}
+    good = {k: gd.zeros(v.shape) for k, v in net.state_dict().items()}
+    with pytest.raises(KeyError, match=r"load_state_dict: missing keys \['2.bias'\]; the module's keys"):
+        net.load_state_dict({k: v for k, v in good.items() if k != "2.bias"})
+    with pytest.raises(KeyError, match=r"load_state_dict: unexpected keys \['extra'\]; the module's keys"):
+        net.load_state_dict({**good, "extra": gd.zeros(1)})
+    with pytest.raises(ValueError, match=r"'2.weight' has shape \(3, 4\) but the parameter has shape \(2, 4"):
+        net.load_state_dict({**good, "2.weight": gd.zeros((3, 4))})
+    with pytest.raises(TypeError, match=r"state\['0.bias'\] must be a gpudev Array"):
+        net.load_state_dict({**good, "0.bias": np.zeros(4)})
+    for k, v in net.state_dict().items():
+        np.testing.assert_array_equal(host(v), before[k])
+
+
+def test_to_moves_parameters_and_gradients(device):
+    net = mlp(sizes=(3, 4, 2))
+    x, y = gd.array(sample((5, 3), np.float32)), gd.array(sample((5, 2), np.float32, seed=1))
+    loss_and_grads(net, x, y)
+    expected = {k: host(v).copy() for k, v in net.state_dict().items()}
+    assert net.to(device) is net
+    assert net.device == device
+    for name, p in net.named_parameters():
+        assert p.device == device and p.grad.device == device
+        np.testing.assert_array_equal(host(p.data), expected[name])
+    assert net(x.to(device)).device == device
+
+
+def test_save_on_one_device_load_onto_another(device, tmp_path):
+    gd.manual_seed(5)
+    source_device = gd.gpu(0) if NUM_GPUS and device == CPU else CPU
+    net = mlp(device=source_device)
+    x = gd.randn(32, 10)
+    expected = host(net(x.to(source_device)))
+    gd.save(net.state_dict(), tmp_path / "net.npz")
+
+    fresh = mlp(device=device)
+    fresh.load_state_dict(gd.load(tmp_path / "net.npz", device=device))
+    assert all(p.device == device for p in fresh.parameters())
+    # Same weights; the tolerance covers OpenBLAS and cuBLAS summing in different orders.
+    assert_array(fresh(x.to(device)), expected, rtol=1e-4, atol=1e-5, device=device)
+
+
+# ---------------------------------------------------------------------------------------------
+# errors
+# ---------------------------------------------------------------------------------------------
+
+
+def test_device_mismatch_names_both_devices(cuda0):
+    net = mlp(device=cuda0)
+    with pytest.raises(gd.DeviceMismatchError) as info:
+        net(gd.randn(2, 10))
+    assert str(info.value) == (
+        "Linear: input is on cpu but the module's parameters are on cuda:0; move one of them, "
+        "e.g. x.to('cuda:0') or net.to('cpu')"
+    )
+    with pytest.raises(gd.DeviceMismatchError, match="MSELoss: pred is on cuda:0 but target is on cpu"):
+        nn.MSELoss()(gd.zeros(3, device=cuda0), gd.zeros(3))
+
+
+def test_bad_inputs_raise_clear_errors():
+    lin = nn.Linear(10, 4)
+    with pytest.raises(ValueError, match=r"Linear: input of shape \(2, 7\) has 7 features .* in_features=10"):
+        lin(gd.zeros((2, 7)))
+    with pytest.raises(TypeError, match="Linear: input has dtype float64 but the parameters are float32"):
+        lin(gd.zeros((2, 10), dtype=gd.float64))
+    with pytest.raises(TypeError, match="Linear: x must be a gpudev Array, got ndarray"):
+        lin(np.zeros((2, 10), np.float32))
+    with pytest.raises(RuntimeError, match="Linear.backward: nothing to differentiate; call forward first"):
+        lin.backward(gd.zeros((2, 4)))
+    lin(gd.zeros((2, 10)))
+    with pytest.raises(ValueError, match=r"Linear.backward: grad_out has shape \(2, 3\) but the output had "
+                                         r"shape \(2, 4\)"):
+        lin.backward(gd.zeros((2, 3)))
+    with pytest.raises(ValueError, match="MSELoss: pred has shape"):
+        nn.MSELoss()(gd.zeros((2, 3)), gd.zeros((3, 2)))
+    with pytest.raises(RuntimeError, match="MSELoss.backward: nothing to differentiate"):
+        nn.MSELoss().backward()
+    with pytest.raises(ValueError, match="Linear: in_features must be a positive int, got 0"):
+        nn.Linear(0, 3)
+    with pytest.raises(TypeError, match="Linear: dtype must be gd.float32 or gd.float64, got int64"):
+        nn.Linear(2, 3, dtype=gd.int64)
+    with pytest.raises(ValueError, match="SGD: lr must be a positive finite number, got -0.1"):
+        nn.SGD(lin.parameters(), lr=-0.1)
+    with pytest.raises(TypeError, match=r"SGD: params\[0\] is not an nn.Parameter \(got Array\); pass "
+                                        r"net.parameters\(\)"):
+        nn.SGD([gd.zeros(3)], lr=0.1)
+    with pytest.raises(TypeError, match=r"Sequential: layer 1 is not an nn.Module \(got int\)"):
+        nn.Sequential(nn.ReLU(), 3)
+
+
+def test_wrongly_shaped_gradient_is_refused():
+    lin = nn.Linear(3, 2)
+    lin.weight.grad = gd.zeros((5,))
+    lin(gd.zeros((1, 3)))
+    with pytest.raises(ValueError, match=r"Linear.weight: gradient of shape \(5,\) for a parameter of shape "
+                                         r"\(2, 3\); reset it with zero_grad\(\)"):
+        lin.backward(gd.zeros((1, 2)))
