@@ -32,9 +32,11 @@ $(INSTALLED): $(DEPS) setup.py
 	$(LOCK) $(PY) -m pip install -q --no-build-isolation -e ".[test]"
 	touch $@
 
+# the stamp's time is taken before building, so an edit made during a build is rebuilt next time
 $(BUILT): $(INSTALLED) $(SOURCES)
+	touch $@.new
 	$(LOCK) $(PY) setup.py -q build_ext --inplace
-	touch $@
+	mv $@.new $@
 
 build: $(BUILT)
 

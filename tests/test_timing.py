@@ -1,0 +1,247 @@
+"""Timer and benchmark(): they synchronize, record what they should, and refuse bad input.
+
+No assertion here depends on how fast this machine is: bounds come from time.sleep (which
+sleeps at least as long as asked) or from counts, never from a guessed duration.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+import gpudev as gd
+from gpudev import _C
+
+# ---------------------------------------------------------------------------------------------
+# Timer
+# ---------------------------------------------------------------------------------------------
+
+
+def test_timer_records_intervals_like_d2l():
+    t = gd.Timer()
+    time.sleep(0.01)
+    first = t.stop()
+    t.start()
+    time.sleep(0.02)
+    second = t.stop()
+    assert t.times == [first, second]
+    assert first >= 0.01 and second >= 0.02
+    assert t.sum() == pytest.approx(first + second)
+    assert t.avg() == pytest.approx((first + second) / 2)
+    assert t.cumsum() == pytest.approx([first, first + second])
+
+
+def test_timer_context_manager_times_the_block():
+    with gd.Timer() as t:
+        time.sleep(0.03)
+    assert t.elapsed >= 0.03
+    assert t.times == [t.elapsed]
+
+
+def test_timer_times_a_cpu_matmul_to_its_end():
+    a = gd.randn(600, 600)
+    with gd.Timer() as t:
+        b = a @ a
+    # The product is finished when the timer stops: its result is readable without waiting.
+    assert b.shape == (600, 600)
+    assert t.elapsed > 0
+
+
+def test_timer_synchronizes_at_start_and_stop():
+    with gd.trace() as tr:
+        t = gd.Timer()  # 1: the timer starts at once
+        t.stop()  # 2
+        t.start()  # 3
+        t.stop()  # 4
+    assert tr.count("sync", "Timer") == 4
+    assert tr.count("sync") == 4
+    assert {e.device for e in tr.syncs} == {"cpu"}
+
+
+def test_timer_as_context_manager_syncs_on_enter_and_exit():
+    with gd.trace() as tr:
+        with gd.Timer():  # created (1), entered (2), exited (3)
+            pass
+    assert tr.count("sync", "Timer") == 3
+
+
+def test_timer_without_sync_never_synchronizes():
+    with gd.trace() as tr:
+        t = gd.Timer(sync=False)
+        t.stop()
+        with gd.Timer(sync=False):
+            pass
+    assert tr.count("sync") == 0
+    assert "wrong" in gd.Timer.__doc__
+
+
+def test_timer_devices_names_what_to_synchronize():
+    with gd.trace() as tr:
+        t = gd.Timer(devices=["cpu", gd.cpu()])
+        t.stop()
+    assert tr.count("sync", "Timer", device="cpu") == 4  # two devices, start and stop
+    assert t.devices == [gd.cpu(), gd.cpu()]
+
+
+def test_timer_bad_input():
+    with pytest.raises(ValueError, match="Timer.*'tpu'"):
+        gd.Timer(devices=["tpu"])
+    with pytest.raises(TypeError, match="Timer: devices must be"):
+        gd.Timer(devices=3)
+    with pytest.raises(ValueError, match=r"Timer.avg: no interval recorded yet; call stop\(\)"):
+        gd.Timer().avg()
+    assert gd.Timer().sum() == 0.0
+
+
+def test_timer_repr():
+    t = gd.Timer()
+    assert repr(t) == "Timer(n=0, sync=True)"
+    t.stop()
+    assert repr(t).startswith("Timer(n=1, sum=")
+
+
+@pytest.mark.gpu
+def test_timer_on_gpu_waits_for_queued_work(cuda0):
+    a = gd.randn(4096, 4096, device=cuda0)
+    (a @ a).sum().item()  # warm up cuBLAS and the pool
+    with gd.Timer(sync=False) as wrong:
+        for _ in range(20):
+            b = a @ a
+    gd.synchronize(cuda0)
+    with gd.Timer() as right:
+        for _ in range(20):
+            b = a @ a
+    # 20 products of 4096^3 are ~2.7 TFLOP: milliseconds on any GPU, while queueing them
+    # takes microseconds. The margin is huge on purpose.
+    assert right.elapsed > 5 * wrong.elapsed
+    del b
+
+
+@pytest.mark.gpu
+def test_timer_syncs_the_gpu_with_queued_work(cuda0):
+    a = gd.randn(256, 256, device=cuda0)
+    gd.synchronize()
+    with gd.trace() as tr:
+        t = gd.Timer()  # nothing queued: one CPU sync point
+        a @ a
+        t.stop()  # cuda:0 has queued work
+    syncs = [(e.name, e.device) for e in tr.syncs]
+    assert syncs == [("Timer", "cpu"), ("Timer", "cuda:0")]
+
+
+# ---------------------------------------------------------------------------------------------
+# benchmark
+# ---------------------------------------------------------------------------------------------
+
+
+def test_benchmark_honours_n_repeat_and_n_warmup():
+    calls = []
+
+    def work(x, scale=1):
+        calls.append((x, scale))
+        return (x * scale).sum()
+
+    a = gd.ones((64, 64))
+    r = gd.benchmark(work, a, n_warmup=2, n_repeat=5, scale=3)
+    assert len(calls) == 7
+    assert all(c[1] == 3 for c in calls)
+    assert r.n == 5 and r.n_warmup == 2
+    assert len(r.cpu_times) == 5 and r.times == r.cpu_times
+    assert r.clock == "host" and r.gpu_times == {}
+    assert all(t > 0 for t in r.cpu_times)
+    assert r.min <= r.median <= r.max
+    assert r.min <= r.mean <= r.max
+    assert r.std >= 0
+    assert r.name == "work"
+
+
+def test_benchmark_stats_of_a_known_duration():
+    r = gd.benchmark(time.sleep, 0.01, n_warmup=0, n_repeat=3)
+    assert r.n == 3
+    assert min(r.cpu_times) >= 0.01
+    assert r.median >= 0.01 and r.min >= 0.01
+
+
+def test_benchmark_stops_at_max_duration():
+    r = gd.benchmark(time.sleep, 0.01, n_warmup=0, max_duration=0.1)
+    # every repeat sleeps >= 10 ms, and repeats stop once 0.1 s have passed
+    assert 1 <= r.n <= 11
+
+
+def test_benchmark_runs_at_least_once_past_max_duration():
+    r = gd.benchmark(time.sleep, 0.02, n_warmup=0, max_duration=0.001)
+    assert r.n == 1
+
+
+def test_benchmark_synchronizes_after_warmup_and_each_repeat():
+    a = gd.ones(10)
+    with gd.trace() as tr:
+        gd.benchmark(a.sum, n_warmup=3, n_repeat=4)
+    assert tr.count("sync", "benchmark") == 4 + 1
+    assert tr.count("op", "sum") == 3 + 4
+
+
+def test_benchmark_result_str_and_dict():
+    r = gd.benchmark(gd.matmul, gd.ones((32, 32)), gd.ones((32, 32)), n_repeat=7)
+    line = str(r)
+    assert "\n" not in line
+    assert line.startswith("matmul  n=7  median ")
+    assert "(min " in line and ", max " in line
+    d = r.to_dict()
+    assert d["n"] == 7 and len(d["cpu_times"]) == 7
+    json.dumps(d)
+
+
+def test_benchmark_names_partials_and_lambdas():
+    import functools
+
+    assert gd.benchmark(functools.partial(time.sleep, 0), n_repeat=1).name == "sleep"
+    assert gd.benchmark(lambda: None, n_repeat=1).name == "<lambda>"
+
+
+def test_benchmark_bad_input():
+    with pytest.raises(TypeError, match="benchmark: fn must be callable"):
+        gd.benchmark(3)
+    with pytest.raises(ValueError, match="benchmark: n_repeat must be an int >= 1 or None, got 0"):
+        gd.benchmark(time.sleep, 0, n_repeat=0)
+    with pytest.raises(ValueError, match="benchmark: n_warmup must be an int >= 0, got -1"):
+        gd.benchmark(time.sleep, 0, n_warmup=-1)
+    with pytest.raises(ValueError, match="benchmark: max_duration must be a number of seconds > 0"):
+        gd.benchmark(time.sleep, 0, max_duration=0)
+    with pytest.raises(ValueError, match="benchmark: bad entry 'gpu7'"):
+        gd.benchmark(time.sleep, 0, devices=["gpu7"])
+
+
+def test_benchmark_refuses_a_missing_gpu_before_running_anything():
+    n = gd.num_gpus()
+    calls = []
+    with pytest.raises(gd.DeviceUnavailableError, match=f"benchmark: cannot time cuda:{n}: this machine has {n} GPU"):
+        gd.benchmark(calls.append, 1, n_warmup=3, n_repeat=1, devices=[f"cuda:{n}"])
+    assert calls == []
+
+
+def test_benchmark_with_cpu_device_uses_the_host_clock():
+    r = gd.benchmark(time.sleep, 0, n_repeat=2, devices="cpu")
+    assert r.clock == "host" and r.gpu_times == {}
+
+
+@pytest.mark.gpu
+def test_benchmark_times_the_gpu_with_events(cuda0):
+    a = gd.randn(1024, 1024, device=cuda0)
+    r = gd.benchmark(gd.matmul, a, a, n_repeat=5)
+    assert r.clock == "gpu"
+    assert list(r.gpu_times) == ["cuda:0"]
+    gpu = r.gpu_times["cuda:0"]
+    assert len(gpu) == 5 and all(t > 0 for t in gpu)
+    assert r.times == gpu
+    assert "gpu cuda:0" in str(r)
+    assert _C._pending_devices() == []
+
+
+@pytest.mark.gpu
+def test_benchmark_devices_argument_times_that_gpu(cuda0):
+    a = gd.randn(256, 256, device=cuda0)
+    r = gd.benchmark(gd.matmul, a, a, n_warmup=0, n_repeat=3, devices=[cuda0])
+    assert list(r.gpu_times) == ["cuda:0"] and len(r.gpu_times["cuda:0"]) == 3
