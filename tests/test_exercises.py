@@ -1,0 +1,446 @@
+"""The chapter's exercises (gpudev.exercises), their plots and `python -m gpudev exercises`.
+
+Each exercise runs on the CPU with small sizes; the tests check the rows' documented fields,
+that timings are positive and consistent, that the exercise's own checks hold, and that the
+conclusion quotes the measured numbers. GPU variants run when a GPU is present.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import gpudev as gd
+from gpudev import exercises as ex
+from gpudev.timing import format_seconds
+
+from conftest import NUM_GPUS
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"results.json holds {name}, which is not valid JSON")
+
+
+def check_rows(res: ex.Result) -> None:
+    """Every row has exactly the documented fields and sane, positive timings."""
+    assert res.rows, f"exercise {res.number} produced no rows"
+    for row in res.rows:
+        assert set(row) == set(res.fields), f"row fields differ from the documented ones: {row}"
+        assert row["seconds"] > 0 and row["min_s"] > 0
+        assert row["min_s"] <= row["seconds"] <= row["max_s"]
+        assert row["repeats"] == len(row["times"]) >= 1
+        assert all(t > 0 for t in row["times"])
+        assert row["std_s"] >= 0
+        assert row["clock"] in ("gpu", "host", "host, unsynchronized")
+    for key, _, _ in res.columns:
+        assert key in res.fields, f"column {key!r} is not a documented field"
+    json.dumps(res.to_dict(), allow_nan=False)
+
+
+def check_plot(res: ex.Result, tmp_path) -> None:
+    path = tmp_path / f"ex{res.number}.png"
+    fig = res.plot(path)
+    assert fig.axes, "the figure has no axes"
+    assert all(ax.get_title() or ax.get_xlabel() for ax in fig.axes)
+    data = path.read_bytes()
+    assert data.startswith(PNG_MAGIC) and len(data) > 5000
+
+
+# ---------------------------------------------------------------------------------------------
+# exercise 1
+# ---------------------------------------------------------------------------------------------
+
+
+def test_matmul_vs_small_cpu(tmp_path):
+    n = 192
+    res = ex.matmul_vs_small(n=n, devices=["cpu"], calls=50, repeats=3, bandwidth_elements=1 << 16)
+    check_rows(res)
+    tasks = {(r["task"], r["timing"]) for r in res.rows}
+    assert tasks == {("setup", "first call"), ("matmul", "first call"), ("matmul", "synchronized"),
+                     ("sum", "first call"), ("sum", "synchronized"), ("sum+item", "first call"),
+                     ("sum+item", "synchronized"), ("add1", "first call"), ("add1", "synchronized"),
+                     ("bandwidth", "synchronized")}
+    mm = next(r for r in res.rows if r["task"] == "matmul" and r["timing"] == "synchronized")
+    assert mm["flops"] == 2.0 * n**3
+    assert mm["gflops"] == pytest.approx(mm["flops"] / mm["seconds"] / 1e9)
+    assert all(r["repeats"] == 1 for r in res.rows if r["timing"] == "first call")
+    # the CPU has nothing to show for the unsynchronized timer: no such row, and a note why
+    assert not any(r["timing"] == "unsynchronized (wrong)" for r in res.rows)
+    peak = res.meta["peaks"]["cpu"]
+    assert peak["gflops"] == pytest.approx(mm["flops"] / mm["min_s"] / 1e9)
+    assert peak["gbps"] > 0 and "measured" in peak["gflops_source"]
+    # the conclusion quotes this run's numbers, not canned text
+    assert format_seconds(mm["seconds"]) in res.conclusion
+    assert f"{mm['gflops']:.3g} GFLOP/s" in res.conclusion
+    check_plot(res, tmp_path)
+
+
+@pytest.mark.gpu
+def test_matmul_vs_small_gpu_shows_the_wrong_timing(cuda0):
+    res = ex.matmul_vs_small(n=2048, devices=["cpu", cuda0], calls=50, repeats=3,
+                             bandwidth_elements=1 << 22)
+    check_rows(res)
+    right = next(r for r in res.rows if r["device"] == str(cuda0) and r["task"] == "matmul"
+                 and r["timing"] == "synchronized")
+    wrong = next(r for r in res.rows if r["timing"] == "unsynchronized (wrong)")
+    assert right["clock"] == "gpu"
+    assert wrong["seconds"] < right["seconds"]
+    assert "seems to take" in res.conclusion and "faster than" in res.conclusion
+
+
+# ---------------------------------------------------------------------------------------------
+# exercise 2
+# ---------------------------------------------------------------------------------------------
+
+
+def test_params_on_device_cpu(tmp_path):
+    res = ex.params_on_device("cpu", steps=5, repeats=3)
+    check_rows(res)
+    assert len(res.checks) == 2 and res.ok, res.checks
+    assert all(c["detail"] == "identical" for c in res.checks)
+    assert all(r["copies"] == 0 for r in res.rows)  # everything already lives on the host
+    assert res.meta["file_bytes"] > res.meta["parameter_bytes"] == 4 * (10 * 512 + 512 + 512 * 10 + 10)
+    assert res.meta["loss_after_steps"] < res.meta["loss_first"]
+    save = next(r for r in res.rows if r["action"].startswith("gd.save"))
+    assert save["bytes"] == res.meta["file_bytes"]
+    assert f"{res.meta['file_bytes']:,}-byte" in res.conclusion
+    check_plot(res, tmp_path)
+
+
+@pytest.mark.gpu
+def test_params_on_device_gpu(cuda0):
+    res = ex.params_on_device(cuda0, steps=5, repeats=3)
+    check_rows(res)
+    assert res.ok, res.checks
+    to_host = next(r for r in res.rows if r["action"].startswith("parameters to the host"))
+    assert to_host["copies"] == 4  # two weights and two biases
+
+
+def test_prediction_check_can_fail():
+    want = np.ones((4, 10), dtype=np.float32)
+    got = want.copy()
+    got[2, 3] += 1e-3
+    assert not ex._same_predictions("x", got, want, exact=True)["passed"]
+    assert not ex._same_predictions("x", got * 2, want, exact=False)["passed"]
+    rounded = want * np.float32(1 + 2e-6)  # a float32 rounding difference, as across devices
+    assert not ex._same_predictions("x", rounded, want, exact=True)["passed"]
+    assert ex._same_predictions("x", rounded, want, exact=False)["passed"]
+
+
+# ---------------------------------------------------------------------------------------------
+# exercise 3
+# ---------------------------------------------------------------------------------------------
+
+
+def test_norm_logging_cpu(tmp_path):
+    n = 40
+    res = ex.norm_logging(n=n, size=12, device="cpu", repeats=3)
+    check_rows(res)
+    assert [r["variant"] for r in res.rows] == ["a", "b", "c"]
+    assert [r["syncs"] for r in res.rows] == [n, 1, 1]  # one per .item(), then one .tolist()
+    assert [r["copies"] for r in res.rows] == [0, 0, 0]  # the CPU copies nothing to itself
+    assert res.rows[0]["speedup"] == 1.0
+    assert res.rows[1]["speedup"] == pytest.approx(res.rows[0]["seconds"] / res.rows[1]["seconds"])
+    assert res.ok and len(res.checks) == 2, res.checks
+    # the logged norms are those of the products, computed independently with NumPy
+    gd.manual_seed(0)
+    xs = gd.randn(n, 12, 12).numpy()
+    w = (gd.randn(12, 12) * (1.0 / math.sqrt(12))).numpy()
+    want = np.linalg.norm(xs.astype(np.float64) @ w.astype(np.float64), axis=(1, 2))
+    np.testing.assert_allclose(res.meta["first_norms"], want[:5], rtol=1e-5)
+    assert f"{n} synchronizations" in res.conclusion
+    check_plot(res, tmp_path)
+
+
+@pytest.mark.gpu
+def test_norm_logging_gpu_counts_copies(cuda0):
+    res = ex.norm_logging(n=30, size=16, device=cuda0, repeats=2)
+    assert res.ok, res.checks
+    assert [r["copies"] for r in res.rows] == [30, 1, 1]
+    assert [r["syncs"] for r in res.rows] == [30, 1, 1]
+
+
+# ---------------------------------------------------------------------------------------------
+# exercise 4
+# ---------------------------------------------------------------------------------------------
+
+
+def test_two_devices_cpu(tmp_path):
+    res = ex.two_devices(n=96, devices=["cpu"], repeats=3)
+    check_rows(res)
+    assert res.skipped == "needs 2 GPUs, found 0"
+    assert [r["scenario"] for r in res.rows] == [
+        "two products", "host work alone (NumPy)", "both: queue the products, then host work"]
+    both = res.rows[2]
+    assert 0.0 <= both["overlap"] <= 1.0
+    assert both["no_overlap_s"] == pytest.approx(res.rows[0]["seconds"] + res.rows[1]["seconds"])
+    assert "needs 2 GPUs, found 0" in res.conclusion
+    check_plot(res, tmp_path)
+
+
+@pytest.mark.skipif(NUM_GPUS != 0, reason="checks the message of a machine without GPUs")
+def test_two_devices_default_without_gpu_says_why():
+    res = ex.two_devices(n={"cpu": 64}, repeats=2)
+    assert res.skipped == "needs 2 GPUs, found 0"
+    assert any("GPU rows skipped" in note for note in res.notes)
+    assert {r["device"] for r in res.rows} == {"cpu"}
+
+
+@pytest.mark.gpu
+def test_two_devices_one_gpu_overlaps(cuda0):
+    res = ex.two_devices(n={"cpu": 64, "cuda": 2048}, devices=[cuda0], repeats=3)
+    check_rows(res)
+    if NUM_GPUS == 1:
+        assert res.skipped == "needs 2 GPUs, found 1"
+    both = next(r for r in res.rows if r["scenario"].startswith("both"))
+    assert both["overlap"] > 0.3  # queued GPU work runs while the host works
+
+
+# ---------------------------------------------------------------------------------------------
+# exercise 5
+# ---------------------------------------------------------------------------------------------
+
+
+def test_small_op_sweep_cpu(tmp_path):
+    res = ex.small_op_sweep(sizes=(64, 4, 16), iters=50, devices=["cpu"], repeats=3)
+    check_rows(res)
+    assert [r["size"] for r in res.rows] == [4, 16, 64]  # sorted
+    for r in res.rows:
+        assert r["per_op_s"] == pytest.approx(r["seconds"] / 50)
+        assert r["elements"] == r["size"] ** 2 and r["iters"] == 50
+    assert res.meta["crossovers"] == {}
+    assert res.meta["fits"]["cpu"]["t0_s"] == res.rows[0]["per_op_s"]
+    assert "no GPU to compare with" in res.conclusion or NUM_GPUS
+    check_plot(res, tmp_path)
+
+
+def test_crossover_and_cost_model_on_known_curves():
+    sizes = [4, 40, 400, 4000]
+    elements = np.array([s * s for s in sizes], dtype=float)
+    # CPU: 0.1 us + 8 bytes per element at 20 GB/s; GPU: 5 us + 8 bytes at 2000 GB/s
+    cpu_t = 1e-7 + 8 * elements / 20e9
+    gpu_t = 5e-6 + 8 * elements / 2000e9
+
+    def rows(ts):
+        return [{"elements": e, "size": s, "per_op_s": t, "bytes": 8 * e * 10, "iters": 10}
+                for s, e, t in zip(sizes, elements, ts)]
+
+    c = ex._crossover(rows(cpu_t), rows(gpu_t))
+    assert c["status"] == "crossover" and c["between"] == [1600, 160000]
+    # the exact crossing of the two straight lines, against the log-log interpolation
+    exact = (5e-6 - 1e-7) / (8 / 20e9 - 8 / 2000e9)
+    assert 0.3 * exact < c["elements"] < 3 * exact
+    assert ex._crossover(rows(cpu_t), rows(cpu_t * 2))["status"] == "cpu wins at every size"
+    assert ex._crossover(rows(cpu_t), rows(cpu_t / 2))["status"] == "gpu wins at every size"
+    fit = ex._fit_cost(rows(cpu_t))
+    assert fit["t0_s"] == pytest.approx(cpu_t[0])
+    assert fit["bandwidth_gbps"] == pytest.approx(20, rel=1e-3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Result, settings and bad input
+# ---------------------------------------------------------------------------------------------
+
+
+def test_result_table_and_markdown():
+    res = ex.small_op_sweep(sizes=(4, 8), iters=10, devices="cpu", repeats=2)
+    text = res.table()
+    assert text.splitlines()[0].split()[:3] == ["device", "size", "elements"]
+    assert len(text.splitlines()) == 2 + len(res.rows)
+    md = res.table(markdown=True).splitlines()
+    assert all(line.startswith("|") for line in md) and len(md) == 2 + len(res.rows)
+    assert res.conclusion in str(res) and res.conclusion in res._repr_markdown_()
+
+
+def test_settings_quick_from_environment(monkeypatch):
+    monkeypatch.setenv("GPUDEV_QUICK", "1")
+    quick = ex.settings()
+    monkeypatch.setenv("GPUDEV_QUICK", "0")
+    full = ex.settings()
+    assert quick == ex.settings(quick=True) and full == ex.settings(quick=False)
+    assert full[1]["n"] == 10000 and quick[1]["n"] < full[1]["n"]
+    assert sorted(quick) == sorted(full) == sorted(ex.EXERCISES)
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: ex.matmul_vs_small(n=0), ValueError, "matmul_vs_small: n must be an int >= 1, got 0"),
+    (lambda: ex.small_op_sweep(sizes=()), ValueError, "small_op_sweep: sizes is empty"),
+    (lambda: ex.small_op_sweep(sizes=(4, -1)), ValueError, "each size must be an int >= 1, got -1"),
+    (lambda: ex.norm_logging(n=2.5), ValueError, "norm_logging: n must be an int"),
+    (lambda: ex.two_devices(n={"tpu": 8}), ValueError, "two_devices: n has keys ['tpu']"),
+    (lambda: ex.norm_logging(device="gpu:0"), ValueError, "norm_logging: bad device 'gpu:0'"),
+])
+def test_bad_input_names_the_exercise(call, error, words):
+    with pytest.raises(error) as info:
+        call()
+    assert words in str(info.value)
+
+
+@pytest.mark.skipif(NUM_GPUS > 7, reason="needs cuda:7 to be missing")
+def test_unavailable_gpu():
+    with pytest.raises(gd.DeviceUnavailableError, match="params_on_device: cuda:7 is not available"):
+        ex.params_on_device("cuda:7")
+    with pytest.raises(gd.DeviceUnavailableError, match="small_op_sweep: none of the devices"):
+        ex.small_op_sweep(sizes=(4,), devices=["cuda:7"])
+    res = ex.small_op_sweep(sizes=(4,), iters=5, devices=["cpu", "cuda:7"], repeats=1)
+    assert {r["device"] for r in res.rows} == {"cpu"}
+    assert any(n.startswith("cuda:7 skipped") for n in res.notes)
+
+
+# ---------------------------------------------------------------------------------------------
+# the command line
+# ---------------------------------------------------------------------------------------------
+
+
+def test_cli_quick_writes_json_report_and_plots(tmp_path, capsys):
+    out = tmp_path / "res"
+    assert ex.run_cli(["--quick", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    data = json.loads((out / "results.json").read_text(), parse_constant=_reject_constant)
+    assert [r["number"] for r in data["results"]] == [1, 2, 3, 4, 5] and data["errors"] == {}
+    assert data["quick"] is True and data["machine"]["build"]["version"] == gd.__version__
+    for res in data["results"]:
+        assert res["rows"] and all(len(row["times"]) == row["repeats"] for row in res["rows"])
+        assert res["conclusion"] in printed
+        assert f"Exercise {res['number']}: {res['title']}" in printed
+    report = (out / "report.md").read_text()
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert len(pngs) == 6  # one per exercise and the roofline
+    for name in pngs:
+        assert (out / name).read_bytes().startswith(PNG_MAGIC)
+        assert f"]({name})" in report
+    for k in range(1, 6):
+        assert f"## Exercise {k}:" in report
+    assert "## Machine" in report
+    if NUM_GPUS == 0:  # every GPU part says it was skipped, and why
+        assert printed.count("note: GPU rows skipped: this machine has no usable GPU") == 3
+        assert printed.count("note: ran on the CPU: this machine has no usable GPU") == 2
+        assert "skipped: needs 2 GPUs, found 0" in printed
+
+
+def test_cli_through_python_m(tmp_path):
+    env = {**os.environ, "GPUDEV_QUICK": "1"}
+    proc = subprocess.run([sys.executable, "-m", "gpudev", "exercises", "--only", "5", "--device", "cpu",
+                           "--out", str(tmp_path)], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "Exercise 5: b += b" in proc.stdout and "exercise 1" not in proc.stdout.lower()
+    data = json.loads((tmp_path / "results.json").read_text(), parse_constant=_reject_constant)
+    assert data["quick"] is True and [r["number"] for r in data["results"]] == [5]
+    assert (tmp_path / "exercise5_small_op_sweep.png").stat().st_size > 0
+    assert not (tmp_path / "roofline.png").exists()  # no peaks without exercise 1
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--only", "9"], "--only '9': exercises are numbered 1 to 5"),
+    (["--only", "a,b"], "expected exercise numbers separated by commas"),
+    (["--device", "cuda:63"], "--device cuda:63: cuda:63 is not available"),
+    (["--device", "tpu"], "--device 'tpu'"),
+])
+def test_cli_bad_arguments(argv, words, capsys, tmp_path):
+    with pytest.raises(SystemExit) as info:
+        ex.run_cli(argv + ["--out", str(tmp_path)])
+    assert info.value.code == 2
+    assert words in capsys.readouterr().err
+
+
+def test_run_picks_exercises_and_devices():
+    (res,) = ex.run(only=[5], devices=[gd.cpu()], quick=True)
+    assert res.number == 5 and {r["device"] for r in res.rows} == {"cpu"}
+    assert res.meta["iters"] == ex.settings(quick=True)[5]["iters"]
+    with pytest.raises(ValueError, match=r"run: no exercise \[9\]"):
+        ex.run(only=[9])
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU and two-GPU reports, from synthetic measurements (runs without a GPU)
+# ---------------------------------------------------------------------------------------------
+
+
+def _timed(seconds: float, clock: str = "host") -> dict:
+    return ex._stats([seconds * 0.9, seconds, seconds * 1.2], clock)
+
+
+def _ex1_rows(device: str, scale: float) -> list[dict]:
+    dev = gd.Device(device)
+    rows = [ex._ex1_row(dev, "setup", "first allocation on the device", "first call", _timed(0.2 * scale),
+                        0, 0)]
+    for timing, t in (("first call", 2.0), ("synchronized", 1.0)):
+        rows.append(ex._ex1_row(dev, "matmul", "matmul 4096x4096", timing, _timed(t * scale), 2.0 * 4096**3,
+                                3.0 * 4 * 4096**2))
+    if dev.type == "cuda":
+        rows.append(ex._ex1_row(dev, "matmul", "matmul 4096x4096", "unsynchronized (wrong)",
+                                _timed(1e-5, "host, unsynchronized"), 2.0 * 4096**3, 3.0 * 4 * 4096**2))
+    for task in ("sum", "sum+item", "add1"):
+        for timing in ("first call", "synchronized"):
+            rows.append(ex._ex1_row(dev, task, task, timing, _timed(1e-7 / scale), 16, 68.0))
+    rows.append(ex._ex1_row(dev, "bandwidth", "sum", "synchronized", _timed(1e-3 * scale), 1e6, 4e6))
+    return rows
+
+
+def test_gpu_reports_read_their_numbers(tmp_path):
+    cpu, gpu = gd.cpu(), gd.Device("cuda:0")
+    rows = _ex1_rows("cpu", 1.0) + _ex1_rows("cuda:0", 0.01)
+    text = ex._ex1_conclusion(rows, [cpu, gpu], 4096, 4)
+    assert "cuda:0 is 100x faster than the CPU" in text  # 1 s vs 10 ms, for the product
+    assert "the CPU is 100x faster than cuda:0" in text  # 0.1 us vs 10 us, for the tiny sum
+    assert "seems to take 10 us, 1,000x less than its real 10 ms" in text
+    res = ex.Result(number=1, name="matmul_vs_small", title="t", question="q", fields=ex._EX1_FIELDS,
+                    columns=ex._EX1_COLUMNS, rows=rows, conclusion=text,
+                    meta={"peaks": {"cpu": {"gflops": 100, "gflops_source": "measured: x", "gbps": 20,
+                                            "gbps_source": "measured: y"},
+                                    "cuda:0": {"gflops": 5e4, "gflops_source": "measured: x", "gbps": 4e3,
+                                               "gbps_source": "measured: y"}}})
+    check_plot(res, tmp_path)
+
+
+def test_two_gpu_report_from_synthetic_rows(tmp_path):
+    g0, g1 = gd.Device("cuda:0"), gd.Device("cuda:1")
+    rows = []
+    for d, t_dev in ((g0, 0.04), (g1, 0.04)):
+        rows += [
+            {"device": str(d), "n": 8192, "part": "overlap", "scenario": "two products", **_timed(t_dev)},
+            {"device": str(d), "n": 8192, "part": "overlap", "scenario": "host work alone (NumPy)",
+             **_timed(0.04)},
+            {"device": str(d), "n": 8192, "part": "overlap", "scenario": "both", **_timed(0.045),
+             "overlap": 0.875, "overlap_raw": 0.875, "no_overlap_s": 0.08, "full_overlap_s": 0.04},
+        ]
+    rows += [
+        {"device": "cuda:0", "n": 8192, "part": "two GPUs", "scenario": "in sequence", **_timed(0.08)},
+        {"device": "cuda:0+cuda:1", "n": 8192, "part": "two GPUs", "scenario": "concurrently",
+         **_timed(0.042), "speedup": 0.08 / 0.042, "efficiency": 0.04 / 0.042},
+    ]
+    text = ex._ex4_conclusion(rows, [g0, g1], [g0, g1], None)
+    assert "88% of the shorter one was hidden" in text and "a 1.90x speedup, 95% of the ideal 2x" in text
+    res = ex.Result(number=4, name="two_devices", title="t", question="q", fields=ex._EX4_FIELDS,
+                    columns=ex._EX4_COLUMNS, rows=rows, conclusion=text)
+    assert "95%" in res.table()
+    check_plot(res, tmp_path)
+
+
+def test_crossover_report_and_plot(tmp_path):
+    sizes = [4, 40, 400, 4000]
+    rows = []
+    for device, t0, bw in (("cpu", 1e-7, 20e9), ("cuda:0", 5e-6, 2000e9)):
+        for s in sizes:
+            per_op = t0 + 8 * s * s / bw
+            rows.append({"device": device, "size": s, "elements": s * s, "iters": 10,
+                         **ex._stats([10 * per_op] * 3, "host"), "per_op_s": per_op,
+                         "flops": 10.0 * s * s, "bytes": 80.0 * s * s, "gbps": 8 * s * s / per_op / 1e9})
+    devs = [gd.cpu(), gd.Device("cuda:0")]
+    fits = {d: ex._fit_cost([r for r in rows if r["device"] == d]) for d in ("cpu", "cuda:0")}
+    cross = {"cuda:0": ex._crossover(rows[:4], rows[4:])}
+    text = ex._ex5_conclusion(rows, devs, fits, cross)
+    c = cross["cuda:0"]
+    assert f"cuda:0 is faster than the CPU from about {c['size']:.0f}x{c['size']:.0f}" in text
+    res = ex.Result(number=5, name="small_op_sweep", title="t", question="q", fields=ex._EX5_FIELDS,
+                    columns=ex._EX5_COLUMNS, rows=rows, conclusion=text,
+                    meta={"iters": 10, "fits": fits, "crossovers": cross})
+    check_plot(res, tmp_path)
