@@ -1,0 +1,170 @@
+/* backend_cuda.cuh - internals of the CUDA backend shared by its .cu files: per-device state
+ * (stream, memory pool, cuBLAS handle, counters), the one error-check macro, launch-size
+ * helpers and the vtable entries each file defines. Nothing here is seen by gpudev._C, which
+ * only receives the finished gd_backend table through a capsule.
+ */
+#ifndef GPUDEV_BACKEND_CUDA_CUH
+#define GPUDEV_BACKEND_CUDA_CUH
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "gpudev.h"
+
+/* The most GPUs gpudev addresses; equal to GD_MAX_GPUS in core.h (a 64-bit mask of busy GPUs). */
+#define GD_CUDA_MAX_DEVICES 64
+
+/* Threads per block for the 1-D kernels: a multiple of the warp, small enough that eight
+ * blocks fill the 2048 thread slots of an sm_80 or sm_90 multiprocessor. */
+#define GD_CUDA_THREADS 256
+
+/* ------------------------------------------------------------------------------------------
+ * per-device state
+ * ---------------------------------------------------------------------------------------- */
+
+/* Created on first use by whichever thread gets there first; never destroyed (the driver
+ * reclaims everything at exit, and destroying streams from atexit races CUDA's own teardown). */
+struct gd_cuda_device {
+    std::mutex mutex;              /* guards creation and every use of `blas` */
+    std::atomic<bool> ready{false};
+    cudaStream_t stream = nullptr; /* non-blocking: never waits for the legacy default stream */
+    cudaMemPool_t pool = nullptr;  /* the device's default pool, set to keep freed memory */
+    cudaEvent_t order = nullptr;   /* orders this stream against another GPU's (peer copies) */
+    cublasHandle_t blas = nullptr; /* created on the first matmul, bound to `stream` */
+    int blas_tf32 = 0;             /* math mode currently set on `blas` */
+    int sm_count = 0;
+    size_t max_pitch = 0;          /* largest row pitch cudaMemcpy2DAsync accepts */
+    std::atomic<int64_t> allocated_bytes{0};
+    std::atomic<int64_t> peak_allocated_bytes{0};
+    std::atomic<int64_t> allocations{0};
+};
+
+/* The state of `device` (index already range-checked by the caller or not: both fine). */
+gd_cuda_device *gd_cuda_device_slot(int device);
+
+/* Make `device` the calling thread's current device and its state ready; *out = its state.
+ * GD_ERR_DEVICE_UNAVAILABLE when there is no such device or no driver. */
+int gd_cuda_enter(gd_cuda_device **out, int device, gd_error *err);
+
+/* Whether TF32 tensor cores may be used by float32 matmuls (off by default). */
+extern std::atomic<bool> gd_cuda_tf32;
+
+/* ------------------------------------------------------------------------------------------
+ * errors: every CUDA and cuBLAS call goes through GD_CHECK
+ * ---------------------------------------------------------------------------------------- */
+
+/* Fill *err for a failed call (call text, error name and description, file:line) and return
+ * GD_ERR_CUDA. Clears CUDA's per-thread last error so a later launch check does not report
+ * this failure a second time. */
+int gd_cuda_fail(gd_error *err, cudaError_t status, const char *call, const char *file, int line);
+int gd_cuda_fail(gd_error *err, cublasStatus_t status, const char *call, const char *file, int line);
+
+static inline bool gd_cuda_failed(cudaError_t status) { return status != cudaSuccess; }
+static inline bool gd_cuda_failed(cublasStatus_t status) { return status != CUBLAS_STATUS_SUCCESS; }
+
+/* Run a CUDA runtime or cuBLAS call; on failure fill `err` (which must be in scope) and
+ * return the status from the enclosing function. */
+#define GD_CHECK(call)                                                                     \
+    do {                                                                                   \
+        auto gd_check_status_ = (call);                                                    \
+        if (gd_cuda_failed(gd_check_status_))                                              \
+            return gd_cuda_fail(err, gd_check_status_, #call, __FILE__, __LINE__);         \
+    } while (0)
+
+/* After every kernel launch: a bad launch configuration is reported here, at the launch,
+ * instead of as a mystery at the next synchronization. */
+#define GD_CHECK_LAUNCH() GD_CHECK(cudaGetLastError())
+
+/* Fill *err with a formatted message and return `code`. */
+int gd_cuda_error(gd_error *err, gd_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* ------------------------------------------------------------------------------------------
+ * launch sizes
+ * ---------------------------------------------------------------------------------------- */
+
+/* Blocks for a grid-stride loop over n items with `threads` per block: one wave that fills
+ * every multiprocessor (more blocks only add scheduling; on GPUs with fewer than 2048
+ * resident threads per multiprocessor the rest wait for a second wave), fewer when n is
+ * small. n >= 1. */
+static inline unsigned gd_cuda_blocks(const gd_cuda_device *dev, int64_t n, int threads)
+{
+    int64_t blocks = (n + threads - 1) / threads;
+    int64_t wave = (int64_t)dev->sm_count * (2048 / threads);
+    if (wave < 1) wave = 1;
+    return (unsigned)(blocks < wave ? blocks : wave);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * vtable entries, by file
+ * ---------------------------------------------------------------------------------------- */
+
+/* backend_cuda.cu: devices, memory, copies */
+int gd_cuda_device_count(void);
+int gd_cuda_synchronize(int device, gd_error *err);
+int gd_cuda_alloc(void **out, int device, size_t nbytes, gd_error *err);
+void gd_cuda_free(void *ptr, int device, size_t nbytes);
+int gd_cuda_copy_from_host(void *dst, int device, const void *host_src, size_t nbytes, gd_error *err);
+int gd_cuda_copy_to_host(void *host_dst, const void *src, int device, size_t nbytes, gd_error *err);
+int gd_cuda_copy_device(void *dst, int dst_device, const void *src, int src_device, size_t nbytes,
+                        gd_error *err);
+int gd_cuda_copy_2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
+                    size_t height, int device, gd_error *err);
+
+/* elementwise.cu */
+int gd_cuda_unary(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
+                  int device, gd_error *err);
+int gd_cuda_binary(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
+                   const gd_operand *b, int device, gd_error *err);
+
+/* kernels.cu */
+int gd_cuda_astype(void *out, gd_dtype out_dtype, const void *in, gd_dtype in_dtype, int64_t n,
+                   int device, gd_error *err);
+int gd_cuda_permute(void *out, gd_dtype dtype, const void *in, int ndim, const int64_t *in_shape,
+                    const int *perm, int device, gd_error *err);
+int gd_cuda_arange(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, int64_t n, int device,
+                   gd_error *err);
+int gd_cuda_random(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed, uint64_t offset,
+                   int64_t n, int device, gd_error *err);
+
+/* reduce.cu */
+int gd_cuda_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in, gd_dtype in_dtype,
+                   int64_t outer, int64_t len, int64_t inner, int device, gd_error *err);
+
+/* gemm.cu */
+int gd_cuda_gemm(void *c, gd_dtype dtype, const void *a, const void *b, int64_t batch, int64_t m,
+                 int64_t n, int64_t k, int64_t stride_a, int64_t stride_b, int64_t stride_c, int device,
+                 gd_error *err);
+
+/* The finished table (backend_cuda.cu); module.cu wraps it in the capsule. */
+extern "C" const gd_backend *gd_cuda_backend(void);
+
+/* ------------------------------------------------------------------------------------------
+ * backend_cuda.cu: helpers behind the Python-level functions of gpudev._cuda
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct gd_cuda_memory_stats {
+    int64_t allocated_bytes;      /* bytes of live gpudev arrays on the device */
+    int64_t reserved_bytes;       /* bytes the device's pool holds from the driver */
+    int64_t peak_allocated_bytes; /* most allocated_bytes since start or the last reset */
+    int64_t allocations;          /* live allocations */
+} gd_cuda_memory_stats;
+
+/* GD_ERR_DEVICE_UNAVAILABLE with a message naming the device and the GPU count (and why
+ * there are none) unless 0 <= device < gd_cuda_device_count(). */
+int gd_cuda_check_index(int device, gd_error *err);
+/* All zeros for a device gpudev never used (and the driver is not touched). */
+int gd_cuda_get_memory_stats(gd_cuda_memory_stats *out, int device, gd_error *err);
+void gd_cuda_reset_peak_memory_stats(int device);
+/* Wait for the device, then hand the pool's unused memory back to the driver. Blocks. */
+int gd_cuda_empty_cache(int device, gd_error *err);
+
+#endif /* GPUDEV_BACKEND_CUDA_CUH */

@@ -1,0 +1,319 @@
+/* elementwise.cu - unary and binary elementwise kernels for float32, float64 and int64 with
+ * NumPy broadcasting: one templated family, a contiguous fast path and a general strided
+ * path that reads the gd_ewise/gd_operand descriptors passed by value.
+ *
+ * Semantics match the CPU backend: int64 +, -, *, negation, abs and square wrap around (done
+ * in uint64, where overflow is defined); int64 ** squares and multiplies; maximum, minimum
+ * and relu propagate NaN as NumPy does.
+ */
+#include "backend_cuda.cuh"
+
+#include <type_traits>
+
+namespace {
+
+/* ------------------------------------------------------------------------------------------
+ * scalar math
+ * ---------------------------------------------------------------------------------------- */
+
+template <class T> constexpr bool is_int = std::is_same<T, int64_t>::value;
+
+__device__ __forceinline__ int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+__device__ __forceinline__ int64_t wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+__device__ __forceinline__ int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+
+/* exponent >= 0 (ops.c rejects negative integer powers) */
+__device__ __forceinline__ int64_t int_pow(int64_t base, int64_t exponent)
+{
+    uint64_t result = 1, b = (uint64_t)base;
+    for (int64_t e = exponent; e > 0; e >>= 1) {
+        if (e & 1) result *= b;
+        b *= b;
+    }
+    return (int64_t)result;
+}
+
+__device__ __forceinline__ float math_exp(float x) { return expf(x); }
+__device__ __forceinline__ double math_exp(double x) { return exp(x); }
+__device__ __forceinline__ float math_log(float x) { return logf(x); }
+__device__ __forceinline__ double math_log(double x) { return log(x); }
+__device__ __forceinline__ float math_sqrt(float x) { return sqrtf(x); }
+__device__ __forceinline__ double math_sqrt(double x) { return sqrt(x); }
+__device__ __forceinline__ float math_tanh(float x) { return tanhf(x); }
+__device__ __forceinline__ double math_tanh(double x) { return tanh(x); }
+__device__ __forceinline__ float math_abs(float x) { return fabsf(x); }
+__device__ __forceinline__ double math_abs(double x) { return fabs(x); }
+__device__ __forceinline__ float math_pow(float x, float y) { return powf(x, y); }
+__device__ __forceinline__ double math_pow(double x, double y) { return pow(x, y); }
+
+template <gd_unop OP, class T> __device__ __forceinline__ T apply_unop(T x)
+{
+    if constexpr (OP == GD_COPY) {
+        return x;
+    } else if constexpr (OP == GD_NEG) {
+        if constexpr (is_int<T>) return wrap_sub(0, x);
+        else return -x;
+    } else if constexpr (OP == GD_ABS) {
+        if constexpr (is_int<T>) return x < 0 ? wrap_sub(0, x) : x;
+        else return math_abs(x);
+    } else if constexpr (OP == GD_RELU) {
+        return (x > T(0) || x != x) ? x : T(0);
+    } else if constexpr (OP == GD_SQUARE) {
+        if constexpr (is_int<T>) return wrap_mul(x, x);
+        else return x * x;
+    } else if constexpr (OP == GD_EXP) {
+        return math_exp(x);
+    } else if constexpr (OP == GD_LOG) {
+        return math_log(x);
+    } else if constexpr (OP == GD_SQRT) {
+        return math_sqrt(x);
+    } else {
+        static_assert(OP == GD_TANH, "unhandled unary op");
+        return math_tanh(x);
+    }
+}
+
+template <gd_binop OP, class T> __device__ __forceinline__ T apply_binop(T a, T b)
+{
+    if constexpr (OP == GD_ADD) {
+        if constexpr (is_int<T>) return wrap_add(a, b);
+        else return a + b;
+    } else if constexpr (OP == GD_SUB) {
+        if constexpr (is_int<T>) return wrap_sub(a, b);
+        else return a - b;
+    } else if constexpr (OP == GD_MUL) {
+        if constexpr (is_int<T>) return wrap_mul(a, b);
+        else return a * b;
+    } else if constexpr (OP == GD_DIV) {
+        return a / b;
+    } else if constexpr (OP == GD_POW) {
+        if constexpr (is_int<T>) return int_pow(a, b);
+        else return math_pow(a, b);
+    } else if constexpr (OP == GD_MAXIMUM) {
+        return (a > b || a != a) ? a : b; /* a NaN in either operand wins */
+    } else {
+        static_assert(OP == GD_MINIMUM, "unhandled binary op");
+        return (a < b || a != a) ? a : b;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------
+ * operands
+ * ---------------------------------------------------------------------------------------- */
+
+template <class T> __host__ __device__ __forceinline__ T scalar_value(gd_scalar s)
+{
+    if constexpr (is_int<T>) return s.i;
+    else return (T)s.f;
+}
+
+/* An operand of the contiguous path: element i is data[i], or `value` when data is NULL. */
+template <class T> struct Flat {
+    const T *data;
+    T value;
+};
+
+template <class T> Flat<T> flat(const gd_operand *op)
+{
+    return Flat<T>{(const T *)op->data, scalar_value<T>(op->scalar)};
+}
+
+template <class T> __device__ __forceinline__ T flat_load(const Flat<T> &a, int64_t i)
+{
+    return a.data ? a.data[i] : a.value;
+}
+
+/* Element offsets of output index i in two operands. Unrolled over GD_MAX_NDIM so the shape
+ * and strides stay in kernel parameters instead of being copied to local memory. */
+__device__ __forceinline__ void strided_offsets(int64_t *oa, int64_t *ob, int64_t i, const gd_ewise &ew,
+                                                const gd_operand &a, const gd_operand &b)
+{
+    int64_t rem = i, ra = 0, rb = 0;
+#pragma unroll
+    for (int k = GD_MAX_NDIM - 1; k >= 0; k--) {
+        if (k < ew.ndim) {
+            int64_t c = rem % ew.shape[k];
+            rem /= ew.shape[k];
+            ra += c * a.strides[k];
+            rb += c * b.strides[k];
+        }
+    }
+    *oa = ra;
+    *ob = rb;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * kernels: grid-stride loops with 64-bit indices. `out` may alias an operand of the same
+ * layout (in-place forms), so no pointer is __restrict__.
+ * ---------------------------------------------------------------------------------------- */
+
+/* Contiguous kernels handle ILP elements per thread and iteration, all loads before all
+ * stores: with one element per iteration the possible aliasing of out and the inputs keeps
+ * the compiler from overlapping the next load with this store, and a single element in
+ * flight per thread cannot keep HBM busy. Loading first is safe because out aliases an
+ * input only element for element. */
+#define GD_ILP 4
+
+template <gd_unop OP, class T> __global__ void unary_contig(T *out, int64_t n, Flat<T> a)
+{
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    for (; i + (GD_ILP - 1) * stride < n; i += GD_ILP * stride) {
+        T x[GD_ILP];
+#pragma unroll
+        for (int k = 0; k < GD_ILP; k++) x[k] = flat_load(a, i + k * stride);
+#pragma unroll
+        for (int k = 0; k < GD_ILP; k++) out[i + k * stride] = apply_unop<OP>(x[k]);
+    }
+    for (; i < n; i += stride) out[i] = apply_unop<OP>(flat_load(a, i));
+}
+
+template <gd_unop OP, class T> __global__ void unary_strided(T *out, gd_ewise ew, gd_operand a)
+{
+    const T *pa = (const T *)a.data;
+    const T va = scalar_value<T>(a.scalar);
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < ew.size;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t oa, unused;
+        strided_offsets(&oa, &unused, i, ew, a, a);
+        out[i] = apply_unop<OP>(pa ? pa[oa] : va);
+    }
+}
+
+template <gd_binop OP, class T> __global__ void binary_contig(T *out, int64_t n, Flat<T> a, Flat<T> b)
+{
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    for (; i + (GD_ILP - 1) * stride < n; i += GD_ILP * stride) {
+        T x[GD_ILP], y[GD_ILP];
+#pragma unroll
+        for (int k = 0; k < GD_ILP; k++) {
+            x[k] = flat_load(a, i + k * stride);
+            y[k] = flat_load(b, i + k * stride);
+        }
+#pragma unroll
+        for (int k = 0; k < GD_ILP; k++) out[i + k * stride] = apply_binop<OP>(x[k], y[k]);
+    }
+    for (; i < n; i += stride) out[i] = apply_binop<OP>(flat_load(a, i), flat_load(b, i));
+}
+
+template <gd_binop OP, class T> __global__ void binary_strided(T *out, gd_ewise ew, gd_operand a, gd_operand b)
+{
+    const T *pa = (const T *)a.data, *pb = (const T *)b.data;
+    const T va = scalar_value<T>(a.scalar), vb = scalar_value<T>(b.scalar);
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < ew.size;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t oa, ob;
+        strided_offsets(&oa, &ob, i, ew, a, b);
+        out[i] = apply_binop<OP>(pa ? pa[oa] : va, pb ? pb[ob] : vb);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------
+ * launchers
+ * ---------------------------------------------------------------------------------------- */
+
+template <gd_unop OP, class T>
+int launch_unary(void *out, const gd_ewise *ew, const gd_operand *a, gd_cuda_device *dev, gd_error *err)
+{
+    unsigned blocks = gd_cuda_blocks(dev, ew->size, GD_CUDA_THREADS);
+    if (ew->contiguous || !a->data)
+        unary_contig<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((T *)out, ew->size, flat<T>(a));
+    else
+        unary_strided<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((T *)out, *ew, *a);
+    GD_CHECK_LAUNCH();
+    return GD_OK;
+}
+
+template <gd_binop OP, class T>
+int launch_binary(void *out, const gd_ewise *ew, const gd_operand *a, const gd_operand *b, gd_cuda_device *dev,
+                  gd_error *err)
+{
+    unsigned blocks = gd_cuda_blocks(dev, ew->size, GD_CUDA_THREADS);
+    if (ew->contiguous || (!a->data && !b->data))
+        binary_contig<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((T *)out, ew->size, flat<T>(a), flat<T>(b));
+    else
+        binary_strided<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((T *)out, *ew, *a, *b);
+    GD_CHECK_LAUNCH();
+    return GD_OK;
+}
+
+template <class T>
+int unary_for(void *out, gd_unop op, const gd_ewise *ew, const gd_operand *a, gd_cuda_device *dev, gd_error *err)
+{
+    switch (op) {
+    case GD_COPY: return launch_unary<GD_COPY, T>(out, ew, a, dev, err);
+    case GD_NEG: return launch_unary<GD_NEG, T>(out, ew, a, dev, err);
+    case GD_ABS: return launch_unary<GD_ABS, T>(out, ew, a, dev, err);
+    case GD_RELU: return launch_unary<GD_RELU, T>(out, ew, a, dev, err);
+    case GD_SQUARE: return launch_unary<GD_SQUARE, T>(out, ew, a, dev, err);
+    default: break;
+    }
+    if constexpr (!is_int<T>) {
+        switch (op) {
+        case GD_EXP: return launch_unary<GD_EXP, T>(out, ew, a, dev, err);
+        case GD_LOG: return launch_unary<GD_LOG, T>(out, ew, a, dev, err);
+        case GD_SQRT: return launch_unary<GD_SQRT, T>(out, ew, a, dev, err);
+        case GD_TANH: return launch_unary<GD_TANH, T>(out, ew, a, dev, err);
+        default: break;
+        }
+    }
+    return gd_cuda_error(err, GD_ERR_VALUE, "cuda unary: operation %d is not defined for dtype %s", (int)op,
+                         is_int<T> ? "int64" : "float");
+}
+
+template <class T>
+int binary_for(void *out, gd_binop op, const gd_ewise *ew, const gd_operand *a, const gd_operand *b,
+               gd_cuda_device *dev, gd_error *err)
+{
+    switch (op) {
+    case GD_ADD: return launch_binary<GD_ADD, T>(out, ew, a, b, dev, err);
+    case GD_SUB: return launch_binary<GD_SUB, T>(out, ew, a, b, dev, err);
+    case GD_MUL: return launch_binary<GD_MUL, T>(out, ew, a, b, dev, err);
+    case GD_POW: return launch_binary<GD_POW, T>(out, ew, a, b, dev, err);
+    case GD_MAXIMUM: return launch_binary<GD_MAXIMUM, T>(out, ew, a, b, dev, err);
+    case GD_MINIMUM: return launch_binary<GD_MINIMUM, T>(out, ew, a, b, dev, err);
+    default: break;
+    }
+    if constexpr (!is_int<T>) {
+        if (op == GD_DIV) return launch_binary<GD_DIV, T>(out, ew, a, b, dev, err);
+    }
+    return gd_cuda_error(err, GD_ERR_VALUE, "cuda binary: operation %d is not defined for dtype %s", (int)op,
+                         is_int<T> ? "int64" : "float");
+}
+
+} // namespace
+
+/* ------------------------------------------------------------------------------------------
+ * vtable entries
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_cuda_unary(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a, int device,
+                  gd_error *err)
+{
+    if (ew->size <= 0) return GD_OK;
+    gd_cuda_device *dev;
+    int rc = gd_cuda_enter(&dev, device, err);
+    if (rc != GD_OK) return rc;
+    switch (dtype) {
+    case GD_FLOAT32: return unary_for<float>(out, op, ew, a, dev, err);
+    case GD_FLOAT64: return unary_for<double>(out, op, ew, a, dev, err);
+    case GD_INT64: return unary_for<int64_t>(out, op, ew, a, dev, err);
+    }
+    return gd_cuda_error(err, GD_ERR_VALUE, "cuda unary: unknown dtype %d", (int)dtype);
+}
+
+int gd_cuda_binary(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
+                   const gd_operand *b, int device, gd_error *err)
+{
+    if (ew->size <= 0) return GD_OK;
+    gd_cuda_device *dev;
+    int rc = gd_cuda_enter(&dev, device, err);
+    if (rc != GD_OK) return rc;
+    switch (dtype) {
+    case GD_FLOAT32: return binary_for<float>(out, op, ew, a, b, dev, err);
+    case GD_FLOAT64: return binary_for<double>(out, op, ew, a, b, dev, err);
+    case GD_INT64: return binary_for<int64_t>(out, op, ew, a, b, dev, err);
+    }
+    return gd_cuda_error(err, GD_ERR_VALUE, "cuda binary: unknown dtype %d", (int)dtype);
+}

@@ -1,0 +1,110 @@
+/* gemm.cu - row-major (batched) matrix products through cuBLAS, with TF32 off unless the
+ * user allowed it. One handle per device, created on the first product (cuBLAS cannot start
+ * without a driver, and startup costs time a user who never multiplies should not pay).
+ */
+#include "backend_cuda.cuh"
+
+#include <climits>
+#include <type_traits>
+
+namespace {
+
+/* Creates the device's handle on first use and keeps its math mode in step with set_tf32.
+ * Called with dev->mutex held: a handle must not be reconfigured while another thread uses it. */
+int blas_ready(gd_cuda_device *dev, gd_error *err)
+{
+    if (!dev->blas) {
+        /* a handle is published only once bound to the stream: an unbound one would run on
+         * the legacy default stream, unordered with everything else */
+        cublasHandle_t h = nullptr;
+        GD_CHECK(cublasCreate(&h));
+        cublasStatus_t st = cublasSetStream(h, dev->stream);
+        if (st == CUBLAS_STATUS_SUCCESS) st = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            cublasDestroy(h);
+            return gd_cuda_fail(err, st, "cublasSetStream(handle, stream)", __FILE__, __LINE__);
+        }
+        dev->blas = h;
+        dev->blas_tf32 = 0;
+    }
+    const int tf32 = gd_cuda_tf32.load(std::memory_order_relaxed) ? 1 : 0;
+    if (tf32 != dev->blas_tf32) {
+        GD_CHECK(cublasSetMathMode(dev->blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+        dev->blas_tf32 = tf32;
+    }
+    return GD_OK;
+}
+
+/* C (m, n) = 0 for each of `batch` matrices stride_c elements apart: the product over k == 0. */
+int zero_products(void *c, size_t elem, int64_t batch, int64_t m, int64_t n, int64_t stride_c, gd_cuda_device *dev,
+                  gd_error *err)
+{
+    const size_t matrix = (size_t)m * (size_t)n * elem;
+    if (stride_c == m * n) {
+        GD_CHECK(cudaMemsetAsync(c, 0, matrix * (size_t)batch, dev->stream));
+        return GD_OK;
+    }
+    for (int64_t p = 0; p < batch; p++)
+        GD_CHECK(cudaMemsetAsync((char *)c + (size_t)p * (size_t)stride_c * elem, 0, matrix, dev->stream));
+    return GD_OK;
+}
+
+/* cuBLAS is column-major and gpudev is row-major. A row-major (r, s) matrix with leading
+ * dimension s is, byte for byte, its (s, r) transpose in column-major. So the row-major
+ * C = A B, i.e. column-major C^T = B^T A^T, is the column-major product of the operands
+ * B (seen as n x k, ld n) and A (seen as k x m, ld k) into C (seen as n x m, ld n):
+ * gemm(N, N, n, m, k, B, n, A, k, C, n). No transposition is ever materialised. */
+template <class T>
+int gemm_typed(T *c, const T *a, const T *b, int64_t batch, int m, int n, int k, int64_t stride_a, int64_t stride_b,
+               int64_t stride_c, cublasHandle_t h, gd_error *err)
+{
+    constexpr bool f32 = std::is_same<T, float>::value;
+    const T one = 1, zero = 0;
+    if (batch == 1) {
+        if constexpr (f32) GD_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, n, a, k, &zero, c, n));
+        else GD_CHECK(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, n, a, k, &zero, c, n));
+        return GD_OK;
+    }
+    /* cuBLAS counts the batch in an int; longer batches go in pieces */
+    for (int64_t p = 0; p < batch; p += INT_MAX) {
+        const int count = (int)(batch - p < INT_MAX ? batch - p : INT_MAX);
+        const T *bp = b + p * stride_b, *ap = a + p * stride_a;
+        T *cp = c + p * stride_c;
+        if constexpr (f32)
+            GD_CHECK(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, bp, n, stride_b, ap, k,
+                                               stride_a, &zero, cp, n, stride_c, count));
+        else
+            GD_CHECK(cublasDgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, bp, n, stride_b, ap, k,
+                                               stride_a, &zero, cp, n, stride_c, count));
+    }
+    return GD_OK;
+}
+
+} // namespace
+
+/* for p < batch: C + p*stride_c (m, n) = A + p*stride_a (m, k) @ B + p*stride_b (k, n) */
+int gd_cuda_gemm(void *c, gd_dtype dtype, const void *a, const void *b, int64_t batch, int64_t m, int64_t n, int64_t k,
+                 int64_t stride_a, int64_t stride_b, int64_t stride_c, int device, gd_error *err)
+{
+    if (dtype != GD_FLOAT32 && dtype != GD_FLOAT64)
+        return gd_cuda_error(err, GD_ERR_VALUE, "matmul on cuda: dtype %d is not float32 or float64", (int)dtype);
+    if (batch <= 0 || m <= 0 || n <= 0) return GD_OK;
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
+        return gd_cuda_error(err, GD_ERR_VALUE,
+                             "matmul on cuda: (m, n, k) = (%lld, %lld, %lld) exceeds cuBLAS's limit of %d per "
+                             "dimension; split the product into blocks",
+                             (long long)m, (long long)n, (long long)k, INT_MAX);
+    gd_cuda_device *dev;
+    int rc = gd_cuda_enter(&dev, device, err);
+    if (rc != GD_OK) return rc;
+    if (k <= 0) return zero_products(c, gd_dtype_size(dtype), batch, m, n, stride_c, dev, err);
+
+    std::lock_guard<std::mutex> lock(dev->mutex);
+    rc = blas_ready(dev, err);
+    if (rc != GD_OK) return rc;
+    if (dtype == GD_FLOAT32)
+        return gemm_typed<float>((float *)c, (const float *)a, (const float *)b, batch, (int)m, (int)n, (int)k, stride_a,
+                                 stride_b, stride_c, dev->blas, err);
+    return gemm_typed<double>((double *)c, (const double *)a, (const double *)b, batch, (int)m, (int)n, (int)k, stride_a,
+                              stride_b, stride_c, dev->blas, err);
+}

@@ -1,0 +1,406 @@
+/* reduce.cu - sum, sum of squares, max and min over the middle axis of an (outer, len, inner)
+ * block, the shape every gpudev reduction is reduced to by ops.c.
+ *
+ *   inner == 1, len <= 16     one thread per row (also fills the rows of an empty axis)
+ *   inner == 1, len <= 1024   one warp per row
+ *   inner == 1, longer rows   blocks over (row, chunk); rows split into chunks when there are
+ *                             too few rows to fill the GPU, chunk partials reduced by a second
+ *                             pass (the full sum of a large array is one row split ~1000 ways)
+ *   inner > 1                 column kernel: a block covers up to 32 adjacent columns so every
+ *                             load is coalesced, its threads split the rows between them;
+ *                             split again into chunks with a second pass when columns are few
+ *
+ * float32 sums accumulate in float64, which keeps the error at float64 rounding for any size.
+ * Two passes in a fixed order make every result reproducible run to run (no atomics).
+ */
+#include "backend_cuda.cuh"
+
+#include <cmath>
+#include <type_traits>
+
+namespace {
+
+/* ------------------------------------------------------------------------------------------
+ * the operations: identity, element transform, combine
+ * ---------------------------------------------------------------------------------------- */
+
+template <class T> constexpr bool is_int = std::is_same<T, int64_t>::value;
+
+/* SUMSQ's partials are already squared: the second pass adds them. */
+constexpr gd_redop merge_op(gd_redop op) { return op == GD_RED_SUMSQ ? GD_RED_SUM : op; }
+
+template <gd_redop OP, class Acc> __device__ __forceinline__ Acc red_identity()
+{
+    if constexpr (OP == GD_RED_MAX) {
+        if constexpr (is_int<Acc>) return INT64_MIN;
+        else return -(Acc)INFINITY;
+    } else if constexpr (OP == GD_RED_MIN) {
+        if constexpr (is_int<Acc>) return INT64_MAX;
+        else return (Acc)INFINITY;
+    } else {
+        return Acc(0);
+    }
+}
+
+/* int64 sums wrap as the CPU backend's do (in uint64, where overflow is defined);
+ * max and min let a NaN win, as NumPy does. */
+template <gd_redop OP, class Acc> __device__ __forceinline__ Acc red_combine(Acc a, Acc b)
+{
+    if constexpr (OP == GD_RED_MAX) {
+        return (a > b || a != a) ? a : b;
+    } else if constexpr (OP == GD_RED_MIN) {
+        return (a < b || a != a) ? a : b;
+    } else if constexpr (is_int<Acc>) {
+        return (int64_t)((uint64_t)a + (uint64_t)b);
+    } else {
+        return a + b;
+    }
+}
+
+template <gd_redop OP, class Acc, class T> __device__ __forceinline__ Acc red_load(T x)
+{
+    Acc v = (Acc)x;
+    if constexpr (OP == GD_RED_SUMSQ) {
+        if constexpr (is_int<Acc>) return (int64_t)((uint64_t)v * (uint64_t)v);
+        else return v * v;
+    } else {
+        return v;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------
+ * building blocks
+ * ---------------------------------------------------------------------------------------- */
+
+/* 16-byte vector of T: one load instruction moves 4 floats or 2 doubles/int64s. */
+template <class T> struct Vec16;
+template <> struct Vec16<float> { using type = float4; };
+template <> struct Vec16<double> { using type = double2; };
+template <> struct Vec16<int64_t> { using type = longlong2; };
+
+template <gd_redop OP, class Acc, class T>
+__device__ __forceinline__ Acc combine_vec(Acc acc, const typename Vec16<T>::type &v)
+{
+    const T *e = reinterpret_cast<const T *>(&v);
+#pragma unroll
+    for (int k = 0; k < (int)(16 / sizeof(T)); k++) acc = red_combine<OP, Acc>(acc, red_load<OP, Acc>(e[k]));
+    return acc;
+}
+
+/* This thread's share (elements tid, tid + nthreads, ...) of the contiguous p[0, n): a scalar
+ * head up to 16-byte alignment, 16-byte loads four at a time (enough bytes in flight to keep
+ * HBM busy), a scalar tail. */
+template <gd_redop OP, class Acc, class T>
+__device__ __forceinline__ Acc thread_reduce_contig(const T *p, int64_t n, int tid, int nthreads)
+{
+    using V = typename Vec16<T>::type;
+    constexpr int per_vec = 16 / sizeof(T);
+    Acc acc = red_identity<OP, Acc>();
+    if (n <= 0) return acc;
+    int64_t head = (int64_t)(((16 - ((uintptr_t)p & 15)) & 15) / sizeof(T));
+    if (head > n) head = n;
+    for (int64_t i = tid; i < head; i += nthreads) acc = red_combine<OP, Acc>(acc, red_load<OP, Acc>(p[i]));
+
+    const V *pv = reinterpret_cast<const V *>(p + head);
+    const int64_t nv = (n - head) / per_vec, step = nthreads;
+    int64_t j = tid;
+    for (; j + 3 * step < nv; j += 4 * step) {
+        const V v0 = pv[j], v1 = pv[j + step], v2 = pv[j + 2 * step], v3 = pv[j + 3 * step];
+        acc = combine_vec<OP, Acc, T>(acc, v0);
+        acc = combine_vec<OP, Acc, T>(acc, v1);
+        acc = combine_vec<OP, Acc, T>(acc, v2);
+        acc = combine_vec<OP, Acc, T>(acc, v3);
+    }
+    for (; j < nv; j += step) acc = combine_vec<OP, Acc, T>(acc, pv[j]);
+
+    for (int64_t i = head + nv * per_vec + tid; i < n; i += nthreads)
+        acc = red_combine<OP, Acc>(acc, red_load<OP, Acc>(p[i]));
+    return acc;
+}
+
+template <gd_redop OP, class Acc> __device__ __forceinline__ Acc warp_reduce(Acc v)
+{
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) v = red_combine<OP, Acc>(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    return v;
+}
+
+/* The block's result, valid in thread 0. Every thread of the block must call it. */
+template <gd_redop OP, class Acc> __device__ __forceinline__ Acc block_reduce(Acc v)
+{
+    __shared__ Acc warp_results[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    v = warp_reduce<OP, Acc>(v);
+    if (lane == 0) warp_results[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < warps ? warp_results[lane] : red_identity<OP, Acc>();
+        v = warp_reduce<OP, Acc>(v);
+    }
+    __syncthreads(); /* warp_results is reused by the caller's next iteration */
+    return v;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * kernels. Rows are contiguous: row o of `in` is in[o * len, (o + 1) * len).
+ * ---------------------------------------------------------------------------------------- */
+
+template <gd_redop OP, class Acc, class T, class Out>
+__global__ void __launch_bounds__(GD_CUDA_THREADS) rows_thread_kernel(Out *out, const T *in, int64_t rows, int64_t len)
+{
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < rows; o += (int64_t)gridDim.x * blockDim.x) {
+        Acc acc = red_identity<OP, Acc>();
+        for (int64_t r = 0; r < len; r++) acc = red_combine<OP, Acc>(acc, red_load<OP, Acc>(in[o * len + r]));
+        out[o] = (Out)acc;
+    }
+}
+
+template <gd_redop OP, class Acc, class T, class Out>
+__global__ void __launch_bounds__(GD_CUDA_THREADS) rows_warp_kernel(Out *out, const T *in, int64_t rows, int64_t len)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t first = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
+    const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    for (int64_t o = first; o < rows; o += warps) { /* uniform across the warp, as shuffles need */
+        Acc acc = thread_reduce_contig<OP, Acc>(in + o * len, len, lane, 32);
+        acc = warp_reduce<OP, Acc>(acc);
+        if (lane == 0) out[o] = (Out)acc;
+    }
+}
+
+/* Work item w is chunk s = w % splits of row o = w / splits. With splits == 1 (partial NULL)
+ * the block writes the row's result; otherwise partial[w], a (rows, splits) array. */
+template <gd_redop OP, class Acc, class T, class Out>
+__global__ void __launch_bounds__(GD_CUDA_THREADS)
+    rows_block_kernel(Out *out, Acc *partial, const T *in, int64_t rows, int64_t len, int64_t splits, int64_t chunk)
+{
+    const int64_t items = rows * splits;
+    for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
+        const int64_t o = w / splits, begin = (w % splits) * chunk;
+        const int64_t end = begin + chunk < len ? begin + chunk : len;
+        Acc acc = thread_reduce_contig<OP, Acc>(in + o * len + begin, end - begin, threadIdx.x, blockDim.x);
+        acc = block_reduce<OP, Acc>(acc);
+        if (threadIdx.x == 0) {
+            if (partial) partial[w] = acc;
+            else out[o] = (Out)acc;
+        }
+    }
+}
+
+/* out[o * inner + i] = reduce over r of in[(o * len + r) * inner + i]. A block is a tile of
+ * TX = 2^tx_bits adjacent columns (tx) by TY = 256 / TX row lanes (ty): consecutive threads
+ * read consecutive addresses, also when inner is small (TX = 4: a warp reads 8 rows of 4).
+ * Work item w is row chunk s = w % splits of column tile t = w / splits; with splits > 1 the
+ * block writes partial[(o * inner + i) * splits + s], rows of the second pass. */
+template <gd_redop OP, class Acc, class T, class Out>
+__global__ void __launch_bounds__(GD_CUDA_THREADS)
+    cols_kernel(Out *out, Acc *partial, const T *in, int64_t outer, int64_t len, int64_t inner, int tx_bits,
+                int64_t splits, int64_t chunk)
+{
+    __shared__ Acc lanes[GD_CUDA_THREADS]; /* [ty][tx] == [threadIdx.x] */
+    const int TX = 1 << tx_bits, TY = GD_CUDA_THREADS >> tx_bits;
+    const int tx = threadIdx.x & (TX - 1), ty = threadIdx.x >> tx_bits;
+    const int64_t tiles_per_row = (inner + TX - 1) >> tx_bits;
+    const int64_t items = outer * tiles_per_row * splits;
+    for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
+        const int64_t s = w % splits, t = w / splits;
+        const int64_t o = t / tiles_per_row, i = (t % tiles_per_row) * TX + tx;
+        const int64_t begin = s * chunk, end = begin + chunk < len ? begin + chunk : len;
+        Acc acc = red_identity<OP, Acc>();
+        if (i < inner) {
+            const T *col = in + o * len * inner + i;
+#pragma unroll 4
+            for (int64_t r = begin + ty; r < end; r += TY) acc = red_combine<OP, Acc>(acc, red_load<OP, Acc>(col[r * inner]));
+        }
+        lanes[threadIdx.x] = acc;
+        for (int half = TY >> 1; half > 0; half >>= 1) {
+            __syncthreads();
+            if (ty < half) lanes[threadIdx.x] = red_combine<OP, Acc>(lanes[threadIdx.x], lanes[threadIdx.x + half * TX]);
+        }
+        if (ty == 0 && i < inner) {
+            if (partial) partial[(o * inner + i) * splits + s] = lanes[tx];
+            else out[o * inner + i] = (Out)lanes[tx];
+        }
+        __syncthreads(); /* lanes is refilled by the next iteration */
+    }
+}
+
+/* ------------------------------------------------------------------------------------------
+ * launch plans
+ * ---------------------------------------------------------------------------------------- */
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+unsigned grid_of(int64_t items)
+{
+    const int64_t cap = (int64_t)1 << 30; /* grid-stride loops cover the rest */
+    return (unsigned)(items < cap ? items : cap);
+}
+
+/* Splits of a reduction of `len` along one of `items` independent work items so that about
+ * `target` blocks run, each with at least `min_chunk` elements; returns the chunk length. */
+int64_t plan_chunk(int64_t *splits, int64_t items, int64_t len, int64_t target, int64_t min_chunk)
+{
+    int64_t s = 1;
+    if (items < target) {
+        s = ceil_div(target, items);
+        const int64_t by_size = ceil_div(len, min_chunk);
+        if (s > by_size) s = by_size;
+        if (s < 1) s = 1;
+    }
+    int64_t chunk = ceil_div(len, s);
+    chunk = ceil_div(chunk, 64) * 64; /* chunks keep a row's 16-byte alignment */
+    *splits = ceil_div(len, chunk);
+    return chunk;
+}
+
+/* The second pass: rows of `splits` partials -> out. */
+template <gd_redop OP, class Acc, class Out>
+int merge_partials(Out *out, const Acc *partial, int64_t rows, int64_t splits, gd_cuda_device *dev, gd_error *err)
+{
+    constexpr gd_redop OP2 = merge_op(OP);
+    rows_warp_kernel<OP2, Acc, Acc, Out>
+        <<<gd_cuda_blocks(dev, rows * 32, GD_CUDA_THREADS), GD_CUDA_THREADS, 0, dev->stream>>>(out, partial, rows, splits);
+    GD_CHECK_LAUNCH();
+    return GD_OK;
+}
+
+template <gd_redop OP, class Acc, class T, class Out>
+int rows_split_passes(Out *out, Acc *partial, const T *in, int64_t rows, int64_t len, int64_t splits, int64_t chunk,
+                      gd_cuda_device *dev, gd_error *err)
+{
+    rows_block_kernel<OP, Acc, T, Out>
+        <<<grid_of(rows * splits), GD_CUDA_THREADS, 0, dev->stream>>>(out, partial, in, rows, len, splits, chunk);
+    GD_CHECK_LAUNCH();
+    return merge_partials<OP, Acc, Out>(out, partial, rows, splits, dev, err);
+}
+
+template <gd_redop OP, class Acc, class T, class Out>
+int cols_split_passes(Out *out, Acc *partial, const T *in, int64_t outer, int64_t len, int64_t inner, int tx_bits,
+                      int64_t splits, int64_t chunk, gd_cuda_device *dev, gd_error *err)
+{
+    const int64_t tiles = outer * ceil_div(inner, (int64_t)1 << tx_bits);
+    cols_kernel<OP, Acc, T, Out><<<grid_of(tiles * splits), GD_CUDA_THREADS, 0, dev->stream>>>(
+        out, partial, in, outer, len, inner, tx_bits, splits, chunk);
+    GD_CHECK_LAUNCH();
+    return merge_partials<OP, Acc, Out>(out, partial, outer * inner, splits, dev, err);
+}
+
+/* Partials come from the stream-ordered pool: allocating and freeing them costs no
+ * synchronization, and the free waits for the second pass on the same stream. */
+template <class Acc> int partials_alloc(Acc **out, int64_t count, gd_cuda_device *dev, gd_error *err)
+{
+    void *p = nullptr;
+    GD_CHECK(cudaMallocAsync(&p, (size_t)count * sizeof(Acc), dev->stream));
+    *out = (Acc *)p;
+    return GD_OK;
+}
+
+template <gd_redop OP, class Acc, class T, class Out>
+int reduce_impl(Out *out, const T *in, int64_t outer, int64_t len, int64_t inner, gd_cuda_device *dev, gd_error *err)
+{
+    const int64_t wave = (int64_t)dev->sm_count * (2048 / GD_CUDA_THREADS); /* blocks that fill the GPU once */
+
+    if (len == 0 || (inner == 1 && len <= 16)) {
+        const int64_t rows = outer * inner; /* len == 0: every output element is the identity */
+        rows_thread_kernel<OP, Acc, T, Out>
+            <<<gd_cuda_blocks(dev, rows, GD_CUDA_THREADS), GD_CUDA_THREADS, 0, dev->stream>>>(out, in, rows, len);
+        GD_CHECK_LAUNCH();
+        return GD_OK;
+    }
+
+    if (inner == 1) {
+        if (len <= 1024) {
+            rows_warp_kernel<OP, Acc, T, Out>
+                <<<gd_cuda_blocks(dev, outer * 32, GD_CUDA_THREADS), GD_CUDA_THREADS, 0, dev->stream>>>(out, in, outer, len);
+            GD_CHECK_LAUNCH();
+            return GD_OK;
+        }
+        int64_t splits;
+        const int64_t chunk = plan_chunk(&splits, outer, len, wave, 16 * GD_CUDA_THREADS);
+        if (splits == 1) {
+            rows_block_kernel<OP, Acc, T, Out>
+                <<<grid_of(outer), GD_CUDA_THREADS, 0, dev->stream>>>(out, nullptr, in, outer, len, 1, len);
+            GD_CHECK_LAUNCH();
+            return GD_OK;
+        }
+        Acc *partial = nullptr;
+        int rc = partials_alloc(&partial, outer * splits, dev, err);
+        if (rc != GD_OK) return rc;
+        rc = rows_split_passes<OP, Acc, T, Out>(out, partial, in, outer, len, splits, chunk, dev, err);
+        GD_CHECK(cudaFreeAsync(partial, dev->stream));
+        return rc;
+    }
+
+    int tx_bits = 0;
+    while (tx_bits < 5 && ((int64_t)1 << tx_bits) < inner) tx_bits++; /* TX = min(32, next power of 2) */
+    const int64_t rows_per_pass = GD_CUDA_THREADS >> tx_bits;
+    const int64_t tiles = outer * ceil_div(inner, (int64_t)1 << tx_bits);
+    int64_t splits;
+    const int64_t chunk = plan_chunk(&splits, tiles, len, wave, 8 * rows_per_pass);
+    if (splits == 1) {
+        cols_kernel<OP, Acc, T, Out><<<grid_of(tiles), GD_CUDA_THREADS, 0, dev->stream>>>(
+            out, nullptr, in, outer, len, inner, tx_bits, 1, len);
+        GD_CHECK_LAUNCH();
+        return GD_OK;
+    }
+    Acc *partial = nullptr;
+    int rc = partials_alloc(&partial, outer * inner * splits, dev, err);
+    if (rc != GD_OK) return rc;
+    rc = cols_split_passes<OP, Acc, T, Out>(out, partial, in, outer, len, inner, tx_bits, splits, chunk, dev, err);
+    GD_CHECK(cudaFreeAsync(partial, dev->stream));
+    return rc;
+}
+
+/* Sums of float32 (and int64 sums with a float64 result, i.e. means) accumulate in float64;
+ * int64 sums with an int64 result wrap in int64 as NumPy's do. max/min compare in T. */
+template <class T, class Out>
+using sum_acc = typename std::conditional<is_int<T> && is_int<Out>, int64_t, double>::type;
+
+template <class T, class Out>
+int reduce_typed(void *out, gd_redop op, const void *in, int64_t outer, int64_t len, int64_t inner, gd_cuda_device *dev,
+                 gd_error *err)
+{
+    Out *o = (Out *)out;
+    const T *i = (const T *)in;
+    switch (op) {
+    case GD_RED_SUM: return reduce_impl<GD_RED_SUM, sum_acc<T, Out>, T, Out>(o, i, outer, len, inner, dev, err);
+    case GD_RED_SUMSQ: return reduce_impl<GD_RED_SUMSQ, sum_acc<T, Out>, T, Out>(o, i, outer, len, inner, dev, err);
+    case GD_RED_MAX: return reduce_impl<GD_RED_MAX, T, T, Out>(o, i, outer, len, inner, dev, err);
+    case GD_RED_MIN: return reduce_impl<GD_RED_MIN, T, T, Out>(o, i, outer, len, inner, dev, err);
+    default: break;
+    }
+    return gd_cuda_error(err, GD_ERR_VALUE, "cuda reduce: unknown operation %d", (int)op);
+}
+
+} // namespace
+
+/* ------------------------------------------------------------------------------------------
+ * vtable entry
+ * ---------------------------------------------------------------------------------------- */
+
+// in is (outer, len, inner), out is (outer, inner)
+int gd_cuda_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in, gd_dtype in_dtype, int64_t outer,
+                   int64_t len, int64_t inner, int device, gd_error *err)
+{
+    if (outer <= 0 || inner <= 0) return GD_OK;
+    if (len < 0 || (len == 0 && (op == GD_RED_MAX || op == GD_RED_MIN)))
+        return gd_cuda_error(err, GD_ERR_VALUE, "cuda reduce: %s over an axis of length %lld has no identity",
+                             op == GD_RED_MAX ? "max" : "min", (long long)len);
+    if (out_dtype != in_dtype && out_dtype != GD_FLOAT64)
+        return gd_cuda_error(err, GD_ERR_VALUE, "cuda reduce: result dtype %d must be the input's (%d) or float64",
+                             (int)out_dtype, (int)in_dtype);
+    gd_cuda_device *dev;
+    int rc = gd_cuda_enter(&dev, device, err);
+    if (rc != GD_OK) return rc;
+    switch (in_dtype) {
+    case GD_FLOAT32:
+        if (out_dtype == GD_FLOAT32) return reduce_typed<float, float>(out, op, in, outer, len, inner, dev, err);
+        return reduce_typed<float, double>(out, op, in, outer, len, inner, dev, err);
+    case GD_FLOAT64: return reduce_typed<double, double>(out, op, in, outer, len, inner, dev, err);
+    case GD_INT64:
+        if (out_dtype == GD_INT64) return reduce_typed<int64_t, int64_t>(out, op, in, outer, len, inner, dev, err);
+        return reduce_typed<int64_t, double>(out, op, in, outer, len, inner, dev, err);
+    }
+    return gd_cuda_error(err, GD_ERR_VALUE, "cuda reduce: unknown dtype %d", (int)in_dtype);
+}
