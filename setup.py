@@ -197,7 +197,7 @@ class BuildExt(build_ext):
 def core_extension() -> Extension:
     blas_include, blas_lib_dir, blas_lib = openblas_paths()
     sanitize = os.environ.get("GPUDEV_SANITIZE") == "1"
-    compile_args = ["-std=c11", "-Wall", "-Wextra", "-fopenmp", "-fno-strict-aliasing"]
+    compile_args = ["-std=c11", "-Wall", "-Wextra", "-fopenmp", "-fno-strict-aliasing", "-fno-math-errno"]
     link_args = ["-fopenmp"]
     if sanitize:
         flags = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"]

@@ -94,6 +94,21 @@ static int parse_dim(PyObject *o, int64_t *out, const char *op)
     return 0;
 }
 
+PyObject *gd_shape_tuple(int ndim, const int64_t *shape)
+{
+    PyObject *t = PyTuple_New(ndim);
+    if (!t) return NULL;
+    for (int i = 0; i < ndim; i++) {
+        PyObject *v = PyLong_FromLongLong(shape[i]);
+        if (!v) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+}
+
 int gd_parse_shape(PyObject *const *args, Py_ssize_t nargs, int *ndim, int64_t *shape, const char *op)
 {
     if (nargs == 1 && (PyTuple_Check(args[0]) || PyList_Check(args[0]))) {
@@ -226,16 +241,8 @@ static inline size_t array_nbytes(const ArrayObject *a) { return (size_t)a->size
 static int trace_copy(gd_state *st, const char *kind, ArrayObject *a, gd_device dst)
 {
     if (!gd_tracing(st)) return 0;
-    PyObject *shape = PyTuple_New(a->ndim);
+    PyObject *shape = gd_shape_tuple(a->ndim, a->shape);
     if (!shape) return -1;
-    for (int i = 0; i < a->ndim; i++) {
-        PyObject *v = PyLong_FromLongLong(a->shape[i]);
-        if (!v) {
-            Py_DECREF(shape);
-            return -1;
-        }
-        PyTuple_SET_ITEM(shape, i, v);
-    }
     PyObject *shapes = PyTuple_Pack(1, shape);
     Py_DECREF(shape);
     if (!shapes) return -1;
@@ -857,17 +864,7 @@ static PyObject *mod_randn(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObje
 static PyObject *get_shape(PyObject *self, void *Py_UNUSED(c))
 {
     ArrayObject *a = (ArrayObject *)self;
-    PyObject *t = PyTuple_New(a->ndim);
-    if (!t) return NULL;
-    for (int i = 0; i < a->ndim; i++) {
-        PyObject *v = PyLong_FromLongLong(a->shape[i]);
-        if (!v) {
-            Py_DECREF(t);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(t, i, v);
-    }
-    return t;
+    return gd_shape_tuple(a->ndim, a->shape);
 }
 static PyObject *get_ndim(PyObject *self, void *Py_UNUSED(c)) { return PyLong_FromLong(((ArrayObject *)self)->ndim); }
 static PyObject *get_size(PyObject *self, void *Py_UNUSED(c)) { return PyLong_FromLongLong(((ArrayObject *)self)->size); }

@@ -147,6 +147,8 @@ int gd_parse_dtype(gd_state *st, PyObject *obj, gd_dtype *out, const char *op);
 const char *gd_dtype_name(gd_dtype dt);
 /* Parse a shape given as a tuple/list of ints or as ints (`rand(2, 3)`). */
 int gd_parse_shape(PyObject *const *args, Py_ssize_t nargs, int *ndim, int64_t *shape, const char *op);
+/* The shape as a Python tuple of ints (new reference). */
+PyObject *gd_shape_tuple(int ndim, const int64_t *shape);
 /* "(2, 3)" into buf (at least 256 bytes); returns buf. */
 const char *gd_shape_str(int ndim, const int64_t *shape, char *buf);
 

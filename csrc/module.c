@@ -271,21 +271,6 @@ int gd_trace_emit(gd_state *st, const char *kind, const char *name, gd_device de
     return 0;
 }
 
-static PyObject *shape_tuple(const ArrayObject *a)
-{
-    PyObject *t = PyTuple_New(a->ndim);
-    if (!t) return NULL;
-    for (int i = 0; i < a->ndim; i++) {
-        PyObject *v = PyLong_FromLongLong(a->shape[i]);
-        if (!v) {
-            Py_DECREF(t);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(t, i, v);
-    }
-    return t;
-}
-
 int gd_trace_op(gd_state *st, const char *name, ArrayObject *out, ArrayObject *in0, ArrayObject *in1)
 {
     if (!st->trace_hook) return 0;
@@ -295,7 +280,7 @@ int gd_trace_op(gd_state *st, const char *name, ArrayObject *out, ArrayObject *i
     if (!shapes) return -1;
     int64_t bytes_read = 0;
     for (int i = 0; i < n; i++) {
-        PyObject *s = shape_tuple(ins[i]);
+        PyObject *s = gd_shape_tuple(ins[i]->ndim, ins[i]->shape);
         if (!s) {
             Py_DECREF(shapes);
             return -1;

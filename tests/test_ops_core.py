@@ -244,8 +244,8 @@ def test_inplace_shape_error(device):
     x, y = gd.zeros(3, device=device), gd.zeros((2, 3), device=device)
     with pytest.raises(ValueError, match=r"add: the result has shape \(2, 3\) but the in-place target has shape \(3,\); write a = a \+ b instead"):
         x += y
-    with pytest.raises(ValueError, match=r"gd\.maximum|shape"):
-        z = gd.zeros((2, 1), device=device)
+    z = gd.zeros((2, 1), device=device)
+    with pytest.raises(ValueError, match=r"subtract: the result has shape \(2, 3\) but the in-place target has shape \(2, 1\); write a = a - b instead"):
         z -= y
 
 
