@@ -39,11 +39,16 @@
 #define GD_HUGE_MIN ((size_t)4 << 20)        /* from here allocations ask for huge pages */
 #define GD_HUGE_ALIGN ((size_t)2 << 20)      /* x86-64 / arm64 transparent huge page size */
 
-/* Work below these element counts stays on the calling thread: waking the OpenMP team
- * costs microseconds, which only pays off once the loop itself takes tens of them. */
-#define GD_PAR_CHEAP ((int64_t)1 << 17)      /* memory-bound loops: add, copy, casts */
+/* Work below these element counts stays on the calling thread. A parallel region costs
+ * about a microsecond on an idle machine; two threads measured 1.4x faster than one for an
+ * add of 2^16 float32 and 0.8x for 2^14. Past the thresholds, a loop can also wait for a
+ * thread that shares its core with another busy process. */
+#define GD_PAR_CHEAP ((int64_t)1 << 16)      /* memory-bound loops: add, copy, casts */
 #define GD_PAR_COSTLY ((int64_t)1 << 13)     /* libm calls, pow, random numbers */
-#define GD_PAR_REDUCE ((int64_t)1 << 17)
+#define GD_PAR_REDUCE ((int64_t)1 << 16)
+#define GD_PAR_COPY_BYTES ((int64_t)8 << 20)
+#define GD_MAX_LOOP_THREADS 64               /* memory bandwidth is saturated well before */
+#define GD_STEAL_PIECES 8                    /* pieces per thread's part in parallel loops */
 
 #define GD_LANES 16                          /* independent accumulators in reductions */
 #define GD_RED_BLOCK ((int64_t)1 << 14)      /* smallest block of a long row reduction */
@@ -54,6 +59,8 @@
 #define GD_RED_SPLIT_MAX ((int64_t)4096)     /* split rows only when outer * inner <= this */
 
 #define GD_GEMM_ONE_THREAD_MNK 262144.0      /* OpenBLAS runs m*n*k <= 64^3 on one thread */
+#define GD_GEMM_BATCH_MAX_MNK 16777216.0     /* batches of products up to 256^3: a core each */
+#define GD_GEMM_PAR_MNK ((int64_t)1 << 18)   /* multiply-adds worth a second thread */
 #define GD_TILE 32                           /* transpose tile edge */
 
 /* One build runs everywhere: hot loops get AVX-512 and AVX2 clones picked at load time. */
@@ -150,12 +157,14 @@ static int gd_bad_dtype(gd_error *err, const char *op, int dtype)
  * entered a parallel region would hang, so after a fork the child runs everything serially.
  * ---------------------------------------------------------------------------------------- */
 
-static atomic_int gd_threads;      /* 0 until first asked */
+static atomic_int gd_threads; /* 0 until first asked */
+
+#ifdef _OPENMP
 static atomic_int gd_in_fork_child;
 static pthread_once_t gd_fork_once = PTHREAD_ONCE_INIT;
-
 static void gd_mark_fork_child(void) { atomic_store_explicit(&gd_in_fork_child, 1, memory_order_relaxed); }
 static void gd_register_fork_handler(void) { pthread_atfork(NULL, NULL, gd_mark_fork_child); }
+#endif
 
 static int gd_default_threads(void)
 {
@@ -179,34 +188,69 @@ int gd_cpu_get_num_threads(void)
     return n;
 }
 
+/* guarded by gd_blas_lock: */
+static pthread_mutex_t gd_blas_lock = PTHREAD_MUTEX_INITIALIZER;
+static int gd_blas_single_users;  /* batches now holding OpenBLAS at one thread */
+static int gd_blas_saved_threads; /* its thread count to restore when the last one ends */
+
+/* OpenBLAS single-threaded while a batch of products runs on gpudev's threads (see the
+ * matrix products section); nested and concurrent sections share one count. */
+static void gd_blas_single_begin(void)
+{
+    pthread_mutex_lock(&gd_blas_lock);
+    if (gd_blas_single_users++ == 0) {
+        gd_blas_saved_threads = scipy_openblas_get_num_threads();
+        scipy_openblas_set_num_threads(1);
+    }
+    pthread_mutex_unlock(&gd_blas_lock);
+}
+
+static void gd_blas_single_end(void)
+{
+    pthread_mutex_lock(&gd_blas_lock);
+    if (--gd_blas_single_users == 0) scipy_openblas_set_num_threads(gd_blas_saved_threads);
+    pthread_mutex_unlock(&gd_blas_lock);
+}
+
 void gd_cpu_set_num_threads(int n)
 {
     if (n < 1) n = 1;
+    pthread_mutex_lock(&gd_blas_lock);
     atomic_store_explicit(&gd_threads, n, memory_order_relaxed);
-    scipy_openblas_set_num_threads(n);
+    if (gd_blas_single_users == 0)
+        scipy_openblas_set_num_threads(n);
+    else
+        gd_blas_saved_threads = n; /* a batch holds OpenBLAS at 1 thread: applied when it ends */
+    pthread_mutex_unlock(&gd_blas_lock);
 }
 
 /* Threads worth using for `work` items when a thread should get at least min_work / 2. */
 static int gd_threads_for(int64_t work, int64_t min_work)
 {
+#ifdef _OPENMP
     if (work < min_work) return 1;
     int nt = gd_cpu_get_num_threads();
     if (nt <= 1 || atomic_load_explicit(&gd_in_fork_child, memory_order_relaxed)) return 1;
-    int64_t useful = work / (min_work / 2);
+    int64_t useful = GD_MIN(work / (min_work / 2), (int64_t)GD_MAX_LOOP_THREADS);
     if (useful < nt) nt = (int)useful;
-#ifdef _OPENMP
-    pthread_once(&gd_fork_once, gd_register_fork_handler);
+    pthread_once(&gd_fork_once, gd_register_fork_handler); /* before the first region */
     return nt;
 #else
+    (void)work;
+    (void)min_work;
     return 1;
 #endif
 }
 
 typedef void (*gd_range_fn)(void *ctx, int64_t begin, int64_t end);
 
-/* fn(ctx, begin, end) over [0, n) on nt threads. The range is cut into several chunks per
- * thread (multiples of `align` items), handed out dynamically: on a shared machine one
- * core is often slower than the others, and equal static halves would wait for it. */
+/* fn(ctx, begin, end) over [0, n) on nt threads. Each thread owns one contiguous part of
+ * the range (edges on multiples of `align` items) and works through it in pieces; a thread
+ * that finishes early takes the remaining pieces of the others. On an idle machine every
+ * thread thus handles the same part of an array on every call, so data that fits in the
+ * caches stays in the same core's cache from one operation to the next (handing chunks out
+ * first come, first served measured up to 2x slower on repeated in-cache operations); on a
+ * busy one, a core shared with another process does not hold up the whole loop. */
 static void gd_parallel_for(int nt, int64_t n, int64_t align, gd_range_fn fn, void *ctx)
 {
     if (nt <= 1 || n <= align) {
@@ -214,12 +258,44 @@ static void gd_parallel_for(int nt, int64_t n, int64_t align, gd_range_fn fn, vo
         return;
     }
 #ifdef _OPENMP
-    int64_t nchunks = GD_MIN(n / align, (int64_t)8 * nt);
-    int64_t chunk = (n + nchunks - 1) / nchunks;
-    chunk = (chunk + align - 1) / align * align;
-    nchunks = (n + chunk - 1) / chunk;
+    int64_t part = (n + nt - 1) / nt;
+    part = (part + align - 1) / align * align;
+    int64_t piece = (part + GD_STEAL_PIECES - 1) / GD_STEAL_PIECES;
+    piece = (piece + align - 1) / align * align;
+    struct {
+        _Alignas(64) atomic_llong next; /* next piece of this part; one cache line each */
+    } cursor[GD_MAX_LOOP_THREADS];
+    for (int t = 0; t < nt; t++) atomic_init(&cursor[t].next, 0);
+    GD_PRAGMA(omp parallel num_threads(nt))
+    {
+        const int me = omp_get_thread_num(); /* the runtime may grant fewer than nt threads */
+        for (int k = 0; k < nt; k++) {
+            const int owner = (me + k) % nt;
+            const int64_t begin = (int64_t)owner * part, end = GD_MIN(n, begin + part);
+            for (;;) {
+                int64_t b = begin + piece * atomic_fetch_add_explicit(&cursor[owner].next, 1, memory_order_relaxed);
+                if (b >= end) break;
+                fn(ctx, b, GD_MIN(end, b + piece));
+            }
+        }
+    }
+#else
+    fn(ctx, 0, n);
+#endif
+}
+
+/* The same for independent items whose data is new each call (whole matrix products):
+ * handed out `grain` at a time to whichever thread is free. */
+static void gd_parallel_for_dynamic(int nt, int64_t n, int64_t grain, gd_range_fn fn, void *ctx)
+{
+    if (nt <= 1 || n <= grain) {
+        fn(ctx, 0, n);
+        return;
+    }
+#ifdef _OPENMP
+    const int64_t chunks = (n + grain - 1) / grain;
     GD_PRAGMA(omp parallel for num_threads(nt) schedule(dynamic, 1))
-    for (int64_t c = 0; c < nchunks; c++) fn(ctx, c * chunk, GD_MIN(n, (c + 1) * chunk));
+    for (int64_t c = 0; c < chunks; c++) fn(ctx, c * grain, GD_MIN(n, (c + 1) * grain));
 #else
     fn(ctx, 0, n);
 #endif
@@ -253,8 +329,9 @@ const char *gd_cpu_blas_config(void)
  * memory
  *
  * No cache: freed blocks go back to the C library, which keeps and reuses them. Blocks of
- * 4 MiB and more are aligned to 2 MiB and marked for transparent huge pages, which fault
- * in about 4x faster than 4 KiB pages the first time they are touched.
+ * 4 MiB and more are aligned to 2 MiB and marked for transparent huge pages: they fault in
+ * about 4x faster than 4 KiB pages when first touched, and streaming over them misses the
+ * TLB far less (it matters most in virtual machines, where a miss walks two page tables).
  * ---------------------------------------------------------------------------------------- */
 
 static atomic_llong gd_mem_allocated, gd_mem_peak, gd_mem_count, gd_mem_reserved;
@@ -335,8 +412,8 @@ void gd_cpu_reset_peak(void)
 /* ------------------------------------------------------------------------------------------
  * devices and copies
  *
- * One memcpy per copy: glibc's memcpy already streams at the memory bandwidth, and two
- * threads copying halves measured slower on these machines.
+ * glibc's memcpy streams close to one core's share of the memory bandwidth; copies of
+ * several MiB are split over the threads, which measured 10-15% faster here.
  * ---------------------------------------------------------------------------------------- */
 
 static int cpu_device_count(void) { return 1; }
@@ -348,9 +425,27 @@ static int cpu_synchronize(int device, gd_error *err)
     return GD_OK; /* CPU work is finished when its call returns */
 }
 
+typedef struct gd_copy_job {
+    char *dst;
+    const char *src;
+} gd_copy_job;
+
+static void gd_copy_range(void *ctx, int64_t begin, int64_t end)
+{
+    const gd_copy_job *job = ctx;
+    memcpy(job->dst + begin, job->src + begin, (size_t)(end - begin));
+}
+
 static void gd_copy_bytes(void *dst, const void *src, size_t nbytes)
 {
-    if (nbytes && dst != src) memcpy(dst, src, nbytes);
+    if (nbytes == 0 || dst == src) return;
+    int nt = gd_threads_for((int64_t)nbytes, GD_PAR_COPY_BYTES);
+    if (nt <= 1) {
+        memcpy(dst, src, nbytes);
+        return;
+    }
+    gd_copy_job job = {dst, src};
+    gd_parallel_for(nt, (int64_t)nbytes, 4096, gd_copy_range, &job);
 }
 
 static int cpu_copy_from_host(void *dst, int device, const void *host_src, size_t nbytes, gd_error *err)
@@ -777,13 +872,13 @@ typedef void (*gd_red_cols_fn)(void *acc, const void *x, int64_t n);    /* acc[i
                 A v = LOAD(x[i + j]);                                                            \
                 acc[j] = COMBINE(acc[j], v);                                                     \
             }                                                                                    \
-        A r = (IDENT);                                                                           \
-        for (; i < n; i++) {                                                                     \
+        for (int j = 0; i < n; i++, j++) { /* the tail spreads over the lanes too */           \
             A v = LOAD(x[i]);                                                                    \
-            r = COMBINE(r, v);                                                                   \
+            acc[j] = COMBINE(acc[j], v);                                                         \
         }                                                                                        \
-        for (int j = 0; j < GD_LANES; j++) r = COMBINE(r, acc[j]);                               \
-        *(A *)res = r;                                                                           \
+        for (int w = GD_LANES / 2; w > 0; w /= 2) /* a fixed tree: short dependency chain */     \
+            for (int j = 0; j < w; j++) acc[j] = COMBINE(acc[j], acc[j + w]);                    \
+        *(A *)res = acc[0];                                                                      \
     }                                                                                            \
     GD_SIMD static void NAME##_cols(void *acc_, const void *x_, int64_t n)                       \
     {                                                                                            \
@@ -1051,11 +1146,14 @@ static int cpu_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in
 /* ------------------------------------------------------------------------------------------
  * matrix products (OpenBLAS, row-major CBLAS)
  *
- * OpenBLAS runs a product with m*n*k <= 64^3 on one thread whatever its thread count, so a
- * batch of such small products is spread over gpudev's threads, each calling sgemm (one
- * fork-join for the whole batch). Larger batched products go to sgemm_batch_strided,
- * which threads over the batch inside OpenBLAS; calling a multi-threaded OpenBLAS from
- * inside an OpenMP region is what must never happen (its pthread pool would deadlock).
+ * One product: OpenBLAS threads it. A batch of small products (1000 of 100x100 is the
+ * benchmark) is spread over gpudev's threads instead, one fork-join for the whole batch,
+ * each product on one core: OpenBLAS's own batch call synchronizes its threads after every
+ * `nthreads` products, which costs more than the products on a busy machine. Inside that
+ * region OpenBLAS must run single-threaded: called from an OpenMP thread, a multi-threaded
+ * OpenBLAS (pthreads build) warns and can deadlock. It already is for m*n*k <= 64^3; for
+ * larger products its thread count is lowered to 1 for the duration (gd_blas_single_begin:
+ * a process-wide setting, so it is reference-counted and gd_cpu_set_num_threads defers).
  * ---------------------------------------------------------------------------------------- */
 
 typedef struct gd_gemm_job {
@@ -1066,6 +1164,7 @@ typedef struct gd_gemm_job {
     int64_t stride_a, stride_b, stride_c; /* bytes */
 } gd_gemm_job;
 
+/* Row-major C (m, n) = A (m, k) @ B (k, n) for product p of the batch. */
 static void gd_gemm_one(const gd_gemm_job *job, int64_t p)
 {
     const char *a = job->a + p * job->stride_a, *b = job->b + p * job->stride_b;
@@ -1081,22 +1180,6 @@ static void gd_gemm_one(const gd_gemm_job *job, int64_t p)
 static void gd_gemm_range(void *ctx, int64_t begin, int64_t end)
 {
     for (int64_t p = begin; p < end; p++) gd_gemm_one(ctx, p);
-}
-
-/* Products [p0, p0 + count) through one batch call; strides in elements fit in int and
- * (count - 1) * stride does too, as OpenBLAS indexes the batch with int arithmetic. */
-static void gd_gemm_batch_call(const gd_gemm_job *job, int64_t p0, int count, int sa, int sb, int sc)
-{
-    const char *a = job->a + p0 * job->stride_a, *b = job->b + p0 * job->stride_b;
-    char *c = job->c + p0 * job->stride_c;
-    if (job->dtype == GD_FLOAT32)
-        scipy_cblas_sgemm_batch_strided(CblasRowMajor, CblasNoTrans, CblasNoTrans, job->m, job->n, job->k, 1.0f,
-                                        (const float *)a, job->k, sa, (const float *)b, job->n, sb, 0.0f,
-                                        (float *)c, job->n, sc, count);
-    else
-        scipy_cblas_dgemm_batch_strided(CblasRowMajor, CblasNoTrans, CblasNoTrans, job->m, job->n, job->k, 1.0,
-                                        (const double *)a, job->k, sa, (const double *)b, job->n, sb, 0.0,
-                                        (double *)c, job->n, sc, count);
 }
 
 static int cpu_gemm(void *c, gd_dtype dtype, const void *a, const void *b, int64_t batch, int64_t m, int64_t n,
@@ -1123,24 +1206,18 @@ static int cpu_gemm(void *c, gd_dtype dtype, const void *a, const void *b, int64
 
     gd_gemm_job job = {dtype, c, a, b, (int)m, (int)n, (int)k, stride_a * (int64_t)esz,
                        stride_b * (int64_t)esz, stride_c * (int64_t)esz};
-    if (batch == 1) {
-        gd_gemm_one(&job, 0);
-        return GD_OK;
-    }
     const double mnk = (double)m * (double)n * (double)k;
-    if (mnk <= GD_GEMM_ONE_THREAD_MNK) {
-        int nt = gd_threads_for((int64_t)((double)batch * mnk), (int64_t)1 << 18);
-        gd_parallel_for(nt, batch, 1, gd_gemm_range, &job);
+    const int nt = batch == 1 ? 1 : gd_threads_for((int64_t)GD_MIN((double)batch * mnk, 1e18), GD_GEMM_PAR_MNK);
+    const int one_thread_already = mnk <= GD_GEMM_ONE_THREAD_MNK;
+    if (nt <= 1 || !(one_thread_already || (mnk <= GD_GEMM_BATCH_MAX_MNK && batch >= 2 * (int64_t)nt))) {
+        gd_gemm_range(&job, 0, batch); /* one product, or few large ones: OpenBLAS threads each */
         return GD_OK;
     }
-    int64_t max_stride = GD_MAX(GD_MAX(stride_a, stride_b), stride_c);
-    if (stride_a < 0 || stride_b < 0 || stride_c < 0 || max_stride > INT_MAX) {
-        gd_gemm_range(&job, 0, batch);
-        return GD_OK;
-    }
-    int64_t per_call = max_stride == 0 ? INT_MAX : GD_MIN((int64_t)INT_MAX / max_stride + 1, (int64_t)INT_MAX);
-    for (int64_t p = 0; p < batch; p += per_call)
-        gd_gemm_batch_call(&job, p, (int)GD_MIN(per_call, batch - p), (int)stride_a, (int)stride_b, (int)stride_c);
+    if (!one_thread_already) gd_blas_single_begin();
+    /* a grab of products worth GD_GEMM_PAR_MNK multiply-adds: 64 of 16x16x16, one of 100^3 */
+    const int64_t grain = GD_MAX((int64_t)1, (int64_t)((double)GD_GEMM_PAR_MNK / mnk));
+    gd_parallel_for_dynamic(nt, batch, GD_MIN(grain, (batch + 2 * nt - 1) / (2 * nt)), gd_gemm_range, &job);
+    if (!one_thread_already) gd_blas_single_end();
     return GD_OK;
 }
 
