@@ -12,7 +12,7 @@ SOURCES := $(wildcard csrc/*.c csrc/*.h csrc/cuda/*) setup.py pyproject.toml
 BUILT   := $(VENV)/.built
 INSTALLED := $(VENV)/.installed
 
-.PHONY: all build demo test sanitize gpu-check bench clean
+.PHONY: all build demo test sanitize cuda-emu gpu-check bench clean
 
 all: test
 
@@ -63,6 +63,13 @@ sanitize: $(DEPS)
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  PYTHONPATH=$(CURDIR)/build/asan GPUDEV_SANITIZE_RUN=1 \
 	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(CURDIR)/tests -m "not slow"
+
+# tests/cuda_smoke.cpp and the real CUDA backend (csrc/cuda) compiled for the CPU against the
+# emulation of CUDA and cuBLAS in tools/cuda_emu, then run: the kernels' logic is checked
+# without a GPU (not their speed). Fails if any check fails.
+cuda-emu:
+	bash tools/cuda_emu/build.sh
+	build/cuda_emu/cuda_smoke
 
 # On a machine with a GPU and no package registry: build for the local GPU and run the GPU
 # tests and benchmarks. Logs go to $(GPU_LOG_DIR).

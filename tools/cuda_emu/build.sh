@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# build.sh - builds build/cuda_emu/cuda_smoke: tests/cuda_smoke.cpp linked against gpudev's
+# real CUDA backend (every csrc/cuda/*.cu except the Python module), compiled as plain C++ for
+# the CPU against tools/cuda_emu: a CPU emulation of just enough of CUDA and cuBLAS to run
+# gpudev's kernels for their logic (index math, broadcasting, reductions, barriers, the gemm
+# operand swap); not timing, not real stream concurrency or memory-model semantics. No GPU or
+# CUDA toolkit is needed. `make cuda-emu` builds and runs it.
+#
+# Usage: tools/cuda_emu/build.sh   (from any directory; paths are relative to the repository)
+# Environment: CXX (default g++), CUDA_EMU_JOBS (parallel compiles, default 2).
+# Warnings are shown (there should be none); any compile error fails the build.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root" # relative paths from here on, so messages name csrc/cuda/x.cu
+
+emu=tools/cuda_emu
+out=build/cuda_emu
+cxx="${CXX:-g++}"
+jobs="${CUDA_EMU_JOBS:-2}"
+python="${PYTHON:-python3}"
+
+# -ffp-contract=off: no fused multiply-adds the host reference loops would not also get.
+# -fno-strict-aliasing: kernels reinterpret memory as vector types, which nvcc allows.
+# The kernels' .cu files get __CUDACC__, as from nvcc.
+flags=(-std=c++17 -O2 -g -Wall -Wextra -ffp-contract=off -fno-strict-aliasing
+       -I "$emu/inc" -I csrc -I csrc/cuda)
+
+rm -rf "$out"
+mkdir -p "$out/src"
+
+# The backend's sources; a file that needs Python (the extension module) is not part of it.
+units=()
+for cu in csrc/cuda/*.cu; do
+    if grep -q '^#include <Python.h>' "$cu"; then continue; fi
+    name="$(basename "$cu" .cu)"
+    "$python" "$emu/transform.py" "$cu" "$out/src/$name.cpp"
+    units+=("$out/src/$name.cpp -D__CUDACC__ -o $out/src/$name.o")
+done
+if [ ${#units[@]} -eq 0 ]; then
+    echo "build.sh: no CUDA sources found in csrc/cuda" >&2
+    exit 1
+fi
+units+=("$emu/emu.cpp -o $out/emu.o" "tests/cuda_smoke.cpp -o $out/cuda_smoke.o")
+
+# One compile per line, $jobs at a time; xargs fails (123) if any of them does.
+started=$SECONDS
+printf '%s\n' "${units[@]}" | xargs -P "$jobs" -L 1 "$cxx" "${flags[@]}" -c
+objects=()
+for unit in "${units[@]}"; do objects+=("${unit##* }"); done
+"$cxx" "${flags[@]}" -o "$out/cuda_smoke" "${objects[@]}"
+echo "build.sh: built $out/cuda_smoke from ${#units[@]} sources in $((SECONDS - started)) s"

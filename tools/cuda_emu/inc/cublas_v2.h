@@ -1,0 +1,51 @@
+/* cublas_v2.h (CPU emulation) - stands in for cuBLAS when gpudev's CUDA backend is compiled as
+ * plain C++ by tools/cuda_emu/build.sh. Part of a CPU emulation of just enough of CUDA and
+ * cuBLAS to run gpudev's kernels for their logic (index math, broadcasting, reductions,
+ * barriers, the gemm operand swap); not timing, not real stream concurrency or memory-model
+ * semantics. The products are plain column-major reference loops (tools/cuda_emu/emu.cpp), so
+ * the row-major to column-major operand swap in csrc/cuda/gemm.cu is really checked, and
+ * leading dimensions, strides and every matrix's extent are validated against the device
+ * allocations. Not emulated: TF32 rounding (products accumulate in double whatever the math
+ * mode) and transposed operands.
+ */
+#ifndef GPUDEV_CUDA_EMU_CUBLAS_V2_H
+#define GPUDEV_CUDA_EMU_CUBLAS_V2_H
+
+#include "cuda_runtime.h"
+
+enum cublasStatus_t {
+    CUBLAS_STATUS_SUCCESS = 0,
+    CUBLAS_STATUS_NOT_INITIALIZED = 1,
+    CUBLAS_STATUS_ALLOC_FAILED = 3,
+    CUBLAS_STATUS_INVALID_VALUE = 7,
+    CUBLAS_STATUS_NOT_SUPPORTED = 15,
+};
+enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
+enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3 };
+
+struct gd_emu_blas;
+typedef gd_emu_blas *cublasHandle_t;
+
+cublasStatus_t cublasCreate(cublasHandle_t *handle);
+cublasStatus_t cublasDestroy(cublasHandle_t handle);
+cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream);
+cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode);
+const char *cublasGetStatusName(cublasStatus_t status);
+const char *cublasGetStatusString(cublasStatus_t status);
+
+cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+                           int k, const float *alpha, const float *A, int lda, const float *B, int ldb,
+                           const float *beta, float *C, int ldc);
+cublasStatus_t cublasDgemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+                           int k, const double *alpha, const double *A, int lda, const double *B, int ldb,
+                           const double *beta, double *C, int ldc);
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                         int m, int n, int k, const float *alpha, const float *A, int lda,
+                                         long long stride_a, const float *B, int ldb, long long stride_b,
+                                         const float *beta, float *C, int ldc, long long stride_c, int batch);
+cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                         int m, int n, int k, const double *alpha, const double *A, int lda,
+                                         long long stride_a, const double *B, int ldb, long long stride_b,
+                                         const double *beta, double *C, int ldc, long long stride_c, int batch);
+
+#endif /* GPUDEV_CUDA_EMU_CUBLAS_V2_H */

@@ -1,0 +1,197 @@
+/* cuda_runtime.h (CPU emulation) - stands in for the CUDA runtime header when gpudev's CUDA
+ * backend is compiled as plain C++ by tools/cuda_emu/build.sh. It is a CPU emulation of just
+ * enough of CUDA to run gpudev's kernels for their logic: index math, broadcasting, reductions,
+ * __syncthreads barriers and warp shuffles, launch configurations, streams and devices as
+ * gpudev uses them. It says nothing about timing, real stream concurrency or the GPU memory
+ * model: every operation runs to completion, in order, when it is issued.
+ *
+ * What it offers: the CUDA qualifiers (as no-ops), the built-in index variables, the vector
+ * types and intrinsics the kernels use, the runtime API calls the backend makes, and
+ * gd_emu_launch, which tools/cuda_emu/transform.py puts in place of every
+ * `kernel<<<grid, block, shared, stream>>>(args)`. The implementation is tools/cuda_emu/emu.cpp.
+ * Anything not listed here is not emulated, so new uses fail to compile rather than pass.
+ */
+#ifndef GPUDEV_CUDA_EMU_CUDA_RUNTIME_H
+#define GPUDEV_CUDA_EMU_CUDA_RUNTIME_H
+
+#include <math.h> /* the C math functions, which CUDA offers in device code */
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+/* ------------------------------------------------------------------------------------------
+ * language: qualifiers, built-in variables, vector types, intrinsics
+ * ---------------------------------------------------------------------------------------- */
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+/* One block runs at a time, so one static copy per __shared__ variable is the block's memory. */
+#define __shared__ static
+
+struct uint3 {
+    unsigned x, y, z;
+};
+struct dim3 {
+    unsigned x, y, z;
+    constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+/* Set by the emulator before it resumes a thread; not const, so the compiler reloads them
+ * after every barrier (which may have switched threads). */
+extern uint3 threadIdx, blockIdx;
+extern dim3 blockDim, gridDim;
+
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+struct alignas(16) double2 {
+    double x, y;
+};
+struct alignas(16) longlong2 {
+    long long x, y;
+};
+
+/* round-to-nearest without contraction into a fused multiply-add: what plain double
+ * arithmetic gives when built with -ffp-contract=off, as build.sh does */
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
+
+/* Block and warp barriers: the calling thread waits, and others run, until every thread of its
+ * block (or of its warp) has arrived. Threads that wait at different barriers, or exit while
+ * others wait, stop the program with a message: on a GPU that is undefined behaviour. */
+void gd_emu_syncthreads();
+void gd_emu_syncwarp(unsigned mask);
+inline void __syncthreads() { gd_emu_syncthreads(); }
+
+/* Lane exchange through a per-warp mailbox, between two warp barriers. Only full-width (32)
+ * shuffles in which every lane of the warp takes part are emulated. gd_emu_shfl_slots checks
+ * the shuffle and returns the calling warp's 32 slots. */
+unsigned long long *gd_emu_shfl_slots(unsigned mask, int lane_mask, int width);
+int gd_emu_lane();
+template <class T> T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32)
+{
+    static_assert(std::is_trivially_copyable<T>::value && sizeof(T) <= 8, "shuffles move up to 8 bytes");
+    unsigned long long *slots = gd_emu_shfl_slots(mask, lane_mask, width);
+    const int lane = gd_emu_lane();
+    unsigned long long bits = 0;
+    memcpy(&bits, &v, sizeof(T));
+    slots[lane] = bits;
+    gd_emu_syncwarp(mask); /* every lane has written */
+    bits = slots[lane ^ lane_mask];
+    gd_emu_syncwarp(mask); /* every lane has read: the slots may be reused */
+    T r;
+    memcpy(&r, &bits, sizeof(T));
+    return r;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * runtime API: the calls gpudev's backend makes
+ * ---------------------------------------------------------------------------------------- */
+
+enum cudaError_t {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorInvalidConfiguration = 9,
+    cudaErrorInsufficientDriver = 35,
+    cudaErrorDevicesUnavailable = 46,
+    cudaErrorNoDevice = 100,
+    cudaErrorInvalidDevice = 101,
+    cudaErrorECCUncorrectable = 214,
+    cudaErrorInvalidResourceHandle = 400,
+    cudaErrorIllegalAddress = 700,
+    cudaErrorLaunchTimeout = 702,
+    cudaErrorAssert = 710,
+    cudaErrorHardwareStackError = 714,
+    cudaErrorIllegalInstruction = 715,
+    cudaErrorMisalignedAddress = 716,
+    cudaErrorInvalidAddressSpace = 717,
+    cudaErrorInvalidPc = 718,
+    cudaErrorLaunchFailure = 719,
+};
+typedef cudaError_t cudaError;
+
+enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3 };
+enum cudaMemPoolAttr { cudaMemPoolAttrReleaseThreshold = 4, cudaMemPoolAttrReservedMemCurrent = 5 };
+enum cudaDeviceAttr {
+    cudaDevAttrMaxPitch = 11,
+    cudaDevAttrClockRate = 13,
+    cudaDevAttrMultiProcessorCount = 16,
+    cudaDevAttrMemoryClockRate = 36,
+};
+#define cudaStreamNonBlocking 0x01
+#define cudaEventDisableTiming 0x02
+
+/* Handles are pointers to the emulator's records (emu.cpp); null is the legacy default stream. */
+struct gd_emu_stream;
+struct gd_emu_event;
+struct gd_emu_pool;
+typedef gd_emu_stream *cudaStream_t;
+typedef gd_emu_event *cudaEvent_t;
+typedef gd_emu_pool *cudaMemPool_t;
+
+cudaError_t cudaGetLastError(void);
+const char *cudaGetErrorName(cudaError_t);
+const char *cudaGetErrorString(cudaError_t);
+cudaError_t cudaGetDeviceCount(int *count);
+cudaError_t cudaGetDevice(int *device);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device);
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void *value);
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void *value);
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t min_bytes_to_keep);
+cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t stream);
+cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream);
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpyKind kind, cudaStream_t stream);
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+                              cudaMemcpyKind kind, cudaStream_t stream);
+cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src, int src_device, size_t count,
+                                cudaStream_t stream);
+cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t stream);
+
+/* ------------------------------------------------------------------------------------------
+ * kernel launches
+ * ---------------------------------------------------------------------------------------- */
+
+/* Where a launch comes from, for messages. */
+struct gd_emu_site {
+    const char *file;
+    int line;
+    const char *kernel;
+};
+
+/* Validates the configuration like the runtime does (errors go to cudaGetLastError), then runs
+ * every block, one after another, each as blockDim threads that switch only at barriers. */
+void gd_emu_run(const gd_emu_site &site, dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
+                void (*thread_body)(void *), void *context);
+
+/* `kernel<<<grid, block, shared, stream>>>(args...)` becomes
+ * gd_emu_launch(site, [&](auto &&...a) { kernel(a...); }, grid, block, shared, stream, args...).
+ * As with a real launch the arguments are evaluated and copied once, and each thread then
+ * receives its own copy of them as the kernel's parameters. */
+template <class Call, class... Args>
+void gd_emu_launch(const gd_emu_site &site, Call call, dim3 grid, dim3 block, size_t shared_bytes,
+                   cudaStream_t stream, Args &&...args)
+{
+    std::tuple<std::decay_t<Args>...> params(std::forward<Args>(args)...);
+    auto thread_body = [&] { std::apply(call, params); };
+    using Body = decltype(thread_body);
+    gd_emu_run(site, grid, block, shared_bytes, stream, [](void *p) { (*static_cast<Body *>(p))(); }, &thread_body);
+}
+
+#endif /* GPUDEV_CUDA_EMU_CUDA_RUNTIME_H */
