@@ -1606,6 +1606,11 @@ static PyMethodDef array_methods[] = {
     {"mean", FN(array_mean), FASTKW, "mean(axis=None, keepdims=False)"},
     {"max", FN(array_max), FASTKW, "max(axis=None, keepdims=False)"},
     {"min", FN(array_min), FASTKW, "min(axis=None, keepdims=False)"},
+    {"__dlpack__", FN(gd_array_dlpack), FASTKW,
+     "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> a DLPack capsule sharing the "
+     "memory.\n\n>>> np.from_dlpack(gd.arange(3))\narray([0, 1, 2])"},
+    {"__dlpack_device__", gd_array_dlpack_device, METH_NOARGS,
+     "__dlpack_device__() -> (1, 0) on the CPU, (2, i) on cuda:i"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1818,5 +1823,8 @@ PyMethodDef gd_array_module_methods[] = {
     {"concatenate", FN(mod_concatenate), FASTKW, "concatenate(arrays, axis=0): join along an existing axis"},
     {"allclose", FN(mod_allclose), METH_VARARGS | METH_KEYWORDS,
      "allclose(a, b, rtol=1e-05, atol=1e-08) -> bool, as numpy.allclose"},
+    {"from_dlpack", gd_from_dlpack, METH_O,
+     "from_dlpack(x) -> an Array sharing the memory of x (NumPy, PyTorch, CuPy, ... on the CPU or a GPU).\n\n"
+     ">>> a = gd.from_dlpack(np.arange(3.0))"},
     {NULL, NULL, 0, NULL},
 };

@@ -183,4 +183,15 @@ int gd_assign(gd_state *st, ArrayObject *dst, PyObject *value, const char *op);
 /* allclose(a, b) -> Py_True / Py_False, NumPy's definition, NaNs unequal. */
 PyObject *gd_allclose(gd_state *st, PyObject *a, PyObject *b, double rtol, double atol);
 
+/* ------------------------------------------------------------------------------------------
+ * dlpack.c: DLPack interchange with NumPy, PyTorch, CuPy, ...
+ * ---------------------------------------------------------------------------------------- */
+
+/* a.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> PyCapsule */
+PyObject *gd_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+/* a.__dlpack_device__() -> (1, 0) for the CPU, (2, i) for cuda:i */
+PyObject *gd_array_dlpack_device(PyObject *self, PyObject *ignored);
+/* gd.from_dlpack(x): an Array sharing the memory of any DLPack producer (module function). */
+PyObject *gd_from_dlpack(PyObject *module, PyObject *x);
+
 #endif /* GPUDEV_CORE_H */

@@ -80,6 +80,30 @@ static PyObject *gd_py_driver_version(PyObject *, PyObject *)
 
 static PyObject *gd_py_arch_list(PyObject *, PyObject *) { return PyUnicode_FromString(GD_CUDA_ARCH_LIST); }
 
+static int gd_device_synchronize(int device, gd_error *err)
+{
+    gd_cuda_device *dev;
+    int rc = gd_cuda_enter(&dev, device, err);
+    if (rc != GD_OK) return rc;
+    GD_CHECK(cudaDeviceSynchronize());
+    return GD_OK;
+}
+
+/* Waits for every stream of this process on the GPU, not only gpudev's: what importing memory
+ * that another library may still be writing needs, whatever stream it writes on. */
+static PyObject *gd_py_device_synchronize(PyObject *, PyObject *arg)
+{
+    int device = gd_py_device(arg, "device_synchronize");
+    if (device < 0) return NULL;
+    gd_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gd_device_synchronize(device, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != GD_OK) return gd_py_raise("device_synchronize", &err);
+    Py_RETURN_NONE;
+}
+
 static int gd_device_info(cudaDeviceProp *prop, int *clock_khz, int *mem_clock_khz, size_t *free_b, size_t *total_b,
                           int device, gd_error *err)
 {
@@ -290,6 +314,8 @@ static PyMethodDef gd_cuda_methods[] = {
     {"device_info", gd_py_device_info, METH_O,
      "device_info(i) -> dict\n\nName, compute capability, multiprocessors, memory, clocks, bus width, L2 size "
      "and versions of GPU i."},
+    {"device_synchronize", gd_py_device_synchronize, METH_O,
+     "device_synchronize(i)\n\nWait until all work queued on GPU i by this process, on every stream, has finished."},
     {"memory_stats", gd_py_memory_stats, METH_O,
      "memory_stats(i) -> dict\n\nallocated_bytes, reserved_bytes, peak_allocated_bytes and allocations of gpudev "
      "on GPU i."},

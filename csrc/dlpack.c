@@ -1,0 +1,608 @@
+/* dlpack.c - DLPack interchange: a.__dlpack__() and a.__dlpack_device__() export an Array's
+ * memory to NumPy, PyTorch, CuPy, JAX, ...; gd.from_dlpack(x) wraps theirs. Both directions
+ * share memory, never copy it, except where the exporter must not be written to (read-only
+ * or misaligned data is copied on import) or the consumer asks for a copy (copy=True).
+ *
+ * Ownership: the producer hands the consumer a managed tensor inside a PyCapsule; the
+ * consumer renames the capsule to "used_..." once it has taken the tensor over and calls the
+ * tensor's deleter when it is done. A capsule nobody took over deletes the tensor itself.
+ */
+#include "core.h"
+#include "dlpack.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define IMPORT_KEEPER_NAME "gpudev.dlpack_import"
+
+/* ------------------------------------------------------------------------------------------
+ * shared helpers
+ * ---------------------------------------------------------------------------------------- */
+
+static const DLDataType dl_dtypes[GD_NUM_DTYPES] = {
+    [GD_FLOAT32] = {kDLFloat, 32, 1},
+    [GD_FLOAT64] = {kDLFloat, 64, 1},
+    [GD_INT64] = {kDLInt, 64, 1},
+};
+
+static DLDevice dl_device_of(gd_device dev)
+{
+    DLDevice d = {dev.type == GD_CPU ? kDLCPU : kDLCUDA, dev.type == GD_CPU ? 0 : dev.index};
+    return d;
+}
+
+/* Destructors and deleters can run while an exception is propagating (they are triggered by
+ * a DECREF anywhere); the exception must come out of them untouched. */
+typedef struct saved_error {
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc;
+#else
+    PyObject *type, *value, *traceback;
+#endif
+} saved_error;
+
+static void error_save(saved_error *e)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    e->exc = PyErr_GetRaisedException();
+#else
+    PyErr_Fetch(&e->type, &e->value, &e->traceback);
+#endif
+}
+
+static void error_restore(saved_error *e)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(e->exc);
+#else
+    PyErr_Restore(e->type, e->value, e->traceback);
+#endif
+}
+
+/* ------------------------------------------------------------------------------------------
+ * export: a.__dlpack_device__(), a.__dlpack__()
+ * ---------------------------------------------------------------------------------------- */
+
+/* One allocation per export: the managed tensor first (the consumer's pointer is its start),
+ * then the shape and strides it points to, then the reference that keeps the Array alive. */
+typedef struct dlpack_export {
+    union {
+        DLManagedTensor legacy;
+        DLManagedTensorVersioned versioned;
+    } managed;
+    PyObject *array;
+    int64_t shape[GD_MAX_NDIM];
+    int64_t strides[GD_MAX_NDIM];
+} dlpack_export;
+
+static void export_release(dlpack_export *ex)
+{
+    /* A consumer may call the deleter from a C++ destructor after Python has shut down;
+     * there is nothing left to return the reference to, so it is dropped on purpose. */
+    if (!Py_IsInitialized()) return;
+    /* Consumers call deleters from any thread, with or without the GIL. */
+    PyGILState_STATE gil = PyGILState_Ensure();
+    Py_DECREF(ex->array);
+    PyMem_RawFree(ex);
+    PyGILState_Release(gil);
+}
+
+static void export_deleter_legacy(DLManagedTensor *self) { export_release(self->manager_ctx); }
+static void export_deleter_versioned(DLManagedTensorVersioned *self) { export_release(self->manager_ctx); }
+
+/* The capsule's destructor: deletes the tensor only if no consumer took it over. */
+static void export_capsule_free(PyObject *capsule)
+{
+    if (PyCapsule_IsValid(capsule, DLPACK_USED_CAPSULE_NAME) ||
+        PyCapsule_IsValid(capsule, DLPACK_USED_VERSIONED_CAPSULE_NAME))
+        return;
+    saved_error saved;
+    error_save(&saved);
+    if (PyCapsule_IsValid(capsule, DLPACK_VERSIONED_CAPSULE_NAME)) {
+        DLManagedTensorVersioned *m = PyCapsule_GetPointer(capsule, DLPACK_VERSIONED_CAPSULE_NAME);
+        m->deleter(m);
+    } else if (PyCapsule_IsValid(capsule, DLPACK_CAPSULE_NAME)) {
+        DLManagedTensor *m = PyCapsule_GetPointer(capsule, DLPACK_CAPSULE_NAME);
+        m->deleter(m);
+    } else {
+        /* renamed to something unknown: which struct it holds is unknowable, so leak it */
+        PyErr_SetString(PyExc_BufferError, "__dlpack__: a DLPack capsule was renamed to an unknown name; "
+                                           "its tensor is leaked");
+        PyErr_WriteUnraisable(capsule);
+    }
+    error_restore(&saved);
+}
+
+PyObject *gd_array_dlpack_device(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    DLDevice d = dl_device_of(((ArrayObject *)self)->device);
+    return Py_BuildValue("(ii)", (int)d.device_type, (int)d.device_id);
+}
+
+/* max_version: None (legacy capsule) or (major, minor); *versioned = major >= 1. */
+static int parse_max_version(PyObject *obj, int *versioned)
+{
+    *versioned = 0;
+    if (obj == Py_None) return 0;
+    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2 || !PyLong_Check(PyTuple_GET_ITEM(obj, 0)) ||
+        !PyLong_Check(PyTuple_GET_ITEM(obj, 1))) {
+        PyErr_Format(PyExc_TypeError, "__dlpack__: max_version must be None or a tuple (major, minor) of ints, got %R",
+                     obj);
+        return -1;
+    }
+    long major = PyLong_AsLong(PyTuple_GET_ITEM(obj, 0));
+    if (major == -1 && PyErr_Occurred()) return -1;
+    *versioned = major >= DLPACK_MAJOR_VERSION;
+    return 0;
+}
+
+/* dl_device: None (the array's own device) or (device_type, device_id), which must be the
+ * array's device: gpudev copies between devices only when asked to, with a.to(). */
+static int check_dl_device(PyObject *obj, ArrayObject *a)
+{
+    if (obj == Py_None) return 0;
+    long type = 0, id = 0;
+    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2 || !PyLong_Check(PyTuple_GET_ITEM(obj, 0)) ||
+        !PyLong_Check(PyTuple_GET_ITEM(obj, 1))) {
+        PyErr_Format(PyExc_TypeError,
+                     "__dlpack__: dl_device must be None or a tuple (device_type, device_id) of ints, got %R", obj);
+        return -1;
+    }
+    type = PyLong_AsLong(PyTuple_GET_ITEM(obj, 0));
+    if (type == -1 && PyErr_Occurred()) return -1;
+    id = PyLong_AsLong(PyTuple_GET_ITEM(obj, 1));
+    if (id == -1 && PyErr_Occurred()) return -1;
+    DLDevice own = dl_device_of(a->device);
+    if (type == (long)own.device_type && id == (long)own.device_id) return 0;
+    char here[32], there[32];
+    gd_device_str(a->device, here);
+    if (type == kDLCPU) snprintf(there, sizeof there, "cpu");
+    else if (type == kDLCUDA) snprintf(there, sizeof there, "cuda:%ld", id);
+    else snprintf(there, sizeof there, "DLPack device type %ld", type);
+    if (type == kDLCPU || type == kDLCUDA)
+        PyErr_Format(PyExc_BufferError,
+                     "__dlpack__: the array is on %s but dl_device=%R asks for %s; gpudev copies between devices "
+                     "only when asked: export a.to('%s') instead",
+                     here, obj, there, there);
+    else
+        PyErr_Format(PyExc_BufferError, "__dlpack__: the array is on %s but dl_device=%R asks for %s, which gpudev "
+                                        "does not support; export to the CPU or a CUDA GPU",
+                     here, obj, there);
+    return -1;
+}
+
+PyObject *gd_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"stream", "max_version", "dl_device", "copy"};
+    enum { STREAM, MAX_VERSION, DL_DEVICE, COPY, NUM_KW };
+    PyObject *kw[NUM_KW] = {Py_None, Py_None, Py_None, Py_None};
+    ArrayObject *a = (ArrayObject *)self;
+    gd_state *st = gd_state_of(self);
+
+    if (nargs) {
+        PyErr_Format(PyExc_TypeError,
+                     "__dlpack__: takes keyword arguments only (stream=None, max_version=None, dl_device=None, "
+                     "copy=None), got %zd positional",
+                     nargs);
+        return NULL;
+    }
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        const char *k = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, i));
+        if (!k) return NULL;
+        int j = 0;
+        while (j < NUM_KW && strcmp(k, names[j]) != 0) j++;
+        if (j == NUM_KW) {
+            PyErr_Format(PyExc_TypeError, "__dlpack__() got an unexpected keyword argument '%s'", k);
+            return NULL;
+        }
+        kw[j] = args[i];
+    }
+    if (kw[STREAM] != Py_None && (!PyLong_Check(kw[STREAM]) || PyBool_Check(kw[STREAM]))) {
+        PyErr_Format(PyExc_TypeError, "__dlpack__: stream must be None or an int (a CUDA stream handle), got %.100s",
+                     Py_TYPE(kw[STREAM])->tp_name);
+        return NULL;
+    }
+    int versioned;
+    if (parse_max_version(kw[MAX_VERSION], &versioned) < 0) return NULL;
+    if (check_dl_device(kw[DL_DEVICE], a) < 0) return NULL;
+    int copy = kw[COPY] == Py_None ? 0 : PyObject_IsTrue(kw[COPY]);
+    if (copy < 0) return NULL;
+
+    PyObject *exported = copy ? (PyObject *)gd_array_to_device(st, a, a->device, "__dlpack__") : Py_NewRef(self);
+    if (!exported) return NULL;
+    /* The consumer may read the memory on any stream as soon as this returns, and work
+     * queued on gpudev's stream may still be writing it. Waiting for gpudev's stream is
+     * correct whatever stream the consumer named (and only conservative for stream=-1);
+     * it also finishes the copy made for copy=True. */
+    if (a->device.type == GD_CUDA && gd_sync_device(st, a->device, "__dlpack__") < 0) {
+        Py_DECREF(exported);
+        return NULL;
+    }
+
+    dlpack_export *ex = PyMem_RawCalloc(1, sizeof *ex);
+    if (!ex) {
+        Py_DECREF(exported);
+        return PyErr_NoMemory();
+    }
+    ArrayObject *src = (ArrayObject *)exported;
+    ex->array = exported;
+    /* explicit C-order strides, also for the legacy struct: some consumers mishandle NULL.
+     * Axes of length 0 count as 1, as in NumPy; the guard keeps empty arrays with huge
+     * other axes from overflowing (their strides are never used). */
+    int64_t step = 1;
+    for (int i = src->ndim - 1; i >= 0; i--) {
+        ex->shape[i] = src->shape[i];
+        ex->strides[i] = step;
+        if (src->shape[i] > 1 && step <= INT64_MAX / src->shape[i]) step *= src->shape[i];
+    }
+    DLTensor *t = versioned ? &ex->managed.versioned.dl_tensor : &ex->managed.legacy.dl_tensor;
+    t->data = src->data;
+    t->device = dl_device_of(src->device);
+    t->ndim = src->ndim;
+    t->dtype = dl_dtypes[src->dtype];
+    t->shape = ex->shape;
+    t->strides = ex->strides;
+    t->byte_offset = 0;
+
+    PyObject *capsule;
+    if (versioned) {
+        DLManagedTensorVersioned *m = &ex->managed.versioned;
+        m->version.major = DLPACK_MAJOR_VERSION;
+        m->version.minor = DLPACK_MINOR_VERSION;
+        m->manager_ctx = ex;
+        m->deleter = export_deleter_versioned;
+        m->flags = copy ? DLPACK_FLAG_BITMASK_IS_COPIED : 0;
+        capsule = PyCapsule_New(m, DLPACK_VERSIONED_CAPSULE_NAME, export_capsule_free);
+    } else {
+        DLManagedTensor *m = &ex->managed.legacy;
+        m->manager_ctx = ex;
+        m->deleter = export_deleter_legacy;
+        capsule = PyCapsule_New(m, DLPACK_CAPSULE_NAME, export_capsule_free);
+    }
+    if (!capsule) export_release(ex);
+    return capsule;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * import: gd.from_dlpack(x)
+ * ---------------------------------------------------------------------------------------- */
+
+/* The base of an imported Array (inside a capsule): owns the producer's managed tensor and
+ * hands it back, through its deleter, when the last Array sharing the memory goes away. */
+typedef struct dlpack_import {
+    DLManagedTensor *legacy;             /* exactly one of the two is set */
+    DLManagedTensorVersioned *versioned;
+    const gd_backend *gpu;               /* the CUDA backend for GPU memory, else NULL */
+    int device;
+} dlpack_import;
+
+static void keeper_free(PyObject *keeper)
+{
+    saved_error saved;
+    error_save(&saved);
+    dlpack_import *im = PyCapsule_GetPointer(keeper, IMPORT_KEEPER_NAME);
+    if (!im) {
+        PyErr_WriteUnraisable(keeper);
+        error_restore(&saved);
+        return;
+    }
+    if (im->gpu && im->gpu->synchronize) {
+        /* Kernels queued on gpudev's stream may still read the memory, and the producer may
+         * reuse it as soon as it is handed back: wait for them first. */
+        gd_error err = {0};
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = im->gpu->synchronize(im->device, &err);
+        Py_END_ALLOW_THREADS
+        if (rc) {
+            PyErr_Format(PyExc_RuntimeError, "from_dlpack: releasing imported memory on cuda:%d: %s", im->device,
+                         err.message);
+            PyErr_WriteUnraisable(keeper);
+        }
+    }
+    if (im->versioned && im->versioned->deleter) im->versioned->deleter(im->versioned);
+    if (im->legacy && im->legacy->deleter) im->legacy->deleter(im->legacy);
+    PyMem_RawFree(im);
+    error_restore(&saved);
+}
+
+static const char *dl_device_type_name(long type)
+{
+    switch (type) {
+    case kDLCPU: return "CPU";
+    case kDLCUDA: return "CUDA";
+    case kDLCUDAHost: return "CUDA host (pinned)";
+    case kDLOpenCL: return "OpenCL";
+    case kDLVulkan: return "Vulkan";
+    case kDLMetal: return "Metal";
+    case kDLROCM: return "ROCm";
+    case kDLROCMHost: return "ROCm host (pinned)";
+    case kDLCUDAManaged: return "CUDA managed";
+    case kDLOneAPI: return "oneAPI";
+    case kDLWebGPU: return "WebGPU";
+    default: return "unknown";
+    }
+}
+
+/* "int32", "bool", "float16x4" for messages. */
+static const char *dl_dtype_str(DLDataType d, char *buf, size_t cap)
+{
+    static const char *const codes[] = {"int", "uint", "float", "opaque", "bfloat", "complex", "bool"};
+    unsigned code = d.code, bits = d.bits, lanes = d.lanes;
+    int n;
+    if (code == kDLBool && bits == 8) n = snprintf(buf, cap, "bool");
+    else if (code < sizeof codes / sizeof codes[0]) n = snprintf(buf, cap, "%s%u", codes[code], bits);
+    else n = snprintf(buf, cap, "(type code %u, %u bits)", code, bits);
+    if (lanes != 1 && n > 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, "x%u", lanes);
+    return buf;
+}
+
+static int gd_dtype_from_dl(DLDataType d)
+{
+    if (d.lanes != 1) return -1;
+    if (d.code == kDLFloat && d.bits == 32) return GD_FLOAT32;
+    if (d.code == kDLFloat && d.bits == 64) return GD_FLOAT64;
+    if (d.code == kDLInt && d.bits == 64) return GD_INT64;
+    return -1;
+}
+
+/* x.name, or TypeError saying that x does not speak DLPack. */
+static PyObject *producer_method(PyObject *x, const char *name)
+{
+    PyObject *method = PyObject_GetAttrString(x, name);
+    if (method || !PyErr_ExceptionMatches(PyExc_AttributeError)) return method;
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError,
+                 "from_dlpack: %.100s does not support DLPack (it has no %s method); use gd.asarray(x) for NumPy "
+                 "arrays, lists and scalars",
+                 Py_TYPE(x)->tp_name, name);
+    return NULL;
+}
+
+/* x.__dlpack_device__() as a gpudev device; -1 with an exception for anything gpudev
+ * cannot hold (DeviceUnavailableError for a GPU this machine lacks). */
+static int producer_device(gd_state *st, PyObject *x, gd_device *out)
+{
+    PyObject *method = producer_method(x, "__dlpack_device__");
+    if (!method) return -1;
+    PyObject *res = PyObject_CallNoArgs(method);
+    Py_DECREF(method);
+    if (!res) return -1;
+    long type = 0, id = 0;
+    int ok = PyTuple_Check(res) && PyTuple_GET_SIZE(res) == 2 && PyLong_Check(PyTuple_GET_ITEM(res, 0)) &&
+             PyLong_Check(PyTuple_GET_ITEM(res, 1));
+    if (ok) {
+        type = PyLong_AsLong(PyTuple_GET_ITEM(res, 0));
+        id = type == -1 && PyErr_Occurred() ? -1 : PyLong_AsLong(PyTuple_GET_ITEM(res, 1));
+        if (PyErr_Occurred()) {
+            Py_DECREF(res);
+            return -1;
+        }
+    } else {
+        PyErr_Format(PyExc_TypeError,
+                     "from_dlpack: %.100s.__dlpack_device__() returned %R; expected a tuple (device_type, device_id)",
+                     Py_TYPE(x)->tp_name, res);
+    }
+    Py_DECREF(res);
+    if (!ok) return -1;
+    if (type == kDLCPU) {
+        *out = (gd_device){GD_CPU, -1};
+        return 0;
+    }
+    if (type == kDLCUDA) {
+        if (id < 0 || id >= GD_MAX_GPUS) {
+            PyErr_Format(st->DeviceUnavailableError, "from_dlpack: the data is on CUDA device %ld, which gpudev cannot "
+                                                     "address (GPU indices run from 0 to %d)",
+                         id, GD_MAX_GPUS - 1);
+            return -1;
+        }
+        *out = (gd_device){GD_CUDA, (int)id};
+        return gd_backend_for(st, *out, "from_dlpack") ? 0 : -1;
+    }
+    PyErr_Format(PyExc_BufferError,
+                 "from_dlpack: the data is in %s memory (DLPack device type %ld), which gpudev cannot use; gpudev "
+                 "reads CPU and CUDA memory: move it to the CPU in the producer first",
+                 dl_device_type_name(type), type);
+    return -1;
+}
+
+/* x.__dlpack__(...) asking for a versioned capsule, falling back to the legacy call for
+ * producers that predate max_version (NumPy < 2, PyTorch < 2.4). stream=None for GPU data:
+ * the caller then waits for the whole device, whatever stream the producer wrote on. */
+static PyObject *producer_capsule(PyObject *x, int cuda)
+{
+    PyObject *method = producer_method(x, "__dlpack__");
+    if (!method) return NULL;
+    PyObject *args = PyTuple_New(0);
+    PyObject *kw = args ? Py_BuildValue("{s:(ii)}", "max_version", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION) : NULL;
+    if (kw && cuda && PyDict_SetItemString(kw, "stream", Py_None) < 0) Py_CLEAR(kw);
+    PyObject *capsule = kw ? PyObject_Call(method, args, kw) : NULL;
+    if (!capsule && kw && PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+        if (PyDict_DelItemString(kw, "max_version") == 0) capsule = PyObject_Call(method, args, kw);
+    }
+    Py_XDECREF(kw);
+    Py_XDECREF(args);
+    Py_DECREF(method);
+    return capsule;
+}
+
+/* Wait for every stream on GPU `dev`, the producer's included, so that gpudev's own stream
+ * may read the memory at once. gpudev._info._cuda_call turns a failure into CudaError. */
+static int sync_whole_gpu(gd_state *st, gd_device dev)
+{
+    PyObject *cuda = PyImport_ImportModule("gpudev._cuda");
+    PyObject *info = cuda ? PyImport_ImportModule("gpudev._info") : NULL;
+    PyObject *fn = info ? PyObject_GetAttrString(cuda, "device_synchronize") : NULL;
+    PyObject *res = fn ? PyObject_CallMethod(info, "_cuda_call", "Oi", fn, dev.index) : NULL;
+    Py_XDECREF(fn);
+    Py_XDECREF(info);
+    Py_XDECREF(cuda);
+    if (!res) return -1;
+    Py_DECREF(res);
+    st->pending_gpus &= ~((uint64_t)1 << dev.index); /* gpudev's stream is idle too */
+    return gd_tracing(st) ? gd_trace_emit(st, "sync", "from_dlpack", dev, NULL, -1, 0, 0) : 0;
+}
+
+/* An Array for the tensor in `capsule` (already checked to be on `dev`): sharing its memory,
+ * or a copy when it must not be shared. On success the capsule is marked used and the
+ * Array's base owns the tensor; on failure the capsule still owns it. */
+static ArrayObject *import_capsule(gd_state *st, PyObject *capsule, gd_device dev, const char *producer)
+{
+    DLManagedTensor *legacy = NULL;
+    DLManagedTensorVersioned *versioned = NULL;
+    DLTensor *t;
+    int read_only = 0;
+    char buf[256];
+    if (PyCapsule_IsValid(capsule, DLPACK_VERSIONED_CAPSULE_NAME)) {
+        versioned = PyCapsule_GetPointer(capsule, DLPACK_VERSIONED_CAPSULE_NAME);
+        /* another major version may lay out the fields after `flags` differently */
+        if (versioned->version.major != DLPACK_MAJOR_VERSION) {
+            PyErr_Format(PyExc_BufferError,
+                         "from_dlpack: %.100s exported DLPack %u.%u; gpudev reads DLPack %d.x: ask the producer for "
+                         "an older version or update gpudev",
+                         producer, versioned->version.major, versioned->version.minor, DLPACK_MAJOR_VERSION);
+            return NULL;
+        }
+        t = &versioned->dl_tensor;
+        read_only = (versioned->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+    } else if (PyCapsule_IsValid(capsule, DLPACK_CAPSULE_NAME)) {
+        legacy = PyCapsule_GetPointer(capsule, DLPACK_CAPSULE_NAME);
+        t = &legacy->dl_tensor;
+    } else {
+        const char *name = PyCapsule_CheckExact(capsule) ? PyCapsule_GetName(capsule) : NULL;
+        if (name && (strcmp(name, DLPACK_USED_CAPSULE_NAME) == 0 || strcmp(name, DLPACK_USED_VERSIONED_CAPSULE_NAME) == 0))
+            PyErr_Format(PyExc_BufferError,
+                         "from_dlpack: the DLPack capsule from %.100s.__dlpack__() was already consumed; a capsule "
+                         "can be imported only once: pass the array itself, whose __dlpack__ makes a new one",
+                         producer);
+        else
+            PyErr_Format(PyExc_TypeError, "from_dlpack: %.100s.__dlpack__() returned %.100s, not a DLPack capsule",
+                         producer, PyCapsule_CheckExact(capsule) && name ? name : Py_TYPE(capsule)->tp_name);
+        return NULL;
+    }
+
+    DLDevice want = dl_device_of(dev);
+    if (t->device.device_type != want.device_type || t->device.device_id != want.device_id) {
+        PyErr_Format(PyExc_BufferError,
+                     "from_dlpack: %.100s.__dlpack_device__() said (%d, %d) but its tensor is on (%d, %d); the "
+                     "producer contradicts itself",
+                     producer, (int)want.device_type, (int)want.device_id, (int)t->device.device_type,
+                     (int)t->device.device_id);
+        return NULL;
+    }
+    if (t->ndim < 0 || t->ndim > GD_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "from_dlpack: the tensor has %d dimensions; gpudev supports at most %d",
+                     (int)t->ndim, GD_MAX_NDIM);
+        return NULL;
+    }
+    int dt = gd_dtype_from_dl(t->dtype);
+    if (dt < 0) {
+        int to_int = t->dtype.code == kDLInt || t->dtype.code == kDLUInt || t->dtype.code == kDLBool;
+        const char *target = to_int ? "int64" : "float32";
+        PyErr_Format(PyExc_TypeError,
+                     "from_dlpack: dtype %s is not supported; gpudev arrays hold float32, float64 or int64: convert "
+                     "in the producer first, e.g. x.astype('%s') in NumPy or x.to(torch.%s) in PyTorch",
+                     dl_dtype_str(t->dtype, buf, sizeof buf), target, target);
+        return NULL;
+    }
+    const int64_t item = (int64_t)gd_dtype_size((gd_dtype)dt);
+    int64_t size = 1;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] < 0) {
+            PyErr_Format(PyExc_ValueError, "from_dlpack: the tensor has a negative dimension, shape %s",
+                         gd_shape_str(t->ndim, t->shape, buf));
+            return NULL;
+        }
+        if (t->shape[i] == 0) size = 0;
+    }
+    for (int i = 0; i < t->ndim && size; i++) {
+        if (size > INT64_MAX / item / t->shape[i]) {
+            PyErr_Format(PyExc_ValueError, "from_dlpack: a tensor of shape %s is larger than 2**63 bytes",
+                         gd_shape_str(t->ndim, t->shape, buf));
+            return NULL;
+        }
+        size *= t->shape[i];
+    }
+    if (size == 0) /* nothing to share; the producer gets its tensor back with the capsule */
+        return gd_array_new(st, dev, (gd_dtype)dt, t->ndim, t->shape, "from_dlpack");
+    if (t->strides) {
+        /* C order; axes of length 1 may have any stride (no step is ever taken along them) */
+        int64_t step = 1;
+        for (int i = t->ndim - 1; i >= 0; i--) {
+            if (t->shape[i] != 1 && t->strides[i] != step) {
+                char sbuf[256];
+                PyErr_Format(PyExc_ValueError,
+                             "from_dlpack: the data is not C-contiguous (shape %s, strides %s in elements) and gpudev "
+                             "arrays are; make it contiguous in the producer first, e.g. np.ascontiguousarray(x) "
+                             "or x.contiguous() in PyTorch",
+                             gd_shape_str(t->ndim, t->shape, buf), gd_shape_str(t->ndim, t->strides, sbuf));
+                return NULL;
+            }
+            step *= t->shape[i];
+        }
+    }
+    if (!t->data) {
+        PyErr_Format(PyExc_BufferError, "from_dlpack: %.100s exported %lld elements at a NULL address", producer,
+                     (long long)size);
+        return NULL;
+    }
+    char *data = (char *)t->data + t->byte_offset;
+    /* gpudev's kernels read elements through typed pointers, so data must be aligned to them;
+     * a read-only tensor must not become a writable Array. Both are copied instead. */
+    int must_copy = read_only || (uintptr_t)data % (uintptr_t)item != 0;
+
+    if (dev.type == GD_CUDA && sync_whole_gpu(st, dev) < 0) return NULL;
+    dlpack_import *im = PyMem_RawCalloc(1, sizeof *im);
+    if (!im) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    im->legacy = legacy;
+    im->versioned = versioned;
+    im->gpu = dev.type == GD_CUDA ? st->backends[GD_CUDA] : NULL;
+    im->device = dev.type == GD_CUDA ? dev.index : 0;
+    /* No destructor until the capsule is marked used: until then the capsule owns the tensor. */
+    PyObject *keeper = PyCapsule_New(im, IMPORT_KEEPER_NAME, NULL);
+    ArrayObject *a = keeper ? (ArrayObject *)st->array_type->tp_alloc(st->array_type, 0) : NULL;
+    if (!a || PyCapsule_SetName(capsule, versioned ? DLPACK_USED_VERSIONED_CAPSULE_NAME : DLPACK_USED_CAPSULE_NAME) < 0) {
+        Py_XDECREF(a);
+        Py_XDECREF(keeper);
+        PyMem_RawFree(im);
+        return NULL;
+    }
+    if (PyCapsule_SetDestructor(keeper, keeper_free) < 0) { /* only fails for an invalid capsule */
+        Py_DECREF(a);
+        Py_DECREF(keeper);
+        PyMem_RawFree(im);
+        return NULL;
+    }
+    a->device = dev;
+    a->dtype = (gd_dtype)dt;
+    a->ndim = t->ndim;
+    a->size = size;
+    if (t->ndim) memcpy(a->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim); /* shape may be NULL for 0-d */
+    a->data = data;
+    a->base = keeper;
+    if (!must_copy) return a;
+    /* releasing `a` afterwards waits for the copy before the producer gets its memory back */
+    ArrayObject *c = gd_array_to_device(st, a, dev, "from_dlpack");
+    Py_DECREF(a);
+    return c;
+}
+
+PyObject *gd_from_dlpack(PyObject *module, PyObject *x)
+{
+    gd_state *st = PyModule_GetState(module);
+    if (gd_is_array(st, x)) return Py_NewRef(x);
+    gd_device dev;
+    if (producer_device(st, x, &dev) < 0) return NULL;
+    PyObject *capsule = producer_capsule(x, dev.type == GD_CUDA);
+    if (!capsule) return NULL;
+    ArrayObject *out = import_capsule(st, capsule, dev, Py_TYPE(x)->tp_name);
+    /* an unused capsule hands the tensor back to the producer here */
+    Py_DECREF(capsule);
+    if (out && gd_tracing(st) && gd_trace_op(st, "from_dlpack", out, NULL, NULL) < 0) Py_CLEAR(out);
+    return (PyObject *)out;
+}
