@@ -1260,8 +1260,9 @@ GD_REDUCTION_METHOD(min, GD_R_MIN)
  * indexing: leading axes only, so every view stays contiguous
  * ---------------------------------------------------------------------------------------- */
 
-/* Resolve `key` to a view: (data, ndim, shape). Rules: integers on leading axes, then at
- * most one slice (step 1), then only full slices or an Ellipsis. */
+/* Resolve `key` to a view: (data, ndim, shape). Rules: integers on leading axes, then
+ * slices (step 1) of which only the first that keeps more than one index may be partial,
+ * then an optional final Ellipsis. */
 static int resolve_index(ArrayObject *a, PyObject *key, char **data, int *ndim, int64_t *shape, const char *op)
 {
     PyObject *items = PyTuple_Check(key) ? Py_NewRef(key) : PyTuple_Pack(1, key);
@@ -1274,7 +1275,7 @@ static int resolve_index(ArrayObject *a, PyObject *key, char **data, int *ndim, 
         acc *= a->shape[i] ? a->shape[i] : 1;
     }
     char *p = a->data;
-    int ax = 0, out_ndim = 0, sliced = 0, partial = 0, ellipsis = 0;
+    int ax = 0, out_ndim = 0, sliced = 0, spread = 0, ellipsis = 0;
     for (Py_ssize_t k = 0; k < nitems; k++) {
         PyObject *it = PyTuple_GET_ITEM(items, k);
         if (it == Py_Ellipsis) {
@@ -1304,13 +1305,17 @@ static int resolve_index(ArrayObject *a, PyObject *key, char **data, int *ndim, 
                 goto fail;
             }
             int full = start == 0 && len == a->shape[ax];
-            if (partial && !full) {
+            /* Once an earlier axis keeps more than one index, a partial slice here would
+             * skip memory between the kept rows: not a contiguous view. */
+            if (spread && !full) {
                 PyErr_Format(PyExc_IndexError,
-                             "%s: only one axis may be sliced partially (then only ':'), so the view stays contiguous",
+                             "%s: a partial slice after a sliced axis (like a[:, :3]) would not be a contiguous "
+                             "view; gpudev slices one leading axis partially, the rest with ':'; "
+                             "use a.cpu().numpy()[:, :3] for a strided copy",
                              op);
                 goto fail;
             }
-            if (!full) partial = 1;
+            if (len > 1) spread = 1;
             sliced = 1;
             if (len > 0) p += (int64_t)start * strides[ax];
             shape[out_ndim++] = len;

@@ -374,7 +374,26 @@ def test_unsupported_indexes(device):
         a[:, 1]
     with pytest.raises(IndexError):
         a[:, 1] = 100
+    # a partial slice after an axis that keeps several rows skips memory between them
+    for index in [(slice(None), slice(0, 2)), (slice(1, 3), slice(1, 3))]:
+        with pytest.raises(IndexError, match=r"contiguous"):
+            a[index]
+        with pytest.raises(IndexError, match=r"contiguous"):
+            a[index] = 100
     _still_usable(a, np.arange(12).reshape(4, 3))
+
+
+def test_partial_slices_that_stay_contiguous_are_views(device):
+    base = np.arange(24).reshape(2, 3, 4)
+    a = gd.array(base, device=device)  # a copy: base stays the untouched reference
+    for index in [(slice(0, 1), slice(1, 3)), (1, slice(1, 3)), (1, 2, slice(1, 3)), (slice(1, 2), slice(None), slice(None))]:
+        view = a[index]
+        np.testing.assert_array_equal(view.cpu().numpy(), base[index])
+        view[...] = -1
+        expected = base.copy()
+        expected[index] = -1
+        np.testing.assert_array_equal(a.cpu().numpy(), expected)
+        a[...] = gd.array(base, device=device)
 
 
 def test_setitem_errors_leave_the_target_unchanged(device):
