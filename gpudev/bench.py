@@ -39,6 +39,7 @@ __all__ = ["RowResult", "run", "run_cli"]
 
 PEERS = ("numpy", "torch", "cupy")
 MAX_REL_ERR = 1e-7  # the foundation issue's accuracy target for float32 sums and norms
+BLAS_SETTLE = 0.25  # seconds for idle OpenBLAS threads to stop spinning (see Row.settle)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -96,6 +97,11 @@ class Row:
     reference: float | None = None  # float64 reference of the result, for the error
     target: Target | None = None
     provides: str | None = None  # name under which gpudev's GB/s is kept for later targets
+    # Seconds to pause before each peer's measurement. NumPy ships its own OpenBLAS, whose
+    # threads keep spinning for a while after a product; measured right after it, gpudev's
+    # OpenBLAS threads would share the cores with them (and the other way round). Pausing
+    # times each library as a user who runs only that one sees it.
+    settle: float = 0.0
 
 
 @dataclasses.dataclass
@@ -442,7 +448,7 @@ def sgemm_rows(device: str, sizes: list[int]) -> list[tuple[str, str, str, RowBu
                 target = Target(">= 0.95x numpy GFLOP/s", peer="numpy", max_ratio=1 / 0.95)
                 peak = ctx.peak_gflops
             return Row("sgemm", f"n={n}", device, impls, number=number, unit="call", flops=flops,
-                       peak_gflops=peak, target=target)
+                       peak_gflops=peak, target=target, settle=0.0 if gpu else BLAS_SETTLE)
 
         rows.append(("sgemm", f"n={n}", device, build))
     return rows
@@ -462,7 +468,7 @@ def batched_rows(device: str, quick: bool) -> list[tuple[str, str, str, RowBuild
         stmts = {"gpudev": "A @ B", "numpy": "np.matmul(A, B)", "torch": "A @ B", "cupy": "A @ B"}
         target = None if gpu else Target("<= 1.0x numpy batched time", peer="numpy", max_ratio=1.0)
         return Row("batched @", "1000x(100x100)", device, ctx.impls(device, stmts, arrays(ctx)), number=number,
-                   unit="call", flops=2e9, target=target)
+                   unit="call", flops=2e9, target=target, settle=0.0 if gpu else BLAS_SETTLE)
 
     def looped(ctx: Context) -> Row:
         stmts = dict.fromkeys(("gpudev", "numpy", "torch", "cupy"), "[x @ y for x, y in zip(A, B)]")
@@ -534,10 +540,12 @@ def run_row(ctx: Context, row: Row, repeats: int) -> RowResult:
     peers = list(row.impls)
     warm = max(1, row.number // 10)
     for impl in row.impls.values():
+        time.sleep(row.settle)
         impl.measure(warm)
     times: dict[str, list[float]] = {p: [] for p in peers}
     for r in range(repeats):
         for p in peers[r % len(peers):] + peers[: r % len(peers)]:
+            time.sleep(row.settle)
             times[p].append(row.impls[p].measure(row.number) * row.per / row.number)
     median = {p: float(np.median(t)) for p, t in times.items()}
     metrics: dict[str, dict[str, float]] = {}
