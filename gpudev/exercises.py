@@ -126,7 +126,9 @@ class Result:
 
     def plot(self, path: str | os.PathLike[str] | None = None):
         """A matplotlib Figure of the rows (saved as PNG to `path` when given)."""
-        from gpudev import plots
+        plots = _plots_module()
+        if plots is None:
+            raise ImportError(f"plot: {_NO_MATPLOTLIB}")
 
         fig = plots.plot_result(self)
         if path is not None:
@@ -1359,6 +1361,20 @@ def _progress_bar(total: int):
                 bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}] {postfix}")
 
 
+_NO_MATPLOTLIB = "matplotlib is not installed; install it with pip install 'gpudev[plots]'"
+
+
+def _plots_module():
+    """gpudev.plots, or None where matplotlib is missing (the measurements need no plots)."""
+    try:
+        from gpudev import plots
+    except ImportError as exc:
+        if exc.name != "matplotlib" and not (exc.name or "").startswith("matplotlib."):
+            raise
+        return None
+    return plots
+
+
 def run_cli(argv: list[str] | None = None) -> int:
     """``python -m gpudev exercises [--quick] [--only 1,3] [--device ...] [--out DIR]``.
 
@@ -1380,7 +1396,9 @@ def run_cli(argv: list[str] | None = None) -> int:
     devices = _parse_devices(args.device, parser)
     quick = args.quick or _quick_from_env()
     os.makedirs(args.out, exist_ok=True)
-    from gpudev import plots
+    plots = _plots_module()
+    if plots is None:
+        print(f"note: no plots: {_NO_MATPLOTLIB}", file=sys.stderr)
 
     machine = _machine()
     kwargs = settings(quick)
@@ -1403,9 +1421,10 @@ def run_cli(argv: list[str] | None = None) -> int:
                     bar.update()
                 continue
             results.append(res)
-            name = f"exercise{k}_{res.name}.png"
-            res.plot(os.path.join(args.out, name))
-            plot_files[k] = name
+            if plots is not None:
+                name = f"exercise{k}_{res.name}.png"
+                res.plot(os.path.join(args.out, name))
+                plot_files[k] = name
             if bar is not None:
                 bar.clear()
             print(res, end="\n\n", flush=True)
@@ -1416,7 +1435,7 @@ def run_cli(argv: list[str] | None = None) -> int:
         if bar is not None:
             bar.close()
     extra: dict[str, str] = {}
-    if any(r.meta.get("peaks") for r in results):
+    if plots is not None and any(r.meta.get("peaks") for r in results):
         plots.roofline(results).savefig(os.path.join(args.out, "roofline.png"), dpi=110)
         extra["Achieved GFLOP/s against the measured peaks (roofline)"] = "roofline.png"
     elapsed = time.perf_counter() - started
