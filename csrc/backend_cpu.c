@@ -121,24 +121,6 @@ static int gd_fail(gd_error *err, gd_status code, const char *fmt, ...)
     return code;
 }
 
-/* "1.5 GiB", "12.0 MiB", "100 bytes" */
-static const char *gd_format_bytes(char *buf, size_t len, size_t bytes)
-{
-    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    if (bytes < 1024) {
-        snprintf(buf, len, "%zu bytes", bytes);
-        return buf;
-    }
-    double v = (double)bytes / 1024.0;
-    int u = 0;
-    while (v >= 1024.0 && u < 5) {
-        v /= 1024.0;
-        u++;
-    }
-    snprintf(buf, len, "%.1f %s", v, units[u]);
-    return buf;
-}
-
 static int gd_bad_dtype(gd_error *err, const char *op, int dtype)
 {
     if ((unsigned)dtype < GD_NUM_DTYPES)

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,6 +63,24 @@ typedef struct gd_error {
     int cuda_status;    /* cudaError_t / cublasStatus_t value for CudaError.status, else 0 */
     char message[512];  /* complete sentence(s); for CUDA: call text, error name, file:line */
 } gd_error;
+
+/* "512 bytes", "40.0 GiB" into buf (at least 32 bytes), for error messages; returns buf. */
+static inline const char *gd_format_bytes(char *buf, size_t size, uint64_t n)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (n < 1024) {
+        snprintf(buf, size, "%llu bytes", (unsigned long long)n);
+        return buf;
+    }
+    double v = (double)n / 1024.0;
+    int u = 0;
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(buf, size, "%.1f %s", v, units[u]);
+    return buf;
+}
 
 /* ------------------------------------------------------------------------------------------
  * operation descriptors

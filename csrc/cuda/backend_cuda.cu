@@ -99,24 +99,6 @@ int gd_cuda_fail(gd_error *err, cublasStatus_t status, const char *call, const c
     return err->code;
 }
 
-/* "512 bytes", "40.0 GiB" into buf (at least 32 bytes); returns buf. */
-static const char *gd_format_bytes(char *buf, size_t size, uint64_t n)
-{
-    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    if (n < 1024) {
-        snprintf(buf, size, "%llu bytes", (unsigned long long)n);
-        return buf;
-    }
-    double v = (double)n / 1024.0;
-    int u = 0;
-    while (v >= 1024.0 && u < 5) {
-        v /= 1024.0;
-        u++;
-    }
-    snprintf(buf, size, "%.1f %s", v, units[u]);
-    return buf;
-}
-
 /* ------------------------------------------------------------------------------------------
  * devices and their lazy state
  * ---------------------------------------------------------------------------------------- */
