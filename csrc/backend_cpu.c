@@ -72,10 +72,8 @@
 
 #ifdef __GNUC__
 #define GD_NOINLINE __attribute__((noinline))
-#define GD_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 #else
 #define GD_NOINLINE
-#define GD_PRINTF(fmt, args)
 #endif
 
 #ifdef _OPENMP
@@ -106,27 +104,12 @@ static const char *const gd_redop_names[GD_NUM_REDOPS] = {"sum", "max", "min", "
  * errors
  * ---------------------------------------------------------------------------------------- */
 
-static int gd_fail(gd_error *err, gd_status code, const char *fmt, ...) GD_PRINTF(3, 4);
-
-static int gd_fail(gd_error *err, gd_status code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        err->code = code;
-        err->cuda_status = 0;
-    }
-    return code;
-}
-
 static int gd_bad_dtype(gd_error *err, const char *op, int dtype)
 {
     if ((unsigned)dtype < GD_NUM_DTYPES)
-        return gd_fail(err, GD_ERR_VALUE, "%s: dtype %s is not supported by the CPU backend here",
+        return gd_set_error(err, GD_ERR_VALUE, "%s: dtype %s is not supported by the CPU backend here",
                        op, gd_dtype_names[dtype]);
-    return gd_fail(err, GD_ERR_VALUE, "%s: unknown dtype code %d (expected 0..%d)", op, dtype,
+    return gd_set_error(err, GD_ERR_VALUE, "%s: unknown dtype code %d (expected 0..%d)", op, dtype,
                    GD_NUM_DTYPES - 1);
 }
 
@@ -349,7 +332,7 @@ static int cpu_alloc(void **out, int device, size_t nbytes, gd_error *err)
     void *p = NULL;
     if (reserved < nbytes || posix_memalign(&p, align, reserved) != 0) {
         char want[32], held[32];
-        return gd_fail(err, GD_ERR_HOST_OOM,
+        return gd_set_error(err, GD_ERR_HOST_OOM,
                        "out of host memory allocating %s (%zu bytes); gpudev holds %s of host "
                        "memory in %lld arrays; free some arrays or use a smaller shape",
                        gd_format_bytes(want, sizeof want, nbytes), nbytes,
@@ -727,11 +710,11 @@ static int cpu_unary(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, 
 {
     (void)device;
     if ((unsigned)op >= GD_NUM_UNOPS)
-        return gd_fail(err, GD_ERR_VALUE, "unary: unknown operation code %d", (int)op);
+        return gd_set_error(err, GD_ERR_VALUE, "unary: unknown operation code %d", (int)op);
     if ((unsigned)dtype >= GD_NUM_DTYPES) return gd_bad_dtype(err, gd_unop_names[op], dtype);
     gd_un_kernel k = gd_un_kernels[op][dtype];
     if (!k)
-        return gd_fail(err, GD_ERR_VALUE, "%s: not defined for %s arrays; convert with astype(float64) first",
+        return gd_set_error(err, GD_ERR_VALUE, "%s: not defined for %s arrays; convert with astype(float64) first",
                        gd_unop_names[op], gd_dtype_names[dtype]);
     gd_word sbuf;
     gd_ewise_job job = {.ew = ew, .out = out, .esz = gd_dtype_size(dtype), .nin = 1, .un = k};
@@ -746,11 +729,11 @@ static int cpu_binary(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew
                       const gd_operand *b, int device, gd_error *err)
 {
     if ((unsigned)op >= GD_NUM_BINOPS)
-        return gd_fail(err, GD_ERR_VALUE, "binary: unknown operation code %d", (int)op);
+        return gd_set_error(err, GD_ERR_VALUE, "binary: unknown operation code %d", (int)op);
     if ((unsigned)dtype >= GD_NUM_DTYPES) return gd_bad_dtype(err, gd_binop_names[op], dtype);
     gd_bin_kernel k = gd_bin_kernels[op][dtype];
     if (!k)
-        return gd_fail(err, GD_ERR_VALUE, "%s: not defined for %s arrays; convert with astype(float64) first",
+        return gd_set_error(err, GD_ERR_VALUE, "%s: not defined for %s arrays; convert with astype(float64) first",
                        gd_binop_names[op], gd_dtype_names[dtype]);
     /* a ** 2 is a * a exactly (one rounding), and far cheaper than pow */
     if (op == GD_POW && dtype != GD_INT64 && !b->data && b->scalar.f == 2.0)
@@ -1068,14 +1051,14 @@ static int cpu_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in
 {
     (void)device;
     if ((unsigned)op >= GD_NUM_REDOPS)
-        return gd_fail(err, GD_ERR_VALUE, "reduce: unknown operation code %d", (int)op);
+        return gd_set_error(err, GD_ERR_VALUE, "reduce: unknown operation code %d", (int)op);
     if ((unsigned)in_dtype >= GD_NUM_DTYPES) return gd_bad_dtype(err, gd_redop_names[op], in_dtype);
     if (out_dtype != in_dtype && out_dtype != GD_FLOAT64) return gd_bad_dtype(err, gd_redop_names[op], out_dtype);
     if (outer < 0 || len < 0 || inner < 0)
-        return gd_fail(err, GD_ERR_VALUE, "%s: negative extent (outer=%lld, len=%lld, inner=%lld)",
+        return gd_set_error(err, GD_ERR_VALUE, "%s: negative extent (outer=%lld, len=%lld, inner=%lld)",
                        gd_redop_names[op], (long long)outer, (long long)len, (long long)inner);
     if (len == 0 && (op == GD_RED_MAX || op == GD_RED_MIN) && outer * inner > 0)
-        return gd_fail(err, GD_ERR_VALUE, "%s: zero-size reduction has no identity; reduce a non-empty axis",
+        return gd_set_error(err, GD_ERR_VALUE, "%s: zero-size reduction has no identity; reduce a non-empty axis",
                        gd_redop_names[op]);
     if (outer == 0 || inner == 0) return GD_OK;
 
@@ -1112,7 +1095,7 @@ static int cpu_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in
     job.part = malloc(words * sizeof(gd_word));
     if (!job.part) {
         char want[32];
-        return gd_fail(err, GD_ERR_HOST_OOM, "out of host memory allocating %s of %s scratch",
+        return gd_set_error(err, GD_ERR_HOST_OOM, "out of host memory allocating %s of %s scratch",
                        gd_format_bytes(want, sizeof want, words * sizeof(gd_word)), gd_redop_names[op]);
     }
     gd_parallel_for(nt, outer * job.ntiles * job.nchunks, 1, gd_red_chunks_range, &job);
@@ -1169,10 +1152,10 @@ static int cpu_gemm(void *c, gd_dtype dtype, const void *a, const void *b, int64
 {
     (void)device;
     if (dtype != GD_FLOAT32 && dtype != GD_FLOAT64)
-        return gd_fail(err, GD_ERR_VALUE, "matmul: %s is not supported by BLAS; convert with astype(float32) first",
+        return gd_set_error(err, GD_ERR_VALUE, "matmul: %s is not supported by BLAS; convert with astype(float32) first",
                        (unsigned)dtype < GD_NUM_DTYPES ? gd_dtype_names[dtype] : "this dtype");
     if (batch < 0 || m < 0 || n < 0 || k < 0)
-        return gd_fail(err, GD_ERR_VALUE, "matmul: negative extent (batch=%lld, m=%lld, n=%lld, k=%lld)",
+        return gd_set_error(err, GD_ERR_VALUE, "matmul: negative extent (batch=%lld, m=%lld, n=%lld, k=%lld)",
                        (long long)batch, (long long)m, (long long)n, (long long)k);
     if (batch == 0 || m == 0 || n == 0) return GD_OK;
     const size_t esz = gd_dtype_size(dtype);
@@ -1181,7 +1164,7 @@ static int cpu_gemm(void *c, gd_dtype dtype, const void *a, const void *b, int64
         return GD_OK;
     }
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
-        return gd_fail(err, GD_ERR_VALUE,
+        return gd_set_error(err, GD_ERR_VALUE,
                        "matmul: dimension too large for OpenBLAS's 32-bit interface (m=%lld, n=%lld, k=%lld; "
                        "each must be <= %d); split the product into blocks",
                        (long long)m, (long long)n, (long long)k, INT_MAX);
@@ -1291,7 +1274,7 @@ static int cpu_permute(void *out, gd_dtype dtype, const void *in, int ndim, cons
     (void)device;
     if ((unsigned)dtype >= GD_NUM_DTYPES) return gd_bad_dtype(err, "transpose", dtype);
     if (ndim < 0 || ndim > GD_MAX_NDIM)
-        return gd_fail(err, GD_ERR_VALUE, "transpose: %d axes given; at most %d are supported", ndim, GD_MAX_NDIM);
+        return gd_set_error(err, GD_ERR_VALUE, "transpose: %d axes given; at most %d are supported", ndim, GD_MAX_NDIM);
     int64_t stride[GD_MAX_NDIM], total = 1;
     for (int k = ndim - 1; k >= 0; k--) {
         stride[k] = total;
@@ -1303,7 +1286,7 @@ static int cpu_permute(void *out, gd_dtype dtype, const void *in, int ndim, cons
     for (int k = 0; k < ndim; k++) {
         int p = perm[k];
         if (p < 0 || p >= ndim)
-            return gd_fail(err, GD_ERR_VALUE, "transpose: axis %d in the permutation is out of range for %d axes", p,
+            return gd_set_error(err, GD_ERR_VALUE, "transpose: axis %d in the permutation is out of range for %d axes", p,
                            ndim);
         if (in_shape[p] == 1) continue;
         if (job.nd > 0 && job.in_stride[job.nd - 1] == stride[p] * in_shape[p]) {
@@ -1421,10 +1404,10 @@ static int cpu_random(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t s
 {
     (void)device;
     if (dtype != GD_FLOAT32 && dtype != GD_FLOAT64)
-        return gd_fail(err, GD_ERR_VALUE, "random: %s is not supported; random numbers are float32 or float64",
+        return gd_set_error(err, GD_ERR_VALUE, "random: %s is not supported; random numbers are float32 or float64",
                        (unsigned)dtype < GD_NUM_DTYPES ? gd_dtype_names[dtype] : "this dtype");
     if (kind != GD_RAND_UNIFORM && kind != GD_RAND_NORMAL)
-        return gd_fail(err, GD_ERR_VALUE, "random: unknown distribution code %d", (int)kind);
+        return gd_set_error(err, GD_ERR_VALUE, "random: unknown distribution code %d", (int)kind);
     if (n <= 0) return GD_OK;
     gd_random_job job = {out, dtype == GD_FLOAT32, kind == GD_RAND_NORMAL, seed, offset, n};
     const int64_t per = GD_PHILOX_PER_BLOCK(job.f32);

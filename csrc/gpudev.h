@@ -9,6 +9,7 @@
 #ifndef GPUDEV_H
 #define GPUDEV_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -63,6 +64,28 @@ typedef struct gd_error {
     int cuda_status;    /* cudaError_t / cublasStatus_t value for CudaError.status, else 0 */
     char message[512];  /* complete sentence(s); for CUDA: call text, error name, file:line */
 } gd_error;
+
+#if defined(__GNUC__)
+#define GD_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define GD_PRINTF(fmt, args)
+#endif
+
+/* Fill *err (when err is not NULL) with `code` and a printf-style message; returns code, so a
+ * backend can `return gd_set_error(err, GD_ERR_VALUE, "...", ...);`. */
+static inline int gd_set_error(gd_error *err, gd_status code, const char *fmt, ...) GD_PRINTF(3, 4);
+static inline int gd_set_error(gd_error *err, gd_status code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+        err->code = code;
+        err->cuda_status = 0;
+    }
+    return (int)code;
+}
 
 /* "512 bytes", "40.0 GiB" into buf (at least 32 bytes), for error messages; returns buf. */
 static inline const char *gd_format_bytes(char *buf, size_t size, uint64_t n)

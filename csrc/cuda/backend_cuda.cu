@@ -16,17 +16,6 @@
  * errors
  * ---------------------------------------------------------------------------------------- */
 
-int gd_cuda_error(gd_error *err, gd_status code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-    err->code = code;
-    err->cuda_status = 0;
-    return code;
-}
-
 /* "csrc/cuda/x.cu" whatever directory the build ran from. */
 static const char *gd_short_path(const char *file)
 {
@@ -136,13 +125,13 @@ int gd_cuda_check_index(int device, gd_error *err)
     if (device >= 0 && device < count) return GD_OK;
     cudaError_t why = (cudaError_t)g_device_count_status.load(std::memory_order_relaxed);
     if (count == 0 && why != cudaSuccess) {
-        gd_cuda_error(err, GD_ERR_DEVICE_UNAVAILABLE,
+        gd_set_error(err, GD_ERR_DEVICE_UNAVAILABLE,
                       "cuda:%d is not available: no CUDA GPU is usable here (cudaGetDeviceCount failed with %s: %s)",
                       device, cudaGetErrorName(why), cudaGetErrorString(why));
         err->cuda_status = (int)why;
         return GD_ERR_DEVICE_UNAVAILABLE;
     }
-    gd_cuda_error(err, GD_ERR_DEVICE_UNAVAILABLE, "cuda:%d is not available: this machine has %d CUDA GPU%s%s",
+    gd_set_error(err, GD_ERR_DEVICE_UNAVAILABLE, "cuda:%d is not available: this machine has %d CUDA GPU%s%s",
                   device, count, count == 1 ? "" : "s",
                   count > 0 ? "; use an index from 0 to num_gpus() - 1" : "");
     err->cuda_status = (int)cudaErrorInvalidDevice;
@@ -230,7 +219,7 @@ static int gd_cuda_out_of_memory(gd_error *err, const gd_cuda_device *dev, int d
     size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) (void)cudaGetLastError();
     char asked[32], free_s[32], total_s[32], held[32], reserved[32];
-    gd_cuda_error(err, GD_ERR_DEVICE_OOM,
+    gd_set_error(err, GD_ERR_DEVICE_OOM,
                   "out of memory on cuda:%d allocating %s: %s free of %s; gpudev holds %s (%s reserved)", device,
                   gd_format_bytes(asked, sizeof asked, nbytes), gd_format_bytes(free_s, sizeof free_s, free_bytes),
                   gd_format_bytes(total_s, sizeof total_s, total_bytes),

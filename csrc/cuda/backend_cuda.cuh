@@ -80,13 +80,6 @@ static inline bool gd_cuda_failed(cublasStatus_t status) { return status != CUBL
  * instead of as a mystery at the next synchronization. */
 #define GD_CHECK_LAUNCH() GD_CHECK(cudaGetLastError())
 
-/* Fill *err with a formatted message and return `code`. */
-int gd_cuda_error(gd_error *err, gd_status code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
 /* ------------------------------------------------------------------------------------------
  * launch sizes
  * ---------------------------------------------------------------------------------------- */

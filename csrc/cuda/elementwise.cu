@@ -258,7 +258,7 @@ int unary_for(void *out, gd_unop op, const gd_ewise *ew, const gd_operand *a, gd
         default: break;
         }
     }
-    return gd_cuda_error(err, GD_ERR_VALUE, "cuda unary: operation %d is not defined for dtype %s", (int)op,
+    return gd_set_error(err, GD_ERR_VALUE, "cuda unary: operation %d is not defined for dtype %s", (int)op,
                          is_int<T> ? "int64" : "float");
 }
 
@@ -278,7 +278,7 @@ int binary_for(void *out, gd_binop op, const gd_ewise *ew, const gd_operand *a, 
     if constexpr (!is_int<T>) {
         if (op == GD_DIV) return launch_binary<GD_DIV, T>(out, ew, a, b, dev, err);
     }
-    return gd_cuda_error(err, GD_ERR_VALUE, "cuda binary: operation %d is not defined for dtype %s", (int)op,
+    return gd_set_error(err, GD_ERR_VALUE, "cuda binary: operation %d is not defined for dtype %s", (int)op,
                          is_int<T> ? "int64" : "float");
 }
 
@@ -300,7 +300,7 @@ int gd_cuda_unary(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, con
     case GD_FLOAT64: return unary_for<double>(out, op, ew, a, dev, err);
     case GD_INT64: return unary_for<int64_t>(out, op, ew, a, dev, err);
     }
-    return gd_cuda_error(err, GD_ERR_VALUE, "cuda unary: unknown dtype %d", (int)dtype);
+    return gd_set_error(err, GD_ERR_VALUE, "cuda unary: unknown dtype %d", (int)dtype);
 }
 
 int gd_cuda_binary(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
@@ -315,5 +315,5 @@ int gd_cuda_binary(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, c
     case GD_FLOAT64: return binary_for<double>(out, op, ew, a, b, dev, err);
     case GD_INT64: return binary_for<int64_t>(out, op, ew, a, b, dev, err);
     }
-    return gd_cuda_error(err, GD_ERR_VALUE, "cuda binary: unknown dtype %d", (int)dtype);
+    return gd_set_error(err, GD_ERR_VALUE, "cuda binary: unknown dtype %d", (int)dtype);
 }

@@ -87,10 +87,10 @@ int gd_cuda_gemm(void *c, gd_dtype dtype, const void *a, const void *b, int64_t 
                  int64_t stride_a, int64_t stride_b, int64_t stride_c, int device, gd_error *err)
 {
     if (dtype != GD_FLOAT32 && dtype != GD_FLOAT64)
-        return gd_cuda_error(err, GD_ERR_VALUE, "matmul on cuda: dtype %d is not float32 or float64", (int)dtype);
+        return gd_set_error(err, GD_ERR_VALUE, "matmul on cuda: dtype %d is not float32 or float64", (int)dtype);
     if (batch <= 0 || m <= 0 || n <= 0) return GD_OK;
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
-        return gd_cuda_error(err, GD_ERR_VALUE,
+        return gd_set_error(err, GD_ERR_VALUE,
                              "matmul on cuda: (m, n, k) = (%lld, %lld, %lld) exceeds cuBLAS's limit of %d per "
                              "dimension; split the product into blocks",
                              (long long)m, (long long)n, (long long)k, INT_MAX);

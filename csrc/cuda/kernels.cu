@@ -46,7 +46,7 @@ template <class To> int astype_to(void *out, const void *in, gd_dtype in_dtype, 
     case GD_FLOAT64: return launch_astype<To, double>(out, in, n, dev, err);
     case GD_INT64: return launch_astype<To, int64_t>(out, in, n, dev, err);
     }
-    return gd_cuda_error(err, GD_ERR_VALUE, "cuda astype: unknown input dtype %d", (int)in_dtype);
+    return gd_set_error(err, GD_ERR_VALUE, "cuda astype: unknown input dtype %d", (int)in_dtype);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -251,7 +251,7 @@ int gd_cuda_astype(void *out, gd_dtype out_dtype, const void *in, gd_dtype in_dt
     case GD_FLOAT64: return astype_to<double>(out, in, in_dtype, n, dev, err);
     case GD_INT64: return astype_to<int64_t>(out, in, in_dtype, n, dev, err);
     }
-    return gd_cuda_error(err, GD_ERR_VALUE, "cuda astype: unknown output dtype %d", (int)out_dtype);
+    return gd_set_error(err, GD_ERR_VALUE, "cuda astype: unknown output dtype %d", (int)out_dtype);
 }
 
 int gd_cuda_arange(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, int64_t n, int device, gd_error *err)
@@ -265,7 +265,7 @@ int gd_cuda_arange(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, i
     case GD_FLOAT64: return launch_arange<double>(out, n, start, step, dev, err);
     case GD_INT64: return launch_arange<int64_t>(out, n, start, step, dev, err);
     }
-    return gd_cuda_error(err, GD_ERR_VALUE, "cuda arange: unknown dtype %d", (int)dtype);
+    return gd_set_error(err, GD_ERR_VALUE, "cuda arange: unknown dtype %d", (int)dtype);
 }
 
 int gd_cuda_random(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed, uint64_t offset, int64_t n,
@@ -273,7 +273,7 @@ int gd_cuda_random(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed
 {
     if (n <= 0) return GD_OK;
     if (dtype != GD_FLOAT32 && dtype != GD_FLOAT64)
-        return gd_cuda_error(err, GD_ERR_VALUE, "cuda random: dtype %d is not a float dtype", (int)dtype);
+        return gd_set_error(err, GD_ERR_VALUE, "cuda random: dtype %d is not a float dtype", (int)dtype);
     gd_cuda_device *dev;
     int rc = gd_cuda_enter(&dev, device, err);
     if (rc != GD_OK) return rc;
@@ -294,7 +294,7 @@ int gd_cuda_permute(void *out, gd_dtype dtype, const void *in, int ndim, const i
                     int device, gd_error *err)
 {
     if (ndim < 0 || ndim > GD_MAX_NDIM)
-        return gd_cuda_error(err, GD_ERR_VALUE, "cuda permute: ndim %d is outside 0..%d", ndim, GD_MAX_NDIM);
+        return gd_set_error(err, GD_ERR_VALUE, "cuda permute: ndim %d is outside 0..%d", ndim, GD_MAX_NDIM);
     int64_t n = 1;
     for (int k = 0; k < ndim; k++) n *= in_shape[k];
     if (n <= 0) return GD_OK;

@@ -39,7 +39,7 @@ static int gd_py_device(PyObject *arg, const char *op)
     if (i == -1 && PyErr_Occurred()) return -1;
     gd_error err;
     if (i < 0 || i >= GD_CUDA_MAX_DEVICES) {
-        gd_cuda_error(&err, GD_ERR_DEVICE_UNAVAILABLE, "cuda:%ld is not available: device indices run from 0 to %d",
+        gd_set_error(&err, GD_ERR_DEVICE_UNAVAILABLE, "cuda:%ld is not available: device indices run from 0 to %d",
                       i, GD_CUDA_MAX_DEVICES - 1);
         err.cuda_status = (int)cudaErrorInvalidDevice;
         gd_py_raise(op, &err);

@@ -370,7 +370,7 @@ int reduce_typed(void *out, gd_redop op, const void *in, int64_t outer, int64_t 
     case GD_RED_MIN: return reduce_impl<GD_RED_MIN, T, T, Out>(o, i, outer, len, inner, dev, err);
     default: break;
     }
-    return gd_cuda_error(err, GD_ERR_VALUE, "cuda reduce: unknown operation %d", (int)op);
+    return gd_set_error(err, GD_ERR_VALUE, "cuda reduce: unknown operation %d", (int)op);
 }
 
 } // namespace
@@ -385,10 +385,10 @@ int gd_cuda_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in, g
 {
     if (outer <= 0 || inner <= 0) return GD_OK;
     if (len < 0 || (len == 0 && (op == GD_RED_MAX || op == GD_RED_MIN)))
-        return gd_cuda_error(err, GD_ERR_VALUE, "cuda reduce: %s over an axis of length %lld has no identity",
+        return gd_set_error(err, GD_ERR_VALUE, "cuda reduce: %s over an axis of length %lld has no identity",
                              op == GD_RED_MAX ? "max" : "min", (long long)len);
     if (out_dtype != in_dtype && out_dtype != GD_FLOAT64)
-        return gd_cuda_error(err, GD_ERR_VALUE, "cuda reduce: result dtype %d must be the input's (%d) or float64",
+        return gd_set_error(err, GD_ERR_VALUE, "cuda reduce: result dtype %d must be the input's (%d) or float64",
                              (int)out_dtype, (int)in_dtype);
     gd_cuda_device *dev;
     int rc = gd_cuda_enter(&dev, device, err);
@@ -402,5 +402,5 @@ int gd_cuda_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in, g
         if (out_dtype == GD_INT64) return reduce_typed<int64_t, int64_t>(out, op, in, outer, len, inner, dev, err);
         return reduce_typed<int64_t, double>(out, op, in, outer, len, inner, dev, err);
     }
-    return gd_cuda_error(err, GD_ERR_VALUE, "cuda reduce: unknown dtype %d", (int)in_dtype);
+    return gd_set_error(err, GD_ERR_VALUE, "cuda reduce: unknown dtype %d", (int)in_dtype);
 }
