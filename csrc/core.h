@@ -120,6 +120,8 @@ int gd_device_type_init(PyObject *module, gd_state *st);
 /* Parse a Device, 'cpu', 'cuda', 'cuda:N' or None (-> *out unchanged, returns 0). -1 on error. */
 int gd_parse_device(gd_state *st, PyObject *obj, gd_device *out);
 PyObject *gd_device_object(gd_state *st, gd_device dev); /* new reference */
+/* Append the Device object for `dev` to `list`; -1 on error. */
+int gd_list_append_device(gd_state *st, PyObject *list, gd_device dev);
 /* "cpu" or "cuda:N" into buf (at least 32 bytes); returns buf. */
 const char *gd_device_str(gd_device dev, char *buf);
 static inline int gd_device_eq(gd_device a, gd_device b) { return a.type == b.type && a.index == b.index; }

@@ -70,6 +70,15 @@ PyObject *gd_device_object(gd_state *st, gd_device dev)
     return (PyObject *)d;
 }
 
+int gd_list_append_device(gd_state *st, PyObject *list, gd_device dev)
+{
+    PyObject *d = gd_device_object(st, dev);
+    if (!d) return -1;
+    int rc = PyList_Append(list, d);
+    Py_DECREF(d);
+    return rc;
+}
+
 /* ------------------------------------------------------------------------------------------
  * the Device type
  * ---------------------------------------------------------------------------------------- */
@@ -279,13 +288,11 @@ static PyObject *mod_try_all_gpus(PyObject *module, PyObject *Py_UNUSED(ignored)
     PyObject *list = PyList_New(0);
     if (!list) return NULL;
     for (int i = 0; i < n || (n == 0 && i == 0); i++) {
-        PyObject *d = n ? gd_device_object(st, (gd_device){GD_CUDA, i}) : Py_NewRef(st->cpu_device);
-        if (!d || PyList_Append(list, d) < 0) {
-            Py_XDECREF(d);
+        gd_device dev = n ? (gd_device){GD_CUDA, i} : (gd_device){GD_CPU, -1};
+        if (gd_list_append_device(st, list, dev) < 0) {
             Py_DECREF(list);
             return NULL;
         }
-        Py_DECREF(d);
     }
     return list;
 }

@@ -187,15 +187,10 @@ static PyObject *mod_pending_devices(PyObject *module, PyObject *Py_UNUSED(ignor
     PyObject *list = PyList_New(0);
     if (!list) return NULL;
     for (int i = 0; i < GD_MAX_GPUS; i++) {
-        if (!(st->pending_gpus & ((uint64_t)1 << i))) continue;
-        gd_device dev = {GD_CUDA, i};
-        PyObject *d = gd_device_object(st, dev);
-        if (!d || PyList_Append(list, d) < 0) {
-            Py_XDECREF(d);
+        if ((st->pending_gpus & ((uint64_t)1 << i)) && gd_list_append_device(st, list, (gd_device){GD_CUDA, i}) < 0) {
             Py_DECREF(list);
             return NULL;
         }
-        Py_DECREF(d);
     }
     return list;
 }
