@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 import gpudev as gd
-from gpudev.timing import format_seconds
+from gpudev.timing import format_bytes, format_seconds
 
 __all__ = [
     "Result", "matmul_vs_small", "params_on_device", "norm_logging", "two_devices",
@@ -165,7 +165,7 @@ def _format_cell(value: Any, kind: str) -> str:
     if kind == "rate":
         return f"{value:.3g}"
     if kind == "bytes":
-        return _format_bytes(value)
+        return format_bytes(value)
     if kind == "pct":
         return f"{100 * value:.0f}%"
     if kind == "int":
@@ -173,14 +173,6 @@ def _format_cell(value: Any, kind: str) -> str:
     if kind == "bool":
         return "yes" if value else "no"
     return str(value)
-
-
-def _format_bytes(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(n) < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.3g} {unit}"
-        n /= 1000
-    return f"{n:.3g} GB"
 
 
 def _jsonable(obj: Any) -> Any:

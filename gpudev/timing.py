@@ -66,6 +66,20 @@ def format_seconds(seconds: float, unit: str | None = None) -> str:
 _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 
 
+def format_bytes(n: float) -> str:
+    """A byte count in B, KiB, MiB, GiB or TiB.
+
+    >>> format_bytes(43048)
+    '42.0 KiB'
+    """
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
 def _unit_for(seconds: float) -> str:
     for unit in ("s", "ms", "us"):
         if abs(seconds) >= _UNITS[unit]:

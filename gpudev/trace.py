@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Any, NamedTuple
 
 from . import _C
+from .timing import format_bytes
 
 __all__ = ["Trace", "TraceEvent", "trace"]
 
@@ -76,15 +77,6 @@ def _pop(tr: Trace) -> None:
 # ---------------------------------------------------------------------------------------------
 # Trace
 # ---------------------------------------------------------------------------------------------
-
-
-def _format_bytes(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"
 
 
 class Trace:
@@ -210,7 +202,7 @@ class Trace:
         t = s["totals"]
         lines = [
             f"trace: {len(self.events)} events: {t['ops']} ops, {t['copies']} copies "
-            f"({_format_bytes(t['copy_bytes'])}), {t['syncs']} syncs"
+            f"({format_bytes(t['copy_bytes'])}), {t['syncs']} syncs"
         ]
         if s["ops_by_name"]:
             lines += ["", f"  {'op':<20} {'device':<8} {'count':>8}"]
@@ -220,7 +212,7 @@ class Trace:
         if s["copies"]:
             lines += ["", f"  {'copy':<20} {'':<8} {'count':>8} {'bytes':>12}"]
             for kind, c in s["copies"].items():
-                lines.append(f"  {kind:<20} {'':<8} {c['count']:>8} {_format_bytes(c['bytes']):>12}")
+                lines.append(f"  {kind:<20} {'':<8} {c['count']:>8} {format_bytes(c['bytes']):>12}")
         if s["syncs"]:
             lines += ["", f"  {'sync cause':<20} {'':<8} {'count':>8}"]
             for cause, n in sorted(s["syncs"].items(), key=lambda kv: -kv[1]):
@@ -231,7 +223,7 @@ class Trace:
                 shapes = ", ".join(str(tuple(s)) for s in e.shapes)
                 lines.append(
                     f"  {i:>5} {e.kind:<5} {e.name:<14} {e.device:<8} {e.dtype or '-':<8} {shapes:<28.28} "
-                    f"{_format_bytes(e.bytes_read):>10} {_format_bytes(e.bytes_written):>10}"
+                    f"{format_bytes(e.bytes_read):>10} {format_bytes(e.bytes_written):>10}"
                 )
             if len(self.events) > limit:
                 lines.append(f"  ... {len(self.events) - limit} more (tr.events has them all)")
