@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define GD_MAX_NDIM 16
-#define GD_BACKEND_ABI_VERSION 1
+#define GD_BACKEND_ABI_VERSION 2
 #define GD_BACKEND_CAPSULE_NAME "gpudev._cuda.backend"
 
 /* ------------------------------------------------------------------------------------------
@@ -134,6 +134,30 @@ typedef enum gd_redop {
 
 typedef enum gd_random_kind { GD_RAND_UNIFORM = 0, GD_RAND_NORMAL = 1 } gd_random_kind;
 
+/* Memory gpudev holds on one device (memory_stats). */
+typedef struct gd_memory_stats {
+    int64_t allocated_bytes;      /* live arrays, as requested */
+    int64_t reserved_bytes;       /* held from the system: live blocks with their padding, plus
+                                   * on GPUs the pool's cache of freed blocks */
+    int64_t peak_allocated_bytes; /* most allocated_bytes since start or reset_peak_memory */
+    int64_t allocations;          /* live blocks */
+} gd_memory_stats;
+
+/* Facts about one GPU (device_props), for Device.info() and the roofs of the exercises. */
+typedef struct gd_device_props {
+    char name[256];
+    int cc_major, cc_minor;         /* compute capability */
+    int multiprocessors;
+    int clock_rate_khz;
+    int memory_clock_rate_khz;
+    int memory_bus_width;           /* bits */
+    int64_t l2_cache_bytes;
+    int64_t total_memory;
+    int64_t free_memory;
+    int driver_version;             /* e.g. 13000 for 13.0; 0 when unknown */
+    int runtime_version;
+} gd_device_props;
+
 /* Elementwise shape: the output is C-contiguous with `shape`; each operand says where its
  * element for output index (i0, ..., in-1) lives: data + sum(ik * strides[k]) elements.
  * Strides are in elements, 0 on broadcast axes. ops.c collapses adjacent axes first, so
@@ -224,6 +248,32 @@ typedef struct gd_backend {
      * block counter `offset + i / per` (per = GD_PHILOX_PER_BLOCK(dtype)); float dtypes only. */
     int (*random)(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed, uint64_t offset,
                   int64_t n, int device, gd_error *err);
+
+    /* ---- device services (all optional) ---- */
+
+    /* What gpudev holds on `device`; all zeros for a device gpudev has not used yet (the
+     * driver is not touched then). */
+    int (*memory_stats)(gd_memory_stats *out, int device, gd_error *err);
+    /* Restart peak_allocated_bytes from the current allocated_bytes. */
+    void (*reset_peak_memory)(int device);
+    /* Wait for the device, then give memory cached by its pool back to the system. NULL when
+     * the backend caches nothing (the CPU). Blocks. */
+    int (*empty_cache)(int device, gd_error *err);
+    /* Name, compute capability, memory, clocks and cache of a GPU. NULL on the CPU (the
+     * Python layer reads the host's facts from the OS). */
+    int (*device_props)(gd_device_props *out, int device, gd_error *err);
+    /* Wait for all work of this process on the device, on every stream, not only gpudev's.
+     * NULL where gpudev's queue is the only one (then synchronize is enough). Blocks. */
+    int (*synchronize_all)(int device, gd_error *err);
+
+    /* Events time work on the device's own clock. event_record marks the point after all
+     * work queued so far on the device; event_elapsed_ms waits for `end` and gives the
+     * milliseconds from `start` to `end` (both recorded on `device`). NULL on the CPU,
+     * which is timed with the host clock. */
+    int (*event_create)(void **out, int device, gd_error *err);
+    int (*event_record)(void *event, int device, gd_error *err);
+    int (*event_elapsed_ms)(double *out, void *start, void *end, int device, gd_error *err);
+    void (*event_destroy)(void *event, int device);
 } gd_backend;
 
 #ifdef __cplusplus

@@ -408,6 +408,15 @@ static const gd_backend gd_cuda_table = {
     gd_cuda_permute,        /* permute */
     gd_cuda_arange,         /* arange */
     gd_cuda_random,         /* random */
+    nullptr,                /* memory_stats */
+    nullptr,                /* reset_peak_memory */
+    nullptr,                /* empty_cache */
+    nullptr,                /* device_props */
+    nullptr,                /* synchronize_all */
+    nullptr,                /* event_create */
+    nullptr,                /* event_record */
+    nullptr,                /* event_elapsed_ms */
+    nullptr,                /* event_destroy */
 };
 
 extern "C" const gd_backend *gd_cuda_backend(void) { return &gd_cuda_table; }
