@@ -8,7 +8,6 @@ their error against float64), device-to-device copies, and copies between host a
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -34,76 +33,83 @@ def _reference_sums(host: np.ndarray, chunk: int = 1 << 22) -> tuple[float, floa
     return math.fsum(sums), math.fsum(squares)
 
 
-def reduction_rows(device: str, n: int) -> list[tuple[str, str, str, RowBuilder]]:
-    """sum, mean and norm of n float32 (randn + 1): time, GB/s and error vs float64."""
-    gpu = device != "cpu"
-    label = f"{n:.0e}".replace("e+0", "e").replace("e+", "e")
+# Each reduction's statement per peer, and the expression giving its result as a float.
+_ALL = ("gpudev", "numpy", "torch", "cupy")
+_REDUCTIONS = {
+    "sum": ({p: "a.sum()" for p in _ALL}, {p: "a.sum().item()" for p in _ALL}),
+    "mean": ({p: "a.mean()" for p in _ALL}, {p: "a.mean().item()" for p in _ALL}),
+    "norm": ({"gpudev": "gd.norm(a)", "numpy": "np.linalg.norm(a)", "torch": "torch.linalg.norm(a)",
+              "cupy": "cupy.linalg.norm(a)"},
+             {"gpudev": "gd.norm(a).item()", "numpy": "np.linalg.norm(a)", "torch": "torch.linalg.norm(a).item()",
+              "cupy": "cupy.linalg.norm(a).item()"}),
+}
 
-    def data(ctx: Context) -> dict[str, Any]:
-        def make() -> dict[str, Any]:
-            if gpu:
-                a = gd.randn(n, device=device) + 1
-                host = a.cpu().numpy()
-            else:
-                host = host_randn(n)
-                a = None
-            total, squares = _reference_sums(host)
-            per_peer = {}
-            for peer in ["gpudev"] + ctx.peers_on(device):
-                if peer == "gpudev" and a is not None:
-                    per_peer[peer] = {"a": a}
-                else:
-                    per_peer[peer] = {"a": ctx.convert(peer, host, device, share=True)}
-            return {"sum": total, "norm": math.sqrt(squares), "arrays": per_peer}
 
-        return ctx.shared(("reduction", device, n), make)
-
-    if gpu:
+def _reduction_targets(device: str) -> dict[str, Target | None]:
+    if device != "cpu":
         # On a GPU the sum must read at >= 80% of the rate a device-to-device copy of the same
         # vector moves bytes (the copy d2d row, measured just before it in the same run).
-        target_sum = Target(">= 0.8x d2d copy GB/s, err <= 1e-7", bandwidth=f"copy {device}",
-                            min_fraction=0.8, max_rel_err=MAX_REL_ERR)
-        target_mean, target_norm = None, None
-    else:
-        target_sum = Target(">= 1.3x numpy GB/s, err <= 1e-7", peer="numpy", max_ratio=1 / 1.3, max_rel_err=MAX_REL_ERR)
-        target_mean = Target(">= 1.3x numpy GB/s, err <= 1e-7", peer="numpy", max_ratio=1 / 1.3, max_rel_err=MAX_REL_ERR)
-        target_norm = Target(">= 1.0x np.linalg.norm GB/s, err <= 1e-7", peer="numpy", max_ratio=1.0, max_rel_err=MAX_REL_ERR)
+        return {"sum": Target(">= 0.8x d2d copy GB/s, err <= 1e-7", bandwidth=f"copy {device}",
+                              min_fraction=0.8, max_rel_err=MAX_REL_ERR),
+                "mean": None, "norm": None}
+    return {
+        "sum": Target(">= 1.3x numpy GB/s, err <= 1e-7", peer="numpy", max_ratio=1 / 1.3, max_rel_err=MAX_REL_ERR),
+        "mean": Target(">= 1.3x numpy GB/s, err <= 1e-7", peer="numpy", max_ratio=1 / 1.3, max_rel_err=MAX_REL_ERR),
+        "norm": Target(">= 1.0x np.linalg.norm GB/s, err <= 1e-7", peer="numpy", max_ratio=1.0,
+                       max_rel_err=MAX_REL_ERR),
+    }
+
+
+def _reduction_data(ctx: Context, device: str, n: int) -> dict[str, Any]:
+    """n float32 (randn + 1) for every peer on `device`, with the float64 sum and norm."""
+
+    def make() -> dict[str, Any]:
+        if device != "cpu":
+            a = gd.randn(n, device=device) + 1
+            host = a.cpu().numpy()
+        else:
+            host = host_randn(n)
+            a = None
+        total, squares = _reference_sums(host)
+        per_peer = {}
+        for peer in ["gpudev"] + ctx.peers_on(device):
+            if peer == "gpudev" and a is not None:
+                per_peer[peer] = {"a": a}
+            else:
+                per_peer[peer] = {"a": ctx.convert(peer, host, device, share=True)}
+        return {"sum": total, "mean": total / n, "norm": math.sqrt(squares), "arrays": per_peer}
+
+    return ctx.shared(("reduction", device, n), make)
+
+
+def reduction_rows(device: str, n: int) -> list[tuple[str, str, str, RowBuilder]]:
+    """sum, mean and norm of n float32 (randn + 1): time, GB/s and error vs float64 (on GPUs
+    after a device-to-device copy of the same vector, whose GB/s the sum's target uses)."""
+    gpu = device != "cpu"
+    label = f"{n:.0e}".replace("e+0", "e").replace("e+", "e")
+    targets = _reduction_targets(device)
     # enough calls per measurement to take milliseconds at the memory bandwidth
     number = max(5, 5 * 10**9 // n) if gpu else max(1, 10**8 // n)
 
     def copy_row(ctx: Context) -> Row:
-        d = data(ctx)
+        d = _reduction_data(ctx, device, n)
         stmts = {"gpudev": "a.copy()", "torch": "a.clone()", "cupy": "a.copy()"}
         impls = ctx.impls(device, stmts, lambda p: d["arrays"][p])
         return Row("copy d2d", label, device, impls, number=number, bytes=2 * 4 * n, provides=f"copy {device}")
 
-    def reduction(name: str, stmts: dict[str, str], value: dict[str, str], target: Target | None,
-                  ref: Callable[[dict], float]) -> RowBuilder:
+    def reduction(name: str) -> RowBuilder:
+        stmts, values = _REDUCTIONS[name]
+
         def build(ctx: Context) -> Row:
-            d = data(ctx)
-            impls = ctx.impls(device, stmts, lambda p: d["arrays"][p], value=value)
-            return Row(name, label, device, impls, number=number, bytes=4 * n, reference=ref(d), target=target)
+            d = _reduction_data(ctx, device, n)
+            impls = ctx.impls(device, stmts, lambda p: d["arrays"][p], value=values)
+            return Row(name, label, device, impls, number=number, bytes=4 * n, reference=d[name],
+                       target=targets[name])
 
         return build
 
-    sum_stmts = {"gpudev": "a.sum()", "numpy": "a.sum()", "torch": "a.sum()", "cupy": "a.sum()"}
-    sum_values = {p: "a.sum().item()" for p in sum_stmts}
-    mean_stmts = {p: "a.mean()" for p in sum_stmts}
-    mean_values = {p: "a.mean().item()" for p in sum_stmts}
-    norm_stmts = {"gpudev": "gd.norm(a)", "numpy": "np.linalg.norm(a)", "torch": "torch.linalg.norm(a)",
-                  "cupy": "cupy.linalg.norm(a)"}
-    norm_values = {"gpudev": "gd.norm(a).item()", "numpy": "np.linalg.norm(a)", "torch": "torch.linalg.norm(a).item()",
-                   "cupy": "cupy.linalg.norm(a).item()"}
-    rows = []
-    if gpu:
-        rows.append(("copy d2d", label, device, copy_row))
-    rows.append(("sum", label, device,
-                 reduction("sum", sum_stmts, sum_values, target_sum, lambda d: d["sum"])))
-    rows.append(("mean", label, device,
-                 reduction("mean", mean_stmts, mean_values, target_mean, lambda d: d["sum"] / n)))
-    rows.append(("norm", label, device,
-                 reduction("norm", norm_stmts, norm_values, target_norm, lambda d: d["norm"])))
-    return rows
+    rows = [("copy d2d", label, device, copy_row)] if gpu else []
+    return rows + [(name, label, device, reduction(name)) for name in _REDUCTIONS]
 
 
 def transfer_rows(device: str, n: int) -> list[tuple[str, str, str, RowBuilder]]:

@@ -15,7 +15,9 @@ import numpy as np
 
 import gpudev as gd
 
-from .._devices import DeviceLike, all_devices, as_device, as_devices, gpus_here, is_missing, no_gpu_reason, require
+from .._devices import (
+    DeviceLike, all_devices, as_device, as_devices, gpus_here, is_missing, no_gpu_reason, require,
+)
 from .._format import format_ratio, format_seconds, jsonable
 
 # ---------------------------------------------------------------------------------------------

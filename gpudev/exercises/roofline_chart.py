@@ -1,8 +1,9 @@
 """The roofline chart of several Results: the achieved GFLOP/s of every steady timed row with
 flops and bytes, against each device's roof from the peaks exercise 1 measured in the same run.
 
-A row is a point labelled by its ``label`` field; an exercise whose rows need another label
-(or whose some rows say nothing about throughput) registers it with :func:`point_label`.
+A row is a point labelled by its ``label`` field; an exercise whose rows need another label,
+or some of whose rows say nothing about throughput, registers its labels with
+:func:`point_label`.
 
     >>> from gpudev import exercises as ex
     >>> fig = roofline(ex.run(only=[1, 3, 5], quick=True))
