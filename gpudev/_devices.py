@@ -18,7 +18,7 @@ from typing import Any
 from ._C import Device, DeviceUnavailableError, _cuda_reason, cpu, gpu, num_gpus
 
 __all__ = ["DeviceLike", "all_devices", "as_device", "as_devices", "cuda_reason", "gpus_here",
-           "is_missing", "no_gpu_reason", "require"]
+           "is_missing", "no_gpu_reason", "present_and_missing", "require"]
 
 DeviceLike = Any  # a Device, 'cpu', 'cuda', 'cuda:N'
 
@@ -62,6 +62,22 @@ def all_devices() -> list[Device]:
 def is_missing(dev: Device) -> bool:
     """True when `dev` is a GPU this machine does not have."""
     return dev.type == "cuda" and dev.index >= num_gpus()
+
+
+def present_and_missing(devices: Iterable[Device]) -> tuple[list[Device], list[Device]]:
+    """The devices that are here (each once, in order), and the GPUs that are not.
+
+    >>> present_and_missing([cpu(), cpu(), Device("cuda:99")])
+    ([Device('cpu')], [Device('cuda:99')])
+    """
+    present: list[Device] = []
+    missing: list[Device] = []
+    for dev in devices:
+        if is_missing(dev):
+            missing.append(dev)
+        elif dev not in present:
+            present.append(dev)
+    return present, missing
 
 
 def cuda_reason() -> str | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import gpudev as gd
 
-from .._devices import all_devices, gpus_here, is_missing
+from .._devices import all_devices, gpus_here, present_and_missing
 from .._format import jsonable
 from .catalog import EXERCISES, device_kwargs, quick_from_env, settings
 from .measure import set_progress
@@ -65,11 +65,10 @@ def _parse_devices(text: str, parser: argparse.ArgumentParser) -> list[gd.Device
                 candidates = [gd.Device(item)]
             except (TypeError, ValueError) as exc:
                 parser.error(f"--device {item!r}: {exc}; use cpu, cuda:N, all, or a comma list")
-        for dev in candidates:
-            if is_missing(dev):
-                parser.error(f"--device {item}: {dev} is not available: {gpus_here()}")
-            if dev not in out:
-                out.append(dev)
+        present, missing = present_and_missing(candidates)
+        if missing:
+            parser.error(f"--device {item}: {missing[0]} is not available: {gpus_here()}")
+        out += [dev for dev in present if dev not in out]
     if not out:
         parser.error("--device: no device given; use cpu, cuda:N or all")
     return out

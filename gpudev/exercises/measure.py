@@ -16,7 +16,7 @@ import numpy as np
 import gpudev as gd
 
 from .._devices import (
-    DeviceLike, all_devices, as_device, as_devices, gpus_here, is_missing, no_gpu_reason, require,
+    DeviceLike, all_devices, as_device, as_devices, gpus_here, no_gpu_reason, present_and_missing, require,
 )
 from .._format import format_ratio, format_seconds, jsonable
 
@@ -66,13 +66,8 @@ def devices_to_run(devices: DeviceLike | Iterable[DeviceLike] | None, op: str) -
         notes = [] if gd.num_gpus() else [f"GPU rows skipped: {no_gpu_reason()}"]
         return all_devices(), notes
     asked = as_devices(devices, op)
-    chosen: list[gd.Device] = []
-    notes: list[str] = []
-    for dev in asked:
-        if is_missing(dev):
-            notes.append(f"{dev} skipped: {gpus_here()}")
-        elif dev not in chosen:
-            chosen.append(dev)
+    chosen, missing = present_and_missing(asked)
+    notes = [f"{dev} skipped: {gpus_here()}" for dev in missing]
     if not chosen:
         raise gd.DeviceUnavailableError(
             f"{op}: none of the devices {[str(d) for d in asked]} is available "
