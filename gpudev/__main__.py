@@ -14,6 +14,9 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
+from ._devices import all_devices
+from ._format import format_gib
+
 COMMANDS = {
     "info": "the devices (CPU included) and how gpudev was built",
     "bench": "time gpudev against NumPy, PyTorch and CuPy (--help for options)",
@@ -24,10 +27,6 @@ COMMANDS = {
 # ---------------------------------------------------------------------------------------------
 # info
 # ---------------------------------------------------------------------------------------------
-
-
-def _gib(n: Any) -> str:
-    return f"{n / 2**30:.1f} GiB" if isinstance(n, (int, float)) else "-"
 
 
 def _host_memory() -> tuple[int | None, int | None]:
@@ -47,8 +46,8 @@ def _host_memory() -> tuple[int | None, int | None]:
 
 def _used_of_total(total: Any, free: Any) -> str:
     if isinstance(total, int) and isinstance(free, int):
-        return f"{_gib(total - free)} / {_gib(total)}"
-    return _gib(total)
+        return f"{format_gib(total - free)} / {format_gib(total)}"
+    return format_gib(total)
 
 
 def _held(gd: Any, dev: Any) -> str:
@@ -56,7 +55,7 @@ def _held(gd: Any, dev: Any) -> str:
         stats = gd.memory_stats(dev)
     except gd.GpudevError:
         return "-"
-    return _gib(stats.get("reserved_bytes"))
+    return format_gib(stats.get("reserved_bytes"))
 
 
 def _first(d: dict[str, Any], *keys: str, default: Any = None) -> Any:
@@ -129,8 +128,7 @@ def info_text(gd: Any) -> str:
         title.append(found)
     else:
         title.append(f"CUDA not compiled: {cuda.get('reason') or 'unknown reason'}")
-    devices = [gd.cpu()] + [gd.gpu(i) for i in range(n)]
-    rows = [_device_row(gd, d) for d in devices]
+    rows = [_device_row(gd, d) for d in all_devices()]
     return _box(["Device", "Name", "Compute", "Memory (used / total)", "gpudev holds"], rows, title)
 
 

@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any, NamedTuple
 
 from . import _C
-from .timing import format_bytes
+from ._format import format_bytes
 
 __all__ = ["Trace", "TraceEvent", "trace"]
 

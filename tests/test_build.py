@@ -6,7 +6,10 @@ from __future__ import annotations
 import glob
 import importlib
 import os
+import pathlib
+import platform
 import re
+import struct
 import subprocess
 import sys
 
@@ -39,11 +42,65 @@ def test_blas_is_openblas_and_reports_its_threads():
     assert blas["threads"] == gd.get_num_threads()
 
 
-def test_cuda_compiled_matches_what_the_build_saw():
+def _extension(name: str) -> pathlib.Path | None:
+    """The compiled extension gpudev.<name> next to gpudev's own files, None if there is none."""
+    found = [p for p in pathlib.Path(gd.__file__).parent.glob(name + ".*")
+             if p.suffix in (".so", ".pyd") and p.name.split(".")[0] == name]
+    return found[0] if found else None
+
+
+def _elf_header(path: pathlib.Path) -> tuple[int, int] | None:
+    """(e_machine, e_flags) of a little-endian 64-bit ELF file, None for anything else."""
+    head = path.read_bytes()[:64]
+    if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+        return None
+    return struct.unpack_from("<H", head, 18)[0], struct.unpack_from("<I", head, 48)[0]
+
+
+def test_cuda_compiled_means_the_cuda_extension_is_there():
+    """build_info() says CUDA was compiled exactly when gpudev/_cuda was built next to _C (and,
+    when it is not, why); the file is looked up on disk, not in the build's record."""
     cuda = gd.build_info()["cuda"]
-    assert cuda["compiled"] is BUILD["cuda_compiled"]
-    if not cuda["compiled"]:
+    built = _extension("_cuda")
+    if cuda["compiled"]:
+        assert built is not None, "CUDA reported compiled, but there is no gpudev/_cuda extension"
+        assert built.parent == _extension("_C").parent
+    else:
+        assert "gpudev._cuda" not in sys.modules, "CUDA reported off, but gpudev._cuda was loaded"
         assert isinstance(cuda["reason"], str) and cuda["reason"], "say why CUDA is off"
+
+
+_ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
+
+
+def test_machine_is_the_architecture_of_the_extension():
+    header = _elf_header(_extension("_C"))
+    if header is None or header[0] not in _ELF_MACHINES:
+        pytest.skip("not a 64-bit ELF extension on x86_64 or aarch64")
+    assert gd.build_info()["machine"] == _ELF_MACHINES[header[0]]
+
+
+def test_compiler_is_the_one_that_built_the_extension():
+    """The compiler's version in build_info() is the one the C compiler wrote into the
+    extension's notes (the ELF .comment section: 'GCC: (...) 12.2.0', 'clang version 16...')."""
+    compiler = gd.build_info()["compiler"]
+    version = re.search(r"\d+\.\d+(\.\d+)?", compiler)
+    assert version, f"build_info()['compiler'] names no version: {compiler!r}"
+    notes = re.findall(rb"(?:GCC: \([^)\x00]*\) |clang version )[^\x00]+", _extension("_C").read_bytes())
+    if not notes:
+        pytest.skip("the extension carries no compiler notes")
+    assert any(version.group().encode() in n for n in notes), (compiler, notes)
+
+
+def test_simd_level_is_what_the_cpu_flags_offer():
+    """The SIMD level gpudev detects is the best that /proc/cpuinfo lists for this CPU."""
+    if platform.machine() != "x86_64" or not os.path.exists("/proc/cpuinfo"):
+        pytest.skip("reads the x86-64 flags of /proc/cpuinfo")
+    with open("/proc/cpuinfo") as f:
+        flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    want = "avx512f" if "avx512f" in flags else "avx2" if "avx2" in flags else "baseline"
+    assert gd.build_info()["simd"] == want
+    assert gd.cpu().info()["simd"] == want
 
 
 def test_cuda_is_compiled_when_this_machine_has_a_toolkit():
@@ -69,12 +126,39 @@ def test_compiled_cuda_backend_loads_where_its_libraries_are():
     assert "failed to import" not in str(gd.build_info()["cuda"]["reason"])
 
 
-def test_cuda_archs_are_the_built_ones():
-    cuda = gd.build_info()["cuda"]
-    if not cuda["compiled"]:
+def _loaded_cuda_module():
+    if not gd.build_info()["cuda"]["compiled"]:
         pytest.skip("CUDA backend not compiled: " + BUILD["cuda_reason"])
-    for arch in BUILD["cuda_archs"].split(","):
-        assert arch in str(cuda["archs"])
+    try:
+        return importlib.import_module("gpudev._cuda")
+    except ImportError as exc:
+        pytest.skip(f"gpudev._cuda does not load here: {exc}")
+
+
+def test_cuda_archs_are_the_ones_compiled_into_the_backend():
+    """build_info()'s targets against the list the CUDA sources were compiled with, which
+    the backend carries in its binary."""
+    cuda_module = _loaded_cuda_module()
+    assert gd.build_info()["cuda"]["archs"].split(",") == cuda_module.arch_list().split(",")
+
+
+def test_cuda_archs_are_the_kernels_in_the_binary():
+    """Every sm_NN target has machine code in the backend's fatbinary, and there is none for
+    other GPUs: the embedded cubins are ELF files (machine 190) whose flags name their SM."""
+    _loaded_cuda_module()
+    data = _extension("_cuda").read_bytes()
+    sms = set()
+    for m in re.finditer(rb"\x7fELF", data):
+        if m.start() == 0 or struct.unpack_from("<H", data, m.start() + 18)[0] != 190:
+            continue
+        abi_version, flags = data[m.start() + 8], struct.unpack_from("<I", data, m.start() + 48)[0]
+        sms.add(f"sm_{(flags >> 8) & 0xFF if abi_version >= 8 else flags & 0xFF}")
+    if not sms:
+        pytest.skip("the fatbinary is compressed: its cubins cannot be read without the CUDA tools")
+    # sm_90a and sm_90 both run on an SM 9.0 and are told apart by a flag bit left unread here
+    listed = {re.match(r"sm_\d+", a).group() for a in gd.build_info()["cuda"]["archs"].split(",")
+              if a.startswith("sm_")}
+    assert sms == listed
 
 
 def test_cuda_reason_explains_zero_gpus():

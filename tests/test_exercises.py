@@ -18,7 +18,7 @@ import pytest
 
 import gpudev as gd
 from gpudev import exercises as ex
-from gpudev.timing import format_seconds
+from gpudev._format import format_seconds
 
 from conftest import NUM_GPUS
 

@@ -1,0 +1,87 @@
+"""The five exercises by number, the sizes they run at, and :func:`run` to run several.
+
+    >>> kw = settings(quick=True)[5]
+    >>> (res,) = run(only=[5], quick=True)
+    >>> res.number, res.meta["iters"] == kw["iters"]
+    (5, True)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import gpudev as gd
+
+from . import ex4_two_devices
+from .ex1_matmul import matmul_vs_small
+from .ex2_params import params_on_device
+from .ex3_norm import norm_logging
+from .ex4_two_devices import two_devices
+from .ex5_sweep import small_op_sweep
+from .result import Result
+
+__all__ = ["EXERCISES", "device_kwargs", "quick_from_env", "run", "settings"]
+
+EXERCISES: dict[int, Callable[..., Result]] = {
+    1: matmul_vs_small, 2: params_on_device, 3: norm_logging, 4: two_devices, 5: small_op_sweep,
+}
+_SINGLE_DEVICE = {2, 3}  # exercises that take one `device`; the others take `devices`
+
+
+def quick_from_env() -> bool:
+    """True when the environment variable GPUDEV_QUICK asks for small sizes."""
+    return os.environ.get("GPUDEV_QUICK", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def settings(quick: bool | None = None) -> dict[int, dict[str, Any]]:
+    """Keyword arguments for each exercise: the book's sizes, or small ones when `quick`
+    (default: the environment variable GPUDEV_QUICK=1).
+
+    Example:
+        >>> kw = settings(quick=True)[5]
+        >>> res = small_op_sweep(**kw)
+    """
+    if quick is None:
+        quick = quick_from_env()
+    if quick:
+        return {
+            1: {"n": 1000, "calls": 200, "repeats": 5, "bandwidth_elements": 2**22, "budget_s": 1.0},
+            2: {"steps": 5, "repeats": 3},
+            3: {"n": 200, "size": 100, "repeats": 3},
+            4: {"n": {"cpu": 384, "cuda": 4096}, "repeats": 5},
+            5: {"sizes": (4, 40, 400, 1000), "iters": 100, "repeats": 5},
+        }
+    return {1: {"n": 10000}, 2: {}, 3: {"n": 1000, "size": 100}, 4: {"n": dict(ex4_two_devices.SIZES)},
+            5: {"sizes": (4, 40, 400, 4000), "iters": 1000}}
+
+
+def run(only: Iterable[int] | None = None, devices: list[gd.Device] | None = None,
+        quick: bool | None = None) -> list[Result]:
+    """Run the exercises (all, or `only` those numbers) on `devices` (default: the CPU and
+    every GPU; single-device exercises take the first GPU among them, else the CPU).
+
+    Example:
+        >>> for res in run(only=[3, 5], quick=True):
+        ...     print(res)
+    """
+    numbers = sorted(set(only)) if only is not None else sorted(EXERCISES)
+    unknown = [k for k in numbers if k not in EXERCISES]
+    if unknown:
+        raise ValueError(f"run: no exercise {unknown}; exercises are numbered 1 to {len(EXERCISES)}")
+    kwargs = settings(quick)
+    results = []
+    for k in numbers:
+        results.append(EXERCISES[k](**kwargs[k], **device_kwargs(k, devices)))
+    return results
+
+
+def device_kwargs(number: int, devices: list[gd.Device] | None) -> dict[str, Any]:
+    """The device argument of exercise `number` for the chosen `devices` (None: its default)."""
+    if devices is None:
+        return {}
+    if number in _SINGLE_DEVICE:
+        gpus = [d for d in devices if d.type == "cuda"]
+        return {"device": gpus[0] if gpus else devices[0]}
+    return {"devices": devices}

@@ -1,0 +1,183 @@
+"""Exercise 3: logging the norm of each of many products with ``.item()`` every step, against
+keeping the log on the device and copying it once, and one batched product.
+
+    >>> res = norm_logging(n=50, size=16, repeats=3)
+    >>> res.ok, [r["syncs"] for r in res.rows]
+    (True, [50, 1, 1])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+import gpudev as gd
+
+from .._devices import DeviceLike
+from .._format import format_count, format_seconds
+from .measure import device_meta, faster, one_device, positive_int, step, time_repeats
+from .result import TIMING_FIELDS, Result, bar_item, figure_of, notes_text
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["COLUMNS", "FIELDS", "conclusion", "norm_logging", "plot"]
+
+NUMBER = 3
+FIELDS = {
+    **TIMING_FIELDS,
+    "variant": "'a' .item() every step, 'b' log on the device copied once, 'c' one batched product",
+    "label": "the variant in words",
+    "per_step_s": "seconds / n: time per logged norm",
+    "speedup": "variant a's time / this variant's time",
+    "syncs": "synchronizations in one run (gd.trace())",
+    "copies": "copies between devices in one run (gd.trace())",
+    "copy_bytes": "bytes those copies moved",
+    "ops": "operations in one run (gd.trace())",
+    "flops": "floating-point operations of the products in one run",
+    "bytes": "the least memory traffic of the products in one run",
+}
+COLUMNS = [("variant", "", "text"), ("label", "variant", "text"), ("seconds", "time", "time"),
+           ("min_s", "min", "time"), ("max_s", "max", "time"), ("per_step_s", "per step", "time"),
+           ("speedup", "speedup", "ratio"), ("syncs", "syncs", "int"), ("copies", "copies", "int"),
+           ("ops", "ops", "int")]
+
+
+# ---------------------------------------------------------------------------------------------
+# measuring
+# ---------------------------------------------------------------------------------------------
+
+
+def _variants(xs: gd.Array, w: gd.Array, d: gd.Device) -> list[tuple[str, str, Callable[[], list[float]]]]:
+    """(key, label, run) of the three ways to log the norms of xs[i] @ w."""
+    n = xs.shape[0]
+
+    def per_item() -> list[float]:
+        return [gd.norm(xs[i] @ w).item() for i in range(n)]
+
+    def on_device() -> list[float]:
+        log = gd.empty((n,), device=d)
+        for i in range(n):
+            log[i] = gd.norm(xs[i] @ w)
+        return log.tolist()
+
+    def batched() -> list[float]:
+        return gd.norm(gd.matmul(xs, w), axis=(1, 2)).tolist()
+
+    return [("a", ".item() every step", per_item), ("b", "log on the device, copied once", on_device),
+            ("c", "one batched product and norms", batched)]
+
+
+def norm_logging(n: int = 1000, size: int = 100, device: DeviceLike | None = None, *,
+                 repeats: int = 5, rtol: float = 1e-4) -> Result:
+    """Exercise 3: ``n`` products of ``size x size`` matrices, logging each one's Frobenius norm.
+
+    (a) ``gd.norm(c).item()`` every step: one copy to the host and one synchronization each;
+    (b) ``log[i] = gd.norm(c)`` into a preallocated array on the device, copied once at the
+    end with ``.tolist()``; (c) one batched product and batched norms. Each variant is timed
+    (`repeats` runs) and traced once; the three logs must agree (``allclose`` with `rtol`).
+
+    Example:
+        >>> res = norm_logging(n=50, size=16, repeats=3)
+        >>> res.ok, [r["syncs"] for r in res.rows]
+        (True, [50, 1, 1])
+    """
+    op = "norm_logging"
+    n = positive_int(op, "n", n)
+    size = positive_int(op, "size", size)
+    repeats = positive_int(op, "repeats", repeats)
+    d, notes = one_device(device, op)
+    gd.manual_seed(0)
+    xs = gd.randn(n, size, size, device=d)
+    w = gd.randn(size, size, device=d) * (1.0 / math.sqrt(size))
+    rows, logs = [], {}
+    flops, nbytes = 2.0 * n * size**3, 3.0 * 4 * n * size * size
+    for key, label, fn in _variants(xs, w, d):
+        step(f"3: variant {key} on {d}")
+        timed = time_repeats(fn, repeats, wall=True)  # host and device together: the time the user waits
+        with gd.trace() as tr:
+            logs[key] = np.asarray(fn(), dtype=np.float64)
+        summary = tr.summary()["totals"]
+        rows.append({"variant": key, "label": label, "device": str(d), **timed,
+                     "per_step_s": timed["seconds"] / n, "syncs": summary["syncs"],
+                     "copies": summary["copies"], "copy_bytes": summary["copy_bytes"],
+                     "ops": summary["ops"], "flops": flops, "bytes": nbytes})
+    for r in rows:
+        r["speedup"] = rows[0]["seconds"] / r["seconds"]
+    return Result(
+        number=NUMBER, name="norm_logging", title="Logging a norm every step: .item() vs on the device",
+        question=f"What does logging the norm of each of {n} products cost when each entry is "
+                 f"copied to the host as soon as it is computed, compared with keeping the log on "
+                 f"the device and copying it once?",
+        fields=FIELDS, columns=COLUMNS, rows=rows,
+        conclusion=conclusion(rows, d, n, size), notes=notes, checks=_same_logs(logs, rtol),
+        meta={"n": n, "size": size, "repeats": repeats, "device": str(d),
+              "first_norms": logs["a"][:5].tolist(), "devices": device_meta([d])},
+    )
+
+
+def _same_logs(logs: dict[str, np.ndarray], rtol: float) -> list[dict[str, Any]]:
+    """Checks that variants b and c logged what variant a did."""
+    checks = []
+    for key in ("b", "c"):
+        rel = float(np.max(np.abs(logs[key] - logs["a"]) / np.maximum(np.abs(logs["a"]), 1e-30)))
+        checks.append({"check": f"variant {key} logs the same norms as variant a",
+                       "passed": bool(np.allclose(logs[key], logs["a"], rtol=rtol, atol=0)),
+                       "detail": f"max relative difference {rel:.2g} (rtol {rtol:g})",
+                       "max_rel_diff": rel})
+    return checks
+
+
+# ---------------------------------------------------------------------------------------------
+# the conclusion and the figure
+# ---------------------------------------------------------------------------------------------
+
+
+def conclusion(rows: list[dict[str, Any]], d: gd.Device, n: int, size: int) -> str:
+    """What the rows say: the synchronizations each variant made and what they cost."""
+    a, b, c = rows
+    s = (f"On {d}, logging with .item() every step made {format_count(a['syncs'], 'synchronization')} "
+         f"and {format_count(a['copies'], 'copy')} and took {format_seconds(a['seconds'])} "
+         f"({format_seconds(a['per_step_s'])} per step); keeping the log on the device made "
+         f"{format_count(b['syncs'], 'synchronization')} and {format_count(b['copies'], 'copy')}: "
+         f"{faster('variant b', b['seconds'], 'variant a', a['seconds'])}. ")
+    s += (f"One batched product of all {n} matrices with batched norms "
+          f"({format_count(c['ops'], 'operation')} instead of {b['ops']:,}): "
+          f"{faster('variant c', c['seconds'], 'variant b', b['seconds'])}. ")
+    if d.type == "cuda":
+        s += ("Each .item() makes the host wait until the GPU has finished everything queued, so "
+              "the GPU idles while Python prepares the next step; a log kept on the device lets "
+              "the GPU run ahead of Python. ")
+    else:
+        s += ("On the CPU an .item() waits for nothing (the work is already done), so the gap "
+              "between a and b is only the per-call cost of the two loops; on a GPU each of "
+              "those synchronizations would stall the device. ")
+    if c["seconds"] < 0.9 * b["seconds"]:
+        s += (f"Batching wins here: {n} calls' fixed costs became {c['ops']}, and each call "
+              f"got more work to spread over the device.")
+    else:
+        s += (f"Batching did not pay here: a {size}x{size} product already takes "
+              f"{format_seconds(b['per_step_s'])} per step, so the {n} calls' fixed costs were a "
+              f"small part of the time, and the batched operations ran no faster per product than "
+              f"the loop's.")
+    return s
+
+
+@figure_of(NUMBER)
+def plot(res: Result) -> Figure:
+    """The time of each variant, with its synchronizations and copies."""
+    from gpudev import plots
+
+    fig, (ax,) = plots.new_figure(9, 5)
+    items = [bar_item(r, f"({r['variant']}) {r['label']}", r["device"], color=plots.device_color(r["device"]),
+                      note=(f"{format_seconds(r['seconds'], micro=plots.MICRO)}\n"
+                            f"{format_count(r['syncs'], 'sync')}, {format_count(r['copies'], 'copy')}"))
+             for r in res.rows]
+    plots.bars(ax, items, ylabel=f"time for {res.meta.get('n')} logged norms")
+    ax.set_title(f"Exercise 3: {res.meta.get('n')} products of {res.meta.get('size')}x{res.meta.get('size')} "
+                 f"with the norm logged (median, whiskers min-max)", fontsize=9)
+    notes_text(ax, res)
+    return fig

@@ -1,0 +1,269 @@
+"""Exercise 4: two products on two GPUs at once vs in sequence on one, and whether queued
+device work overlaps with work on the host.
+
+    >>> res = two_devices(n=128, devices=["cpu"], repeats=3)
+    >>> res.skipped
+    'needs 2 GPUs, found 0'
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+import gpudev as gd
+
+from .._devices import DeviceLike
+from .._format import format_seconds
+from .measure import device_meta, devices_to_run, positive_int, step, time_repeats
+from .result import TIMING_FIELDS, Result, bar_item, figure_of, notes_text
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["COLUMNS", "FIELDS", "SIZES", "conclusion", "plot", "two_devices"]
+
+NUMBER = 4
+FIELDS = {
+    **TIMING_FIELDS,
+    "part": "'overlap' (device work and host work, on each device) or 'two GPUs'",
+    "scenario": "what was timed (the wall-clock time until every device finished)",
+    "n": "matrix size of each product",
+    "overlap": "for 'both': (t_products + t_host - t_both) / min(t_products, t_host): 1 means the "
+               "shorter one was fully hidden, 0 means they ran one after the other",
+    "speedup": "for the two-GPU row: one GPU's time / two GPUs' time (ideal 2)",
+    "efficiency": "speedup / 2",
+    "overlap_raw": "the overlap before clipping to [0, 1] (noise can push it outside)",
+    "no_overlap_s": "t_products + t_host: what 'both' takes when nothing overlaps",
+    "full_overlap_s": "max(t_products, t_host): what 'both' takes when the shorter is fully hidden",
+    "flops": "floating-point operations of the two products",
+}
+COLUMNS = [("device", "device", "text"), ("scenario", "scenario", "text"), ("n", "n", "int"),
+           ("seconds", "time", "time"), ("min_s", "min", "time"), ("max_s", "max", "time"),
+           ("overlap", "overlap", "pct"), ("speedup", "speedup", "ratio"),
+           ("efficiency", "of ideal", "pct")]
+SIZES = {"cpu": 1024, "cuda": 8192}  # the book's matrix size for each device type
+
+
+# ---------------------------------------------------------------------------------------------
+# measuring
+# ---------------------------------------------------------------------------------------------
+
+
+def two_devices(n: int | dict[str, int] | None = None,
+                devices: DeviceLike | Iterable[DeviceLike] | None = None, *, repeats: int = 5) -> Result:
+    """Exercise 4: two products on two GPUs at once vs one after the other on one GPU.
+
+    With two or more GPUs (the first two of `devices` are used): the time of two ``n x n``
+    products queued on one GPU, against one product queued on each of two GPUs, and the
+    speedup against the ideal 2x. With fewer GPUs that comparison is skipped (``skipped``
+    says why). On every device (GPUs and the CPU) it also measures whether two products
+    queued back-to-back overlap with host work (NumPy preparing data, sized to take as long as
+    the products): on a GPU they should, since the call returns as soon as the work is queued;
+    on the CPU they cannot, since the work runs before the call returns.
+    `n` is the matrix size: one int for every device, or a dict by device type
+    (``{"cpu": 1024, "cuda": 8192}``, which is what ``n=None`` means).
+
+    Example:
+        >>> res = two_devices(n=128, devices=["cpu"], repeats=3)
+        >>> res.skipped
+        'needs 2 GPUs, found 0'
+    """
+    op = "two_devices"
+    sizes = _sizes(n, op)
+    repeats = positive_int(op, "repeats", repeats)
+    devs, notes = devices_to_run(devices, op)
+    gpus = [d for d in devs if d.type == "cuda"]
+    rows = []
+    for d in devs:
+        rows += _overlap_rows(d, sizes[d.type], repeats)
+    skipped = None
+    if len(gpus) >= 2:
+        rows += _two_gpu_rows(gpus[0], gpus[1], sizes["cuda"], repeats)
+    else:
+        skipped = f"needs 2 GPUs, found {len(gpus)}"
+        notes.append(f"the two-GPU comparison was skipped: it {skipped}")
+    return Result(
+        number=NUMBER, name="two_devices", title="Two GPUs at once, and device work overlapping host work",
+        question="Do two products run concurrently on two GPUs twice as fast as in sequence on "
+                 "one? Does queued device work overlap with work on the host?",
+        fields=FIELDS, columns=COLUMNS, rows=rows,
+        conclusion=conclusion(rows, devs, gpus, skipped), skipped=skipped, notes=notes,
+        meta={"sizes": {str(d): sizes[d.type] for d in devs}, "repeats": repeats,
+              "devices": device_meta(devs)},
+    )
+
+
+def _sizes(n: int | dict[str, int] | None, op: str) -> dict[str, int]:
+    """The matrix size for each device type, from `n` (one int, a dict by type, or None)."""
+    if isinstance(n, dict):
+        unknown = set(n) - set(SIZES)
+        if unknown:
+            raise ValueError(f"{op}: n has keys {sorted(unknown)}; use 'cpu' and 'cuda', "
+                             f"e.g. n={{'cpu': 1024, 'cuda': 8192}}")
+        return {k: positive_int(op, f"n[{k!r}]", v) for k, v in {**SIZES, **n}.items()}
+    if n is None:
+        return dict(SIZES)
+    return dict.fromkeys(SIZES, positive_int(op, "n", n))
+
+
+class _HostWork:
+    """Host-side work of a chosen duration: NumPy filling a buffer with normal samples (a
+    data-preparation stand-in that never touches gpudev)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.rng = np.random.default_rng(0)
+        self.buffer = np.empty(1 << 16)
+        for _ in range(2):  # the second round corrects the first, measured on a small buffer
+            t0 = time.perf_counter()
+            self()
+            per_element = (time.perf_counter() - t0) / self.buffer.size
+            self.buffer = np.empty(int(min(max(seconds / per_element, 1 << 12), 1 << 27)))
+
+    def __call__(self) -> None:
+        self.rng.standard_normal(out=self.buffer)
+
+
+def _overlap_rows(d: gd.Device, n: int, repeats: int) -> list[dict[str, Any]]:
+    """Two products on `d`, host work alone, then both: how much of the shorter one was hidden."""
+    gd.manual_seed(0)
+    a, b = gd.randn(n, n, device=d), gd.randn(n, n, device=d)
+
+    def products() -> None:
+        a @ b
+        a @ b
+
+    step(f"4: two products on {d}")
+    dev = time_repeats(products, repeats, wall=True)
+    host_work = _HostWork(dev["seconds"])
+    step("4: host work alone")
+    host = time_repeats(host_work, repeats, wall=True)
+
+    def both() -> None:
+        products()
+        host_work()
+
+    step(f"4: two products on {d} with host work")
+    together = time_repeats(both, repeats, wall=True)
+    t_dev, t_host, t_both = dev["seconds"], host["seconds"], together["seconds"]
+    overlap = (t_dev + t_host - t_both) / min(t_dev, t_host)
+    base = {"device": str(d), "n": n, "part": "overlap"}
+    return [
+        {**base, "scenario": "two products", **dev, "flops": 4.0 * n**3},
+        {**base, "scenario": "host work alone (NumPy)", **host},
+        {**base, "scenario": "both: queue the products, then host work", **together,
+         "overlap": float(min(max(overlap, 0.0), 1.0)), "overlap_raw": overlap,
+         "no_overlap_s": t_dev + t_host, "full_overlap_s": max(t_dev, t_host)},
+    ]
+
+
+def _two_gpu_rows(g0: gd.Device, g1: gd.Device, n: int, repeats: int) -> list[dict[str, Any]]:
+    """Two products in sequence on `g0`, against one product on each of `g0` and `g1`."""
+    gd.manual_seed(0)
+    a0, b0 = gd.randn(n, n, device=g0), gd.randn(n, n, device=g0)
+    a1, b1 = a0.to(g1), b0.to(g1)
+
+    def sequential() -> None:
+        a0 @ b0
+        a0 @ b0
+
+    def concurrent() -> None:
+        a0 @ b0  # queued on g0, returns at once
+        a1 @ b1  # queued on g1 while g0 works
+
+    step(f"4: two products in sequence on {g0}")
+    seq = time_repeats(sequential, repeats, wall=True)
+    step(f"4: one product on each of {g0} and {g1}")
+    par = time_repeats(concurrent, repeats, wall=True)
+    speedup = seq["seconds"] / par["seconds"]
+    return [
+        {"device": str(g0), "n": n, "part": "two GPUs", "scenario": "two products in sequence, one GPU",
+         **seq},
+        {"device": f"{g0}+{g1}", "n": n, "part": "two GPUs", "scenario": "one product per GPU, concurrently",
+         **par, "speedup": speedup, "efficiency": speedup / 2},
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# the conclusion and the figure
+# ---------------------------------------------------------------------------------------------
+
+
+def conclusion(rows: list[dict[str, Any]], devs: list[gd.Device], gpus: list[gd.Device],
+               skipped: str | None) -> str:
+    """What the rows say: how much overlapped on each device, and the two-GPU speedup."""
+    text = [_overlap_text(rows, d) for d in devs]
+    if skipped:
+        text.append(f"The two-GPU comparison was skipped: it {skipped}.")
+    else:
+        seq, par = rows[-2], rows[-1]
+        text.append(f"Two products in sequence on {gpus[0]} took {format_seconds(seq['seconds'])}; one on "
+                    f"each of {gpus[0]} and {gpus[1]} took {format_seconds(par['seconds'])}: a "
+                    f"{par['speedup']:.2f}x speedup, {100 * par['efficiency']:.0f}% of the ideal 2x. "
+                    + ("Both GPUs worked at the same time, because each call only queued its work."
+                       if par["efficiency"] >= 0.8 else
+                       "Far from ideal: the products were too small to hide launch and "
+                       "synchronization costs, or one GPU waited for the other."))
+    return "\n\n".join(text)
+
+
+def _overlap_text(rows: list[dict[str, Any]], d: gd.Device) -> str:
+    prod, host, both = (r for r in rows if r["device"] == str(d) and r["part"] == "overlap")
+    s = (f"On {d}, two {prod['n']}x{prod['n']} products took {format_seconds(prod['seconds'])}, the host "
+         f"work {format_seconds(host['seconds'])}, and both together {format_seconds(both['seconds'])}: "
+         f"{100 * both['overlap']:.0f}% of the shorter one was hidden. ")
+    if d.type == "cuda":
+        s += ("The products were queued and the host went on with its own work while the GPU "
+              "computed: this is why code that does not synchronize needlessly is fast."
+              if both["overlap"] >= 0.5 else
+              "Little of it overlapped: something in the loop waited for the GPU before the "
+              "host work started.")
+    elif both["overlap_raw"] < -0.2:
+        s += (f"On the CPU a product runs before its call returns, so nothing overlaps; here "
+              f"the two together even took longer than one after the other "
+              f"({format_seconds(both['no_overlap_s'])}): on a busy machine, or with the product's "
+              f"threads still holding the cores, the host work runs slower right after a product.")
+    else:
+        s += ("On the CPU a product runs before its call returns, so the host work can only "
+              "start afterwards: the times add up." if both["overlap"] < 0.5 else
+              "The host work overlapped with the products here even though CPU work runs "
+              "before each call returns: the timings are noisy on this machine.")
+    return s
+
+
+@figure_of(NUMBER)
+def plot(res: Result) -> Figure:
+    """Wall-clock time of each scenario, with where 'both' would land with no overlap and
+    with full overlap."""
+    from gpudev import plots
+
+    fig, (ax,) = plots.new_figure(10, 5.5)
+    items = []
+    for r in res.rows:
+        note = format_seconds(r["seconds"], micro=plots.MICRO)
+        if r.get("overlap") is not None:
+            note += f"\n{100 * r['overlap']:.0f}% overlap"
+        if r.get("speedup") is not None:
+            note += f"\n{r['speedup']:.2f}x (ideal 2x)"
+        items.append(bar_item(r, r["scenario"], r["device"], color=plots.device_color(r["device"]), note=note))
+    if items:
+        positions, width, scale = plots.bars(ax, items, ylabel="wall-clock time")
+        top = ax.get_ylim()[1] * scale
+        for r in res.rows:  # where 'both' would land with no overlap and with full overlap
+            if r.get("no_overlap_s") is None:
+                continue
+            x = positions[(r["scenario"], r["device"])]
+            top = max(top, r["no_overlap_s"])
+            for value, style, label in ((r["no_overlap_s"], "--", "no overlap (sum of the two)"),
+                                        (r["full_overlap_s"], ":", "full overlap (the longer one)")):
+                ax.hlines(value / scale, x - width / 2, x + width / 2, colors="black", linestyles=style,
+                          label=label if not ax.get_legend_handles_labels()[1].count(label) else None)
+        ax.set_ylim(0, top / scale * 1.3)
+        ax.legend(fontsize=8, loc="upper right")
+    ax.set_title("Exercise 4: two products with host work, and on two GPUs (median, whiskers min-max)",
+                 fontsize=9)
+    notes_text(ax, res)
+    return fig

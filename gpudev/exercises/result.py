@@ -1,0 +1,221 @@
+"""What an exercise returns: a :class:`Result` (rows, checks, conclusion) and its formatting.
+
+Each exercise module registers the function that draws its Result with :func:`figure_of`;
+``Result.plot()`` and :func:`plot_result` look it up by the exercise's number.
+
+    >>> from gpudev import exercises as ex
+    >>> res = ex.small_op_sweep(sizes=(4, 64), iters=50)
+    >>> print(res.table())     # doctest: +SKIP
+    >>> res.to_dict()["rows"][0]["device"]
+    'cpu'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from .._format import format_bytes, format_seconds, jsonable
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["TIMING_FIELDS", "Result", "bar_item", "figure_of", "notes_text", "plot_result", "plots_module"]
+
+# Fields every timing row has; each exercise documents its own fields on top of these.
+TIMING_FIELDS = {
+    "device": "where it ran: 'cpu' or 'cuda:N'",
+    "seconds": "median time of one timed unit (the exercise says what a unit is), in seconds",
+    "min_s": "fastest repeat, seconds",
+    "max_s": "slowest repeat, seconds",
+    "std_s": "sample standard deviation of the repeats, seconds (0 for one repeat)",
+    "repeats": "how many repeats were timed",
+    "clock": "'gpu' (CUDA events), 'host' (perf_counter, ending after a synchronization) "
+             "or 'host, unsynchronized' (the wrong way, shown on purpose)",
+    "times": "every repeat's time, seconds",
+}
+
+
+@dataclasses.dataclass
+class Result:
+    """What one exercise measured and what it means.
+
+    ``rows`` are dicts whose keys ``fields`` documents (``columns`` are the ones the table
+    shows); ``checks`` are the correctness checks (``passed`` must be True); ``conclusion``
+    is written from the measured numbers; ``skipped`` says why the exercise's main comparison
+    could not run here (the rows then hold what could run), ``notes`` name the other parts
+    that were left out and why; ``meta`` holds sizes, device descriptions and measured peaks.
+
+    Example:
+        >>> from gpudev.exercises import small_op_sweep
+        >>> res = small_op_sweep(sizes=(4, 64), iters=50)
+        >>> [r["per_op_s"] > 0 for r in res.rows]
+        [True, True]
+        >>> fig = res.plot()
+    """
+
+    number: int
+    name: str
+    title: str
+    question: str
+    fields: dict[str, str]
+    columns: list[tuple[str, str, str]]  # (row key, header, format kind)
+    rows: list[dict[str, Any]]
+    conclusion: str
+    skipped: str | None = None
+    notes: list[str] = dataclasses.field(default_factory=list)
+    checks: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # every row carries every documented field, None where it does not apply
+        for row in self.rows:
+            for key in self.fields:
+                row.setdefault(key, None)
+
+    @property
+    def ok(self) -> bool:
+        """True when every check passed."""
+        return all(c["passed"] for c in self.checks)
+
+    def table(self, markdown: bool = False) -> str:
+        """The rows as an aligned text table (or a Markdown one), then the checks."""
+        header = [h for _, h, _ in self.columns]
+        body = [[_format_cell(row.get(key), kind) for key, _, kind in self.columns] for row in self.rows]
+        if markdown:
+            lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+            lines += ["| " + " | ".join(cells) + " |" for cells in body]
+        else:
+            widths = [max(len(x) for x in col) for col in zip(header, *body)]
+            lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
+            lines.append("  ".join("-" * w for w in widths))
+            lines += ["  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in body]
+        if not self.rows:
+            lines = ["(no rows: " + (self.skipped or "nothing could run here") + ")"]
+        if markdown and self.checks:
+            lines.append("")  # a list right after a table would be read as a table row
+        for c in self.checks:
+            mark = "PASS" if c["passed"] else "FAIL"
+            lines.append(("- " if markdown else "") + f"check {mark}: {c['check']}: {c['detail']}")
+        return "\n".join(lines)
+
+    def plot(self, path: str | os.PathLike[str] | None = None) -> Figure:
+        """A matplotlib Figure of the rows (saved as PNG to `path` when given)."""
+        if plots_module() is None:
+            raise ImportError(f"plot: {NO_MATPLOTLIB}")
+        fig = plot_result(self)
+        if path is not None:
+            fig.savefig(path, dpi=110)
+        return fig
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything as plain JSON-ready values (non-finite floats become None)."""
+        return jsonable(dataclasses.asdict(self))
+
+    def __str__(self) -> str:
+        parts = [f"Exercise {self.number}: {self.title}", "", self.table(), "", self.conclusion]
+        if self.skipped:
+            parts += ["", f"skipped: {self.skipped}"]
+        parts += [f"note: {n}" for n in self.notes]
+        return "\n".join(parts)
+
+    def _repr_markdown_(self) -> str:
+        parts = [f"**Exercise {self.number}: {self.title}**", "", self.table(markdown=True), "",
+                 self.conclusion]
+        if self.skipped:
+            parts += ["", f"*Skipped:* {self.skipped}"]
+        parts += [f"\n*Note:* {n}" for n in self.notes]
+        return "\n".join(parts)
+
+
+# how a table shows a value of each format kind (the third entry of Result.columns); str() otherwise
+_CELL_FORMATS: dict[str, Callable[[Any], str]] = {
+    "time": format_seconds,
+    "ratio": lambda v: f"{v:.3g}x",
+    "rate": lambda v: f"{v:.3g}",
+    "bytes": format_bytes,
+    "pct": lambda v: f"{100 * v:.0f}%",
+    "int": lambda v: f"{int(v):,}",
+    "bool": lambda v: "yes" if v else "no",
+}
+
+
+def _format_cell(value: Any, kind: str) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    return _CELL_FORMATS.get(kind, str)(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# figures: each exercise module registers the function that draws its Result
+# ---------------------------------------------------------------------------------------------
+
+FigureFunction = Callable[[Result], "Figure"]
+_FIGURES: dict[int, FigureFunction] = {}
+
+NO_MATPLOTLIB = "matplotlib is not installed; install it with pip install 'gpudev[plots]'"
+
+
+def figure_of(number: int) -> Callable[[FigureFunction], FigureFunction]:
+    """Decorator: the decorated function draws exercise `number`'s Result.
+
+    Example:
+        >>> @figure_of(5)
+        ... def plot(res: Result) -> Figure: ...
+    """
+
+    def register(fn: FigureFunction) -> FigureFunction:
+        _FIGURES[number] = fn
+        return fn
+
+    return register
+
+
+def plot_result(res: Result) -> Figure:
+    """The figure for one exercise's Result (titles, units and legends included).
+
+    Example:
+        >>> from gpudev.exercises import norm_logging
+        >>> fig = plot_result(norm_logging(n=20, size=8, repeats=2))
+    """
+    try:
+        figure = _FIGURES[res.number]
+    except KeyError:
+        raise ValueError(f"plot_result: no figure for exercise {res.number!r} ({res.name}); "
+                         f"exercises are numbered 1 to {len(_FIGURES)}") from None
+    return figure(res)
+
+
+def plots_module() -> ModuleType | None:
+    """gpudev.plots, or None where matplotlib is missing (the measurements need no plots)."""
+    try:
+        from gpudev import plots
+    except ImportError as exc:
+        if exc.name != "matplotlib" and not (exc.name or "").startswith("matplotlib."):
+            raise
+        return None
+    return plots
+
+
+def bar_item(row: dict[str, Any], group: str, series: str, **extra: Any) -> dict[str, Any]:
+    """A timing row as an item of ``plots.bars``: its median with min-max whiskers.
+
+    >>> bar_item({"seconds": 2.0, "min_s": 1.0, "max_s": 3.0}, "sum", "cpu")["median"]
+    2.0
+    """
+    return {"group": group, "series": series, "median": row["seconds"], "min": row["min_s"],
+            "max": row["max_s"], **extra}
+
+
+def notes_text(ax: Any, res: Result) -> None:
+    """Why parts were skipped and the notes, in small print at the top left of `ax`."""
+    from gpudev import plots
+
+    lines = ([f"skipped: {res.skipped}"] if res.skipped else []) + [f"note: {n}" for n in res.notes]
+    if lines:
+        ax.text(0.01, 0.99, "\n".join(plots.wrap(l_, 90) for l_ in lines), transform=ax.transAxes,
+                va="top", ha="left", fontsize=7, color="0.3")

@@ -1,0 +1,177 @@
+"""The package's layout: every module imports, no import cycle between gpudev's modules, the
+generic charts know nothing of the exercises, and the exercises keep their public names.
+
+The import graph is read from the source (ast): every ``import`` and ``from ... import``
+counts, at module level, inside functions and under ``if TYPE_CHECKING``, since each is a
+dependency a reader has to follow. Importing ``gpudev.a.b`` also depends on the packages
+``gpudev.a`` (their ``__init__`` runs first) unless the importer is inside them. The package
+root is the exception: modules reach the public API through ``import gpudev as gd`` at call
+time while ``gpudev/__init__.py`` imports the modules it re-exports, so edges into the root
+are left out of the cycle check.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pathlib
+
+import pytest
+
+import gpudev
+
+PACKAGE_DIR = pathlib.Path(gpudev.__file__).resolve().parent
+EXTENSION_SUFFIXES = (".py", ".so", ".pyd")
+
+
+def _modules(root: pathlib.Path, package: str) -> dict[str, pathlib.Path]:
+    """{module name: source file} of every Python module under `root` (packages included)."""
+    out = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join([package, *parts])] = path
+    return out
+
+
+def _is_module(name: str, root: pathlib.Path, package: str) -> bool:
+    """True when `name` (dotted, under `package`) is a module or package, compiled ones too."""
+    rel = pathlib.Path(*name.split(".")[1:]) if name != package else pathlib.Path()
+    if (root / rel).is_dir():
+        return True
+    return any(p.name.split(".")[0] == rel.name for p in (root / rel).parent.glob(rel.name + ".*")
+               if p.suffix in EXTENSION_SUFFIXES)
+
+
+def _imports(name: str, path: pathlib.Path, root: pathlib.Path, package: str) -> set[str]:
+    """The modules of `package` that module `name` imports anywhere in its source."""
+    is_package = path.name == "__init__.py"
+    here = name if is_package else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == package)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here.rsplit(".", node.level - 1)[0] if node.level > 1 else here
+                base = f"{base}.{node.module}" if node.module else base
+            else:
+                base = node.module or ""
+            if base.split(".")[0] != package:
+                continue
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.add(sub if _is_module(sub, root, package) else base)
+    return found
+
+
+def import_graph(root: pathlib.Path, package: str) -> dict[str, set[str]]:
+    """{module: the package's modules it depends on}, edges into the package root left out."""
+    graph = {}
+    for name, path in _modules(root, package).items():
+        deps = set()
+        for target in _imports(name, path, root, package):
+            parts = target.split(".")
+            # the packages above the target run first, unless the importer is inside them
+            for i in range(2, len(parts) + 1):
+                prefix = ".".join(parts[:i])
+                if not (name == prefix or name.startswith(prefix + ".")) or prefix == target:
+                    deps.add(prefix)
+        deps.discard(name)
+        deps.discard(package)
+        graph[name] = deps
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as [a, b, ..., a], or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == 1:
+                return path[path.index(dep):] + [dep]
+            if dep not in state and (cycle := visit(dep)):
+                return cycle
+        state[node] = 2
+        path.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# the checks
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(_modules(PACKAGE_DIR, "gpudev")))
+def test_every_module_imports(name):
+    if name == "gpudev.plots":
+        pytest.importorskip("matplotlib")
+    importlib.import_module(name)
+
+
+def test_no_import_cycle_between_gpudev_modules():
+    graph = import_graph(PACKAGE_DIR, "gpudev")
+    assert {"gpudev.exercises", "gpudev.exercises.result", "gpudev.plots", "gpudev.bench.cli"} <= set(graph)
+    assert "gpudev.exercises.result" in graph["gpudev.exercises.ex1_matmul"]
+    assert find_cycle(graph) is None, f"import cycle: {' -> '.join(find_cycle(graph))}"
+
+
+def test_the_cycle_check_finds_lazy_and_type_checking_cycles(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "charts.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                   "    from pkg.sub.result import Result\n")
+    (pkg / "sub" / "__init__.py").write_text("from .result import Result\n")
+    (pkg / "sub" / "result.py").write_text("def plot():\n    from .. import charts\n")
+    graph = import_graph(pkg, "pkg")
+    assert graph["pkg.charts"] == {"pkg.sub", "pkg.sub.result"}
+    assert graph["pkg.sub.result"] == {"pkg.charts"}
+    assert find_cycle(graph) in (["pkg.charts", "pkg.sub", "pkg.sub.result", "pkg.charts"],
+                                 ["pkg.charts", "pkg.sub.result", "pkg.charts"])
+    (pkg / "sub" / "result.py").write_text("def plot():\n    pass\n")
+    assert find_cycle(import_graph(pkg, "pkg")) is None
+
+
+def test_generic_charts_know_no_exercise():
+    graph = import_graph(PACKAGE_DIR, "gpudev")
+    assert graph["gpudev.plots"] <= {"gpudev._format"}
+    from gpudev import exercises
+    from gpudev.exercises import catalog
+
+    row_keys = set(exercises.TIMING_FIELDS)
+    for fn in catalog.EXERCISES.values():
+        row_keys |= set(importlib.import_module(fn.__module__).FIELDS)
+    tree = ast.parse((PACKAGE_DIR / "plots.py").read_text())
+    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    # a chart point has a device, a label and GFLOP/s; a device's roof has GFLOP/s and GB/s
+    assert strings & row_keys <= {"device", "label", "gflops", "gbps"}, strings & row_keys
+
+
+def test_the_exercises_names_stay_importable():
+    from gpudev import exercises as ex
+
+    for name in ex.__all__:
+        assert getattr(ex, name) is not None
+    moved = {
+        "_EX1_FIELDS": "ex1_matmul.FIELDS", "_EX1_COLUMNS": "ex1_matmul.COLUMNS", "_ex1_row": "ex1_matmul.row",
+        "_ex1_conclusion": "ex1_matmul.conclusion", "_same_predictions": "ex2_params.same_predictions",
+        "_EX4_FIELDS": "ex4_two_devices.FIELDS", "_EX4_COLUMNS": "ex4_two_devices.COLUMNS",
+        "_ex4_conclusion": "ex4_two_devices.conclusion", "_EX5_FIELDS": "ex5_sweep.FIELDS",
+        "_EX5_COLUMNS": "ex5_sweep.COLUMNS", "_ex5_conclusion": "ex5_sweep.conclusion",
+        "_crossover": "ex5_sweep.crossover", "_fit_cost": "ex5_sweep.fit_cost", "_stats": "measure.stats",
+        "TIMING_FIELDS": "result.TIMING_FIELDS", "build_parser": "cli.build_parser",
+    }
+    for old, new in moved.items():
+        module, _, attr = new.rpartition(".")
+        assert getattr(ex, old) is getattr(importlib.import_module(f"gpudev.exercises.{module}"), attr)
