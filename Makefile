@@ -56,7 +56,7 @@ ASAN_LIB = $(shell gcc -print-file-name=libasan.so)
 UBSAN_LIB = $(shell gcc -print-file-name=libubsan.so)
 sanitize: $(DEPS)
 	rm -rf build/asan && mkdir -p build/asan/gpudev
-	cp gpudev/*.py build/asan/gpudev/
+	cd gpudev && cp --parents $$(find . -name '*.py' -not -path '*/__pycache__/*') $(CURDIR)/build/asan/gpudev/
 	$(LOCK) env GPUDEV_SANITIZE=1 GPUDEV_CUDA=0 $(PY) setup.py -q build_ext --build-lib build/asan --build-temp build/asan-tmp --force
 	cd build/asan && LD_PRELOAD="$(ASAN_LIB) $(UBSAN_LIB)" \
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
