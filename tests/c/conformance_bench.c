@@ -122,8 +122,8 @@ static void bench_vectors(const bench_scale *sc)
     gd_ewise ewb = {.ndim = 2, .contiguous = 0, .size = side * side, .shape = {side, side}};
     gd_operand row = arr(x, 0, 1), col = arr(x, 1, 0);
     TIME(t, 5, 1, b->binary(y, GD_ADD, GD_FLOAT32, &ewb, &row, &col, d, &gdt_err));
-    gdt_bench_row(4.0 * (double)(side * side) / t / 1e9, "GB/s written", "broadcast add (%lld,1) + (1,%lld)", (long long)side,
-        (long long)side);
+    gdt_bench_row(4.0 * (double)(side * side) / t / 1e9, "GB/s written", "broadcast add (%lld,1) + (1,%lld)",
+                  (long long)side, (long long)side);
     int64_t shape2[2] = {side, side}, shape3[3] = {100, 400, 400};
     int perm2[2] = {1, 0}, perm3[3] = {0, 2, 1};
     double tc;
