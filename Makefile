@@ -64,12 +64,28 @@ sanitize: $(DEPS)
 	  PYTHONPATH=$(CURDIR)/build/asan GPUDEV_SANITIZE_RUN=1 \
 	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(CURDIR)/tests -m "not slow"
 
-# tests/cuda_smoke.cpp and the real CUDA backend (csrc/cuda) compiled for the CPU against the
-# emulation of CUDA and cuBLAS in tools/cuda_emu, then run: the kernels' logic is checked
-# without a GPU (not their speed). Fails if any check fails.
+# The backend conformance test (tests/c) with the real CUDA backend (csrc/cuda) compiled for
+# the CPU against the emulation of CUDA and cuBLAS in tools/cuda_emu, then run: the kernels'
+# logic is checked without a GPU (not their speed). Fails if any check fails.
 cuda-emu:
 	bash tools/cuda_emu/build.sh
-	build/cuda_emu/cuda_smoke
+	build/cuda_emu/conformance_cuda
+
+# The same conformance test on the CPU backend (built natively into build/ctest, with
+# OpenBLAS from the wheel in .venv), under AddressSanitizer + UBSan, its timings, and on this
+# machine's GPU (built with nvcc; it prints "skipped" where there is no GPU).
+.PHONY: ctest ctest-sanitize ctest-bench ctest-cuda
+ctest: $(DEPS)
+	$(MAKE) -C tests/c test PYTHON=$(CURDIR)/$(PY)
+
+ctest-sanitize: $(DEPS)
+	$(MAKE) -C tests/c sanitize PYTHON=$(CURDIR)/$(PY)
+
+ctest-bench: $(DEPS)
+	$(MAKE) -C tests/c bench PYTHON=$(CURDIR)/$(PY)
+
+ctest-cuda:
+	$(MAKE) -C tests/c cuda
 
 # On a machine with a GPU and no package registry: build for the local GPU and run the GPU
 # tests and benchmarks. Logs go to $(GPU_LOG_DIR).

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# build.sh - builds build/cuda_emu/cuda_smoke: tests/cuda_smoke.cpp linked against gpudev's
-# real CUDA backend (every csrc/cuda/*.cu except the Python module), compiled as plain C++ for
-# the CPU against tools/cuda_emu: a CPU emulation of just enough of CUDA and cuBLAS to run
+# build.sh - builds build/cuda_emu/conformance_cuda: the backend conformance test
+# (tests/c/conformance*.c with tests/c/target_cuda.c, plain C11) linked against gpudev's real
+# CUDA backend (every csrc/cuda/*.cu that does not include Python.h), compiled as plain C++
+# for the CPU against tools/cuda_emu: a CPU emulation of just enough of CUDA and cuBLAS to run
 # gpudev's kernels for their logic (index math, broadcasting, reductions, barriers, the gemm
 # operand swap); not timing, not real stream concurrency or memory-model semantics. No GPU or
 # CUDA toolkit is needed. `make cuda-emu` builds and runs it.
 #
 # Usage: tools/cuda_emu/build.sh   (from any directory; paths are relative to the repository)
-# Environment: CXX (default g++), CUDA_EMU_JOBS (parallel compiles, default 2).
+# Environment: CXX (default g++), CC (default gcc), CUDA_EMU_JOBS (parallel compiles, default 2).
 # Warnings are shown (there should be none); any compile error fails the build.
 set -euo pipefail
 
@@ -17,6 +18,7 @@ cd "$root" # relative paths from here on, so messages name csrc/cuda/x.cu
 emu=tools/cuda_emu
 out=build/cuda_emu
 cxx="${CXX:-g++}"
+cc="${CC:-gcc}"
 jobs="${CUDA_EMU_JOBS:-2}"
 python="${PYTHON:-python3}"
 
@@ -41,12 +43,21 @@ if [ ${#units[@]} -eq 0 ]; then
     echo "build.sh: no CUDA sources found in csrc/cuda" >&2
     exit 1
 fi
-units+=("$emu/emu.cpp -o $out/emu.o" "tests/cuda_smoke.cpp -o $out/cuda_smoke.o")
+units+=("$emu/emu.cpp -o $out/emu.o")
+
+# The test is C: compiled by the C compiler, linked by the C++ one (gd_cuda_backend has C
+# linkage). GDT_EMULATED makes it say so, and refuse --bench.
+tests=()
+for c in tests/c/conformance*.c tests/c/target_cuda.c; do
+    tests+=("$c -o $out/$(basename "$c" .c).o")
+done
 
 # One compile per line, $jobs at a time; xargs fails (123) if any of them does.
 started=$SECONDS
 printf '%s\n' "${units[@]}" | xargs -P "$jobs" -L 1 "$cxx" "${flags[@]}" -c
+printf '%s\n' "${tests[@]}" | xargs -P "$jobs" -L 1 "$cc" -std=c11 -O2 -g -Wall -Wextra -ffp-contract=off \
+    -DGDT_EMULATED -I csrc -I csrc/cpu -I tests/c -c
 objects=()
-for unit in "${units[@]}"; do objects+=("${unit##* }"); done
-"$cxx" "${flags[@]}" -o "$out/cuda_smoke" "${objects[@]}"
-echo "build.sh: built $out/cuda_smoke from ${#units[@]} sources in $((SECONDS - started)) s"
+for unit in "${units[@]}" "${tests[@]}"; do objects+=("${unit##* }"); done
+"$cxx" "${flags[@]}" -o "$out/conformance_cuda" "${objects[@]}"
+echo "build.sh: built $out/conformance_cuda from $((${#units[@]} + ${#tests[@]})) sources in $((SECONDS - started)) s"

@@ -1,8 +1,8 @@
 /* emu.cpp - a CPU emulation of just enough of the CUDA runtime and cuBLAS to run gpudev's CUDA
- * backend (csrc/cuda) for its logic, so that tests/cuda_smoke.cpp checks the real kernel code
- * on machines without a GPU: index math, broadcasting, reductions, __syncthreads barriers and
- * warp shuffles, launch configurations, device and stream bookkeeping, and the row-major to
- * column-major operand swap of the matrix products. It does not model timing, concurrency
+ * backend (csrc/cuda) for its logic, so that the backend conformance test (tests/c) checks the
+ * real kernel code on machines without a GPU: index math, broadcasting, reductions,
+ * __syncthreads barriers and warp shuffles, launch configurations, device and stream
+ * bookkeeping, and the row-major to column-major operand swap of the matrix products. It does not model timing, concurrency
  * between streams or GPUs, or the GPU memory model: every copy, launch and product runs to
  * completion on the host when it is issued, and device memory is host memory.
  *
