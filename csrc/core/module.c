@@ -5,7 +5,7 @@
 #define GD_IMPORT_NUMPY
 #include "core.h"
 
-#include "backend_cpu.h"
+#include "cpu/backend_cpu.h"
 
 #include <stdio.h>
 #include <string.h>
