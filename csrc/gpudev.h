@@ -29,8 +29,6 @@ extern "C" {
 typedef enum gd_dtype { GD_FLOAT32 = 0, GD_FLOAT64 = 1, GD_INT64 = 2 } gd_dtype;
 #define GD_NUM_DTYPES 3
 
-static inline size_t gd_dtype_size(gd_dtype t) { return t == GD_FLOAT32 ? 4 : 8; }
-
 typedef enum gd_device_type { GD_CPU = 0, GD_CUDA = 1 } gd_device_type;
 
 typedef struct gd_device {
@@ -279,5 +277,9 @@ typedef struct gd_backend {
 #ifdef __cplusplus
 }
 #endif
+
+/* The dtype and operation tables (names, sizes, which operations need floats), after the
+ * enums they describe. */
+#include "tables.h"
 
 #endif /* GPUDEV_H */

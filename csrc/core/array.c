@@ -16,8 +16,6 @@
 
 static const char *const dtype_names[GD_NUM_DTYPES] = {"float32", "float64", "int64"};
 
-const char *gd_dtype_name(gd_dtype dt) { return dtype_names[dt]; }
-
 /* NumPy type number -> gpudev dtype for data coming in: kept, widened, or refused (-1). */
 static int dtype_from_numpy(int type_num)
 {

@@ -146,7 +146,6 @@ ArrayObject *gd_array_to_device(gd_state *st, ArrayObject *a, gd_device dst, con
 /* Parse a dtype argument: gd/NumPy dtype objects, numpy scalar types, 'float32' strings...
  * None -> *out unchanged. -1 with TypeError on anything else. */
 int gd_parse_dtype(gd_state *st, PyObject *obj, gd_dtype *out, const char *op);
-const char *gd_dtype_name(gd_dtype dt);
 /* Parse a shape given as a tuple/list of ints or as ints (`rand(2, 3)`). */
 int gd_parse_shape(PyObject *const *args, Py_ssize_t nargs, int *ndim, int64_t *shape, const char *op);
 /* The shape as a Python tuple of ints (new reference). */
