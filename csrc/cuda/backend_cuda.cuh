@@ -100,11 +100,15 @@ static inline unsigned gd_cuda_blocks(const gd_cuda_device *dev, int64_t n, int 
  * vtable entries, by file
  * ---------------------------------------------------------------------------------------- */
 
-/* backend_cuda.cu: devices, memory, copies */
+/* runtime.cu: devices */
 int gd_cuda_device_count(void);
 int gd_cuda_synchronize(int device, gd_error *err);
+
+/* memory.cu */
 int gd_cuda_alloc(void **out, int device, size_t nbytes, gd_error *err);
 void gd_cuda_free(void *ptr, int device, size_t nbytes);
+
+/* copy.cu */
 int gd_cuda_copy_from_host(void *dst, int device, const void *host_src, size_t nbytes, gd_error *err);
 int gd_cuda_copy_to_host(void *host_dst, const void *src, int device, size_t nbytes, gd_error *err);
 int gd_cuda_copy_device(void *dst, int dst_device, const void *src, int src_device, size_t nbytes,
@@ -118,15 +122,9 @@ int gd_cuda_unary(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, con
 int gd_cuda_binary(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
                    const gd_operand *b, int device, gd_error *err);
 
-/* kernels.cu */
+/* cast.cu */
 int gd_cuda_astype(void *out, gd_dtype out_dtype, const void *in, gd_dtype in_dtype, int64_t n,
                    int device, gd_error *err);
-int gd_cuda_permute(void *out, gd_dtype dtype, const void *in, int ndim, const int64_t *in_shape,
-                    const int *perm, int device, gd_error *err);
-int gd_cuda_arange(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, int64_t n, int device,
-                   gd_error *err);
-int gd_cuda_random(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed, uint64_t offset,
-                   int64_t n, int device, gd_error *err);
 
 /* reduce.cu */
 int gd_cuda_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in, gd_dtype in_dtype,
@@ -137,11 +135,21 @@ int gd_cuda_gemm(void *c, gd_dtype dtype, const void *a, const void *b, int64_t 
                  int64_t n, int64_t k, int64_t stride_a, int64_t stride_b, int64_t stride_c, int device,
                  gd_error *err);
 
+/* permute.cu */
+int gd_cuda_permute(void *out, gd_dtype dtype, const void *in, int ndim, const int64_t *in_shape,
+                    const int *perm, int device, gd_error *err);
+
+/* generate.cu */
+int gd_cuda_arange(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, int64_t n, int device,
+                   gd_error *err);
+int gd_cuda_random(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed, uint64_t offset,
+                   int64_t n, int device, gd_error *err);
+
 /* The finished table (backend_cuda.cu); module.cu wraps it in the capsule. */
 extern "C" const gd_backend *gd_cuda_backend(void);
 
 /* ------------------------------------------------------------------------------------------
- * backend_cuda.cu: helpers behind the Python-level functions of gpudev._cuda
+ * helpers behind the Python-level functions of gpudev._cuda
  * ---------------------------------------------------------------------------------------- */
 
 typedef struct gd_cuda_memory_stats {
@@ -151,13 +159,13 @@ typedef struct gd_cuda_memory_stats {
     int64_t allocations;          /* live allocations */
 } gd_cuda_memory_stats;
 
-/* GD_ERR_DEVICE_UNAVAILABLE with a message naming the device and the GPU count (and why
- * there are none) unless 0 <= device < gd_cuda_device_count(). */
+/* runtime.cu: GD_ERR_DEVICE_UNAVAILABLE with a message naming the device and the GPU count
+ * (and why there are none) unless 0 <= device < gd_cuda_device_count(). */
 int gd_cuda_check_index(int device, gd_error *err);
-/* All zeros for a device gpudev never used (and the driver is not touched). */
+/* memory.cu: all zeros for a device gpudev never used (and the driver is not touched). */
 int gd_cuda_get_memory_stats(gd_cuda_memory_stats *out, int device, gd_error *err);
 void gd_cuda_reset_peak_memory_stats(int device);
-/* Wait for the device, then hand the pool's unused memory back to the driver. Blocks. */
+/* memory.cu: wait for the device, then hand the pool's unused memory back to the driver. Blocks. */
 int gd_cuda_empty_cache(int device, gd_error *err);
 
 #endif /* GPUDEV_BACKEND_CUDA_CUH */
