@@ -56,13 +56,13 @@ typedef struct gd_dtype_info {
     const char *name;    /* "float32": gd.float32, messages, traces, NumPy's name for it */
     size_t itemsize;     /* bytes per element */
     char kind;           /* 'f' floating point, 'i' signed integer */
-    char format;         /* struct-module format of one element, for the buffer protocol */
+    const char *format;  /* struct-module format of one element, for the buffer protocol */
 } gd_dtype_info;
 
 GD_TABLE gd_dtype_info gd_dtype_table[] = {
-    {GD_FLOAT32, "float32", 4, 'f', 'f'},
-    {GD_FLOAT64, "float64", 8, 'f', 'd'},
-    {GD_INT64, "int64", 8, 'i', 'q'},
+    {GD_FLOAT32, "float32", 4, 'f', "f"},
+    {GD_FLOAT64, "float64", 8, 'f', "d"},
+    {GD_INT64, "int64", 8, 'i', "q"},
 };
 GD_CHECK_TABLE(gd_dtype_table, GD_NUM_DTYPES, &gd_dtype_info::dtype);
 
