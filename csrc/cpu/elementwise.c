@@ -72,7 +72,7 @@ typedef void (*gd_bin_kernel)(void *out, const void *a, int64_t sa, const void *
         }                                                                                        \
     }
 
-/* base ** exp by squaring in uint64, wrapping like NumPy. ops.c rejects negative exponents;
+/* base ** exp by squaring in uint64, wrapping like NumPy. The core rejects negative exponents;
  * they get the truncated value of the exact result (0 unless base is 1 or -1). */
 static inline int64_t gd_ipow(int64_t base, int64_t exp)
 {

@@ -6,10 +6,13 @@
 #ifndef GPUDEV_BACKEND_CUDA_CUH
 #define GPUDEV_BACKEND_CUDA_CUH
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <type_traits>
+#include <utility>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -95,6 +98,37 @@ static inline unsigned gd_cuda_blocks(const gd_cuda_device *dev, int64_t n, int 
     if (wave < 1) wave = 1;
     return (unsigned)(blocks < wave ? blocks : wave);
 }
+
+/* ------------------------------------------------------------------------------------------
+ * kernel tables: each entry picks its launcher from a table indexed by enum values
+ * ---------------------------------------------------------------------------------------- */
+
+/* The C++ type of each dtype. A dtype added to gpudev.h without one fails to compile every
+ * launcher table below. */
+template <gd_dtype D> struct gd_ctype_of;
+template <> struct gd_ctype_of<GD_FLOAT32> { using type = float; };
+template <> struct gd_ctype_of<GD_FLOAT64> { using type = double; };
+template <> struct gd_ctype_of<GD_INT64> { using type = int64_t; };
+template <int D> using gd_ctype = typename gd_ctype_of<(gd_dtype)D>::type;
+
+template <class T> constexpr bool gd_is_int = std::is_same<T, int64_t>::value;
+
+/* at[i][d] == Pick::template entry<i, gd_ctype<d>>() for every i < N (an operation, or an
+ * output dtype) and every dtype d: the compiler builds the table from the enums, so no entry
+ * can be missing or in the wrong place. An entry is nullptr where the pair is undefined (a
+ * float-only operation on int64). */
+template <class Fn, int N, class Pick> struct gd_launch_table {
+    using row_type = std::array<Fn, GD_NUM_DTYPES>;
+    template <int I, size_t... D> static constexpr row_type row(std::index_sequence<D...>)
+    {
+        return row_type{{Pick::template entry<I, gd_ctype<(int)D>>()...}};
+    }
+    template <size_t... I> static constexpr std::array<row_type, N> rows(std::index_sequence<I...>)
+    {
+        return std::array<row_type, N>{{row<(int)I>(std::make_index_sequence<GD_NUM_DTYPES>{})...}};
+    }
+    static constexpr std::array<row_type, N> at = rows(std::make_index_sequence<N>{});
+};
 
 /* ------------------------------------------------------------------------------------------
  * vtable entries, by file

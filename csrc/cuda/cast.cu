@@ -37,15 +37,18 @@ template <class To, class From> int launch_astype(void *out, const void *in, int
     return GD_OK;
 }
 
-template <class To> int astype_to(void *out, const void *in, gd_dtype in_dtype, int64_t n, gd_cuda_device *dev, gd_error *err)
-{
-    switch (in_dtype) {
-    case GD_FLOAT32: return launch_astype<To, float>(out, in, n, dev, err);
-    case GD_FLOAT64: return launch_astype<To, double>(out, in, n, dev, err);
-    case GD_INT64: return launch_astype<To, int64_t>(out, in, n, dev, err);
+/* The launcher table, [out dtype][in dtype]; the diagonal is a plain copy. */
+using astype_launch = int (*)(void *out, const void *in, int64_t n, gd_cuda_device *dev, gd_error *err);
+
+struct pick_astype {
+    template <int TO, class From> static constexpr astype_launch entry()
+    {
+        if constexpr (std::is_same<gd_ctype<TO>, From>::value) return nullptr;
+        else return launch_astype<gd_ctype<TO>, From>;
     }
-    return gd_set_error(err, GD_ERR_VALUE, "cuda astype: unknown input dtype %d", (int)in_dtype);
-}
+};
+
+using astype_launchers = gd_launch_table<astype_launch, GD_NUM_DTYPES, pick_astype>;
 
 } // namespace
 
@@ -57,6 +60,8 @@ int gd_cuda_astype(void *out, gd_dtype out_dtype, const void *in, gd_dtype in_dt
                    gd_error *err)
 {
     if (n <= 0) return GD_OK;
+    if ((unsigned)out_dtype >= GD_NUM_DTYPES || (unsigned)in_dtype >= GD_NUM_DTYPES)
+        return gd_set_error(err, GD_ERR_VALUE, "cuda astype: unknown dtype %d or %d", (int)out_dtype, (int)in_dtype);
     gd_cuda_device *dev;
     int rc = gd_cuda_enter(&dev, device, err);
     if (rc != GD_OK) return rc;
@@ -64,10 +69,5 @@ int gd_cuda_astype(void *out, gd_dtype out_dtype, const void *in, gd_dtype in_dt
         GD_CHECK(cudaMemcpyAsync(out, in, (size_t)n * gd_dtype_size(in_dtype), cudaMemcpyDeviceToDevice, dev->stream));
         return GD_OK;
     }
-    switch (out_dtype) {
-    case GD_FLOAT32: return astype_to<float>(out, in, in_dtype, n, dev, err);
-    case GD_FLOAT64: return astype_to<double>(out, in, in_dtype, n, dev, err);
-    case GD_INT64: return astype_to<int64_t>(out, in, in_dtype, n, dev, err);
-    }
-    return gd_set_error(err, GD_ERR_VALUE, "cuda astype: unknown output dtype %d", (int)out_dtype);
+    return astype_launchers::at[out_dtype][in_dtype](out, in, n, dev, err);
 }

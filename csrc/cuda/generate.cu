@@ -51,6 +51,37 @@ template <class T> __global__ void random_kernel(T *out, int64_t n, int normal, 
     }
 }
 
+template <class T>
+int launch_random(void *out, int64_t n, int normal, uint64_t seed, uint64_t offset, gd_cuda_device *dev, gd_error *err)
+{
+    const int64_t per = sizeof(T) == 4 ? 4 : 2, blocks = (n + per - 1) / per;
+    random_kernel<T><<<gd_cuda_blocks(dev, blocks, GD_CUDA_THREADS), GD_CUDA_THREADS, 0, dev->stream>>>(
+        (T *)out, n, normal, seed, offset);
+    GD_CHECK_LAUNCH();
+    return GD_OK;
+}
+
+/* The launcher tables, [dtype] (one row); random numbers are floats only. */
+using arange_launch = int (*)(void *out, int64_t n, gd_scalar start, gd_scalar step, gd_cuda_device *dev,
+                              gd_error *err);
+using random_launch = int (*)(void *out, int64_t n, int normal, uint64_t seed, uint64_t offset, gd_cuda_device *dev,
+                              gd_error *err);
+
+struct pick_arange {
+    template <int, class T> static constexpr arange_launch entry() { return launch_arange<T>; }
+};
+
+struct pick_random {
+    template <int, class T> static constexpr random_launch entry()
+    {
+        if constexpr (gd_is_int<T>) return nullptr;
+        else return launch_random<T>;
+    }
+};
+
+using arange_launchers = gd_launch_table<arange_launch, 1, pick_arange>;
+using random_launchers = gd_launch_table<random_launch, 1, pick_random>;
+
 } // namespace
 
 /* ------------------------------------------------------------------------------------------
@@ -60,34 +91,21 @@ template <class T> __global__ void random_kernel(T *out, int64_t n, int normal, 
 int gd_cuda_arange(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, int64_t n, int device, gd_error *err)
 {
     if (n <= 0) return GD_OK;
+    if ((unsigned)dtype >= GD_NUM_DTYPES) return gd_set_error(err, GD_ERR_VALUE, "cuda arange: unknown dtype %d", (int)dtype);
     gd_cuda_device *dev;
     int rc = gd_cuda_enter(&dev, device, err);
     if (rc != GD_OK) return rc;
-    switch (dtype) {
-    case GD_FLOAT32: return launch_arange<float>(out, n, start, step, dev, err);
-    case GD_FLOAT64: return launch_arange<double>(out, n, start, step, dev, err);
-    case GD_INT64: return launch_arange<int64_t>(out, n, start, step, dev, err);
-    }
-    return gd_set_error(err, GD_ERR_VALUE, "cuda arange: unknown dtype %d", (int)dtype);
+    return arange_launchers::at[0][dtype](out, n, start, step, dev, err);
 }
 
 int gd_cuda_random(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed, uint64_t offset, int64_t n,
                    int device, gd_error *err)
 {
     if (n <= 0) return GD_OK;
-    if (dtype != GD_FLOAT32 && dtype != GD_FLOAT64)
-        return gd_set_error(err, GD_ERR_VALUE, "cuda random: dtype %d is not a float dtype", (int)dtype);
+    const random_launch launch = (unsigned)dtype < GD_NUM_DTYPES ? random_launchers::at[0][dtype] : nullptr;
+    if (!launch) return gd_set_error(err, GD_ERR_VALUE, "cuda random: dtype %d is not a float dtype", (int)dtype);
     gd_cuda_device *dev;
     int rc = gd_cuda_enter(&dev, device, err);
     if (rc != GD_OK) return rc;
-    const int per = GD_PHILOX_PER_BLOCK(dtype == GD_FLOAT32);
-    const int64_t blocks = (n + per - 1) / per;
-    const unsigned grid = gd_cuda_blocks(dev, blocks, GD_CUDA_THREADS);
-    const int normal = kind == GD_RAND_NORMAL;
-    if (dtype == GD_FLOAT32)
-        random_kernel<float><<<grid, GD_CUDA_THREADS, 0, dev->stream>>>((float *)out, n, normal, seed, offset);
-    else
-        random_kernel<double><<<grid, GD_CUDA_THREADS, 0, dev->stream>>>((double *)out, n, normal, seed, offset);
-    GD_CHECK_LAUNCH();
-    return GD_OK;
+    return launch(out, n, kind == GD_RAND_NORMAL, seed, offset, dev, err);
 }
