@@ -145,7 +145,17 @@ static inline PyThreadState *gd_run_begin(gd_device dev, double work)
     return dev.type == GD_CPU && work > GD_RELEASE_GIL_ELEMENTS ? PyEval_SaveThread() : NULL;
 }
 
-int gd_run_end(gd_state *st, gd_device dev, PyThreadState *released, int rc, const gd_error *err, const char *op);
+static inline int gd_run_end(gd_state *st, gd_device dev, PyThreadState *released, int rc, const gd_error *err,
+                             const char *op)
+{
+    if (released) PyEval_RestoreThread(released);
+    else gd_mark_pending(st, dev);
+    return rc ? gd_raise(st, op, err) : 0;
+}
+
+/* A backend call that blocks until the device is idle (synchronize, empty_cache, ...), run
+ * without the GIL; nothing to do when `call` is NULL. 0, or -1 with the exception naming op. */
+int gd_wait(gd_state *st, int (*call)(int device, gd_error *err), gd_device dev, const char *op);
 
 /* Synchronize one device (recording a trace event with `cause` when tracing). -1 on error. */
 int gd_sync_device(gd_state *st, gd_device dev, const char *cause);

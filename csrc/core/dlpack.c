@@ -419,23 +419,6 @@ static PyObject *producer_capsule(PyObject *x, int cuda)
     return capsule;
 }
 
-/* Wait for every stream on GPU `dev`, the producer's included, so that gpudev's own stream
- * may read the memory at once. gpudev._info._cuda_call turns a failure into CudaError. */
-static int sync_whole_gpu(gd_state *st, gd_device dev)
-{
-    PyObject *cuda = PyImport_ImportModule("gpudev._cuda");
-    PyObject *info = cuda ? PyImport_ImportModule("gpudev._info") : NULL;
-    PyObject *fn = info ? PyObject_GetAttrString(cuda, "device_synchronize") : NULL;
-    PyObject *res = fn ? PyObject_CallMethod(info, "_cuda_call", "Oi", fn, dev.index) : NULL;
-    Py_XDECREF(fn);
-    Py_XDECREF(info);
-    Py_XDECREF(cuda);
-    if (!res) return -1;
-    Py_DECREF(res);
-    gd_clear_pending(st, dev); /* gpudev's stream is idle too */
-    return gd_trace_sync(st, "from_dlpack", dev);
-}
-
 /* The tensor inside a producer's capsule, or NULL with the reason: not a DLPack capsule,
  * already consumed, or a major version whose layout gpudev does not know. Exactly one of
  * *legacy and *versioned is set on success. */
@@ -609,7 +592,8 @@ static ArrayObject *import_capsule(gd_state *st, PyObject *capsule, gd_device de
      * a read-only tensor must not become a writable Array. Both are copied instead. */
     uintptr_t data = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
     int must_copy = read_only || data % (uintptr_t)gd_dtype_size(dt) != 0;
-    if (dev.type == GD_CUDA && sync_whole_gpu(st, dev) < 0) return NULL;
+    /* every stream on the GPU, the producer's included, so gpudev's may read the memory at once */
+    if (dev.type == GD_CUDA && gd_sync_whole_device(st, dev, "from_dlpack") < 0) return NULL;
     ArrayObject *a = adopt_tensor(st, capsule, legacy, versioned, dev, dt, size);
     if (!a || !must_copy) return a;
     /* releasing `a` afterwards waits for the copy before the producer gets its memory back */

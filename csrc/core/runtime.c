@@ -1,7 +1,8 @@
 /* runtime.c - what every operation of gpudev._C relies on: the exception types and the one
- * path from a backend's gd_error to them, the backend registry (the CPU built in, CUDA handed
- * over by gpudev._cuda through a capsule), running a backend call, synchronization, and the
- * process-wide settings: CPU threads and the random seed.
+ * path from a backend's gd_error to them (gd_raise), the backend registry (the CPU built in,
+ * CUDA handed over by gpudev._cuda through a capsule), synchronization, and the process-wide
+ * settings: CPU threads and the random seed. Running a backend call (gd_run_begin and
+ * gd_run_end) is inline in core.h, on every operation's path.
  */
 #include "core.h"
 
@@ -159,29 +160,25 @@ static PyObject *mod_cuda_reason(PyObject *module, PyObject *Py_UNUSED(ignored))
 }
 
 /* ------------------------------------------------------------------------------------------
- * running backend calls and synchronizing
+ * synchronizing
  * ---------------------------------------------------------------------------------------- */
 
-int gd_run_end(gd_state *st, gd_device dev, PyThreadState *released, int rc, const gd_error *err, const char *op)
+int gd_wait(gd_state *st, int (*call)(int device, gd_error *err), gd_device dev, const char *op)
 {
-    if (released) PyEval_RestoreThread(released);
-    else gd_mark_pending(st, dev);
-    return rc ? gd_raise(st, op, err) : 0;
+    if (!call) return 0;
+    gd_error err = {0};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = call(dev.index, &err);
+    Py_END_ALLOW_THREADS
+    return rc ? gd_raise(st, op, &err) : 0;
 }
 
 int gd_sync_device(gd_state *st, gd_device dev, const char *cause)
 {
     if (dev.type == GD_CUDA) {
         const gd_backend *be = gd_backend_for(st, dev, "synchronize");
-        if (!be) return -1;
-        if (be->synchronize) {
-            gd_error err = {0};
-            int rc;
-            Py_BEGIN_ALLOW_THREADS
-            rc = be->synchronize(dev.index, &err);
-            Py_END_ALLOW_THREADS
-            if (rc) return gd_raise(st, "synchronize", &err);
-        }
+        if (!be || gd_wait(st, be->synchronize, dev, "synchronize") < 0) return -1;
         gd_clear_pending(st, dev);
     }
     return gd_trace_sync(st, cause, dev);
@@ -326,20 +323,6 @@ static PyObject *mod_cpu_facts(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(
                          gd_cpu_blas_config(), "threads", gd_cpu_get_num_threads());
 }
 
-static PyObject *mod_cpu_memory_stats(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
-{
-    int64_t s[4];
-    gd_cpu_memory_stats(s);
-    return Py_BuildValue("{s:L,s:L,s:L,s:L}", "allocated_bytes", (long long)s[0], "peak_allocated_bytes",
-                         (long long)s[1], "allocations", (long long)s[2], "reserved_bytes", (long long)s[3]);
-}
-
-static PyObject *mod_cpu_reset_peak(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
-{
-    gd_cpu_reset_peak();
-    Py_RETURN_NONE;
-}
-
 /* ------------------------------------------------------------------------------------------
  * setup
  * ---------------------------------------------------------------------------------------- */
@@ -362,8 +345,6 @@ static PyMethodDef runtime_functions[] = {
      "set_num_threads(n): CPU threads for gpudev's kernels and OpenBLAS."},
     {"get_num_threads", mod_get_num_threads, METH_NOARGS, "get_num_threads() -> int"},
     {"_cpu_facts", mod_cpu_facts, METH_NOARGS, NULL},
-    {"_cpu_memory_stats", mod_cpu_memory_stats, METH_NOARGS, NULL},
-    {"_cpu_reset_peak", mod_cpu_reset_peak, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

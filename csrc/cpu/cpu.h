@@ -101,6 +101,8 @@ int gd_cpu_synchronize(int device, gd_error *err);
 /* memory.c */
 int gd_cpu_alloc(void **out, int device, size_t nbytes, gd_error *err);
 void gd_cpu_free(void *ptr, int device, size_t nbytes);
+int gd_cpu_get_memory_stats(gd_memory_stats *out, int device, gd_error *err);
+void gd_cpu_reset_peak_memory(int device);
 
 /* copy.c */
 int gd_cpu_copy_from_host(void *dst, int device, const void *host_src, size_t nbytes, gd_error *err);

@@ -1,5 +1,5 @@
 /* memory.c - the CPU backend's host memory: aligned allocations (huge pages for large ones),
- * the counters behind memory_stats, and what alloc(0) returns.
+ * what alloc(0) returns, and the counters behind memory_stats. There is no cache to empty.
  */
 #define _GNU_SOURCE /* MADV_HUGEPAGE under -std=c11 */
 
@@ -96,4 +96,27 @@ void gd_cpu_reset_peak(void)
 {
     atomic_store_explicit(&gd_mem_peak, atomic_load_explicit(&gd_mem_allocated, memory_order_relaxed),
                           memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * device services: memory statistics
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_cpu_get_memory_stats(gd_memory_stats *out, int device, gd_error *err)
+{
+    (void)device;
+    (void)err;
+    int64_t s[4];
+    gd_cpu_memory_stats(s);
+    out->allocated_bytes = s[0];
+    out->peak_allocated_bytes = s[1];
+    out->allocations = s[2];
+    out->reserved_bytes = s[3];
+    return GD_OK;
+}
+
+void gd_cpu_reset_peak_memory(int device)
+{
+    (void)device;
+    gd_cpu_reset_peak();
 }

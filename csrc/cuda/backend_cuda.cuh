@@ -141,6 +141,9 @@ int gd_cuda_synchronize(int device, gd_error *err);
 /* memory.cu */
 int gd_cuda_alloc(void **out, int device, size_t nbytes, gd_error *err);
 void gd_cuda_free(void *ptr, int device, size_t nbytes);
+int gd_cuda_get_memory_stats(gd_memory_stats *out, int device, gd_error *err);
+void gd_cuda_reset_peak_memory(int device);
+int gd_cuda_empty_cache(int device, gd_error *err);
 
 /* copy.cu */
 int gd_cuda_copy_from_host(void *dst, int device, const void *host_src, size_t nbytes, gd_error *err);
@@ -179,27 +182,22 @@ int gd_cuda_arange(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, i
 int gd_cuda_random(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed, uint64_t offset,
                    int64_t n, int device, gd_error *err);
 
+/* services.cu: device properties, whole-device synchronization, events */
+int gd_cuda_device_props(gd_device_props *out, int device, gd_error *err);
+int gd_cuda_synchronize_all(int device, gd_error *err);
+int gd_cuda_event_create(void **out, int device, gd_error *err);
+int gd_cuda_event_record(void *event, int device, gd_error *err);
+int gd_cuda_event_elapsed_ms(double *out, void *start, void *end, int device, gd_error *err);
+void gd_cuda_event_destroy(void *event, int device);
+
 /* The finished table (backend_cuda.cu); module.cu wraps it in the capsule. */
 extern "C" const gd_backend *gd_cuda_backend(void);
-
-/* ------------------------------------------------------------------------------------------
- * helpers behind the Python-level functions of gpudev._cuda
- * ---------------------------------------------------------------------------------------- */
-
-typedef struct gd_cuda_memory_stats {
-    int64_t allocated_bytes;      /* bytes of live gpudev arrays on the device */
-    int64_t reserved_bytes;       /* bytes the device's pool holds from the driver */
-    int64_t peak_allocated_bytes; /* most allocated_bytes since start or the last reset */
-    int64_t allocations;          /* live allocations */
-} gd_cuda_memory_stats;
 
 /* runtime.cu: GD_ERR_DEVICE_UNAVAILABLE with a message naming the device and the GPU count
  * (and why there are none) unless 0 <= device < gd_cuda_device_count(). */
 int gd_cuda_check_index(int device, gd_error *err);
-/* memory.cu: all zeros for a device gpudev never used (and the driver is not touched). */
-int gd_cuda_get_memory_stats(gd_cuda_memory_stats *out, int device, gd_error *err);
-void gd_cuda_reset_peak_memory_stats(int device);
-/* memory.cu: wait for the device, then hand the pool's unused memory back to the driver. Blocks. */
-int gd_cuda_empty_cache(int device, gd_error *err);
+/* runtime.cu: the driver's and the runtime's CUDA versions (13000 for 13.0); 0 when unknown
+ * (the driver's without a driver). Never fails. */
+void gd_cuda_versions(int *driver, int *runtime);
 
 #endif /* GPUDEV_BACKEND_CUDA_CUH */

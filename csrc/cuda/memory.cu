@@ -1,5 +1,6 @@
 /* memory.cu - the CUDA backend's memory: stream-ordered allocations from each device's pool,
- * readable out-of-memory reports, and the counters behind memory_stats.
+ * readable out-of-memory reports, the counters behind memory_stats, and giving the pool's
+ * cache back to the driver (empty_cache).
  */
 #include "backend_cuda.cuh"
 
@@ -78,7 +79,7 @@ void gd_cuda_free(void *ptr, int device, size_t nbytes)
     dev->allocations.fetch_sub(1);
 }
 
-int gd_cuda_get_memory_stats(gd_cuda_memory_stats *out, int device, gd_error *err)
+int gd_cuda_get_memory_stats(gd_memory_stats *out, int device, gd_error *err)
 {
     int rc = gd_cuda_check_index(device, err);
     if (rc != GD_OK) return rc;
@@ -90,7 +91,7 @@ int gd_cuda_get_memory_stats(gd_cuda_memory_stats *out, int device, gd_error *er
     return GD_OK;
 }
 
-void gd_cuda_reset_peak_memory_stats(int device)
+void gd_cuda_reset_peak_memory(int device)
 {
     if (device < 0 || device >= GD_CUDA_MAX_DEVICES) return;
     gd_cuda_device *dev = gd_cuda_device_slot(device);

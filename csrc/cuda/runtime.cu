@@ -117,6 +117,19 @@ int gd_cuda_device_count(void)
     return n;
 }
 
+void gd_cuda_versions(int *driver, int *runtime)
+{
+    *driver = *runtime = 0;
+    if (cudaDriverGetVersion(driver) != cudaSuccess) {
+        (void)cudaGetLastError();
+        *driver = 0; /* no driver */
+    }
+    if (cudaRuntimeGetVersion(runtime) != cudaSuccess) {
+        (void)cudaGetLastError();
+        *runtime = 0;
+    }
+}
+
 int gd_cuda_check_index(int device, gd_error *err)
 {
     int count = gd_cuda_device_count();
