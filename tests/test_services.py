@@ -28,7 +28,7 @@ def _missing_gpu() -> gd.Device:
 # ---------------------------------------------------------------------------------------------
 
 
-def test_cpu_memory_stats_come_from_the_cpu_backend_counters(device):
+def test_memory_stats_count_each_allocation(device):
     gc.collect()
     before = _C._memory_stats(device)
     assert set(before) == MEMORY_KEYS

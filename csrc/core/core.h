@@ -88,10 +88,14 @@ typedef struct ArrayObject {
 /* State of the module that defines Array/Device types, from an instance of either. O(1). */
 static inline gd_state *gd_state_of(PyObject *obj) { return (gd_state *)PyType_GetModuleState(Py_TYPE(obj)); }
 
-/* Each file that adds functions, types or exceptions to the module has a setup function,
- * called once by module.c's exec slot; 0 or -1 with an exception. */
-#define FASTKW (METH_FASTCALL | METH_KEYWORDS)
-#define FN(f) ((PyCFunction)(void (*)(void))(f))
+/* ------------------------------------------------------------------------------------------
+ * setup: each file that adds functions, types or exceptions to the module has a
+ * gd_<file>_setup function, called once by module.c's exec slot (0, or -1 with an exception);
+ * its PyMethodDef entries use these two
+ * ---------------------------------------------------------------------------------------- */
+
+#define GD_FASTKW (METH_FASTCALL | METH_KEYWORDS)
+#define GD_FN(f) ((PyCFunction)(void (*)(void))(f))
 
 /* ------------------------------------------------------------------------------------------
  * runtime.c: exceptions, the backend registry, running backend calls, synchronization,

@@ -316,18 +316,18 @@ static PyObject *mod_randn(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObje
  * ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef creation_functions[] = {
-    {"array", FN(mod_array), FASTKW,
+    {"array", GD_FN(mod_array), GD_FASTKW,
      "array(obj, dtype=None, device=None) -> a new array (always a copy).\n\n>>> gd.array([[1, 2], [3, 4]])"},
-    {"asarray", FN(mod_asarray), FASTKW,
+    {"asarray", GD_FN(mod_asarray), GD_FASTKW,
      "asarray(obj, dtype=None, device=None) -> obj itself when it already fits, else a conversion.\n"
      "A NumPy array of a gpudev dtype on the CPU is shared, not copied."},
-    {"zeros", FN(mod_zeros), FASTKW, "zeros(shape, dtype=None, device=None)\n\n>>> gd.zeros((2, 3), device=gd.try_gpu())"},
-    {"ones", FN(mod_ones), FASTKW, "ones(shape, dtype=None, device=None)"},
-    {"empty", FN(mod_empty), FASTKW, "empty(shape, dtype=None, device=None): uninitialised contents"},
-    {"full", FN(mod_full), FASTKW, "full(shape, fill_value, dtype=None, device=None)"},
-    {"arange", FN(mod_arange), FASTKW, "arange(start, stop=None, step=1, dtype=None, device=None)"},
-    {"rand", FN(mod_rand), FASTKW, "rand(*shape, dtype=None, device=None): uniform in [0, 1)\n\n>>> gd.rand(2, 3)"},
-    {"randn", FN(mod_randn), FASTKW, "randn(*shape, dtype=None, device=None): standard normal"},
+    {"zeros", GD_FN(mod_zeros), GD_FASTKW, "zeros(shape, dtype=None, device=None)\n\n>>> gd.zeros((2, 3), device=gd.try_gpu())"},
+    {"ones", GD_FN(mod_ones), GD_FASTKW, "ones(shape, dtype=None, device=None)"},
+    {"empty", GD_FN(mod_empty), GD_FASTKW, "empty(shape, dtype=None, device=None): uninitialised contents"},
+    {"full", GD_FN(mod_full), GD_FASTKW, "full(shape, fill_value, dtype=None, device=None)"},
+    {"arange", GD_FN(mod_arange), GD_FASTKW, "arange(start, stop=None, step=1, dtype=None, device=None)"},
+    {"rand", GD_FN(mod_rand), GD_FASTKW, "rand(*shape, dtype=None, device=None): uniform in [0, 1)\n\n>>> gd.rand(2, 3)"},
+    {"randn", GD_FN(mod_randn), GD_FASTKW, "randn(*shape, dtype=None, device=None): standard normal"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -301,9 +301,9 @@ static PyObject *mod_try_all_gpus(PyObject *module, PyObject *Py_UNUSED(ignored)
 
 static PyMethodDef device_module_methods[] = {
     {"cpu", mod_cpu, METH_NOARGS, "cpu() -> Device: the host and all its cores."},
-    {"gpu", FN(mod_gpu), FASTKW,
+    {"gpu", GD_FN(mod_gpu), GD_FASTKW,
      "gpu(i=0) -> Device('cuda:i'), whether or not it exists (allocating on a missing GPU raises)."},
-    {"try_gpu", FN(mod_try_gpu), FASTKW,
+    {"try_gpu", GD_FN(mod_try_gpu), GD_FASTKW,
      "try_gpu(i=0) -> gpu(i) if it exists, else cpu().\n\n>>> x = gd.ones(3, device=gd.try_gpu())"},
     {"try_all_gpus", mod_try_all_gpus, METH_NOARGS, "try_all_gpus() -> every GPU, or [cpu()] when there is none."},
     {NULL, NULL, 0, NULL},

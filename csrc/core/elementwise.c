@@ -537,9 +537,9 @@ static PyMethodDef elementwise_functions[] = {
     {"tanh", mod_tanh, METH_O, "tanh(a) elementwise"},
     {"relu", mod_relu, METH_O, "relu(a) = maximum(a, 0) elementwise"},
     {"abs", mod_abs, METH_O, "abs(a) elementwise"},
-    {"maximum", FN(mod_maximum), METH_FASTCALL, "maximum(a, b) elementwise with broadcasting (NaN propagates)"},
-    {"minimum", FN(mod_minimum), METH_FASTCALL, "minimum(a, b) elementwise with broadcasting (NaN propagates)"},
-    {"allclose", FN(mod_allclose), METH_VARARGS | METH_KEYWORDS,
+    {"maximum", GD_FN(mod_maximum), METH_FASTCALL, "maximum(a, b) elementwise with broadcasting (NaN propagates)"},
+    {"minimum", GD_FN(mod_minimum), METH_FASTCALL, "minimum(a, b) elementwise with broadcasting (NaN propagates)"},
+    {"allclose", GD_FN(mod_allclose), METH_VARARGS | METH_KEYWORDS,
      "allclose(a, b, rtol=1e-05, atol=1e-08) -> bool, as numpy.allclose"},
     {NULL, NULL, 0, NULL},
 };

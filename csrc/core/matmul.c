@@ -185,7 +185,7 @@ static PyObject *mod_matmul(PyObject *module, PyObject *const *args, Py_ssize_t 
 }
 
 static PyMethodDef matmul_functions[] = {
-    {"matmul", FN(mod_matmul), METH_FASTCALL, "matmul(a, b): matrix product, NumPy semantics (also a @ b)"},
+    {"matmul", GD_FN(mod_matmul), METH_FASTCALL, "matmul(a, b): matrix product, NumPy semantics (also a @ b)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -282,7 +282,7 @@ static PyObject *mod_norm(PyObject *module, PyObject *const *args, Py_ssize_t na
 }
 
 static PyMethodDef reduce_functions[] = {
-    {"norm", FN(mod_norm), FASTKW,
+    {"norm", GD_FN(mod_norm), GD_FASTKW,
      "norm(a, axis=None, keepdims=False): Frobenius / 2-norm; axis=(1, 2) gives a batch of matrix norms"},
     {NULL, NULL, 0, NULL},
 };

@@ -330,9 +330,9 @@ static PyObject *mod_cpu_facts(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(
 static PyMethodDef runtime_functions[] = {
     {"num_gpus", mod_num_gpus, METH_NOARGS, "num_gpus() -> int: GPUs gpudev can use (0 without CUDA, driver or GPU)."},
     {"cuda_available", mod_cuda_available, METH_NOARGS, "cuda_available() -> bool: at least one usable GPU."},
-    {"synchronize", FN(mod_synchronize), FASTKW,
+    {"synchronize", GD_FN(mod_synchronize), GD_FASTKW,
      "synchronize(device=None): wait for queued work on `device`, or on every GPU with queued work."},
-    {"_sync", FN(mod_sync), METH_FASTCALL, NULL},
+    {"_sync", GD_FN(mod_sync), METH_FASTCALL, NULL},
     {"_pending_devices", mod_pending_devices, METH_NOARGS, NULL},
     {"_register_cuda", mod_register_cuda, METH_O, NULL},
     {"_set_cuda_unavailable", mod_set_cuda_unavailable, METH_O, NULL},

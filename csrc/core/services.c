@@ -209,7 +209,7 @@ static PyMethodDef services_functions[] = {
     {"_device_props", mod_device_props, METH_O, NULL},
     {"_event_create", mod_event_create, METH_O, NULL},
     {"_event_record", mod_event_record, METH_O, NULL},
-    {"_event_elapsed_ms", FN(mod_event_elapsed_ms), METH_FASTCALL, NULL},
+    {"_event_elapsed_ms", GD_FN(mod_event_elapsed_ms), METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -315,8 +315,8 @@ static PyObject *mod_concatenate(PyObject *m, PyObject *const *a, Py_ssize_t n, 
 }
 
 static PyMethodDef shape_ops_functions[] = {
-    {"stack", FN(mod_stack), FASTKW, "stack(arrays, axis=0): join along a new axis"},
-    {"concatenate", FN(mod_concatenate), FASTKW, "concatenate(arrays, axis=0): join along an existing axis"},
+    {"stack", GD_FN(mod_stack), GD_FASTKW, "stack(arrays, axis=0): join along a new axis"},
+    {"concatenate", GD_FN(mod_concatenate), GD_FASTKW, "concatenate(arrays, axis=0): join along an existing axis"},
     {NULL, NULL, 0, NULL},
 };
 
