@@ -7,8 +7,9 @@ BIN     := $(VENV)/bin
 PY      := $(BIN)/python
 DEPS    := $(VENV)/.deps-installed
 LOCK    := flock $(VENV)/.build.lock
-# `make build` after editing C code; the CUDA backend is rebuilt only when csrc/cuda changes.
-SOURCES := $(wildcard csrc/*.c csrc/*.h csrc/cuda/*) setup.py pyproject.toml
+# `make build` after editing C code; the CUDA backend is rebuilt only when csrc/cuda or the
+# shared headers in csrc/ change.
+SOURCES := $(wildcard csrc/*.h csrc/core/* csrc/cpu/* csrc/cuda/*) setup.py pyproject.toml
 BUILT   := $(VENV)/.built
 INSTALLED := $(VENV)/.installed
 
@@ -50,8 +51,9 @@ demo: $(BUILT)
 bench: $(BUILT)
 	$(PY) -m gpudev bench
 
-# The C core built with AddressSanitizer + UndefinedBehaviorSanitizer into build/asan, then
-# the test suite run against that build. Python's own allocations are not leak-checked.
+# The C core built with AddressSanitizer + UndefinedBehaviorSanitizer into build/asan (next to
+# a copy of the package's Python files, subpackages included), then the test suite run against
+# that build. Python's own allocations are not leak-checked.
 ASAN_LIB = $(shell gcc -print-file-name=libasan.so)
 UBSAN_LIB = $(shell gcc -print-file-name=libubsan.so)
 sanitize: $(DEPS)

@@ -117,9 +117,7 @@ class BuildExt(build_ext):
         # objects and the arch stamp live in build/ so editable and in-place builds share them
         obj_dir = os.path.join(HERE, "build", "cuda")
         os.makedirs(obj_dir, exist_ok=True)
-        deps = glob.glob(os.path.join(HERE, "csrc", "cuda", "*")) + [
-            os.path.join(HERE, "csrc", h) for h in ("gpudev.h", "philox.h")
-        ]
+        deps = glob.glob(os.path.join(HERE, "csrc", "cuda", "*")) + glob.glob(os.path.join(HERE, "csrc", "*.h"))
         stamp = os.path.join(obj_dir, "archs.txt")
         # Compiling for six targets takes minutes: reuse the last build (in place, where
         # editable installs and `build_ext --inplace` leave it) when no CUDA source changed.
@@ -207,8 +205,10 @@ def core_extension() -> Extension:
         compile_args += ["-O3"]
     return Extension(
         "gpudev._C",
-        sources=sorted(glob.glob("csrc/*.c")),
-        depends=sorted(glob.glob("csrc/*.h")),
+        # the Python-facing core and the CPU backend it carries; headers are found from csrc/
+        # ("gpudev.h", "cpu/backend_cpu.h") or next to the file that includes them
+        sources=sorted(glob.glob("csrc/core/*.c") + glob.glob("csrc/cpu/*.c")),
+        depends=sorted(glob.glob("csrc/*.h") + glob.glob("csrc/core/*.h") + glob.glob("csrc/cpu/*.h")),
         include_dirs=["csrc", blas_include, numpy_include()],
         libraries=[blas_lib],
         library_dirs=[blas_lib_dir],

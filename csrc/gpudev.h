@@ -1,8 +1,8 @@
 /* gpudev.h - the C types shared by every part of gpudev: dtypes, devices, errors and the
  * backend vtable, the one seam between the Python-facing front end and the kernels.
  *
- * A backend computes; it never checks user input. ops.c checks devices, shapes, dtypes and
- * sizes before it calls a backend, so a backend may assume its arguments are valid. A backend
+ * A backend computes; it never checks user input. The core (csrc/core) checks devices, shapes,
+ * dtypes and sizes before it calls a backend, so a backend may assume its arguments are valid. A backend
  * reports failures (out of memory, CUDA errors) through its return value and a gd_error.
  * This header is plain C11 and also compiles as C++ (the CUDA backend includes it).
  */
@@ -26,16 +26,14 @@ extern "C" {
  * dtypes and devices
  * ---------------------------------------------------------------------------------------- */
 
-typedef enum gd_dtype { GD_FLOAT32 = 0, GD_FLOAT64 = 1, GD_INT64 = 2 } gd_dtype;
-#define GD_NUM_DTYPES 3
-
-static inline size_t gd_dtype_size(gd_dtype t) { return t == GD_FLOAT32 ? 4 : 8; }
+/* Each enum below ends in its count; tables.h describes every value, in order. */
+typedef enum gd_dtype { GD_FLOAT32 = 0, GD_FLOAT64 = 1, GD_INT64 = 2, GD_NUM_DTYPES } gd_dtype;
 
 typedef enum gd_device_type { GD_CPU = 0, GD_CUDA = 1 } gd_device_type;
 
 typedef struct gd_device {
     gd_device_type type;
-    int index; /* -1 for the CPU */
+    int index; /* the device's index in its backend: 0 for the CPU */
 } gd_device;
 
 /* A scalar passed by value (kernels on a GPU cannot read a host pointer). It holds the value
@@ -55,7 +53,7 @@ typedef enum gd_status {
     GD_ERR_DEVICE_OOM,         /* device allocation failed               -> OutOfMemoryError */
     GD_ERR_DEVICE_UNAVAILABLE, /* no such device / no driver             -> DeviceUnavailableError */
     GD_ERR_CUDA,               /* a CUDA, cuBLAS or CUB call failed      -> CudaError(.status) */
-    GD_ERR_VALUE,              /* defensive: ops.c should have caught it -> ValueError */
+    GD_ERR_VALUE,              /* defensive: the core should have caught it -> ValueError */
     GD_ERR_UNSUPPORTED,        /* this backend lacks the operation       -> NotImplementedError */
 } gd_status;
 
@@ -110,8 +108,8 @@ static inline const char *gd_format_bytes(char *buf, size_t size, uint64_t n)
  * ---------------------------------------------------------------------------------------- */
 
 typedef enum gd_binop {
-    GD_ADD = 0, GD_SUB, GD_MUL, GD_DIV, /* DIV only for float dtypes (ops.c casts ints first) */
-    GD_POW,                             /* int64: exponents are >= 0 (ops.c checks)          */
+    GD_ADD = 0, GD_SUB, GD_MUL, GD_DIV, /* DIV only for float dtypes (the core casts ints)   */
+    GD_POW,                             /* int64: exponents are >= 0 (the core checks)        */
     GD_MAXIMUM, GD_MINIMUM,             /* NaN propagates, as in NumPy                        */
     GD_NUM_BINOPS
 } gd_binop;
@@ -119,14 +117,14 @@ typedef enum gd_binop {
 typedef enum gd_unop {
     GD_COPY = 0, /* out = a; with a broadcast or scalar operand this is fill / setitem      */
     GD_NEG, GD_ABS, GD_RELU,           /* every dtype                                       */
-    GD_EXP, GD_LOG, GD_SQRT, GD_TANH,  /* float dtypes only (ops.c casts ints to float64)   */
+    GD_EXP, GD_LOG, GD_SQRT, GD_TANH,  /* float dtypes only (the core casts ints to float64) */
     GD_SQUARE,                         /* every dtype; used by norm                          */
     GD_NUM_UNOPS
 } gd_unop;
 
 typedef enum gd_redop {
     GD_RED_SUM = 0, /* float32 input accumulates in float64 (or better) whatever out dtype  */
-    GD_RED_MAX,     /* NaN propagates; len >= 1 (ops.c rejects empty max/min)               */
+    GD_RED_MAX,     /* NaN propagates; len >= 1 (the core rejects empty max/min)            */
     GD_RED_MIN,
     GD_RED_SUMSQ,   /* sum of squares, accumulated like SUM; norm = sqrt(SUMSQ)             */
     GD_NUM_REDOPS
@@ -160,13 +158,13 @@ typedef struct gd_device_props {
 
 /* Elementwise shape: the output is C-contiguous with `shape`; each operand says where its
  * element for output index (i0, ..., in-1) lives: data + sum(ik * strides[k]) elements.
- * Strides are in elements, 0 on broadcast axes. ops.c collapses adjacent axes first, so
+ * Strides are in elements, 0 on broadcast axes. The core collapses adjacent axes first, so
  * ndim is small. When `contiguous` is set, every array operand has exactly `size` contiguous
  * elements laid out like the output and its strides need not be read. */
 typedef struct gd_ewise {
     int ndim;                   /* 0 for a scalar result */
     int contiguous;
-    int64_t size;               /* product of shape; >= 1 (ops.c skips empty work) */
+    int64_t size;               /* product of shape; >= 1 (the core skips empty work) */
     int64_t shape[GD_MAX_NDIM];
 } gd_ewise;
 
@@ -279,5 +277,9 @@ typedef struct gd_backend {
 #ifdef __cplusplus
 }
 #endif
+
+/* The dtype and operation tables (names, sizes, which operations need floats), after the
+ * enums they describe. */
+#include "tables.h"
 
 #endif /* GPUDEV_H */

@@ -83,7 +83,7 @@ def _load_cuda() -> None:
         _C._set_cuda_unavailable(f"compiled, but gpudev._cuda failed to import: {exc}")
         return
     _C._register_cuda(_cuda.backend)
-    if _cuda.device_count() == 0:
+    if _C.num_gpus() == 0:  # the core asks the backend's table
         _C._set_cuda_unavailable("compiled, but no CUDA driver or GPU was found")
 
 

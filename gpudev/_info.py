@@ -1,4 +1,8 @@
-"""What this machine and this build are: build_info(), Device.info(), memory statistics."""
+"""What this machine and this build are: build_info(), Device.info(), memory statistics.
+
+The facts about one device come from its backend through gpudev._C; gpudev._cuda is asked
+only about the build and the CUDA runtime (versions, TF32).
+"""
 
 from __future__ import annotations
 
@@ -23,17 +27,6 @@ def _cuda_module():
     except ImportError:
         return None
     return _cuda
-
-
-def _cuda_call(fn, *args):
-    """Call a gpudev._cuda helper, turning its RuntimeError(message, status) into CudaError."""
-    try:
-        return fn(*args)
-    except RuntimeError as exc:
-        message = exc.args[0] if exc.args else str(exc)
-        err = _C.CudaError(message)
-        err.status = exc.args[1] if len(exc.args) > 1 else None
-        raise err from None
 
 
 def _cpu_model() -> str:
@@ -95,31 +88,23 @@ def build_info() -> dict[str, Any]:
 
 
 def device_info(dev: _C.Device) -> dict[str, Any]:
-    """Facts about one device (called by Device.info())."""
-    if dev.type == "cpu":
-        facts = _C._cpu_facts()
-        return {
-            "device": "cpu",
-            "model": _cpu_model(),
-            "cores": _cores(),
-            "threads": _C.get_num_threads(),
-            "simd": facts["simd"],
-            "blas": facts["blas_config"],
-        }
-    if dev.index >= _C.num_gpus():
-        raise _C.DeviceUnavailableError(
-            f"info: {dev} is not available: this machine has {_C.num_gpus()} GPUs "
-            f"({_C._cuda_reason() or 'CUDA loaded'})"
-        )
-    info = dict(_cuda_call(_cuda_module().device_info, dev.index))
-    info["device"] = str(dev)
-    return info
+    """Facts about one device (called by Device.info()).
 
-
-def _device_or_default(device) -> _C.Device:
-    if device is None:
-        return _C.cpu()
-    return device if isinstance(device, _C.Device) else _C.Device(device)
+    A GPU's come from its backend (name, compute capability, memory, clocks, versions); the
+    host, whose backend has no such entry, is described from the OS and the CPU backend.
+    """
+    props = _C._device_props(dev)
+    if props is not None:
+        return {**props, "device": str(dev)}
+    facts = _C._cpu_facts()
+    return {
+        "device": str(dev),
+        "model": _cpu_model(),
+        "cores": _cores(),
+        "threads": _C.get_num_threads(),
+        "simd": facts["simd"],
+        "blas": facts["blas_config"],
+    }
 
 
 def memory_stats(device=None) -> dict[str, int]:
@@ -131,34 +116,24 @@ def memory_stats(device=None) -> dict[str, int]:
     >>> gd.memory_stats('cpu')['allocated_bytes'] >= 0
     True
     """
-    dev = _device_or_default(device)
-    if dev.type == "cpu":
-        return dict(_C._cpu_memory_stats())
-    if dev.index >= _C.num_gpus():
-        raise _C.DeviceUnavailableError(
-            f"memory_stats: {dev} is not available: this machine has {_C.num_gpus()} GPUs"
-        )
-    return dict(_cuda_call(_cuda_module().memory_stats, dev.index))
+    return _C._memory_stats(device)
 
 
 def empty_cache(device=None) -> None:
-    """Give memory cached by the GPU pool back to the driver (a no-op on the CPU)."""
-    dev = _device_or_default(device)
-    if dev.type == "cpu":
-        return
-    if dev.index >= _C.num_gpus():
-        raise _C.DeviceUnavailableError(
-            f"empty_cache: {dev} is not available: this machine has {_C.num_gpus()} GPUs"
-        )
-    _cuda_call(_cuda_module().empty_cache, dev.index)
+    """Give memory cached by the GPU pool back to the driver (a no-op on the CPU).
+
+    >>> gd.empty_cache('cpu')
+    """
+    _C._empty_cache(device)
 
 
 def set_tf32(enabled: bool) -> None:
     """Allow (True) or forbid (False, the default) TF32 tensor cores in float32 matmuls on GPUs.
 
     TF32 keeps float32's range but only 10 mantissa bits: faster, less exact.
+
+    >>> gd.set_tf32(False)
     """
     cuda_mod = _cuda_module()
-    if cuda_mod is None:
-        return  # no GPU backend: nothing uses TF32
-    _cuda_call(cuda_mod.set_tf32, bool(enabled))
+    if cuda_mod is not None:  # without a GPU backend nothing uses TF32
+        cuda_mod.set_tf32(bool(enabled))

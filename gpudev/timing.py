@@ -8,7 +8,6 @@ before they read the clock, and ``benchmark()`` also times each GPU with CUDA ev
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 import time
 from collections.abc import Callable, Iterable
@@ -17,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from . import _C
-from ._info import _cuda_call
 
 __all__ = ["BenchmarkResult", "Timer", "benchmark"]
 
@@ -237,8 +235,8 @@ def _stats(times: list[float]) -> dict[str, float]:
     }
 
 
-def _cuda_module(gpus: list, op: str):
-    """The gpudev._cuda module, after checking each device in `gpus` exists."""
+def _check_gpus(gpus: list, op: str) -> None:
+    """Refuse, before any time is spent, to time a GPU this machine does not have."""
     n = _C.num_gpus()
     for d in gpus:
         if d.index >= n:
@@ -246,7 +244,6 @@ def _cuda_module(gpus: list, op: str):
                 f"{op}: cannot time {d}: this machine has {n} GPU(s); "
                 f"pass devices=gd.try_all_gpus() or leave devices=None"
             )
-    return importlib.import_module("gpudev._cuda")
 
 
 def benchmark(
@@ -289,13 +286,14 @@ def benchmark(
     requested = _device_list(devices, op)
     if requested is not None:  # checked before the warm-up spends any time
         gpus = list(dict.fromkeys(d for d in requested if d.type == "cuda"))
-        cuda = _cuda_module(gpus, op) if gpus else None
+        _check_gpus(gpus, op)
     for _ in range(n_warmup):
         fn(*args, **kwargs)
     if requested is None:
         gpus = list(_C._pending_devices())
-        cuda = _cuda_module(gpus, op) if gpus else None
-    events = [(_cuda_call(cuda.event_create, d.index), _cuda_call(cuda.event_create, d.index)) for d in gpus]
+        _check_gpus(gpus, op)
+    # CUDA events, recorded on each GPU's stream, time the GPU on its own clock
+    events = [(_C._event_create(d), _C._event_create(d)) for d in gpus]
 
     def sync_all() -> None:
         # The timed GPUs (their end events must be complete) and any other GPU with queued
@@ -310,16 +308,16 @@ def benchmark(
     budget_end = time.perf_counter() + (max_duration if n_repeat is None else math.inf)
     while True:
         for start, _end in events:
-            _cuda_call(cuda.event_record, start)
+            _C._event_record(start)
         t0 = time.perf_counter()
         fn(*args, **kwargs)
         for _start, end in events:
-            _cuda_call(cuda.event_record, end)
+            _C._event_record(end)
         sync_all()
         t1 = time.perf_counter()
         cpu_times.append(t1 - t0)
         for d, (start, end) in zip(gpus, events):
-            gpu_times[str(d)].append(_cuda_call(cuda.event_elapsed_ms, start, end) / 1e3)
+            gpu_times[str(d)].append(_C._event_elapsed_ms(start, end) / 1e3)
         if n_repeat is not None:
             if len(cpu_times) >= n_repeat:
                 break

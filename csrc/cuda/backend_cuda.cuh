@@ -6,10 +6,13 @@
 #ifndef GPUDEV_BACKEND_CUDA_CUH
 #define GPUDEV_BACKEND_CUDA_CUH
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <type_traits>
+#include <utility>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -97,14 +100,52 @@ static inline unsigned gd_cuda_blocks(const gd_cuda_device *dev, int64_t n, int 
 }
 
 /* ------------------------------------------------------------------------------------------
+ * kernel tables: each entry picks its launcher from a table indexed by enum values
+ * ---------------------------------------------------------------------------------------- */
+
+/* The C++ type of each dtype. A dtype added to gpudev.h without one fails to compile every
+ * launcher table below. */
+template <gd_dtype D> struct gd_ctype_of;
+template <> struct gd_ctype_of<GD_FLOAT32> { using type = float; };
+template <> struct gd_ctype_of<GD_FLOAT64> { using type = double; };
+template <> struct gd_ctype_of<GD_INT64> { using type = int64_t; };
+template <int D> using gd_ctype = typename gd_ctype_of<(gd_dtype)D>::type;
+
+template <class T> constexpr bool gd_is_int = std::is_same<T, int64_t>::value;
+
+/* at[i][d] == Pick::template entry<i, gd_ctype<d>>() for every i < N (an operation, or an
+ * output dtype) and every dtype d: the compiler builds the table from the enums, so no entry
+ * can be missing or in the wrong place. An entry is nullptr where the pair is undefined (a
+ * float-only operation on int64). */
+template <class Fn, int N, class Pick> struct gd_launch_table {
+    using row_type = std::array<Fn, GD_NUM_DTYPES>;
+    template <int I, size_t... D> static constexpr row_type row(std::index_sequence<D...>)
+    {
+        return row_type{{Pick::template entry<I, gd_ctype<(int)D>>()...}};
+    }
+    template <size_t... I> static constexpr std::array<row_type, N> rows(std::index_sequence<I...>)
+    {
+        return std::array<row_type, N>{{row<(int)I>(std::make_index_sequence<GD_NUM_DTYPES>{})...}};
+    }
+    static constexpr std::array<row_type, N> at = rows(std::make_index_sequence<N>{});
+};
+
+/* ------------------------------------------------------------------------------------------
  * vtable entries, by file
  * ---------------------------------------------------------------------------------------- */
 
-/* backend_cuda.cu: devices, memory, copies */
+/* runtime.cu: devices */
 int gd_cuda_device_count(void);
 int gd_cuda_synchronize(int device, gd_error *err);
+
+/* memory.cu */
 int gd_cuda_alloc(void **out, int device, size_t nbytes, gd_error *err);
 void gd_cuda_free(void *ptr, int device, size_t nbytes);
+int gd_cuda_get_memory_stats(gd_memory_stats *out, int device, gd_error *err);
+void gd_cuda_reset_peak_memory(int device);
+int gd_cuda_empty_cache(int device, gd_error *err);
+
+/* copy.cu */
 int gd_cuda_copy_from_host(void *dst, int device, const void *host_src, size_t nbytes, gd_error *err);
 int gd_cuda_copy_to_host(void *host_dst, const void *src, int device, size_t nbytes, gd_error *err);
 int gd_cuda_copy_device(void *dst, int dst_device, const void *src, int src_device, size_t nbytes,
@@ -118,15 +159,9 @@ int gd_cuda_unary(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, con
 int gd_cuda_binary(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
                    const gd_operand *b, int device, gd_error *err);
 
-/* kernels.cu */
+/* cast.cu */
 int gd_cuda_astype(void *out, gd_dtype out_dtype, const void *in, gd_dtype in_dtype, int64_t n,
                    int device, gd_error *err);
-int gd_cuda_permute(void *out, gd_dtype dtype, const void *in, int ndim, const int64_t *in_shape,
-                    const int *perm, int device, gd_error *err);
-int gd_cuda_arange(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, int64_t n, int device,
-                   gd_error *err);
-int gd_cuda_random(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed, uint64_t offset,
-                   int64_t n, int device, gd_error *err);
 
 /* reduce.cu */
 int gd_cuda_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in, gd_dtype in_dtype,
@@ -137,27 +172,32 @@ int gd_cuda_gemm(void *c, gd_dtype dtype, const void *a, const void *b, int64_t 
                  int64_t n, int64_t k, int64_t stride_a, int64_t stride_b, int64_t stride_c, int device,
                  gd_error *err);
 
+/* permute.cu */
+int gd_cuda_permute(void *out, gd_dtype dtype, const void *in, int ndim, const int64_t *in_shape,
+                    const int *perm, int device, gd_error *err);
+
+/* generate.cu */
+int gd_cuda_arange(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, int64_t n, int device,
+                   gd_error *err);
+int gd_cuda_random(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed, uint64_t offset,
+                   int64_t n, int device, gd_error *err);
+
+/* services.cu: device properties, whole-device synchronization, events */
+int gd_cuda_device_props(gd_device_props *out, int device, gd_error *err);
+int gd_cuda_synchronize_all(int device, gd_error *err);
+int gd_cuda_event_create(void **out, int device, gd_error *err);
+int gd_cuda_event_record(void *event, int device, gd_error *err);
+int gd_cuda_event_elapsed_ms(double *out, void *start, void *end, int device, gd_error *err);
+void gd_cuda_event_destroy(void *event, int device);
+
 /* The finished table (backend_cuda.cu); module.cu wraps it in the capsule. */
 extern "C" const gd_backend *gd_cuda_backend(void);
 
-/* ------------------------------------------------------------------------------------------
- * backend_cuda.cu: helpers behind the Python-level functions of gpudev._cuda
- * ---------------------------------------------------------------------------------------- */
-
-typedef struct gd_cuda_memory_stats {
-    int64_t allocated_bytes;      /* bytes of live gpudev arrays on the device */
-    int64_t reserved_bytes;       /* bytes the device's pool holds from the driver */
-    int64_t peak_allocated_bytes; /* most allocated_bytes since start or the last reset */
-    int64_t allocations;          /* live allocations */
-} gd_cuda_memory_stats;
-
-/* GD_ERR_DEVICE_UNAVAILABLE with a message naming the device and the GPU count (and why
- * there are none) unless 0 <= device < gd_cuda_device_count(). */
+/* runtime.cu: GD_ERR_DEVICE_UNAVAILABLE with a message naming the device and the GPU count
+ * (and why there are none) unless 0 <= device < gd_cuda_device_count(). */
 int gd_cuda_check_index(int device, gd_error *err);
-/* All zeros for a device gpudev never used (and the driver is not touched). */
-int gd_cuda_get_memory_stats(gd_cuda_memory_stats *out, int device, gd_error *err);
-void gd_cuda_reset_peak_memory_stats(int device);
-/* Wait for the device, then hand the pool's unused memory back to the driver. Blocks. */
-int gd_cuda_empty_cache(int device, gd_error *err);
+/* runtime.cu: the driver's and the runtime's CUDA versions (13000 for 13.0); 0 when unknown
+ * (the driver's without a driver). Never fails. */
+void gd_cuda_versions(int *driver, int *runtime);
 
 #endif /* GPUDEV_BACKEND_CUDA_CUH */

@@ -16,13 +16,13 @@ namespace {
  * scalar math
  * ---------------------------------------------------------------------------------------- */
 
-template <class T> constexpr bool is_int = std::is_same<T, int64_t>::value;
+template <class T> constexpr bool is_int = gd_is_int<T>;
 
 __device__ __forceinline__ int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 __device__ __forceinline__ int64_t wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
 __device__ __forceinline__ int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
 
-/* exponent >= 0 (ops.c rejects negative integer powers) */
+/* exponent >= 0 (the core rejects negative integer powers) */
 __device__ __forceinline__ int64_t int_pow(int64_t base, int64_t exponent)
 {
     uint64_t result = 1, b = (uint64_t)base;
@@ -238,48 +238,35 @@ int launch_binary(void *out, const gd_ewise *ew, const gd_operand *a, const gd_o
     return GD_OK;
 }
 
-template <class T>
-int unary_for(void *out, gd_unop op, const gd_ewise *ew, const gd_operand *a, gd_cuda_device *dev, gd_error *err)
-{
-    switch (op) {
-    case GD_COPY: return launch_unary<GD_COPY, T>(out, ew, a, dev, err);
-    case GD_NEG: return launch_unary<GD_NEG, T>(out, ew, a, dev, err);
-    case GD_ABS: return launch_unary<GD_ABS, T>(out, ew, a, dev, err);
-    case GD_RELU: return launch_unary<GD_RELU, T>(out, ew, a, dev, err);
-    case GD_SQUARE: return launch_unary<GD_SQUARE, T>(out, ew, a, dev, err);
-    default: break;
-    }
-    if constexpr (!is_int<T>) {
-        switch (op) {
-        case GD_EXP: return launch_unary<GD_EXP, T>(out, ew, a, dev, err);
-        case GD_LOG: return launch_unary<GD_LOG, T>(out, ew, a, dev, err);
-        case GD_SQRT: return launch_unary<GD_SQRT, T>(out, ew, a, dev, err);
-        case GD_TANH: return launch_unary<GD_TANH, T>(out, ew, a, dev, err);
-        default: break;
-        }
-    }
-    return gd_set_error(err, GD_ERR_VALUE, "cuda unary: operation %d is not defined for dtype %s", (int)op,
-                         is_int<T> ? "int64" : "float");
-}
+/* The launcher tables, [op][dtype]: no int64 kernels for float-only operations (tables.h). */
+using unary_launch = int (*)(void *out, const gd_ewise *ew, const gd_operand *a, gd_cuda_device *dev, gd_error *err);
+using binary_launch = int (*)(void *out, const gd_ewise *ew, const gd_operand *a, const gd_operand *b,
+                              gd_cuda_device *dev, gd_error *err);
 
-template <class T>
-int binary_for(void *out, gd_binop op, const gd_ewise *ew, const gd_operand *a, const gd_operand *b,
-               gd_cuda_device *dev, gd_error *err)
+struct pick_unary {
+    template <int OP, class T> static constexpr unary_launch entry()
+    {
+        if constexpr (is_int<T> && gd_unop_float_only((gd_unop)OP)) return nullptr;
+        else return launch_unary<(gd_unop)OP, T>;
+    }
+};
+
+struct pick_binary {
+    template <int OP, class T> static constexpr binary_launch entry()
+    {
+        if constexpr (is_int<T> && gd_binop_float_only((gd_binop)OP)) return nullptr;
+        else return launch_binary<(gd_binop)OP, T>;
+    }
+};
+
+using unary_launchers = gd_launch_table<unary_launch, GD_NUM_UNOPS, pick_unary>;
+using binary_launchers = gd_launch_table<binary_launch, GD_NUM_BINOPS, pick_binary>;
+
+/* GD_OK when `name` has a launcher for dtype; else fills *err. */
+int check_launcher(bool found, const char *name, gd_dtype dtype, gd_error *err)
 {
-    switch (op) {
-    case GD_ADD: return launch_binary<GD_ADD, T>(out, ew, a, b, dev, err);
-    case GD_SUB: return launch_binary<GD_SUB, T>(out, ew, a, b, dev, err);
-    case GD_MUL: return launch_binary<GD_MUL, T>(out, ew, a, b, dev, err);
-    case GD_POW: return launch_binary<GD_POW, T>(out, ew, a, b, dev, err);
-    case GD_MAXIMUM: return launch_binary<GD_MAXIMUM, T>(out, ew, a, b, dev, err);
-    case GD_MINIMUM: return launch_binary<GD_MINIMUM, T>(out, ew, a, b, dev, err);
-    default: break;
-    }
-    if constexpr (!is_int<T>) {
-        if (op == GD_DIV) return launch_binary<GD_DIV, T>(out, ew, a, b, dev, err);
-    }
-    return gd_set_error(err, GD_ERR_VALUE, "cuda binary: operation %d is not defined for dtype %s", (int)op,
-                         is_int<T> ? "int64" : "float");
+    if (found) return GD_OK;
+    return gd_set_error(err, GD_ERR_VALUE, "%s on cuda: not defined for %s arrays", name, gd_dtype_name(dtype));
 }
 
 } // namespace
@@ -292,28 +279,24 @@ int gd_cuda_unary(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, con
                   gd_error *err)
 {
     if (ew->size <= 0) return GD_OK;
-    gd_cuda_device *dev;
-    int rc = gd_cuda_enter(&dev, device, err);
-    if (rc != GD_OK) return rc;
-    switch (dtype) {
-    case GD_FLOAT32: return unary_for<float>(out, op, ew, a, dev, err);
-    case GD_FLOAT64: return unary_for<double>(out, op, ew, a, dev, err);
-    case GD_INT64: return unary_for<int64_t>(out, op, ew, a, dev, err);
-    }
-    return gd_set_error(err, GD_ERR_VALUE, "cuda unary: unknown dtype %d", (int)dtype);
+    if ((unsigned)op >= GD_NUM_UNOPS || (unsigned)dtype >= GD_NUM_DTYPES)
+        return gd_set_error(err, GD_ERR_VALUE, "cuda unary: unknown operation %d or dtype %d", (int)op, (int)dtype);
+    const unary_launch launch = unary_launchers::at[op][dtype];
+    int rc = check_launcher(launch != nullptr, gd_unop_table[op].name, dtype, err);
+    gd_cuda_device *dev = nullptr;
+    if (rc == GD_OK) rc = gd_cuda_enter(&dev, device, err);
+    return rc == GD_OK ? launch(out, ew, a, dev, err) : rc;
 }
 
 int gd_cuda_binary(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
                    const gd_operand *b, int device, gd_error *err)
 {
     if (ew->size <= 0) return GD_OK;
-    gd_cuda_device *dev;
-    int rc = gd_cuda_enter(&dev, device, err);
-    if (rc != GD_OK) return rc;
-    switch (dtype) {
-    case GD_FLOAT32: return binary_for<float>(out, op, ew, a, b, dev, err);
-    case GD_FLOAT64: return binary_for<double>(out, op, ew, a, b, dev, err);
-    case GD_INT64: return binary_for<int64_t>(out, op, ew, a, b, dev, err);
-    }
-    return gd_set_error(err, GD_ERR_VALUE, "cuda binary: unknown dtype %d", (int)dtype);
+    if ((unsigned)op >= GD_NUM_BINOPS || (unsigned)dtype >= GD_NUM_DTYPES)
+        return gd_set_error(err, GD_ERR_VALUE, "cuda binary: unknown operation %d or dtype %d", (int)op, (int)dtype);
+    const binary_launch launch = binary_launchers::at[op][dtype];
+    int rc = check_launcher(launch != nullptr, gd_binop_table[op].name, dtype, err);
+    gd_cuda_device *dev = nullptr;
+    if (rc == GD_OK) rc = gd_cuda_enter(&dev, device, err);
+    return rc == GD_OK ? launch(out, ew, a, b, dev, err) : rc;
 }

@@ -80,13 +80,35 @@ int gemm_typed(T *c, const T *a, const T *b, int64_t batch, int m, int n, int k,
     return GD_OK;
 }
 
+/* The launcher table, [dtype] (one row): products of float32 and float64 only. */
+using gemm_launch = int (*)(void *c, const void *a, const void *b, int64_t batch, int m, int n, int k, int64_t stride_a,
+                            int64_t stride_b, int64_t stride_c, cublasHandle_t h, gd_error *err);
+
+template <class T>
+int launch_gemm(void *c, const void *a, const void *b, int64_t batch, int m, int n, int k, int64_t stride_a,
+                int64_t stride_b, int64_t stride_c, cublasHandle_t h, gd_error *err)
+{
+    return gemm_typed<T>((T *)c, (const T *)a, (const T *)b, batch, m, n, k, stride_a, stride_b, stride_c, h, err);
+}
+
+struct pick_gemm {
+    template <int, class T> static constexpr gemm_launch entry()
+    {
+        if constexpr (gd_is_int<T>) return nullptr;
+        else return launch_gemm<T>;
+    }
+};
+
+using gemm_launchers = gd_launch_table<gemm_launch, 1, pick_gemm>;
+
 } // namespace
 
 /* for p < batch: C + p*stride_c (m, n) = A + p*stride_a (m, k) @ B + p*stride_b (k, n) */
 int gd_cuda_gemm(void *c, gd_dtype dtype, const void *a, const void *b, int64_t batch, int64_t m, int64_t n, int64_t k,
                  int64_t stride_a, int64_t stride_b, int64_t stride_c, int device, gd_error *err)
 {
-    if (dtype != GD_FLOAT32 && dtype != GD_FLOAT64)
+    const gemm_launch launch = (unsigned)dtype < GD_NUM_DTYPES ? gemm_launchers::at[0][dtype] : nullptr;
+    if (!launch)
         return gd_set_error(err, GD_ERR_VALUE, "matmul on cuda: dtype %d is not float32 or float64", (int)dtype);
     if (batch <= 0 || m <= 0 || n <= 0) return GD_OK;
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
@@ -102,9 +124,5 @@ int gd_cuda_gemm(void *c, gd_dtype dtype, const void *a, const void *b, int64_t 
     std::lock_guard<std::mutex> lock(dev->mutex);
     rc = blas_ready(dev, err);
     if (rc != GD_OK) return rc;
-    if (dtype == GD_FLOAT32)
-        return gemm_typed<float>((float *)c, (const float *)a, (const float *)b, batch, (int)m, (int)n, (int)k, stride_a,
-                                 stride_b, stride_c, dev->blas, err);
-    return gemm_typed<double>((double *)c, (const double *)a, (const double *)b, batch, (int)m, (int)n, (int)k, stride_a,
-                              stride_b, stride_c, dev->blas, err);
+    return launch(c, a, b, batch, (int)m, (int)n, (int)k, stride_a, stride_b, stride_c, dev->blas, err);
 }

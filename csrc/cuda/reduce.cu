@@ -1,5 +1,5 @@
 /* reduce.cu - sum, sum of squares, max and min over the middle axis of an (outer, len, inner)
- * block, the shape every gpudev reduction is reduced to by ops.c.
+ * block, the shape every gpudev reduction is reduced to by the core (csrc/core/reduce.c).
  *
  *   inner == 1, len <= 16     one thread per row (also fills the rows of an empty axis)
  *   inner == 1, len <= 1024   one warp per row
@@ -24,10 +24,7 @@ namespace {
  * the operations: identity, element transform, combine
  * ---------------------------------------------------------------------------------------- */
 
-template <class T> constexpr bool is_int = std::is_same<T, int64_t>::value;
-
-/* SUMSQ's partials are already squared: the second pass adds them. */
-constexpr gd_redop merge_op(gd_redop op) { return op == GD_RED_SUMSQ ? GD_RED_SUM : op; }
+template <class T> constexpr bool is_int = gd_is_int<T>;
 
 template <gd_redop OP, class Acc> __device__ __forceinline__ Acc red_identity()
 {
@@ -258,7 +255,7 @@ int64_t plan_chunk(int64_t *splits, int64_t items, int64_t len, int64_t target, 
 template <gd_redop OP, class Acc, class Out>
 int merge_partials(Out *out, const Acc *partial, int64_t rows, int64_t splits, gd_cuda_device *dev, gd_error *err)
 {
-    constexpr gd_redop OP2 = merge_op(OP);
+    constexpr gd_redop OP2 = gd_redop_table[OP].merge; /* SUMSQ's partials are summed */
     rows_warp_kernel<OP2, Acc, Acc, Out>
         <<<gd_cuda_blocks(dev, rows * 32, GD_CUDA_THREADS), GD_CUDA_THREADS, 0, dev->stream>>>(out, partial, rows, splits);
     GD_CHECK_LAUNCH();
@@ -357,21 +354,35 @@ int reduce_impl(Out *out, const T *in, int64_t outer, int64_t len, int64_t inner
 template <class T, class Out>
 using sum_acc = typename std::conditional<is_int<T> && is_int<Out>, int64_t, double>::type;
 
-template <class T, class Out>
-int reduce_typed(void *out, gd_redop op, const void *in, int64_t outer, int64_t len, int64_t inner, gd_cuda_device *dev,
-                 gd_error *err)
+/* max and min compare in T; sums accumulate as sum_acc says. */
+template <gd_redop OP, class T, class Out>
+using red_acc = typename std::conditional<OP == GD_RED_MAX || OP == GD_RED_MIN, T, sum_acc<T, Out>>::type;
+
+using reduce_launch = int (*)(void *out, const void *in, int64_t outer, int64_t len, int64_t inner,
+                              gd_cuda_device *dev, gd_error *err);
+
+template <gd_redop OP, class T, class Out>
+int launch_reduce(void *out, const void *in, int64_t outer, int64_t len, int64_t inner, gd_cuda_device *dev,
+                  gd_error *err)
 {
-    Out *o = (Out *)out;
-    const T *i = (const T *)in;
-    switch (op) {
-    case GD_RED_SUM: return reduce_impl<GD_RED_SUM, sum_acc<T, Out>, T, Out>(o, i, outer, len, inner, dev, err);
-    case GD_RED_SUMSQ: return reduce_impl<GD_RED_SUMSQ, sum_acc<T, Out>, T, Out>(o, i, outer, len, inner, dev, err);
-    case GD_RED_MAX: return reduce_impl<GD_RED_MAX, T, T, Out>(o, i, outer, len, inner, dev, err);
-    case GD_RED_MIN: return reduce_impl<GD_RED_MIN, T, T, Out>(o, i, outer, len, inner, dev, err);
-    default: break;
-    }
-    return gd_set_error(err, GD_ERR_VALUE, "cuda reduce: unknown operation %d", (int)op);
+    return reduce_impl<OP, red_acc<OP, T, Out>, T, Out>((Out *)out, (const T *)in, outer, len, inner, dev, err);
 }
+
+/* The launcher tables, [op][input dtype]: results of the input's dtype, and float64 results
+ * (means, multi-pass float32 sums). */
+struct pick_reduce_same {
+    template <int OP, class T> static constexpr reduce_launch entry() { return launch_reduce<(gd_redop)OP, T, T>; }
+};
+
+struct pick_reduce_f64 {
+    template <int OP, class T> static constexpr reduce_launch entry()
+    {
+        return launch_reduce<(gd_redop)OP, T, double>;
+    }
+};
+
+using reduce_same_launchers = gd_launch_table<reduce_launch, GD_NUM_REDOPS, pick_reduce_same>;
+using reduce_f64_launchers = gd_launch_table<reduce_launch, GD_NUM_REDOPS, pick_reduce_f64>;
 
 } // namespace
 
@@ -384,23 +395,18 @@ int gd_cuda_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in, g
                    int64_t len, int64_t inner, int device, gd_error *err)
 {
     if (outer <= 0 || inner <= 0) return GD_OK;
-    if (len < 0 || (len == 0 && (op == GD_RED_MAX || op == GD_RED_MIN)))
+    if ((unsigned)op >= GD_NUM_REDOPS || (unsigned)in_dtype >= GD_NUM_DTYPES)
+        return gd_set_error(err, GD_ERR_VALUE, "cuda reduce: unknown operation %d or dtype %d", (int)op, (int)in_dtype);
+    if (len < 0 || (len == 0 && gd_redop_table[op].needs_elements))
         return gd_set_error(err, GD_ERR_VALUE, "cuda reduce: %s over an axis of length %lld has no identity",
-                             op == GD_RED_MAX ? "max" : "min", (long long)len);
+                             gd_redop_table[op].name, (long long)len);
     if (out_dtype != in_dtype && out_dtype != GD_FLOAT64)
         return gd_set_error(err, GD_ERR_VALUE, "cuda reduce: result dtype %d must be the input's (%d) or float64",
                              (int)out_dtype, (int)in_dtype);
     gd_cuda_device *dev;
     int rc = gd_cuda_enter(&dev, device, err);
     if (rc != GD_OK) return rc;
-    switch (in_dtype) {
-    case GD_FLOAT32:
-        if (out_dtype == GD_FLOAT32) return reduce_typed<float, float>(out, op, in, outer, len, inner, dev, err);
-        return reduce_typed<float, double>(out, op, in, outer, len, inner, dev, err);
-    case GD_FLOAT64: return reduce_typed<double, double>(out, op, in, outer, len, inner, dev, err);
-    case GD_INT64:
-        if (out_dtype == GD_INT64) return reduce_typed<int64_t, int64_t>(out, op, in, outer, len, inner, dev, err);
-        return reduce_typed<int64_t, double>(out, op, in, outer, len, inner, dev, err);
-    }
-    return gd_set_error(err, GD_ERR_VALUE, "cuda reduce: unknown dtype %d", (int)in_dtype);
+    const reduce_launch launch =
+        out_dtype == in_dtype ? reduce_same_launchers::at[op][in_dtype] : reduce_f64_launchers::at[op][in_dtype];
+    return launch(out, in, outer, len, inner, dev, err);
 }

@@ -28,6 +28,7 @@
 #include "cuda_runtime.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <csetjmp>
 #include <cstdarg>
@@ -89,6 +90,10 @@ struct gd_emu_stream {
 };
 struct gd_emu_event {
     int device;
+    bool timing;   /* created without cudaEventDisableTiming */
+    bool live;     /* not destroyed */
+    bool recorded;
+    std::chrono::steady_clock::time_point when; /* of the last record */
 };
 struct gd_emu_pool {
     int device;
@@ -524,6 +529,32 @@ cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device)
     return cudaSuccess;
 }
 
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device)
+{
+    if (!valid_device(device)) return fail(cudaErrorInvalidDevice);
+    *prop = cudaDeviceProp{};
+    snprintf(prop->name, sizeof prop->name, "gpudev CUDA emulator %d", device);
+    prop->totalGlobalMem = kDeviceBytes;
+    prop->major = 9;
+    prop->minor = 0;
+    prop->multiProcessorCount = kMultiprocessors;
+    prop->memoryBusWidth = 5120;
+    prop->l2CacheSize = 50 << 20;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int *version)
+{
+    *version = 13000;
+    return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int *version)
+{
+    *version = 13000;
+    return cudaSuccess;
+}
+
 cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; } /* all work is done when issued */
 
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
@@ -551,19 +582,22 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream)
     return cudaSuccess;
 }
 
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned)
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags)
 {
     std::lock_guard<std::mutex> lock(g_mutex);
-    g_events.push_back(gd_emu_event{t_device});
+    g_events.push_back(gd_emu_event{t_device, !(flags & cudaEventDisableTiming), true, false, {}});
     *event = &g_events.back();
     return cudaSuccess;
 }
 
+cudaError_t cudaEventCreate(cudaEvent_t *event) { return cudaEventCreateWithFlags(event, 0); }
+
 namespace {
-const gd_emu_event &event_of(cudaEvent_t e, const char *call)
+gd_emu_event &event_of(cudaEvent_t e, const char *call)
 {
     std::lock_guard<std::mutex> lock(g_mutex);
-    if (!e || !known(g_events, e)) die("%s with an event cudaEventCreateWithFlags never returned", call);
+    if (!e || !known(g_events, e) || !e->live)
+        die("%s with an event that cudaEventCreate never returned or that was destroyed", call);
     return *e;
 }
 } // namespace
@@ -571,8 +605,32 @@ const gd_emu_event &event_of(cudaEvent_t e, const char *call)
 /* The event and the stream must belong to the same device (CUDA refuses otherwise). */
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
-    const gd_emu_event &e = event_of(event, "cudaEventRecord");
+    gd_emu_event &e = event_of(event, "cudaEventRecord");
     if (e.device != stream_of(stream, "cudaEventRecord").device) return fail(cudaErrorInvalidResourceHandle);
+    e.recorded = true;
+    e.when = std::chrono::steady_clock::now();
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event)
+{
+    event_of(event, "cudaEventSynchronize");
+    return cudaSuccess;
+}
+
+/* As CUDA: both events recorded, both with timing, on one device. */
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+    const gd_emu_event &a = event_of(start, "cudaEventElapsedTime"), &b = event_of(end, "cudaEventElapsedTime");
+    if (!a.recorded || !b.recorded || !a.timing || !b.timing || a.device != b.device)
+        return fail(cudaErrorInvalidResourceHandle);
+    *ms = std::chrono::duration<float, std::milli>(b.when - a.when).count();
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event)
+{
+    event_of(event, "cudaEventDestroy").live = false;
     return cudaSuccess;
 }
 

@@ -1,5 +1,6 @@
 /* device.c - the Device type ('cpu', 'cuda:N'), parsing device arguments, and the
- * device-level module functions cpu(), gpu(), try_gpu(), try_all_gpus().
+ * device-level module functions cpu(), gpu(), try_gpu(), try_all_gpus(). The CPU is device 0
+ * of its backend everywhere in the core; only Device('cpu').index shows None.
  */
 #include "core.h"
 
@@ -21,7 +22,7 @@ const char *gd_device_str(gd_device dev, char *buf)
 static int parse_device_string(const char *s, gd_device *out)
 {
     if (strcmp(s, "cpu") == 0) {
-        *out = (gd_device){GD_CPU, -1};
+        *out = GD_CPU_DEVICE;
         return 0;
     }
     if (strcmp(s, "cuda") == 0) {
@@ -61,6 +62,15 @@ int gd_parse_device(gd_state *st, PyObject *obj, gd_device *out)
     return -1;
 }
 
+void gd_raise_device_mismatch(gd_state *st, const char *op, gd_device first, gd_device second)
+{
+    char d0[32], d1[32];
+    PyErr_Format(st->DeviceMismatchError,
+                 "%s: operands are on different devices, %s and %s; copy one of them first, "
+                 "e.g. b.to('%s')",
+                 op, gd_device_str(first, d0), gd_device_str(second, d1), d0);
+}
+
 PyObject *gd_device_object(gd_state *st, gd_device dev)
 {
     if (dev.type == GD_CPU && st->cpu_device) return Py_NewRef(st->cpu_device);
@@ -90,7 +100,7 @@ static PyObject *device_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:Device", kwlist, &spec, &index)) return NULL;
     gd_state *st = PyType_GetModuleState(type);
     if (!st) return NULL;
-    gd_device dev = {GD_CPU, -1};
+    gd_device dev = GD_CPU_DEVICE;
     if (spec == Py_None) {
         PyErr_SetString(PyExc_TypeError, "Device: expected 'cpu', 'cuda' or 'cuda:N', got None");
         return NULL;
@@ -231,30 +241,20 @@ static PyType_Spec device_spec = {
  * module functions
  * ---------------------------------------------------------------------------------------- */
 
+/* The i=0 argument of gpu() and try_gpu(). */
 static int parse_gpu_index(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, long *out,
-                           const char *fname)
+                           const gd_params *params)
 {
+    PyObject *arg = NULL;
+    if (gd_parse_args(&arg, params, args, nargs, kwnames) < 0) return -1;
     *out = 0;
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    if (nargs + nkw > 1) {
-        PyErr_Format(PyExc_TypeError, "%s(i=0) takes at most one argument", fname);
+    if (!arg) return 0;
+    *out = PyLong_AsLong(arg);
+    if (*out == -1 && PyErr_Occurred()) return -1;
+    if (*out < 0 || *out >= GD_MAX_GPUS) {
+        PyErr_Format(PyExc_ValueError, "%s: GPU index must be in [0, %d), got %ld", params->fname, GD_MAX_GPUS,
+                     *out);
         return -1;
-    }
-    if (nkw) {
-        const char *k = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, 0));
-        if (!k) return -1;
-        if (strcmp(k, "i") != 0) {
-            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", fname, k);
-            return -1;
-        }
-    }
-    if (nargs + nkw == 1) {
-        *out = PyLong_AsLong(args[0]);
-        if (*out == -1 && PyErr_Occurred()) return -1;
-        if (*out < 0 || *out >= GD_MAX_GPUS) {
-            PyErr_Format(PyExc_ValueError, "%s: GPU index must be in [0, %d), got %ld", fname, GD_MAX_GPUS, *out);
-            return -1;
-        }
     }
     return 0;
 }
@@ -267,15 +267,17 @@ static PyObject *mod_cpu(PyObject *module, PyObject *Py_UNUSED(ignored))
 
 static PyObject *mod_gpu(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
+    static const gd_params params = {"gpu", "gpu(i=0) takes at most one argument", 1, 0, {"i", NULL}};
     long i;
-    if (parse_gpu_index(args, nargs, kwnames, &i, "gpu") < 0) return NULL;
+    if (parse_gpu_index(args, nargs, kwnames, &i, &params) < 0) return NULL;
     return gd_device_object(PyModule_GetState(module), (gd_device){GD_CUDA, (int)i});
 }
 
 static PyObject *mod_try_gpu(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
+    static const gd_params params = {"try_gpu", "try_gpu(i=0) takes at most one argument", 1, 0, {"i", NULL}};
     long i;
-    if (parse_gpu_index(args, nargs, kwnames, &i, "try_gpu") < 0) return NULL;
+    if (parse_gpu_index(args, nargs, kwnames, &i, &params) < 0) return NULL;
     gd_state *st = PyModule_GetState(module);
     if (gd_num_gpus(st) > i) return gd_device_object(st, (gd_device){GD_CUDA, (int)i});
     return Py_NewRef(st->cpu_device);
@@ -288,7 +290,7 @@ static PyObject *mod_try_all_gpus(PyObject *module, PyObject *Py_UNUSED(ignored)
     PyObject *list = PyList_New(0);
     if (!list) return NULL;
     for (int i = 0; i < n || (n == 0 && i == 0); i++) {
-        gd_device dev = n ? (gd_device){GD_CUDA, i} : (gd_device){GD_CPU, -1};
+        gd_device dev = n ? (gd_device){GD_CUDA, i} : GD_CPU_DEVICE;
         if (gd_list_append_device(st, list, dev) < 0) {
             Py_DECREF(list);
             return NULL;
@@ -299,22 +301,22 @@ static PyObject *mod_try_all_gpus(PyObject *module, PyObject *Py_UNUSED(ignored)
 
 static PyMethodDef device_module_methods[] = {
     {"cpu", mod_cpu, METH_NOARGS, "cpu() -> Device: the host and all its cores."},
-    {"gpu", (PyCFunction)(void (*)(void))mod_gpu, METH_FASTCALL | METH_KEYWORDS,
+    {"gpu", GD_FN(mod_gpu), GD_FASTKW,
      "gpu(i=0) -> Device('cuda:i'), whether or not it exists (allocating on a missing GPU raises)."},
-    {"try_gpu", (PyCFunction)(void (*)(void))mod_try_gpu, METH_FASTCALL | METH_KEYWORDS,
+    {"try_gpu", GD_FN(mod_try_gpu), GD_FASTKW,
      "try_gpu(i=0) -> gpu(i) if it exists, else cpu().\n\n>>> x = gd.ones(3, device=gd.try_gpu())"},
     {"try_all_gpus", mod_try_all_gpus, METH_NOARGS, "try_all_gpus() -> every GPU, or [cpu()] when there is none."},
     {NULL, NULL, 0, NULL},
 };
 
-int gd_device_type_init(PyObject *module, gd_state *st)
+int gd_device_setup(PyObject *module, gd_state *st)
 {
     st->device_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &device_spec, NULL);
     if (!st->device_type) return -1;
     if (PyModule_AddType(module, st->device_type) < 0) return -1;
     DeviceObject *cpu = PyObject_New(DeviceObject, st->device_type);
     if (!cpu) return -1;
-    cpu->dev = (gd_device){GD_CPU, -1};
+    cpu->dev = GD_CPU_DEVICE;
     st->cpu_device = (PyObject *)cpu;
     return PyModule_AddFunctions(module, device_module_methods);
 }

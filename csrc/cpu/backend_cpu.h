@@ -12,7 +12,8 @@
 extern "C" {
 #endif
 
-/* The host as a gpudev device: one device, synchronous, every vtable entry filled. */
+/* The host as a gpudev device: one device (index 0), synchronous, every operation entry
+ * filled; of the device services, memory_stats and reset_peak_memory. */
 extern const gd_backend gd_cpu_backend;
 
 /* Threads used by gpudev's own parallel loops and by OpenBLAS. n < 1 means 1. The default

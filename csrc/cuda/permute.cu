@@ -1,96 +1,9 @@
-/* kernels.cu - the CUDA backend's data-movement and generator kernels: astype, arange, the
- * Philox random kernel (the same philox.h as the CPU backend, so one seed gives the same
- * numbers on every device) and permute (a tiled transpose, or a gather for other orders).
+/* permute.cu - the CUDA backend's transposes: a tiled transpose through shared memory for
+ * (batched) 2-D transposes, a gather for other orders, after merging axes that stay neighbours.
  */
 #include "backend_cuda.cuh"
-#include "philox.h"
-
-#include <type_traits>
 
 namespace {
-
-/* ------------------------------------------------------------------------------------------
- * astype
- * ---------------------------------------------------------------------------------------- */
-
-/* C casts, except that float -> int64 of NaN or of a value outside int64's range (undefined
- * behaviour in C) gives INT64_MIN, as NumPy does on x86-64. */
-template <class To, class From> __device__ __forceinline__ To convert(From x)
-{
-    if constexpr (std::is_same<To, int64_t>::value && !std::is_same<From, int64_t>::value) {
-        const From lo = (From)-9223372036854775808.0, hi = (From)9223372036854775808.0; /* -2^63, 2^63 */
-        return (x >= lo && x < hi) ? (int64_t)x : INT64_MIN; /* NaN fails both comparisons */
-    } else {
-        return (To)x;
-    }
-}
-
-template <class To, class From> __global__ void astype_kernel(To *out, const From *in, int64_t n)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        out[i] = convert<To>(in[i]);
-}
-
-template <class To, class From> int launch_astype(void *out, const void *in, int64_t n, gd_cuda_device *dev, gd_error *err)
-{
-    astype_kernel<To, From><<<gd_cuda_blocks(dev, n, GD_CUDA_THREADS), GD_CUDA_THREADS, 0, dev->stream>>>(
-        (To *)out, (const From *)in, n);
-    GD_CHECK_LAUNCH();
-    return GD_OK;
-}
-
-template <class To> int astype_to(void *out, const void *in, gd_dtype in_dtype, int64_t n, gd_cuda_device *dev, gd_error *err)
-{
-    switch (in_dtype) {
-    case GD_FLOAT32: return launch_astype<To, float>(out, in, n, dev, err);
-    case GD_FLOAT64: return launch_astype<To, double>(out, in, n, dev, err);
-    case GD_INT64: return launch_astype<To, int64_t>(out, in, n, dev, err);
-    }
-    return gd_set_error(err, GD_ERR_VALUE, "cuda astype: unknown input dtype %d", (int)in_dtype);
-}
-
-/* ------------------------------------------------------------------------------------------
- * arange
- * ---------------------------------------------------------------------------------------- */
-
-template <class T> __global__ void arange_kernel(T *out, int64_t n, gd_scalar start, gd_scalar step)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        if constexpr (std::is_same<T, int64_t>::value) {
-            out[i] = (int64_t)((uint64_t)start.i + (uint64_t)i * (uint64_t)step.i);
-        } else {
-            /* explicit roundings: a fused multiply-add would differ from the CPU in the last bit */
-            out[i] = (T)__dadd_rn(start.f, __dmul_rn((double)i, step.f));
-        }
-    }
-}
-
-template <class T> int launch_arange(void *out, int64_t n, gd_scalar start, gd_scalar step, gd_cuda_device *dev, gd_error *err)
-{
-    arange_kernel<T><<<gd_cuda_blocks(dev, n, GD_CUDA_THREADS), GD_CUDA_THREADS, 0, dev->stream>>>((T *)out, n, start,
-                                                                                                   step);
-    GD_CHECK_LAUNCH();
-    return GD_OK;
-}
-
-/* ------------------------------------------------------------------------------------------
- * random: one Philox block per thread, laid out exactly as philox.h says
- * ---------------------------------------------------------------------------------------- */
-
-template <class T> __global__ void random_kernel(T *out, int64_t n, int normal, uint64_t seed, uint64_t offset)
-{
-    constexpr int per = sizeof(T) == 4 ? 4 : 2;
-    const int64_t blocks = (n + per - 1) / per;
-    for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < blocks; b += (int64_t)gridDim.x * blockDim.x) {
-        T v[per];
-        if constexpr (per == 4) gd_philox_block_f32(v, normal, offset + (uint64_t)b, seed);
-        else gd_philox_block_f64(v, normal, offset + (uint64_t)b, seed);
-        const int64_t base = b * per;
-#pragma unroll
-        for (int j = 0; j < per; j++)
-            if (base + j < n) out[base + j] = v[j];
-    }
-}
 
 /* ------------------------------------------------------------------------------------------
  * permute
@@ -234,60 +147,6 @@ int launch_permute(void *out, const void *in, int ndim, const int64_t *in_shape,
 /* ------------------------------------------------------------------------------------------
  * vtable entries
  * ---------------------------------------------------------------------------------------- */
-
-int gd_cuda_astype(void *out, gd_dtype out_dtype, const void *in, gd_dtype in_dtype, int64_t n, int device,
-                   gd_error *err)
-{
-    if (n <= 0) return GD_OK;
-    gd_cuda_device *dev;
-    int rc = gd_cuda_enter(&dev, device, err);
-    if (rc != GD_OK) return rc;
-    if (out_dtype == in_dtype) {
-        GD_CHECK(cudaMemcpyAsync(out, in, (size_t)n * gd_dtype_size(in_dtype), cudaMemcpyDeviceToDevice, dev->stream));
-        return GD_OK;
-    }
-    switch (out_dtype) {
-    case GD_FLOAT32: return astype_to<float>(out, in, in_dtype, n, dev, err);
-    case GD_FLOAT64: return astype_to<double>(out, in, in_dtype, n, dev, err);
-    case GD_INT64: return astype_to<int64_t>(out, in, in_dtype, n, dev, err);
-    }
-    return gd_set_error(err, GD_ERR_VALUE, "cuda astype: unknown output dtype %d", (int)out_dtype);
-}
-
-int gd_cuda_arange(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, int64_t n, int device, gd_error *err)
-{
-    if (n <= 0) return GD_OK;
-    gd_cuda_device *dev;
-    int rc = gd_cuda_enter(&dev, device, err);
-    if (rc != GD_OK) return rc;
-    switch (dtype) {
-    case GD_FLOAT32: return launch_arange<float>(out, n, start, step, dev, err);
-    case GD_FLOAT64: return launch_arange<double>(out, n, start, step, dev, err);
-    case GD_INT64: return launch_arange<int64_t>(out, n, start, step, dev, err);
-    }
-    return gd_set_error(err, GD_ERR_VALUE, "cuda arange: unknown dtype %d", (int)dtype);
-}
-
-int gd_cuda_random(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed, uint64_t offset, int64_t n,
-                   int device, gd_error *err)
-{
-    if (n <= 0) return GD_OK;
-    if (dtype != GD_FLOAT32 && dtype != GD_FLOAT64)
-        return gd_set_error(err, GD_ERR_VALUE, "cuda random: dtype %d is not a float dtype", (int)dtype);
-    gd_cuda_device *dev;
-    int rc = gd_cuda_enter(&dev, device, err);
-    if (rc != GD_OK) return rc;
-    const int per = GD_PHILOX_PER_BLOCK(dtype == GD_FLOAT32);
-    const int64_t blocks = (n + per - 1) / per;
-    const unsigned grid = gd_cuda_blocks(dev, blocks, GD_CUDA_THREADS);
-    const int normal = kind == GD_RAND_NORMAL;
-    if (dtype == GD_FLOAT32)
-        random_kernel<float><<<grid, GD_CUDA_THREADS, 0, dev->stream>>>((float *)out, n, normal, seed, offset);
-    else
-        random_kernel<double><<<grid, GD_CUDA_THREADS, 0, dev->stream>>>((double *)out, n, normal, seed, offset);
-    GD_CHECK_LAUNCH();
-    return GD_OK;
-}
 
 // in_shape (ndim), out.shape[k] = in_shape[perm[k]]; both C-contiguous
 int gd_cuda_permute(void *out, gd_dtype dtype, const void *in, int ndim, const int64_t *in_shape, const int *perm,

@@ -19,15 +19,24 @@
  * shared helpers
  * ---------------------------------------------------------------------------------------- */
 
-static const DLDataType dl_dtypes[GD_NUM_DTYPES] = {
-    [GD_FLOAT32] = {kDLFloat, 32, 1},
-    [GD_FLOAT64] = {kDLFloat, 64, 1},
-    [GD_INT64] = {kDLInt, 64, 1},
-};
+/* What DLPack calls a gpudev dtype: its kind (float or int) and bits, from the dtype table. */
+static DLDataType dl_dtype_of(gd_dtype t)
+{
+    DLDataType d = {gd_dtype_table[t].kind == 'f' ? kDLFloat : kDLInt, (uint8_t)(8 * gd_dtype_size(t)), 1};
+    return d;
+}
+
+/* The gpudev dtype of a DLPack type, or -1 when gpudev has none. */
+static int gd_dtype_from_dl(DLDataType d)
+{
+    char kind = d.code == kDLFloat ? 'f' : d.code == kDLInt ? 'i' : 0;
+    if (d.lanes != 1 || !kind || d.bits % 8) return -1;
+    return gd_dtype_lookup(kind, d.bits / 8);
+}
 
 static DLDevice dl_device_of(gd_device dev)
 {
-    DLDevice d = {dev.type == GD_CPU ? kDLCPU : kDLCUDA, dev.type == GD_CPU ? 0 : dev.index};
+    DLDevice d = {dev.type == GD_CPU ? kDLCPU : kDLCUDA, dev.index};
     return d;
 }
 
@@ -171,9 +180,52 @@ static int check_dl_device(PyObject *obj, ArrayObject *a)
     return -1;
 }
 
+/* The capsule exporting `exported` (a new reference, given to the capsule's tensor):
+ * versioned or legacy, with `copy` recorded in the versioned flags. */
+static PyObject *export_capsule(PyObject *exported, int versioned, int copy)
+{
+    dlpack_export *ex = PyMem_RawCalloc(1, sizeof *ex);
+    if (!ex) {
+        Py_DECREF(exported);
+        return PyErr_NoMemory();
+    }
+    ArrayObject *src = (ArrayObject *)exported;
+    ex->array = exported;
+    /* explicit C-order strides, also for the legacy struct: some consumers mishandle NULL.
+     * Axes of length 0 count as 1, as in NumPy; the guard keeps empty arrays with huge
+     * other axes from overflowing (their strides are never used). */
+    int64_t step = 1;
+    for (int i = src->ndim - 1; i >= 0; i--) {
+        ex->shape[i] = src->shape[i];
+        ex->strides[i] = step;
+        if (src->shape[i] > 1 && step <= INT64_MAX / src->shape[i]) step *= src->shape[i];
+    }
+    DLTensor *t = versioned ? &ex->managed.versioned.dl_tensor : &ex->managed.legacy.dl_tensor;
+    *t = (DLTensor){.data = src->data, .device = dl_device_of(src->device), .ndim = src->ndim,
+                    .dtype = dl_dtype_of(src->dtype), .shape = ex->shape, .strides = ex->strides, .byte_offset = 0};
+    PyObject *capsule;
+    if (versioned) {
+        DLManagedTensorVersioned *m = &ex->managed.versioned;
+        m->version.major = DLPACK_MAJOR_VERSION;
+        m->version.minor = DLPACK_MINOR_VERSION;
+        m->manager_ctx = ex;
+        m->deleter = export_deleter_versioned;
+        m->flags = copy ? DLPACK_FLAG_BITMASK_IS_COPIED : 0;
+        capsule = PyCapsule_New(m, DLPACK_VERSIONED_CAPSULE_NAME, export_capsule_free);
+    } else {
+        DLManagedTensor *m = &ex->managed.legacy;
+        m->manager_ctx = ex;
+        m->deleter = export_deleter_legacy;
+        capsule = PyCapsule_New(m, DLPACK_CAPSULE_NAME, export_capsule_free);
+    }
+    if (!capsule) export_release(ex);
+    return capsule;
+}
+
 PyObject *gd_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static const char *const names[] = {"stream", "max_version", "dl_device", "copy"};
+    static const gd_params params = {"__dlpack__", "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)",
+                                     0, 0, {"stream", "max_version", "dl_device", "copy", NULL}};
     enum { STREAM, MAX_VERSION, DL_DEVICE, COPY, NUM_KW };
     PyObject *kw[NUM_KW] = {Py_None, Py_None, Py_None, Py_None};
     ArrayObject *a = (ArrayObject *)self;
@@ -186,18 +238,7 @@ PyObject *gd_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t narg
                      nargs);
         return NULL;
     }
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t i = 0; i < nkw; i++) {
-        const char *k = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, i));
-        if (!k) return NULL;
-        int j = 0;
-        while (j < NUM_KW && strcmp(k, names[j]) != 0) j++;
-        if (j == NUM_KW) {
-            PyErr_Format(PyExc_TypeError, "__dlpack__() got an unexpected keyword argument '%s'", k);
-            return NULL;
-        }
-        kw[j] = args[i];
-    }
+    if (gd_parse_args(kw, &params, args, nargs, kwnames) < 0) return NULL;
     if (kw[STREAM] != Py_None && (!PyLong_Check(kw[STREAM]) || PyBool_Check(kw[STREAM]))) {
         PyErr_Format(PyExc_TypeError, "__dlpack__: stream must be None or an int (a CUDA stream handle), got %.100s",
                      Py_TYPE(kw[STREAM])->tp_name);
@@ -220,48 +261,7 @@ PyObject *gd_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
 
-    dlpack_export *ex = PyMem_RawCalloc(1, sizeof *ex);
-    if (!ex) {
-        Py_DECREF(exported);
-        return PyErr_NoMemory();
-    }
-    ArrayObject *src = (ArrayObject *)exported;
-    ex->array = exported;
-    /* explicit C-order strides, also for the legacy struct: some consumers mishandle NULL.
-     * Axes of length 0 count as 1, as in NumPy; the guard keeps empty arrays with huge
-     * other axes from overflowing (their strides are never used). */
-    int64_t step = 1;
-    for (int i = src->ndim - 1; i >= 0; i--) {
-        ex->shape[i] = src->shape[i];
-        ex->strides[i] = step;
-        if (src->shape[i] > 1 && step <= INT64_MAX / src->shape[i]) step *= src->shape[i];
-    }
-    DLTensor *t = versioned ? &ex->managed.versioned.dl_tensor : &ex->managed.legacy.dl_tensor;
-    t->data = src->data;
-    t->device = dl_device_of(src->device);
-    t->ndim = src->ndim;
-    t->dtype = dl_dtypes[src->dtype];
-    t->shape = ex->shape;
-    t->strides = ex->strides;
-    t->byte_offset = 0;
-
-    PyObject *capsule;
-    if (versioned) {
-        DLManagedTensorVersioned *m = &ex->managed.versioned;
-        m->version.major = DLPACK_MAJOR_VERSION;
-        m->version.minor = DLPACK_MINOR_VERSION;
-        m->manager_ctx = ex;
-        m->deleter = export_deleter_versioned;
-        m->flags = copy ? DLPACK_FLAG_BITMASK_IS_COPIED : 0;
-        capsule = PyCapsule_New(m, DLPACK_VERSIONED_CAPSULE_NAME, export_capsule_free);
-    } else {
-        DLManagedTensor *m = &ex->managed.legacy;
-        m->manager_ctx = ex;
-        m->deleter = export_deleter_legacy;
-        capsule = PyCapsule_New(m, DLPACK_CAPSULE_NAME, export_capsule_free);
-    }
-    if (!capsule) export_release(ex);
-    return capsule;
+    return export_capsule(exported, versioned, copy);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -338,15 +338,6 @@ static const char *dl_dtype_str(DLDataType d, char *buf, size_t cap)
     return buf;
 }
 
-static int gd_dtype_from_dl(DLDataType d)
-{
-    if (d.lanes != 1) return -1;
-    if (d.code == kDLFloat && d.bits == 32) return GD_FLOAT32;
-    if (d.code == kDLFloat && d.bits == 64) return GD_FLOAT64;
-    if (d.code == kDLInt && d.bits == 64) return GD_INT64;
-    return -1;
-}
-
 /* x.name, or TypeError saying that x does not speak DLPack. */
 static PyObject *producer_method(PyObject *x, const char *name)
 {
@@ -387,7 +378,7 @@ static int producer_device(gd_state *st, PyObject *x, gd_device *out)
     Py_DECREF(res);
     if (!ok) return -1;
     if (type == kDLCPU) {
-        *out = (gd_device){GD_CPU, -1};
+        *out = GD_CPU_DEVICE;
         return 0;
     }
     if (type == kDLCUDA) {
@@ -428,61 +419,49 @@ static PyObject *producer_capsule(PyObject *x, int cuda)
     return capsule;
 }
 
-/* Wait for every stream on GPU `dev`, the producer's included, so that gpudev's own stream
- * may read the memory at once. gpudev._info._cuda_call turns a failure into CudaError. */
-static int sync_whole_gpu(gd_state *st, gd_device dev)
+/* The tensor inside a producer's capsule, or NULL with the reason: not a DLPack capsule,
+ * already consumed, or a major version whose layout gpudev does not know. Exactly one of
+ * *legacy and *versioned is set on success. */
+static DLTensor *capsule_tensor(PyObject *capsule, const char *producer, DLManagedTensor **legacy,
+                                DLManagedTensorVersioned **versioned, int *read_only)
 {
-    PyObject *cuda = PyImport_ImportModule("gpudev._cuda");
-    PyObject *info = cuda ? PyImport_ImportModule("gpudev._info") : NULL;
-    PyObject *fn = info ? PyObject_GetAttrString(cuda, "device_synchronize") : NULL;
-    PyObject *res = fn ? PyObject_CallMethod(info, "_cuda_call", "Oi", fn, dev.index) : NULL;
-    Py_XDECREF(fn);
-    Py_XDECREF(info);
-    Py_XDECREF(cuda);
-    if (!res) return -1;
-    Py_DECREF(res);
-    st->pending_gpus &= ~((uint64_t)1 << dev.index); /* gpudev's stream is idle too */
-    return gd_tracing(st) ? gd_trace_emit(st, "sync", "from_dlpack", dev, NULL, -1, 0, 0) : 0;
-}
-
-/* An Array for the tensor in `capsule` (already checked to be on `dev`): sharing its memory,
- * or a copy when it must not be shared. On success the capsule is marked used and the
- * Array's base owns the tensor; on failure the capsule still owns it. */
-static ArrayObject *import_capsule(gd_state *st, PyObject *capsule, gd_device dev, const char *producer)
-{
-    DLManagedTensor *legacy = NULL;
-    DLManagedTensorVersioned *versioned = NULL;
-    DLTensor *t;
-    int read_only = 0;
-    char buf[256];
+    *legacy = NULL;
+    *versioned = NULL;
+    *read_only = 0;
     if (PyCapsule_IsValid(capsule, DLPACK_VERSIONED_CAPSULE_NAME)) {
-        versioned = PyCapsule_GetPointer(capsule, DLPACK_VERSIONED_CAPSULE_NAME);
+        DLManagedTensorVersioned *v = PyCapsule_GetPointer(capsule, DLPACK_VERSIONED_CAPSULE_NAME);
         /* another major version may lay out the fields after `flags` differently */
-        if (versioned->version.major != DLPACK_MAJOR_VERSION) {
+        if (v->version.major != DLPACK_MAJOR_VERSION) {
             PyErr_Format(PyExc_BufferError,
                          "from_dlpack: %.100s exported DLPack %u.%u; gpudev reads DLPack %d.x: ask the producer for "
                          "an older version or update gpudev",
-                         producer, versioned->version.major, versioned->version.minor, DLPACK_MAJOR_VERSION);
+                         producer, v->version.major, v->version.minor, DLPACK_MAJOR_VERSION);
             return NULL;
         }
-        t = &versioned->dl_tensor;
-        read_only = (versioned->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
-    } else if (PyCapsule_IsValid(capsule, DLPACK_CAPSULE_NAME)) {
-        legacy = PyCapsule_GetPointer(capsule, DLPACK_CAPSULE_NAME);
-        t = &legacy->dl_tensor;
-    } else {
-        const char *name = PyCapsule_CheckExact(capsule) ? PyCapsule_GetName(capsule) : NULL;
-        if (name && (strcmp(name, DLPACK_USED_CAPSULE_NAME) == 0 || strcmp(name, DLPACK_USED_VERSIONED_CAPSULE_NAME) == 0))
-            PyErr_Format(PyExc_BufferError,
-                         "from_dlpack: the DLPack capsule from %.100s.__dlpack__() was already consumed; a capsule "
-                         "can be imported only once: pass the array itself, whose __dlpack__ makes a new one",
-                         producer);
-        else
-            PyErr_Format(PyExc_TypeError, "from_dlpack: %.100s.__dlpack__() returned %.100s, not a DLPack capsule",
-                         producer, PyCapsule_CheckExact(capsule) && name ? name : Py_TYPE(capsule)->tp_name);
-        return NULL;
+        *versioned = v;
+        *read_only = (v->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+        return &v->dl_tensor;
     }
+    if (PyCapsule_IsValid(capsule, DLPACK_CAPSULE_NAME)) {
+        *legacy = PyCapsule_GetPointer(capsule, DLPACK_CAPSULE_NAME);
+        return &(*legacy)->dl_tensor;
+    }
+    const char *name = PyCapsule_CheckExact(capsule) ? PyCapsule_GetName(capsule) : NULL;
+    if (name && (strcmp(name, DLPACK_USED_CAPSULE_NAME) == 0 || strcmp(name, DLPACK_USED_VERSIONED_CAPSULE_NAME) == 0))
+        PyErr_Format(PyExc_BufferError,
+                     "from_dlpack: the DLPack capsule from %.100s.__dlpack__() was already consumed; a capsule "
+                     "can be imported only once: pass the array itself, whose __dlpack__ makes a new one",
+                     producer);
+    else
+        PyErr_Format(PyExc_TypeError, "from_dlpack: %.100s.__dlpack__() returned %.100s, not a DLPack capsule",
+                     producer, PyCapsule_CheckExact(capsule) && name ? name : Py_TYPE(capsule)->tp_name);
+    return NULL;
+}
 
+/* The tensor's device, rank and dtype as gpudev needs them; *dt is its gpudev dtype. */
+static int check_tensor_kind(const DLTensor *t, gd_device dev, const char *producer, gd_dtype *dt)
+{
+    char buf[256];
     DLDevice want = dl_device_of(dev);
     if (t->device.device_type != want.device_type || t->device.device_id != want.device_id) {
         PyErr_Format(PyExc_BufferError,
@@ -490,55 +469,67 @@ static ArrayObject *import_capsule(gd_state *st, PyObject *capsule, gd_device de
                      "producer contradicts itself",
                      producer, (int)want.device_type, (int)want.device_id, (int)t->device.device_type,
                      (int)t->device.device_id);
-        return NULL;
+        return -1;
     }
     if (t->ndim < 0 || t->ndim > GD_MAX_NDIM) {
         PyErr_Format(PyExc_ValueError, "from_dlpack: the tensor has %d dimensions; gpudev supports at most %d",
                      (int)t->ndim, GD_MAX_NDIM);
-        return NULL;
+        return -1;
     }
-    int dt = gd_dtype_from_dl(t->dtype);
-    if (dt < 0) {
+    int d = gd_dtype_from_dl(t->dtype);
+    if (d < 0) {
         int to_int = t->dtype.code == kDLInt || t->dtype.code == kDLUInt || t->dtype.code == kDLBool;
         const char *target = to_int ? "int64" : "float32";
         PyErr_Format(PyExc_TypeError,
                      "from_dlpack: dtype %s is not supported; gpudev arrays hold float32, float64 or int64: convert "
                      "in the producer first, e.g. x.astype('%s') in NumPy or x.to(torch.%s) in PyTorch",
                      dl_dtype_str(t->dtype, buf, sizeof buf), target, target);
-        return NULL;
+        return -1;
     }
-    const int64_t item = (int64_t)gd_dtype_size((gd_dtype)dt);
-    int64_t size = 1;
+    *dt = (gd_dtype)d;
+    return 0;
+}
+
+/* The tensor's element count (*size), with its shape checked; -1 with ValueError. */
+static int check_tensor_shape(const DLTensor *t, gd_dtype dt, int64_t *size)
+{
+    char buf[256];
+    const int64_t item = (int64_t)gd_dtype_size(dt);
+    *size = 1;
     for (int i = 0; i < t->ndim; i++) {
         if (t->shape[i] < 0) {
             PyErr_Format(PyExc_ValueError, "from_dlpack: the tensor has a negative dimension, shape %s",
                          gd_shape_str(t->ndim, t->shape, buf));
-            return NULL;
+            return -1;
         }
-        if (t->shape[i] == 0) size = 0;
+        if (t->shape[i] == 0) *size = 0;
     }
-    for (int i = 0; i < t->ndim && size; i++) {
-        if (size > INT64_MAX / item / t->shape[i]) {
+    for (int i = 0; i < t->ndim && *size; i++) {
+        if (*size > INT64_MAX / item / t->shape[i]) {
             PyErr_Format(PyExc_ValueError, "from_dlpack: a tensor of shape %s is larger than 2**63 bytes",
                          gd_shape_str(t->ndim, t->shape, buf));
-            return NULL;
+            return -1;
         }
-        size *= t->shape[i];
+        *size *= t->shape[i];
     }
-    if (size == 0) /* nothing to share; the producer gets its tensor back with the capsule */
-        return gd_array_new(st, dev, (gd_dtype)dt, t->ndim, t->shape, "from_dlpack");
+    return 0;
+}
+
+/* C order, as gpudev arrays are; axes of length 1 may have any stride (no step is ever taken
+ * along them), and the data must be there. */
+static int check_tensor_layout(const DLTensor *t, int64_t size, const char *producer)
+{
     if (t->strides) {
-        /* C order; axes of length 1 may have any stride (no step is ever taken along them) */
         int64_t step = 1;
         for (int i = t->ndim - 1; i >= 0; i--) {
             if (t->shape[i] != 1 && t->strides[i] != step) {
-                char sbuf[256];
+                char buf[256], sbuf[256];
                 PyErr_Format(PyExc_ValueError,
                              "from_dlpack: the data is not C-contiguous (shape %s, strides %s in elements) and gpudev "
                              "arrays are; make it contiguous in the producer first, e.g. np.ascontiguousarray(x) "
                              "or x.contiguous() in PyTorch",
                              gd_shape_str(t->ndim, t->shape, buf), gd_shape_str(t->ndim, t->strides, sbuf));
-                return NULL;
+                return -1;
             }
             step *= t->shape[i];
         }
@@ -546,14 +537,18 @@ static ArrayObject *import_capsule(gd_state *st, PyObject *capsule, gd_device de
     if (!t->data) {
         PyErr_Format(PyExc_BufferError, "from_dlpack: %.100s exported %lld elements at a NULL address", producer,
                      (long long)size);
-        return NULL;
+        return -1;
     }
-    char *data = (char *)t->data + t->byte_offset;
-    /* gpudev's kernels read elements through typed pointers, so data must be aligned to them;
-     * a read-only tensor must not become a writable Array. Both are copied instead. */
-    int must_copy = read_only || (uintptr_t)data % (uintptr_t)item != 0;
+    return 0;
+}
 
-    if (dev.type == GD_CUDA && sync_whole_gpu(st, dev) < 0) return NULL;
+/* An Array sharing the tensor's memory, whose base (a capsule) takes the producer's managed
+ * tensor over once the producer's capsule is marked used. On failure the tensor goes back
+ * through whichever of the two owns it by then. */
+static ArrayObject *adopt_tensor(gd_state *st, PyObject *capsule, DLManagedTensor *legacy,
+                                 DLManagedTensorVersioned *versioned, gd_device dev, gd_dtype dt, int64_t size)
+{
+    const DLTensor *t = versioned ? &versioned->dl_tensor : &legacy->dl_tensor;
     dlpack_import *im = PyMem_RawCalloc(1, sizeof *im);
     if (!im) {
         PyErr_NoMemory();
@@ -562,37 +557,53 @@ static ArrayObject *import_capsule(gd_state *st, PyObject *capsule, gd_device de
     im->legacy = legacy;
     im->versioned = versioned;
     im->gpu = dev.type == GD_CUDA ? st->backends[GD_CUDA] : NULL;
-    im->device = dev.type == GD_CUDA ? dev.index : 0;
+    im->device = dev.index;
     /* No destructor until the capsule is marked used: until then the capsule owns the tensor. */
     PyObject *keeper = PyCapsule_New(im, IMPORT_KEEPER_NAME, NULL);
-    ArrayObject *a = keeper ? (ArrayObject *)st->array_type->tp_alloc(st->array_type, 0) : NULL;
-    if (!a || PyCapsule_SetName(capsule, versioned ? DLPACK_USED_VERSIONED_CAPSULE_NAME : DLPACK_USED_CAPSULE_NAME) < 0) {
-        Py_XDECREF(a);
+    if (!keeper ||
+        PyCapsule_SetName(capsule, versioned ? DLPACK_USED_VERSIONED_CAPSULE_NAME : DLPACK_USED_CAPSULE_NAME) < 0 ||
+        PyCapsule_SetDestructor(keeper, keeper_free) < 0) { /* only fails for an invalid capsule */
         Py_XDECREF(keeper);
         PyMem_RawFree(im);
         return NULL;
     }
-    if (PyCapsule_SetDestructor(keeper, keeper_free) < 0) { /* only fails for an invalid capsule */
-        Py_DECREF(a);
-        Py_DECREF(keeper);
-        PyMem_RawFree(im);
-        return NULL;
-    }
-    a->device = dev;
-    a->dtype = (gd_dtype)dt;
-    a->ndim = t->ndim;
-    a->size = size;
-    if (t->ndim) memcpy(a->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim); /* shape may be NULL for 0-d */
-    a->data = data;
-    a->base = keeper;
-    if (!must_copy) return a;
+    /* the shape may be NULL for 0-d tensors */
+    int64_t shape[GD_MAX_NDIM];
+    if (t->ndim) memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    return gd_array_borrow(st, keeper, (char *)t->data + t->byte_offset, dev, dt, t->ndim, shape, size);
+}
+
+/* An Array for the tensor in `capsule` (on `dev`, which the producer named): sharing its
+ * memory, or a copy when it must not be shared. On success the capsule is marked used and the
+ * Array's base owns the tensor; on failure the capsule still owns it. */
+static ArrayObject *import_capsule(gd_state *st, PyObject *capsule, gd_device dev, const char *producer)
+{
+    DLManagedTensor *legacy;
+    DLManagedTensorVersioned *versioned;
+    int read_only;
+    gd_dtype dt;
+    int64_t size;
+    DLTensor *t = capsule_tensor(capsule, producer, &legacy, &versioned, &read_only);
+    if (!t || check_tensor_kind(t, dev, producer, &dt) < 0 || check_tensor_shape(t, dt, &size) < 0) return NULL;
+    if (size == 0) /* nothing to share; the producer gets its tensor back with the capsule */
+        return gd_array_new(st, dev, dt, t->ndim, t->shape, "from_dlpack");
+    if (check_tensor_layout(t, size, producer) < 0) return NULL;
+    /* gpudev's kernels read elements through typed pointers, so data must be aligned to them;
+     * a read-only tensor must not become a writable Array. Both are copied instead. */
+    uintptr_t data = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
+    int must_copy = read_only || data % (uintptr_t)gd_dtype_size(dt) != 0;
+    /* every stream on the GPU, the producer's included, so gpudev's may read the memory at once */
+    if (dev.type == GD_CUDA && gd_sync_whole_device(st, dev, "from_dlpack") < 0) return NULL;
+    ArrayObject *a = adopt_tensor(st, capsule, legacy, versioned, dev, dt, size);
+    if (!a || !must_copy) return a;
     /* releasing `a` afterwards waits for the copy before the producer gets its memory back */
     ArrayObject *c = gd_array_to_device(st, a, dev, "from_dlpack");
     Py_DECREF(a);
     return c;
 }
 
-PyObject *gd_from_dlpack(PyObject *module, PyObject *x)
+/* gd.from_dlpack(x): an Array sharing the memory of any DLPack producer. */
+static PyObject *mod_from_dlpack(PyObject *module, PyObject *x)
 {
     gd_state *st = PyModule_GetState(module);
     if (gd_is_array(st, x)) return Py_NewRef(x);
@@ -603,6 +614,15 @@ PyObject *gd_from_dlpack(PyObject *module, PyObject *x)
     ArrayObject *out = import_capsule(st, capsule, dev, Py_TYPE(x)->tp_name);
     /* an unused capsule hands the tensor back to the producer here */
     Py_DECREF(capsule);
-    if (out && gd_tracing(st) && gd_trace_op(st, "from_dlpack", out, NULL, NULL) < 0) Py_CLEAR(out);
+    if (out && gd_trace_op(st, "from_dlpack", out, NULL, NULL) < 0) Py_CLEAR(out);
     return (PyObject *)out;
 }
+
+static PyMethodDef dlpack_functions[] = {
+    {"from_dlpack", mod_from_dlpack, METH_O,
+     "from_dlpack(x) -> an Array sharing the memory of x (NumPy, PyTorch, CuPy, ... on the CPU or a GPU).\n\n"
+     ">>> a = gd.from_dlpack(np.arange(3.0))"},
+    {NULL, NULL, 0, NULL},
+};
+
+int gd_dlpack_setup(PyObject *module) { return PyModule_AddFunctions(module, dlpack_functions); }

@@ -1,0 +1,370 @@
+/* array.c - the Array type: allocation, views and deallocation, attributes, the number
+ * protocol, and the type itself, whose methods and slots live with what they do (transfer.c,
+ * index.c, reduce.c, shape_ops.c, dlpack.c).
+ */
+#include "core.h"
+
+#include <structmember.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------------
+ * allocation, views, deallocation
+ * ---------------------------------------------------------------------------------------- */
+
+static void array_dealloc(PyObject *self);
+
+/* Whether o is a gpudev Array of any instance of the module (the number slots meet Arrays and
+ * foreign objects in either position, before they know which module's state to use). */
+static inline int is_any_array(PyObject *o) { return Py_TYPE(o)->tp_dealloc == array_dealloc; }
+
+ArrayObject *gd_need_array(gd_state *st, PyObject *o, const char *op)
+{
+    if (gd_is_array(st, o)) return (ArrayObject *)o;
+    PyErr_Format(PyExc_TypeError, "%s: expected a gpudev Array, got %.100s; convert it with gd.asarray(x)", op,
+                 Py_TYPE(o)->tp_name);
+    return NULL;
+}
+
+/* The element count of a new array's shape, or -1 with ValueError (negative dimensions,
+ * more than 2**63 bytes). */
+static int64_t new_size(int ndim, const int64_t *shape, gd_dtype dtype, const char *op)
+{
+    char buf[256];
+    const int64_t item = (int64_t)gd_dtype_size(dtype);
+    int zero = 0;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0) {
+            PyErr_Format(PyExc_ValueError, "%s: negative dimensions are not allowed, got shape %s", op,
+                         gd_shape_str(ndim, shape, buf));
+            return -1;
+        }
+        if (shape[i] == 0) zero = 1;
+    }
+    if (zero) return 0;
+    int64_t size = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (size > INT64_MAX / item / shape[i]) {
+            PyErr_Format(PyExc_ValueError, "%s: an array of shape %s and dtype %s would need more than 2**63 bytes",
+                         op, gd_shape_str(ndim, shape, buf), gd_dtype_name(dtype));
+            return -1;
+        }
+        size *= shape[i];
+    }
+    return size;
+}
+
+/* An Array object with its shape set and no data yet. */
+static ArrayObject *alloc_object(gd_state *st, gd_device dev, gd_dtype dtype, int ndim, const int64_t *shape,
+                                 int64_t size)
+{
+    ArrayObject *a = (ArrayObject *)st->array_type->tp_alloc(st->array_type, 0);
+    if (!a) return NULL;
+    a->device = dev;
+    a->dtype = dtype;
+    a->ndim = ndim;
+    a->size = size;
+    memcpy(a->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    return a;
+}
+
+ArrayObject *gd_array_new(gd_state *st, gd_device dev, gd_dtype dtype, int ndim, const int64_t *shape,
+                          const char *op)
+{
+    if (ndim < 0 || ndim > GD_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "%s: %d dimensions; gpudev supports at most %d", op, ndim, GD_MAX_NDIM);
+        return NULL;
+    }
+    int64_t size = new_size(ndim, shape, dtype, op);
+    if (size < 0) return NULL;
+    const gd_backend *be = gd_backend_for(st, dev, op);
+    if (!be) return NULL;
+    ArrayObject *a = alloc_object(st, dev, dtype, ndim, shape, size);
+    if (!a) return NULL;
+    size_t nbytes = gd_array_nbytes(a);
+    if (dev.type == GD_CPU && nbytes <= GD_INLINE_BYTES) {
+        a->data = a->inline_data;
+        return a;
+    }
+    gd_error err = {0};
+    void *p = NULL;
+    if (be->alloc(&p, dev.index, nbytes, &err)) {
+        Py_DECREF(a);
+        gd_raise(st, op, &err);
+        return NULL;
+    }
+    a->alloc_ptr = p;
+    a->alloc_bytes = nbytes;
+    a->data = p;
+    return a;
+}
+
+ArrayObject *gd_array_view(gd_state *st, ArrayObject *src, char *data, int ndim, const int64_t *shape)
+{
+    int64_t size = 1;
+    for (int i = 0; i < ndim; i++) size *= shape[i];
+    ArrayObject *a = alloc_object(st, src->device, src->dtype, ndim, shape, size);
+    if (!a) return NULL;
+    a->data = data;
+    a->base = Py_NewRef(src->base ? src->base : (PyObject *)src);
+    return a;
+}
+
+ArrayObject *gd_array_borrow(gd_state *st, PyObject *owner, char *data, gd_device dev, gd_dtype dtype, int ndim,
+                             const int64_t *shape, int64_t size)
+{
+    ArrayObject *a = alloc_object(st, dev, dtype, ndim, shape, size);
+    if (!a) {
+        Py_DECREF(owner);
+        return NULL;
+    }
+    a->data = data;
+    a->base = owner;
+    return a;
+}
+
+static void array_dealloc(PyObject *self)
+{
+    ArrayObject *a = (ArrayObject *)self;
+    PyTypeObject *tp = Py_TYPE(self);
+    if (a->weakreflist) PyObject_ClearWeakRefs(self);
+    if (a->base) {
+        Py_DECREF(a->base);
+    } else if (a->alloc_ptr) {
+        gd_state *st = PyType_GetModuleState(tp);
+        const gd_backend *be = st ? st->backends[a->device.type] : NULL;
+        if (be) be->free(a->alloc_ptr, a->device.index, a->alloc_bytes);
+    }
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *array_new(PyTypeObject *Py_UNUSED(type), PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kwds))
+{
+    PyErr_SetString(PyExc_TypeError, "Array cannot be created directly; use gd.array(obj), gd.zeros(shape), ...");
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * attributes
+ * ---------------------------------------------------------------------------------------- */
+
+static PyObject *get_shape(PyObject *self, void *Py_UNUSED(c))
+{
+    ArrayObject *a = (ArrayObject *)self;
+    return gd_shape_tuple(a->ndim, a->shape);
+}
+static PyObject *get_ndim(PyObject *self, void *Py_UNUSED(c)) { return PyLong_FromLong(((ArrayObject *)self)->ndim); }
+static PyObject *get_size(PyObject *self, void *Py_UNUSED(c)) { return PyLong_FromLongLong(((ArrayObject *)self)->size); }
+static PyObject *get_dtype(PyObject *self, void *Py_UNUSED(c))
+{
+    return Py_NewRef(gd_state_of(self)->np_dtypes[((ArrayObject *)self)->dtype]);
+}
+static PyObject *get_itemsize(PyObject *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromSize_t(gd_dtype_size(((ArrayObject *)self)->dtype));
+}
+static PyObject *get_nbytes(PyObject *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromSize_t(gd_array_nbytes((ArrayObject *)self));
+}
+static PyObject *get_device(PyObject *self, void *Py_UNUSED(c))
+{
+    return gd_device_object(gd_state_of(self), ((ArrayObject *)self)->device);
+}
+static PyObject *get_T(PyObject *self, void *Py_UNUSED(c)) { return gd_transpose(gd_state_of(self), (ArrayObject *)self, NULL); }
+static PyObject *get_is_view(PyObject *self, void *Py_UNUSED(c))
+{
+    ArrayObject *a = (ArrayObject *)self;
+    return PyBool_FromLong(a->base != NULL);
+}
+
+static PyGetSetDef array_getset[] = {
+    {"shape", get_shape, NULL, "tuple of dimensions", NULL},
+    {"ndim", get_ndim, NULL, "number of dimensions", NULL},
+    {"size", get_size, NULL, "number of elements", NULL},
+    {"dtype", get_dtype, NULL, "numpy.dtype of the elements", NULL},
+    {"itemsize", get_itemsize, NULL, "bytes per element", NULL},
+    {"nbytes", get_nbytes, NULL, "bytes of data", NULL},
+    {"device", get_device, NULL, "the Device the data lives on", NULL},
+    {"T", get_T, NULL, "a new array with the axes reversed (a copy, not a view)", NULL},
+    {"_is_view", get_is_view, NULL, NULL, NULL},
+    {"__cuda_array_interface__", gd_array_cuda_array_interface, NULL, "CUDA Array Interface v3 (GPU arrays)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+/* ------------------------------------------------------------------------------------------
+ * number protocol
+ * ---------------------------------------------------------------------------------------- */
+
+static inline gd_state *pair_state(PyObject *a, PyObject *b) { return gd_state_of(is_any_array(a) ? a : b); }
+
+#define GD_BINARY_SLOTS(slot, op)                                                         \
+    static PyObject *array_##slot(PyObject *a, PyObject *b)                               \
+    {                                                                                     \
+        return gd_binary(pair_state(a, b), op, a, b, NULL);                               \
+    }                                                                                     \
+    static PyObject *array_inplace_##slot(PyObject *a, PyObject *b)                       \
+    {                                                                                     \
+        return gd_binary(gd_state_of(a), op, a, b, (ArrayObject *)a);                     \
+    }
+GD_BINARY_SLOTS(add, GD_ADD)
+GD_BINARY_SLOTS(sub, GD_SUB)
+GD_BINARY_SLOTS(mul, GD_MUL)
+GD_BINARY_SLOTS(div, GD_DIV)
+#undef GD_BINARY_SLOTS
+
+static int refuse_modulus(PyObject *mod)
+{
+    if (mod == Py_None) return 0;
+    PyErr_SetString(PyExc_TypeError, "power: the three-argument form pow(a, b, mod) is not supported");
+    return -1;
+}
+
+static PyObject *array_pow(PyObject *a, PyObject *b, PyObject *mod)
+{
+    return refuse_modulus(mod) < 0 ? NULL : gd_binary(pair_state(a, b), GD_POW, a, b, NULL);
+}
+
+static PyObject *array_inplace_pow(PyObject *a, PyObject *b, PyObject *mod)
+{
+    return refuse_modulus(mod) < 0 ? NULL : gd_binary(gd_state_of(a), GD_POW, a, b, (ArrayObject *)a);
+}
+
+static PyObject *array_matmul(PyObject *a, PyObject *b) { return gd_matmul(pair_state(a, b), a, b); }
+static PyObject *array_neg(PyObject *a) { return gd_unary(gd_state_of(a), GD_NEG, (ArrayObject *)a); }
+static PyObject *array_pos(PyObject *a) { return Py_NewRef(a); }
+static PyObject *array_abs(PyObject *a) { return gd_unary(gd_state_of(a), GD_ABS, (ArrayObject *)a); }
+
+static PyObject *size1_item(PyObject *self, const char *op)
+{
+    ArrayObject *a = (ArrayObject *)self;
+    if (a->size != 1) {
+        PyErr_Format(PyExc_TypeError, "%s: only arrays of size 1 convert to Python scalars, got size %lld", op,
+                     (long long)a->size);
+        return NULL;
+    }
+    return gd_array_item(self, NULL);
+}
+
+static int array_bool(PyObject *self)
+{
+    ArrayObject *a = (ArrayObject *)self;
+    if (a->size != 1) {
+        PyErr_Format(PyExc_ValueError,
+                     "bool: the truth value of an array with %lld elements is ambiguous; reduce it first, "
+                     "e.g. (a.max() > 0).item() or a.size > 0",
+                     (long long)a->size);
+        return -1;
+    }
+    PyObject *v = gd_array_item(self, NULL);
+    if (!v) return -1;
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+static PyObject *array_float(PyObject *self)
+{
+    PyObject *v = size1_item(self, "float");
+    if (v && !PyFloat_Check(v)) Py_SETREF(v, PyNumber_Float(v));
+    return v;
+}
+
+static PyObject *array_int(PyObject *self)
+{
+    PyObject *v = size1_item(self, "int");
+    if (v && !PyLong_Check(v)) Py_SETREF(v, PyNumber_Long(v));
+    return v;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * the Array type
+ * ---------------------------------------------------------------------------------------- */
+
+static PyMethodDef array_methods[] = {
+    {"to", GD_FN(gd_array_to), GD_FASTKW,
+     "to(device, copy=False) -> the array on `device` (itself when already there).\n\n>>> b = a.to('cuda:0')"},
+    {"cpu", gd_array_cpu, METH_NOARGS, "cpu() -> a copy on the CPU (itself when already there)."},
+    {"cuda", GD_FN(gd_array_cuda), GD_FASTKW, "cuda(i=0) -> a copy on GPU i (itself when already there)."},
+    {"numpy", gd_array_numpy, METH_NOARGS,
+     "numpy() -> a NumPy view sharing memory (CPU arrays only; GPU arrays: a.cpu().numpy())."},
+    {"__array__", GD_FN(gd_array_dunder_array), GD_FASTKW, NULL},
+    {"item", gd_array_item, METH_NOARGS, "item() -> the only element as a Python scalar (synchronizes)."},
+    {"tolist", gd_array_tolist, METH_NOARGS, "tolist() -> nested Python lists (synchronizes)."},
+    {"copy", gd_array_copy, METH_NOARGS, "copy() -> a new array with the same data on the same device."},
+    {"astype", GD_FN(gd_array_astype_method), GD_FASTKW, "astype(dtype, copy=True) -> the array converted to dtype."},
+    {"reshape", GD_FN(gd_array_reshape), METH_FASTCALL,
+     "reshape(*shape) -> a view with a new shape (one dimension may be -1).\n\n>>> gd.arange(6).reshape(2, -1)"},
+    {"flatten", gd_array_flatten, METH_NOARGS, "flatten() -> a 1-D view sharing the data."},
+    {"transpose", GD_FN(gd_array_transpose), METH_FASTCALL,
+     "transpose(*axes) -> a new array with the axes permuted (reversed by default)."},
+    {"sum", GD_FN(gd_array_sum), GD_FASTKW, "sum(axis=None, keepdims=False)"},
+    {"mean", GD_FN(gd_array_mean), GD_FASTKW, "mean(axis=None, keepdims=False)"},
+    {"max", GD_FN(gd_array_max), GD_FASTKW, "max(axis=None, keepdims=False)"},
+    {"min", GD_FN(gd_array_min), GD_FASTKW, "min(axis=None, keepdims=False)"},
+    {"__dlpack__", GD_FN(gd_array_dlpack), GD_FASTKW,
+     "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> a DLPack capsule sharing the "
+     "memory.\n\n>>> np.from_dlpack(gd.arange(3))\narray([0, 1, 2])"},
+    {"__dlpack_device__", gd_array_dlpack_device, METH_NOARGS,
+     "__dlpack_device__() -> (1, 0) on the CPU, (2, i) on cuda:i"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef array_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(ArrayObject, weakreflist), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot array_slots[] = {
+    {Py_tp_new, array_new},
+    {Py_tp_dealloc, array_dealloc},
+    {Py_tp_repr, gd_array_repr},
+    {Py_tp_str, gd_array_str},
+    {Py_tp_methods, array_methods},
+    {Py_tp_members, array_members},
+    {Py_tp_getset, array_getset},
+    {Py_tp_doc, "An n-dimensional array on one device (CPU or a CUDA GPU).\n\n"
+                ">>> a = gd.ones((2, 3), device=gd.try_gpu())\n>>> (a @ a.T).sum().item()\n18.0"},
+    {Py_nb_add, array_add},
+    {Py_nb_subtract, array_sub},
+    {Py_nb_multiply, array_mul},
+    {Py_nb_true_divide, array_div},
+    {Py_nb_power, array_pow},
+    {Py_nb_inplace_add, array_inplace_add},
+    {Py_nb_inplace_subtract, array_inplace_sub},
+    {Py_nb_inplace_multiply, array_inplace_mul},
+    {Py_nb_inplace_true_divide, array_inplace_div},
+    {Py_nb_inplace_power, array_inplace_pow},
+    {Py_nb_matrix_multiply, array_matmul},
+    {Py_nb_negative, array_neg},
+    {Py_nb_positive, array_pos},
+    {Py_nb_absolute, array_abs},
+    {Py_nb_bool, array_bool},
+    {Py_nb_float, array_float},
+    {Py_nb_int, array_int},
+    {Py_mp_length, gd_array_length},
+    {Py_mp_subscript, gd_array_subscript},
+    {Py_mp_ass_subscript, gd_array_ass_subscript},
+    {Py_sq_length, gd_array_length},
+    {Py_sq_item, gd_array_sq_item},
+    {Py_bf_getbuffer, gd_array_getbuffer},
+    {Py_bf_releasebuffer, gd_array_releasebuffer},
+    {0, NULL},
+};
+
+static PyType_Spec array_spec = {
+    .name = "gpudev.Array",
+    .basicsize = sizeof(ArrayObject),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = array_slots,
+};
+
+int gd_array_setup(PyObject *module, gd_state *st)
+{
+    st->array_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &array_spec, NULL);
+    if (!st->array_type) return -1;
+    /* NumPy operators meeting an Array defer to it (which refuses mixing with a clear
+     * message), instead of silently converting GPU data. */
+    if (PyObject_SetAttrString((PyObject *)st->array_type, "__array_ufunc__", Py_None) < 0) return -1;
+    return PyModule_AddType(module, st->array_type);
+}

@@ -1,0 +1,133 @@
+/* convert.c - Arrays from Python objects, the heart of gd.array() and gd.asarray(): Arrays
+ * are moved or cast as asked, everything else goes through NumPy (nested sequences, scalars,
+ * the buffer protocol) with gpudev's dtype rules applied to what NumPy inferred. A NumPy array
+ * that already fits is shared, not copied, by asarray.
+ */
+#include "core.h"
+
+/* ------------------------------------------------------------------------------------------
+ * NumPy data
+ * ---------------------------------------------------------------------------------------- */
+
+/* The gpudev dtype for a NumPy array's data, or -1 with TypeError. `from_python` marks data
+ * NumPy inferred from Python floats, which become float32 (gpudev's default float). */
+static int infer_dtype(PyArrayObject *arr, int from_python, const char *op)
+{
+    if (from_python && PyArray_TYPE(arr) == NPY_FLOAT64) return GD_FLOAT32;
+    int dt = gd_dtype_from_numpy(PyArray_DESCR(arr));
+    if (dt < 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: cannot make a gpudev array from data of dtype %S; gpudev supports float32, "
+                     "float64 and int64 (ints and bools become int64, float16 becomes float32)",
+                     op, (PyObject *)PyArray_DESCR(arr));
+        return -1;
+    }
+    return dt;
+}
+
+/* New array on `dev` holding the contents of a C-contiguous host ndarray of a gpudev dtype. */
+static ArrayObject *from_host_ndarray(gd_state *st, PyArrayObject *arr, gd_dtype dt, gd_device dev, const char *op)
+{
+    int ndim = PyArray_NDIM(arr);
+    if (ndim > GD_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "%s: %d dimensions; gpudev supports at most %d", op, ndim, GD_MAX_NDIM);
+        return NULL;
+    }
+    int64_t shape[GD_MAX_NDIM];
+    for (int i = 0; i < ndim; i++) shape[i] = PyArray_DIM(arr, i);
+    ArrayObject *out = gd_array_new(st, dev, dt, ndim, shape, op);
+    size_t n = out ? gd_array_nbytes(out) : 0;
+    if (n && gd_upload(st, out, PyArray_DATA(arr), n, op) < 0) Py_CLEAR(out);
+    return out;
+}
+
+/* Whether a CPU Array may share arr's memory as dtype dt: nothing about it must change. */
+static int can_borrow(gd_state *st, PyObject *obj, PyArrayObject *arr, gd_dtype dt, gd_device dev, int copy)
+{
+    return !copy && dev.type == GD_CPU && PyArray_Check(obj) && gd_numpy_is(st, PyArray_DESCR(arr), dt) &&
+           PyArray_ISCARRAY(arr) && PyArray_ISNOTSWAPPED(arr) && PyArray_NDIM(arr) <= GD_MAX_NDIM;
+}
+
+/* An Array from NumPy's reading of obj (arr): shared when it can be, else converted to dt and
+ * copied to dev. Steals the reference to arr. */
+static PyObject *from_numpy(gd_state *st, PyObject *obj, PyArrayObject *arr, gd_dtype dt, gd_device dev, int copy,
+                            const char *op)
+{
+    if (can_borrow(st, obj, arr, dt, dev, copy)) {
+        int64_t shape[GD_MAX_NDIM];
+        for (int i = 0; i < PyArray_NDIM(arr); i++) shape[i] = PyArray_DIM(arr, i);
+        /* the base keeps NumPy's memory alive */
+        return (PyObject *)gd_array_borrow(st, (PyObject *)arr, PyArray_DATA(arr), dev, dt, PyArray_NDIM(arr),
+                                           shape, PyArray_SIZE(arr));
+    }
+    PyArray_Descr *want = (PyArray_Descr *)Py_NewRef(st->np_dtypes[dt]);
+    PyArrayObject *c = (PyArrayObject *)PyArray_FromAny(
+        (PyObject *)arr, want, 0, 0, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_FORCECAST, NULL);
+    Py_DECREF(arr);
+    if (!c) return NULL;
+    ArrayObject *out = from_host_ndarray(st, c, dt, dev, op);
+    Py_DECREF(c);
+    return (PyObject *)out;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * array() and asarray()
+ * ---------------------------------------------------------------------------------------- */
+
+/* An Array as another Array: moved to `target`, cast to `dt`, or copied only as asked. */
+static PyObject *from_array(gd_state *st, ArrayObject *a, gd_device target, gd_dtype dt, int copy, const char *op)
+{
+    PyObject *cur = Py_NewRef((PyObject *)a);
+    if (!gd_device_eq(target, a->device)) {
+        Py_SETREF(cur, (PyObject *)gd_array_to_device(st, a, target, op));
+        if (!cur) return NULL;
+        copy = 0; /* already a fresh array */
+    }
+    if (dt != ((ArrayObject *)cur)->dtype) Py_SETREF(cur, gd_astype(st, (ArrayObject *)cur, dt, 1));
+    else if (copy) Py_SETREF(cur, (PyObject *)gd_array_to_device(st, (ArrayObject *)cur, target, op));
+    return cur;
+}
+
+/* NumPy's reading of any other object; NULL with gpudev's message for what it refuses. */
+static PyArrayObject *read_with_numpy(PyObject *obj, const char *op)
+{
+    if (PyComplex_Check(obj) || PyUnicode_Check(obj) || PyBytes_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s: cannot make a gpudev array from %.100s", op, Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    PyArrayObject *arr = (PyArrayObject *)PyArray_FromAny(obj, NULL, 0, 0, 0, NULL);
+    if (!arr && PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_OverflowError, "%s: a Python int in the input does not fit in int64", op);
+    }
+    return arr;
+}
+
+PyObject *gd_array_from_object(gd_state *st, PyObject *obj, PyObject *dtype_obj, gd_device dev, int has_device,
+                               int copy, const char *op)
+{
+    gd_dtype dt = GD_FLOAT32;
+    int has_dtype = dtype_obj != Py_None;
+    if (has_dtype && gd_parse_dtype(dtype_obj, &dt, op) < 0) return NULL;
+    if (gd_is_array(st, obj)) {
+        ArrayObject *a = (ArrayObject *)obj;
+        return from_array(st, a, has_device ? dev : a->device, has_dtype ? dt : a->dtype, copy, op);
+    }
+    int from_python = !PyArray_Check(obj) && !PyArray_IsScalar(obj, Generic);
+    PyArrayObject *arr = read_with_numpy(obj, op);
+    if (!arr) return NULL;
+    if (!has_dtype) {
+        int idt = infer_dtype(arr, from_python, op);
+        if (idt < 0) {
+            Py_DECREF(arr);
+            return NULL;
+        }
+        dt = (gd_dtype)idt;
+    } else if (gd_dtype_from_numpy(PyArray_DESCR(arr)) < 0) {
+        PyErr_Format(PyExc_TypeError, "%s: cannot convert data of dtype %S to %s", op,
+                     (PyObject *)PyArray_DESCR(arr), gd_dtype_name(dt));
+        Py_DECREF(arr);
+        return NULL;
+    }
+    return from_numpy(st, obj, arr, dt, dev, copy, op);
+}

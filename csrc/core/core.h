@@ -1,0 +1,485 @@
+/* core.h - the one internal header of gpudev._C, the Python-facing core in csrc/core: the
+ * module state, the Device and Array objects, and what each core file offers the others,
+ * section by section. Every call from one core file into another goes through a declaration
+ * here; core files include no other core file. Nothing here is public API.
+ *
+ * The layers below: gpudev.h (the backend table every operation ends in; tables.h, the dtype
+ * and operation tables) and cpu/backend_cpu.h (the CPU backend, linked in).
+ */
+#ifndef GPUDEV_CORE_H
+#define GPUDEV_CORE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "gpudev.h"
+
+/* The NumPy C API: module.c imports it (GD_IMPORT_NUMPY); every other file shares its table. */
+#define PY_ARRAY_UNIQUE_SYMBOL gd_ARRAY_API
+#ifndef GD_IMPORT_NUMPY
+#define NO_IMPORT_ARRAY
+#endif
+#include <numpy/arrayobject.h>
+
+#define GD_MAX_GPUS 64
+/* CPU arrays of at most this many bytes keep their data inside the Array object: tiny
+ * operations then cost one object allocation and no malloc. */
+#define GD_INLINE_BYTES 64
+/* CPU work on more elements than this releases the GIL so other Python threads can run. */
+#define GD_RELEASE_GIL_ELEMENTS 16384
+
+/* The host: device 0 of the CPU backend (Device('cpu').index is None in Python). */
+#define GD_CPU_DEVICE ((gd_device){GD_CPU, 0})
+
+/* ------------------------------------------------------------------------------------------
+ * module state
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct gd_state {
+    PyTypeObject *device_type;
+    PyTypeObject *array_type;
+    PyObject *GpudevError;
+    PyObject *DeviceMismatchError;
+    PyObject *DeviceUnavailableError;
+    PyObject *OutOfMemoryError;
+    PyObject *CudaError;
+    PyObject *np_dtypes[GD_NUM_DTYPES]; /* numpy.dtype objects, what Array.dtype returns */
+    PyObject *np_ndarray;               /* numpy.ndarray, to recognise NumPy input */
+    PyObject *cpu_device;               /* the Device('cpu') singleton */
+    const gd_backend *backends[2];      /* [GD_CPU] always; [GD_CUDA] once gpudev._cuda loaded */
+    PyObject *cuda_capsule;             /* keeps the CUDA backend's module alive */
+    PyObject *cuda_reason;              /* str: why CUDA is off, or None */
+    PyObject *trace_hook;               /* callable receiving trace events, or NULL */
+    uint64_t seed;                      /* Philox key */
+    uint64_t offset;                    /* next Philox block counter */
+    uint64_t pending_gpus;              /* bit i: cuda:i may have queued work */
+    int gpu_count;                      /* GPUs of the CUDA backend; -1 until first asked */
+} gd_state;
+
+/* ------------------------------------------------------------------------------------------
+ * objects
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct DeviceObject {
+    PyObject_HEAD
+    gd_device dev;
+} DeviceObject;
+
+/* An Array is a C-contiguous block of `size` elements of `dtype` at `data` on `device`.
+ * The array that allocated the memory owns it (base == NULL) and frees it in dealloc; views
+ * (indexing, slicing, reshape) point into the owner's block and keep it alive through
+ * `base`: the owning Array, or a NumPy array whose memory gd.asarray borrowed. Shapes never
+ * change after creation. */
+typedef struct ArrayObject {
+    PyObject_HEAD
+    char *data;
+    PyObject *base;
+    void *alloc_ptr;       /* owner only: what the backend's alloc returned (NULL if inline) */
+    size_t alloc_bytes;
+    gd_device device;
+    gd_dtype dtype;
+    int ndim;
+    int64_t size;
+    int64_t shape[GD_MAX_NDIM];
+    PyObject *weakreflist;
+    _Alignas(16) char inline_data[GD_INLINE_BYTES]; /* Python's allocator aligns objects to 16 */
+} ArrayObject;
+
+/* State of the module that defines Array/Device types, from an instance of either. O(1). */
+static inline gd_state *gd_state_of(PyObject *obj) { return (gd_state *)PyType_GetModuleState(Py_TYPE(obj)); }
+
+/* ------------------------------------------------------------------------------------------
+ * setup: each file that adds functions, types or exceptions to the module has a
+ * gd_<file>_setup function, called once by module.c's exec slot (0, or -1 with an exception);
+ * its PyMethodDef entries use these two
+ * ---------------------------------------------------------------------------------------- */
+
+#define GD_FASTKW (METH_FASTCALL | METH_KEYWORDS)
+#define GD_FN(f) ((PyCFunction)(void (*)(void))(f))
+
+/* ------------------------------------------------------------------------------------------
+ * runtime.c: exceptions, the backend registry, running backend calls, synchronization,
+ * threads and the random seed
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_runtime_setup(PyObject *module, gd_state *st);
+
+/* Raise the Python exception for a failed backend call; `op` names the operation
+ * (e.g. "matmul"). Always returns -1 so callers can `return gd_raise(...)`. */
+int gd_raise(gd_state *st, const char *op, const gd_error *err);
+
+/* The backend for a device, or NULL with DeviceUnavailableError set when the device's
+ * backend is not loaded or the index is out of range ("op" names the operation). This is
+ * where device availability is checked. */
+const gd_backend *gd_backend_for(gd_state *st, gd_device dev, const char *op);
+
+/* The backend of a device that already holds an array: loaded, so the lookup is one load. */
+static inline const gd_backend *gd_backend_of(gd_state *st, gd_device dev, const char *op)
+{
+    const gd_backend *be = st->backends[dev.type];
+    return be ? be : gd_backend_for(st, dev, op);
+}
+
+/* GPUs the CUDA backend reports (0 without it), asked once per process. */
+int gd_num_gpus(gd_state *st);
+
+/* Remember that a GPU has queued work (Timer and synchronize use this). */
+static inline void gd_mark_pending(gd_state *st, gd_device dev)
+{
+    if (dev.type == GD_CUDA) st->pending_gpus |= (uint64_t)1 << dev.index;
+}
+
+static inline void gd_clear_pending(gd_state *st, gd_device dev)
+{
+    if (dev.type == GD_CUDA) st->pending_gpus &= ~((uint64_t)1 << dev.index);
+}
+
+/* The one way to run a backend call: gd_run_begin before it, gd_run_end after it. Large CPU
+ * work (`work` elements or multiply-adds) runs without the GIL so other Python threads go on,
+ * so the call must not touch Python objects; GPU calls only queue work, so they keep the GIL
+ * and mark the device as having work in flight. gd_run_end returns 0, or -1 with the Python
+ * exception for a failed call (rc != 0), naming `op`:
+ *
+ *     PyThreadState *ts = gd_run_begin(dev, n);
+ *     rc = be->unary(out, GD_NEG, dtype, &ew, &a, dev.index, &err);
+ *     if (gd_run_end(st, dev, ts, rc, &err, "negative") < 0) goto fail;
+ */
+static inline PyThreadState *gd_run_begin(gd_device dev, double work)
+{
+    return dev.type == GD_CPU && work > GD_RELEASE_GIL_ELEMENTS ? PyEval_SaveThread() : NULL;
+}
+
+static inline int gd_run_end(gd_state *st, gd_device dev, PyThreadState *released, int rc, const gd_error *err,
+                             const char *op)
+{
+    if (released) PyEval_RestoreThread(released);
+    else gd_mark_pending(st, dev);
+    return rc ? gd_raise(st, op, err) : 0;
+}
+
+/* A backend call that blocks until the device is idle (synchronize, empty_cache, ...), run
+ * without the GIL; nothing to do when `call` is NULL. 0, or -1 with the exception naming op. */
+int gd_wait(gd_state *st, int (*call)(int device, gd_error *err), gd_device dev, const char *op);
+
+/* Synchronize one device (recording a trace event with `cause` when tracing). -1 on error. */
+int gd_sync_device(gd_state *st, gd_device dev, const char *cause);
+
+/* ------------------------------------------------------------------------------------------
+ * trace.c: trace events, for gd.trace()
+ *
+ * Events reach the hook as one tuple: (kind, name, device, shapes, dtype, bytes_read,
+ * bytes_written) with kind 'op' | 'copy' | 'sync'; for copies name is h2d/d2h/d2d/peer and
+ * device is the destination, for syncs name is the cause. dtype may be None.
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_trace_setup(PyObject *module);
+
+/* Whether a trace is active: the only cost of tracing when none is. */
+static inline int gd_tracing(gd_state *st) { return st->trace_hook != NULL; }
+int gd_trace_emit(gd_state *st, const char *kind, const char *name, gd_device dev, PyObject *shapes,
+                  int dtype, int64_t bytes_read, int64_t bytes_written);
+/* An 'op' event for `out = name(in0, in1)`; any of them may be NULL. -1 on error. */
+int gd_trace_op(gd_state *st, const char *name, ArrayObject *out, ArrayObject *in0, ArrayObject *in1);
+/* A 'copy' event of a's bytes to `dst` (kind h2h, h2d, d2h, d2d or peer). */
+int gd_trace_copy(gd_state *st, const char *kind, ArrayObject *a, gd_device dst);
+/* A 'sync' event on dev when tracing and cause is not NULL. */
+int gd_trace_sync(gd_state *st, const char *cause, gd_device dev);
+
+/* ------------------------------------------------------------------------------------------
+ * args.c: arguments of METH_FASTCALL | METH_KEYWORDS functions
+ * ---------------------------------------------------------------------------------------- */
+
+#define GD_MAX_PARAMS 6
+
+/* The parameters of one function, for gd_parse_args. */
+typedef struct gd_params {
+    const char *fname;                    /* the function as messages name it: "zeros" */
+    const char *usage;                    /* TypeError text for too many or missing arguments */
+    int positional;                       /* how many may be passed by position (the rest are
+                                           * keyword-only) */
+    int required;                         /* how many leading parameters must be given */
+    const char *names[GD_MAX_PARAMS + 1]; /* parameter names in order, NULL-terminated */
+} gd_params;
+
+/* Match a FASTCALL call's arguments to p's parameters: out[i] receives the argument given for
+ * p->names[i] and keeps what the caller stored there (its default) when none was given. 0, or
+ * -1 with TypeError: p->usage for too many positional arguments or a missing required one,
+ * "f() got an unexpected keyword argument 'k'", "f() got multiple values for argument 'k'".
+ * Keyword-only parameters after *args: pass `args + nargs, 0, kwnames`. */
+int gd_parse_args(PyObject **out, const gd_params *p, PyObject *const *args, Py_ssize_t nargs,
+                  PyObject *kwnames);
+
+/* obj's truth value into *out, leaving *out alone for NULL or None. -1 on error. */
+int gd_parse_bool(PyObject *obj, int *out);
+
+/* ------------------------------------------------------------------------------------------
+ * dtypes.c: gpudev's dtypes as NumPy sees them
+ * ---------------------------------------------------------------------------------------- */
+
+/* np_dtypes in the state, and gd.float32, gd.float64, gd.int64 (NumPy's scalar types). */
+int gd_dtypes_setup(PyObject *module, gd_state *st);
+
+/* Parse a dtype argument: gd/NumPy dtype objects, numpy scalar types, 'float32' strings...
+ * None -> *out unchanged. -1 with TypeError on anything else. */
+int gd_parse_dtype(PyObject *obj, gd_dtype *out, const char *op);
+/* The gpudev dtype that holds data of NumPy dtype `descr` (kept, or widened: float16 becomes
+ * float32, bool and small integers int64), or -1 when there is none. */
+int gd_dtype_from_numpy(PyArray_Descr *descr);
+/* Whether descr is exactly gpudev dtype dt (same NumPy type number). */
+int gd_numpy_is(gd_state *st, PyArray_Descr *descr, gd_dtype dt);
+
+/* ------------------------------------------------------------------------------------------
+ * shape.c: shapes, broadcasting and axes
+ * ---------------------------------------------------------------------------------------- */
+
+/* Parse a shape given as a tuple/list of ints or as ints (`rand(2, 3)`). */
+int gd_parse_shape(PyObject *const *args, Py_ssize_t nargs, int *ndim, int64_t *shape, const char *op);
+/* The shape as a Python tuple of ints (new reference). */
+PyObject *gd_shape_tuple(int ndim, const int64_t *shape);
+/* "(2, 3)" into buf (at least 256 bytes); returns buf. */
+const char *gd_shape_str(int ndim, const int64_t *shape, char *buf);
+/* The number of elements of a shape; -1 with ValueError when it overflows int64. */
+int gd_shape_size(int64_t *out, int ndim, const int64_t *shape, const char *op);
+/* NumPy's broadcast of two shapes (right-aligned; a 1 stretches). -1 when they do not
+ * broadcast; no exception set, each caller words its own (gd_raise_broadcast). */
+int gd_broadcast(int *ndim, int64_t *shape, int na, const int64_t *sa, int nb, const int64_t *sb);
+void gd_raise_broadcast(const char *op, int na, const int64_t *sa, int nb, const int64_t *sb);
+/* Normalise one axis (negative counts from the end) against ndim; numpy's AxisError if out
+ * of range. */
+int gd_normalize_axis(int *out, int64_t axis, int ndim, const char *op);
+/* Mark the reduced axes of an ndim-array; axis is None, an int or a tuple of ints. */
+int gd_parse_axes(uint8_t *reduced, PyObject *axis, int ndim, const char *op);
+
+static inline int gd_same_shape(const ArrayObject *x, const ArrayObject *y)
+{
+    return x->ndim == y->ndim && memcmp(x->shape, y->shape, (size_t)x->ndim * sizeof(int64_t)) == 0;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * device.c: the Device type and device arguments
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_device_setup(PyObject *module, gd_state *st);
+/* Parse a Device, 'cpu', 'cuda', 'cuda:N' or None (-> *out unchanged, returns 0). -1 on error. */
+int gd_parse_device(gd_state *st, PyObject *obj, gd_device *out);
+PyObject *gd_device_object(gd_state *st, gd_device dev); /* new reference */
+/* Append the Device object for `dev` to `list`; -1 on error. */
+int gd_list_append_device(gd_state *st, PyObject *list, gd_device dev);
+/* "cpu" or "cuda:N" into buf (at least 32 bytes); returns buf. */
+const char *gd_device_str(gd_device dev, char *buf);
+static inline int gd_device_eq(gd_device a, gd_device b) { return a.type == b.type && a.index == b.index; }
+/* DeviceMismatchError "op: operands are on different devices, A and B; copy one ...". */
+void gd_raise_device_mismatch(gd_state *st, const char *op, gd_device first, gd_device second);
+
+/* ------------------------------------------------------------------------------------------
+ * array.c: the Array type, allocation and views
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_array_setup(PyObject *module, gd_state *st);
+static inline int gd_is_array(gd_state *st, PyObject *o) { return Py_TYPE(o) == st->array_type; }
+/* o itself when it is an Array, else NULL with TypeError ("convert it with gd.asarray(x)"). */
+ArrayObject *gd_need_array(gd_state *st, PyObject *o, const char *op);
+static inline size_t gd_array_nbytes(const ArrayObject *a) { return (size_t)a->size * gd_dtype_size(a->dtype); }
+
+/* A new owning array with uninitialised contents; NULL with an exception set (shape errors,
+ * OutOfMemoryError, DeviceUnavailableError). `op` names the operation for messages. */
+ArrayObject *gd_array_new(gd_state *st, gd_device dev, gd_dtype dtype, int ndim, const int64_t *shape,
+                          const char *op);
+/* A view of `src`'s storage starting at `data` with a new shape (same dtype and device). */
+ArrayObject *gd_array_view(gd_state *st, ArrayObject *src, char *data, int ndim, const int64_t *shape);
+/* An Array of `dtype` and `shape` on the CPU sharing the memory of `owner` at `data` (a NumPy
+ * array, a DLPack import), which it keeps alive. Steals the reference to owner. */
+ArrayObject *gd_array_borrow(gd_state *st, PyObject *owner, char *data, gd_device dev, gd_dtype dtype, int ndim,
+                             const int64_t *shape, int64_t size);
+
+/* ------------------------------------------------------------------------------------------
+ * transfer.c: copies between devices and to NumPy; Array methods and slots
+ * ---------------------------------------------------------------------------------------- */
+
+/* A copy of `a` on `dst` (records the copy when tracing). */
+ArrayObject *gd_array_to_device(gd_state *st, ArrayObject *a, gd_device dst, const char *op);
+/* `n` bytes from host memory into a's storage (a synchronizing upload for GPU arrays). */
+int gd_upload(gd_state *st, ArrayObject *a, const void *host, size_t n, const char *op);
+
+PyObject *gd_array_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *gd_array_cpu(PyObject *self, PyObject *ignored);
+PyObject *gd_array_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *gd_array_numpy(PyObject *self, PyObject *ignored);
+PyObject *gd_array_dunder_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *gd_array_item(PyObject *self, PyObject *ignored);
+PyObject *gd_array_tolist(PyObject *self, PyObject *ignored);
+PyObject *gd_array_copy(PyObject *self, PyObject *ignored);
+PyObject *gd_array_astype_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *gd_array_repr(PyObject *self);
+PyObject *gd_array_str(PyObject *self);
+int gd_array_getbuffer(PyObject *self, Py_buffer *view, int flags);
+void gd_array_releasebuffer(PyObject *self, Py_buffer *view);
+PyObject *gd_array_cuda_array_interface(PyObject *self, void *closure);
+
+/* ------------------------------------------------------------------------------------------
+ * index.c: indexing and reshaping views; Array methods and slots
+ * ---------------------------------------------------------------------------------------- */
+
+PyObject *gd_array_subscript(PyObject *self, PyObject *key);
+int gd_array_ass_subscript(PyObject *self, PyObject *key, PyObject *value);
+Py_ssize_t gd_array_length(PyObject *self);
+PyObject *gd_array_sq_item(PyObject *self, Py_ssize_t i);
+PyObject *gd_array_reshape(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *gd_array_flatten(PyObject *self, PyObject *ignored);
+
+/* ------------------------------------------------------------------------------------------
+ * convert.c: Arrays from Python objects and NumPy data
+ * ---------------------------------------------------------------------------------------- */
+
+/* array(obj) / asarray(obj): obj converted to an Array of `dtype_obj` (None: inferred) on
+ * `dev` (has_device == 0: where obj is, the CPU for non-Arrays). copy: 1 always copies; 0
+ * shares memory when it can (an Array already right, a NumPy array on the CPU). */
+PyObject *gd_array_from_object(gd_state *st, PyObject *obj, PyObject *dtype_obj, gd_device dev, int has_device,
+                               int copy, const char *op);
+
+/* ------------------------------------------------------------------------------------------
+ * creation.c: zeros, ones, empty, full, arange, rand, randn, array, asarray
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_creation_setup(PyObject *module);
+
+/* ------------------------------------------------------------------------------------------
+ * operand.c: operands of elementwise operations (Arrays, Python and NumPy scalars) and
+ * NumPy 2's promotion rules
+ * ---------------------------------------------------------------------------------------- */
+
+typedef enum gd_operand_kind { OPD_ARRAY, OPD_WEAK_INT, OPD_WEAK_FLOAT, OPD_SCALAR } gd_operand_kind;
+
+typedef struct gd_opinfo {
+    gd_operand_kind kind;
+    gd_dtype dtype;   /* the Array's or the NumPy scalar's; unused for Python scalars     */
+    int small_int;    /* a NumPy integer scalar float32 holds exactly (bool, (u)int8/16)  */
+    int big;          /* a Python int outside int64                                       */
+    ArrayObject *arr; /* OPD_ARRAY, else NULL                                             */
+    PyObject *obj;
+    int64_t i;        /* integer scalars                                                   */
+    double f;         /* float scalars                                                     */
+} gd_opinfo;
+
+/* Describe operand o: 0 done, 1 when gpudev does not know the type (the caller returns
+ * NotImplemented), -1 with an exception (unsupported NumPy scalars, NumPy arrays, lists). */
+int gd_classify(gd_state *st, PyObject *o, gd_opinfo *x, const char *op);
+/* NumPy 2 promotion of x op y before the operation's own rules: arrays and NumPy scalars
+ * decide, Python scalars adapt (a Python float lifts int64 to float64). */
+gd_dtype gd_promote(const gd_opinfo *x, const gd_opinfo *y);
+/* A scalar operand's value in the compute dtype. -1 on error. */
+int gd_scalar_to(gd_scalar *out, const gd_opinfo *x, gd_dtype dt);
+/* A scalar cast to dt the way NumPy's setitem casts (floats truncate into integers). */
+int gd_scalar_assign(gd_scalar *out, const gd_opinfo *x, gd_dtype dt, const char *op);
+/* A scalar operand's value as a double. */
+double gd_scalar_f64(const gd_opinfo *x);
+/* A double rounded to float32 as the hardware would, without the undefined behaviour of
+ * casting an out-of-range double. */
+double gd_round_f32(double v);
+
+/* ------------------------------------------------------------------------------------------
+ * compute.c: planning elementwise work and backend calls on whole arrays, shared by the
+ * operations
+ * ---------------------------------------------------------------------------------------- */
+
+/* Describe out (C-contiguous, `shape`, `size` >= 1 elements) = f(operands). Each of the nops
+ * (<= 3) operands is an array broadcastable to `shape` or NULL for a scalar whose
+ * opd[i].scalar the caller has set. Axes merge where every operand allows it. */
+void gd_ewise_plan(gd_ewise *ew, gd_operand *opd, ArrayObject *const *arrs, int nops, int ndim,
+                   const int64_t *shape, int64_t size);
+/* One contiguous run of n elements. */
+void gd_contiguous_plan(gd_ewise *ew, int64_t n);
+
+/* out = op(a) for the plan ew: one backend call. -1 with an exception. */
+int gd_run_ewise_unary(gd_state *st, const gd_backend *be, gd_device dev, void *out, gd_unop op, gd_dtype dt,
+                       const gd_ewise *ew, const gd_operand *a, const char *name);
+/* out = op(in) over n contiguous elements of dt; out may be in. -1 with an exception. */
+int gd_run_unary(gd_state *st, const gd_backend *be, gd_device dev, void *out, gd_unop op, gd_dtype dt,
+                 const void *in, int64_t n, const char *name);
+/* out[0:n] = value. */
+int gd_run_fill(gd_state *st, const gd_backend *be, gd_device dev, void *out, gd_dtype dt, gd_scalar value,
+                int64_t n, const char *name);
+/* out (n elements of odt) = in (n elements of idt), converted as C casts do (a copy when the
+ * dtypes match). */
+int gd_run_astype(gd_state *st, const gd_backend *be, gd_device dev, void *out, gd_dtype odt, const void *in,
+                  gd_dtype idt, int64_t n, const char *name);
+/* A new array holding a converted to dt (same device and shape); a plain copy when a already
+ * has dt. */
+ArrayObject *gd_converted(gd_state *st, const gd_backend *be, ArrayObject *a, gd_dtype dt, const char *name);
+/* A new array holding a broadcast to (ndim, shape). */
+ArrayObject *gd_expanded(gd_state *st, const gd_backend *be, ArrayObject *a, int ndim, const int64_t *shape,
+                         const char *name);
+/* Whether two arrays on one device share any byte. */
+int gd_overlaps(const ArrayObject *x, const ArrayObject *y);
+
+/* ------------------------------------------------------------------------------------------
+ * elementwise.c: unary and binary operations, assignment, allclose
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_elementwise_setup(PyObject *module);
+
+/* a op b with NumPy broadcasting and NumPy 2 promotion. a, b: Array or Python/NumPy scalar.
+ * inplace: the target of `a op= b` (then a is inplace) or NULL. Returns a new reference:
+ * the result (inplace itself for in-place forms), Py_NotImplemented for foreign types, or
+ * NULL with an exception. */
+PyObject *gd_binary(gd_state *st, gd_binop op, PyObject *a, PyObject *b, ArrayObject *inplace);
+/* op(a) elementwise; a is an Array. Integers become float64 for float-only operations. */
+PyObject *gd_unary(gd_state *st, gd_unop op, ArrayObject *a);
+/* a converted to dtype (a new array; or a itself with a new reference when copy == 0 and the
+ * dtype already matches). */
+PyObject *gd_astype(gd_state *st, ArrayObject *a, gd_dtype dtype, int copy);
+/* dst[...] = value, broadcasting value (Array on dst's device, or scalar) to dst's shape and
+ * casting to dst's dtype as NumPy's setitem does (unsafe casting: floats truncate into ints).
+ * -1 on error. */
+int gd_assign(gd_state *st, ArrayObject *dst, PyObject *value, const char *op);
+
+/* ------------------------------------------------------------------------------------------
+ * reduce.c: sum, mean, max, min, norm
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_reduce_setup(PyObject *module);
+
+PyObject *gd_array_sum(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *gd_array_mean(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *gd_array_max(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *gd_array_min(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+
+/* ------------------------------------------------------------------------------------------
+ * matmul.c: matrix products
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_matmul_setup(PyObject *module);
+/* NumPy's matmul: 1-D and 2-D cases and batched N-D with broadcast batch dims; float only. */
+PyObject *gd_matmul(gd_state *st, PyObject *a, PyObject *b);
+
+/* ------------------------------------------------------------------------------------------
+ * shape_ops.c: transpose, concatenate, stack
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_shape_ops_setup(PyObject *module);
+/* A new array with the axes reversed (axes == NULL) or permuted as axes (tuple). */
+PyObject *gd_transpose(gd_state *st, ArrayObject *a, PyObject *axes);
+
+PyObject *gd_array_transpose(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+/* ------------------------------------------------------------------------------------------
+ * services.c: device services of the backend table (memory statistics, caches, device
+ * properties, events) as module functions
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_services_setup(PyObject *module);
+/* Wait for all work on GPU dev, on every stream of the process (synchronize_all, else
+ * synchronize), so gpudev's stream may read memory another library wrote. -1 on error. */
+int gd_sync_whole_device(gd_state *st, gd_device dev, const char *op);
+
+/* ------------------------------------------------------------------------------------------
+ * dlpack.c: DLPack interchange with NumPy, PyTorch, CuPy, ...
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_dlpack_setup(PyObject *module);
+/* a.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> PyCapsule */
+PyObject *gd_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+/* a.__dlpack_device__() -> (1, 0) for the CPU, (2, i) for cuda:i */
+PyObject *gd_array_dlpack_device(PyObject *self, PyObject *ignored);
+
+#endif /* GPUDEV_CORE_H */

@@ -1,0 +1,334 @@
+/* creation.c - the functions that make new arrays: zeros, ones, empty, full, arange, rand,
+ * randn, and array/asarray (convert.c does their conversions). Each parses its arguments,
+ * allocates on the device asked for (the CPU by default), then fills through the backend.
+ */
+#include "core.h"
+#include "philox.h"
+
+#include <math.h>
+
+/* ------------------------------------------------------------------------------------------
+ * zeros, ones, empty, full
+ * ---------------------------------------------------------------------------------------- */
+
+typedef enum fill_kind { FILL_ZEROS, FILL_ONES, FILL_EMPTY, FILL_FULL } fill_kind;
+
+/* A fill value: an int (is_int, iv) or a float (f), and the dtype it asks for. */
+typedef struct fill_value {
+    gd_dtype dtype;
+    int is_int;
+    int64_t iv;
+    double f;
+} fill_value;
+
+/* full()'s fill_value: Python and NumPy ints give int64 (one beyond int64 float64), Python
+ * floats float32 (gpudev's default float), NumPy floats their own precision. */
+static int parse_fill_value(gd_state *st, fill_value *v, PyObject *value, const char *op)
+{
+    if (gd_is_array(st, value)) {
+        PyErr_Format(PyExc_TypeError, "%s: fill_value must be a Python number, got an Array; use a.item()", op);
+        return -1;
+    }
+    if (PyBool_Check(value) || PyLong_Check(value) || PyArray_IsScalar(value, Integer) ||
+        PyArray_IsScalar(value, Bool)) {
+        int overflow = 0;
+        v->dtype = GD_INT64;
+        v->iv = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (!overflow) return v->iv == -1 && PyErr_Occurred() ? -1 : 0;
+        v->dtype = GD_FLOAT64;
+        v->is_int = 0;
+        v->f = PyFloat_AsDouble(value);
+        return v->f == -1.0 && PyErr_Occurred() ? -1 : 0;
+    }
+    if (PyFloat_Check(value) || PyArray_IsScalar(value, Floating)) {
+        v->dtype = PyArray_IsScalar(value, Double) && !PyFloat_CheckExact(value) ? GD_FLOAT64 : GD_FLOAT32;
+        v->is_int = 0;
+        v->f = PyFloat_AsDouble(value);
+        return v->f == -1.0 && PyErr_Occurred() ? -1 : 0;
+    }
+    PyErr_Format(PyExc_TypeError, "%s: fill_value must be an int or a float, got %.100s", op, Py_TYPE(value)->tp_name);
+    return -1;
+}
+
+/* The fill value converted to the array's dtype dt. -1 with OverflowError when a float does
+ * not fit in int64. */
+static int fill_scalar(gd_scalar *out, const fill_value *v, gd_dtype dt, PyObject *value, const char *op)
+{
+    if (gd_dtype_is_float(dt)) {
+        out->f = v->is_int ? (double)v->iv : v->f;
+        return 0;
+    }
+    if (!v->is_int && (!isfinite(v->f) || v->f >= 9.2233720368547758e18 || v->f < -9.2233720368547758e18)) {
+        PyErr_Format(PyExc_OverflowError, "%s: fill_value %R does not fit in int64", op, value);
+        return -1;
+    }
+    out->i = v->is_int ? v->iv : (int64_t)v->f;
+    return 0;
+}
+
+/* zeros/ones/empty/full share this: shape and fill value from the arguments, then fill. */
+static PyObject *create_filled(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                               const gd_params *params, fill_kind kind)
+{
+    gd_state *st = PyModule_GetState(module);
+    const char *op = params->fname;
+    PyObject *argv[4] = {NULL, Py_None, Py_None, Py_None};
+    if (gd_parse_args(argv, params, args, nargs, kwnames) < 0) return NULL;
+    if (kind != FILL_FULL) { /* (shape, dtype, device) -> (shape, -, dtype, device) */
+        argv[3] = argv[2];
+        argv[2] = argv[1];
+        argv[1] = NULL;
+    }
+    int ndim;
+    int64_t shape[GD_MAX_NDIM];
+    fill_value v = {.dtype = GD_FLOAT32, .is_int = 1, .iv = kind == FILL_ONES};
+    if (gd_parse_shape(&argv[0], 1, &ndim, shape, op) < 0) return NULL;
+    if (kind == FILL_FULL && parse_fill_value(st, &v, argv[1], op) < 0) return NULL;
+    gd_dtype dt = v.dtype;
+    gd_scalar s;
+    gd_device dev = GD_CPU_DEVICE;
+    if (gd_parse_dtype(argv[2], &dt, op) < 0 || fill_scalar(&s, &v, dt, argv[1], op) < 0 ||
+        gd_parse_device(st, argv[3], &dev) < 0)
+        return NULL;
+    ArrayObject *a = gd_array_new(st, dev, dt, ndim, shape, op);
+    if (!a) return NULL;
+    if ((kind != FILL_EMPTY && gd_run_fill(st, st->backends[dev.type], dev, a->data, dt, s, a->size, op) < 0) ||
+        gd_trace_op(st, op, a, NULL, NULL) < 0)
+        Py_CLEAR(a);
+    return (PyObject *)a;
+}
+
+#define GD_FILL_FN(fname, kind, usage, npos, ...)                                            \
+    static PyObject *mod_##fname(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k) \
+    {                                                                                        \
+        static const gd_params params = {#fname, usage, npos, npos, {__VA_ARGS__, NULL}};    \
+        return create_filled(m, a, n, k, &params, kind);                                     \
+    }
+GD_FILL_FN(zeros, FILL_ZEROS, "zeros(shape, dtype=None, device=None)", 1, "shape", "dtype", "device")
+GD_FILL_FN(ones, FILL_ONES, "ones(shape, dtype=None, device=None)", 1, "shape", "dtype", "device")
+GD_FILL_FN(empty, FILL_EMPTY, "empty(shape, dtype=None, device=None)", 1, "shape", "dtype", "device")
+GD_FILL_FN(full, FILL_FULL, "full(shape, fill_value, dtype=None, device=None)", 2, "shape", "fill_value", "dtype",
+           "device")
+#undef GD_FILL_FN
+
+/* ------------------------------------------------------------------------------------------
+ * array, asarray
+ * ---------------------------------------------------------------------------------------- */
+
+static PyObject *array_or_asarray(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                                  const gd_params *params, int copy)
+{
+    gd_state *st = PyModule_GetState(module);
+    PyObject *argv[4] = {NULL, Py_None, Py_None, NULL}; /* obj, dtype, device, copy */
+    gd_device dev = GD_CPU_DEVICE;
+    if (gd_parse_args(argv, params, args, nargs, kwnames) < 0 || gd_parse_bool(argv[3], &copy) < 0 ||
+        gd_parse_device(st, argv[2], &dev) < 0)
+        return NULL;
+    PyObject *res = gd_array_from_object(st, argv[0], argv[1], dev, argv[2] != Py_None, copy, params->fname);
+    if (res && gd_trace_op(st, params->fname, (ArrayObject *)res, NULL, NULL) < 0) Py_CLEAR(res);
+    return res;
+}
+
+static PyObject *mod_array(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
+{
+    static const gd_params params = {"array", "array(obj, dtype=None, device=None)", 1, 1,
+                                     {"obj", "dtype", "device", "copy", NULL}};
+    return array_or_asarray(m, a, n, k, &params, 1);
+}
+
+static PyObject *mod_asarray(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
+{
+    static const gd_params params = {"asarray", "asarray(obj, dtype=None, device=None)", 1, 1,
+                                     {"obj", "dtype", "device", "copy", NULL}};
+    return array_or_asarray(m, a, n, k, &params, 0);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * arange
+ * ---------------------------------------------------------------------------------------- */
+
+/* start, stop and step of arange: ints (exact) or floats. */
+typedef struct arange_args {
+    double f[3];
+    int64_t iv[3];
+    int is_int[3];
+} arange_args;
+
+static int number_arg(PyObject *o, double *f, int64_t *i, int *is_int, const char *op, const char *name)
+{
+    if (PyBool_Check(o) || PyLong_Check(o) || PyArray_IsScalar(o, Integer)) {
+        int overflow = 0;
+        *i = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (*i == -1 && PyErr_Occurred()) return -1;
+        if (overflow) {
+            PyErr_Format(PyExc_OverflowError, "%s: %s=%R does not fit in int64", op, name, o);
+            return -1;
+        }
+        *f = (double)*i;
+        *is_int = 1;
+        return 0;
+    }
+    if (PyFloat_Check(o) || PyArray_IsScalar(o, Floating)) {
+        *f = PyFloat_AsDouble(o);
+        if (*f == -1.0 && PyErr_Occurred()) return -1;
+        *is_int = 0;
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "%s: %s must be an int or a float, got %.100s", op, name, Py_TYPE(o)->tp_name);
+    return -1;
+}
+
+/* vals: start, stop, step as given (stop NULL or None: arange(stop)). */
+static int parse_arange(arange_args *r, PyObject **vals)
+{
+    static const char *const names[] = {"start", "stop", "step"};
+    if (!vals[1] || vals[1] == Py_None) { /* arange(stop) */
+        vals[1] = vals[0];
+        vals[0] = NULL;
+    }
+    *r = (arange_args){{0.0, 0.0, 1.0}, {0, 0, 1}, {1, 1, 1}};
+    for (int i = 0; i < 3; i++)
+        if (vals[i] && vals[i] != Py_None &&
+            number_arg(vals[i], &r->f[i], &r->iv[i], &r->is_int[i], "arange", names[i]) < 0)
+            return -1;
+    return 0;
+}
+
+/* The number of elements; -1 with ValueError for a zero step or infinite bounds. */
+static int64_t arange_count(const arange_args *r, int all_int)
+{
+    if (all_int ? r->iv[2] == 0 : r->f[2] == 0.0) {
+        PyErr_SetString(PyExc_ValueError, "arange: step must not be zero");
+        return -1;
+    }
+    if (all_int) {
+        /* exact integer count: ceil((stop - start) / step), in 128-bit-safe steps */
+        long double span = (long double)r->iv[1] - (long double)r->iv[0];
+        long double cnt = ceill(span / (long double)r->iv[2]);
+        return cnt > 0 ? (int64_t)cnt : 0;
+    }
+    double cnt = ceil((r->f[1] - r->f[0]) / r->f[2]);
+    if (!isfinite(cnt)) {
+        PyErr_SetString(PyExc_ValueError, "arange: start, stop and step must be finite");
+        return -1;
+    }
+    return cnt > 0 ? (int64_t)cnt : 0;
+}
+
+static PyObject *mod_arange(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const gd_params params = {"arange", "arange(start, stop=None, step=1, dtype=None, device=None)", 3, 0,
+                                     {"start", "stop", "step", "dtype", "device", NULL}};
+    gd_state *st = PyModule_GetState(module);
+    PyObject *argv[5] = {NULL, NULL, NULL, Py_None, Py_None};
+    arange_args r;
+    if (gd_parse_args(argv, &params, args, nargs, kwnames) < 0) return NULL;
+    if (!argv[0]) {
+        PyErr_SetString(PyExc_TypeError, "arange(start, stop=None, step=1, dtype=None, device=None): start is required");
+        return NULL;
+    }
+    if (parse_arange(&r, argv) < 0) return NULL;
+    int all_int = r.is_int[0] && r.is_int[1] && r.is_int[2];
+    gd_dtype dt = all_int ? GD_INT64 : GD_FLOAT32;
+    gd_device dev = GD_CPU_DEVICE;
+    if (gd_parse_dtype(argv[3], &dt, "arange") < 0 || gd_parse_device(st, argv[4], &dev) < 0) return NULL;
+    int64_t n = arange_count(&r, all_int);
+    ArrayObject *a = n < 0 ? NULL : gd_array_new(st, dev, dt, 1, &n, "arange");
+    if (!a) return NULL;
+    if (n) {
+        gd_scalar start, step;
+        if (gd_dtype_is_float(dt)) {
+            start.f = r.f[0];
+            step.f = r.f[2];
+        } else {
+            start.i = all_int ? r.iv[0] : (int64_t)r.f[0];
+            step.i = all_int ? r.iv[2] : (int64_t)r.f[2];
+        }
+        gd_error err;
+        PyThreadState *ts = gd_run_begin(dev, (double)n);
+        int rc = st->backends[dev.type]->arange(a->data, dt, start, step, n, dev.index, &err);
+        if (gd_run_end(st, dev, ts, rc, &err, "arange") < 0) Py_CLEAR(a);
+    }
+    if (a && gd_trace_op(st, "arange", a, NULL, NULL) < 0) Py_CLEAR(a);
+    return (PyObject *)a;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * rand, randn
+ * ---------------------------------------------------------------------------------------- */
+
+/* Philox blocks [offset, offset + blocks) for n numbers of dt; the next call starts after. */
+static uint64_t take_philox_blocks(gd_state *st, gd_dtype dt, int64_t n)
+{
+    int per = GD_PHILOX_PER_BLOCK(dt == GD_FLOAT32);
+    uint64_t offset = st->offset;
+    st->offset += ((uint64_t)n + (uint64_t)per - 1) / (uint64_t)per;
+    return offset;
+}
+
+static PyObject *random_array(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                              const gd_params *params, gd_random_kind kind)
+{
+    gd_state *st = PyModule_GetState(module);
+    const char *op = params->fname;
+    PyObject *argv[2] = {Py_None, Py_None}; /* dtype, device: keyword-only after *shape */
+    int ndim;
+    int64_t shape[GD_MAX_NDIM];
+    gd_dtype dt = GD_FLOAT32;
+    gd_device dev = GD_CPU_DEVICE;
+    if (gd_parse_args(argv, params, args + nargs, 0, kwnames) < 0 || gd_parse_shape(args, nargs, &ndim, shape, op) < 0 ||
+        gd_parse_dtype(argv[0], &dt, op) < 0)
+        return NULL;
+    if (!gd_dtype_is_float(dt)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: dtype %s is not supported, random numbers are floats; use dtype=gd.float32 or gd.float64",
+                     op, gd_dtype_name(dt));
+        return NULL;
+    }
+    if (gd_parse_device(st, argv[1], &dev) < 0) return NULL;
+    ArrayObject *a = gd_array_new(st, dev, dt, ndim, shape, op);
+    if (!a) return NULL;
+    if (a->size) {
+        uint64_t offset = take_philox_blocks(st, dt, a->size);
+        gd_error err;
+        PyThreadState *ts = gd_run_begin(dev, (double)a->size);
+        int rc = st->backends[dev.type]->random(a->data, dt, kind, st->seed, offset, a->size, dev.index, &err);
+        if (gd_run_end(st, dev, ts, rc, &err, op) < 0) Py_CLEAR(a);
+    }
+    if (a && gd_trace_op(st, op, a, NULL, NULL) < 0) Py_CLEAR(a);
+    return (PyObject *)a;
+}
+
+static PyObject *mod_rand(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
+{
+    static const gd_params params = {"rand", "rand(*shape, dtype=None, device=None)", 0, 0, {"dtype", "device", NULL}};
+    return random_array(m, a, n, k, &params, GD_RAND_UNIFORM);
+}
+
+static PyObject *mod_randn(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
+{
+    static const gd_params params = {"randn", "randn(*shape, dtype=None, device=None)", 0, 0, {"dtype", "device", NULL}};
+    return random_array(m, a, n, k, &params, GD_RAND_NORMAL);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * setup
+ * ---------------------------------------------------------------------------------------- */
+
+static PyMethodDef creation_functions[] = {
+    {"array", GD_FN(mod_array), GD_FASTKW,
+     "array(obj, dtype=None, device=None) -> a new array (always a copy).\n\n>>> gd.array([[1, 2], [3, 4]])"},
+    {"asarray", GD_FN(mod_asarray), GD_FASTKW,
+     "asarray(obj, dtype=None, device=None) -> obj itself when it already fits, else a conversion.\n"
+     "A NumPy array of a gpudev dtype on the CPU is shared, not copied."},
+    {"zeros", GD_FN(mod_zeros), GD_FASTKW, "zeros(shape, dtype=None, device=None)\n\n>>> gd.zeros((2, 3), device=gd.try_gpu())"},
+    {"ones", GD_FN(mod_ones), GD_FASTKW, "ones(shape, dtype=None, device=None)"},
+    {"empty", GD_FN(mod_empty), GD_FASTKW, "empty(shape, dtype=None, device=None): uninitialised contents"},
+    {"full", GD_FN(mod_full), GD_FASTKW, "full(shape, fill_value, dtype=None, device=None)"},
+    {"arange", GD_FN(mod_arange), GD_FASTKW, "arange(start, stop=None, step=1, dtype=None, device=None)"},
+    {"rand", GD_FN(mod_rand), GD_FASTKW, "rand(*shape, dtype=None, device=None): uniform in [0, 1)\n\n>>> gd.rand(2, 3)"},
+    {"randn", GD_FN(mod_randn), GD_FASTKW, "randn(*shape, dtype=None, device=None): standard normal"},
+    {NULL, NULL, 0, NULL},
+};
+
+int gd_creation_setup(PyObject *module) { return PyModule_AddFunctions(module, creation_functions); }

@@ -1,0 +1,547 @@
+/* elementwise.c - unary and binary operations (the number protocol's + - * / ** and gd.exp,
+ * gd.maximum, ...), astype, assignment (a[...] = x) and allclose: check devices, dtypes and
+ * shapes, plan broadcasting, then call the backend.
+ *
+ * The hot path comes first in gd_binary: same-shape operations on tiny arrays run without
+ * temporary Python objects or formatting, so they cost little more than Python's own dispatch.
+ * Everything else goes through one general path that follows NumPy 2's rules (promotion,
+ * broadcasting, in-place casting, overlap).
+ */
+#include "core.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------------
+ * binary operations: the hot path
+ * ---------------------------------------------------------------------------------------- */
+
+/* Integer division gives float64 and integer powers check their exponents: the general path. */
+static inline int fast_op_ok(gd_binop op, gd_dtype dt)
+{
+    return gd_dtype_is_float(dt) || (!gd_binop_float_only(op) && op != GD_POW);
+}
+
+/* A Python float or int as an operand of an array of dtype dt without changing its dtype;
+ * 0 when the general path must decide (promotion, overflow). Never raises. */
+static inline int fast_scalar(gd_operand *o, PyObject *s, gd_dtype dt)
+{
+    if (PyFloat_CheckExact(s)) {
+        if (!gd_dtype_is_float(dt)) return 0;
+        double v = PyFloat_AS_DOUBLE(s);
+        o->scalar.f = dt == GD_FLOAT32 ? gd_round_f32(v) : v;
+    } else if (PyLong_CheckExact(s)) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(s, &overflow);
+        if (overflow) return 0;
+        if (!gd_dtype_is_float(dt)) o->scalar.i = v;
+        else o->scalar.f = dt == GD_FLOAT32 ? gd_round_f32((double)v) : (double)v;
+    } else {
+        return 0;
+    }
+    o->data = NULL;
+    o->strides[0] = 0;
+    return 1;
+}
+
+static inline void fast_array(gd_operand *o, const ArrayObject *a)
+{
+    o->data = a->data;
+    o->strides[0] = 1;
+}
+
+/* out = x op y where every array operand has `like`'s shape, dtype and device. */
+static PyObject *binary_contiguous(gd_state *st, const gd_backend *be, gd_binop op, ArrayObject *like,
+                                   const gd_operand *x, const gd_operand *y, ArrayObject *inplace)
+{
+    const char *name = gd_binop_table[op].name;
+    ArrayObject *out = inplace;
+    if (out) Py_INCREF(out);
+    else if (!(out = gd_array_new(st, like->device, like->dtype, like->ndim, like->shape, name)))
+        return NULL;
+    int64_t n = like->size;
+    if (n > 0) {
+        gd_ewise ew;
+        gd_error err;
+        gd_contiguous_plan(&ew, n);
+        PyThreadState *ts = gd_run_begin(like->device, (double)n);
+        int rc = be->binary(out->data, op, like->dtype, &ew, x, y, like->device.index, &err);
+        if (gd_run_end(st, like->device, ts, rc, &err, name) < 0) Py_CLEAR(out);
+    }
+    return (PyObject *)out;
+}
+
+/* The hot path for Array op Array and Array op Python scalar; NULL (no exception) when the
+ * general path must take the operation. */
+static PyObject *binary_fast(gd_state *st, gd_binop op, PyObject *ao, PyObject *bo, ArrayObject *inplace)
+{
+    PyTypeObject *at = st->array_type;
+    gd_operand x, y;
+    if (Py_TYPE(ao) == at) {
+        ArrayObject *a = (ArrayObject *)ao;
+        const gd_backend *be = st->backends[a->device.type];
+        if (!be || !fast_op_ok(op, a->dtype)) return NULL;
+        if (Py_TYPE(bo) == at) {
+            ArrayObject *b = (ArrayObject *)bo;
+            if (a->dtype != b->dtype || !gd_same_shape(a, b) || !gd_device_eq(a->device, b->device) ||
+                (inplace && a->data != b->data && gd_overlaps(a, b)))
+                return NULL;
+            fast_array(&x, a);
+            fast_array(&y, b);
+            return binary_contiguous(st, be, op, a, &x, &y, inplace);
+        }
+        if (!fast_scalar(&y, bo, a->dtype)) return NULL;
+        fast_array(&x, a);
+        return binary_contiguous(st, be, op, a, &x, &y, inplace);
+    }
+    if (Py_TYPE(bo) == at && !inplace) {
+        ArrayObject *b = (ArrayObject *)bo;
+        const gd_backend *be = st->backends[b->device.type];
+        if (!be || !fast_op_ok(op, b->dtype) || !fast_scalar(&x, ao, b->dtype)) return NULL;
+        fast_array(&y, b);
+        return binary_contiguous(st, be, op, b, &x, &y, NULL);
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * binary operations: the general path
+ * ---------------------------------------------------------------------------------------- */
+
+/* What the general path decided about x op y. */
+typedef struct binary_plan {
+    gd_binop op;
+    const char *name;
+    gd_opinfo x, y;
+    gd_device dev;
+    gd_dtype dt;       /* the compute dtype */
+    int ndim;          /* the result's shape */
+    int64_t shape[GD_MAX_NDIM], size;
+} binary_plan;
+
+/* Classify the operands; 1 when the caller should return NotImplemented. */
+static int binary_operands(gd_state *st, binary_plan *p, PyObject *ao, PyObject *bo)
+{
+    int r = gd_classify(st, ao, &p->x, p->name);
+    if (r == 0) r = gd_classify(st, bo, &p->y, p->name);
+    if (r != 0) return r;
+    if (!p->x.arr && !p->y.arr) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: at least one operand must be a gpudev Array, got %s and %s; create one "
+                     "with gd.asarray(x)",
+                     p->name, Py_TYPE(ao)->tp_name, Py_TYPE(bo)->tp_name);
+        return -1;
+    }
+    if (p->x.arr && p->y.arr && !gd_device_eq(p->x.arr->device, p->y.arr->device)) {
+        gd_raise_device_mismatch(st, p->name, p->x.arr->device, p->y.arr->device);
+        return -1;
+    }
+    p->dev = p->x.arr ? p->x.arr->device : p->y.arr->device;
+    return 0;
+}
+
+/* NumPy 2 promotion, then the operation's own rules: true division of integers, integer
+ * powers with exponents that can be checked. */
+static int binary_dtype(binary_plan *p)
+{
+    p->dt = gd_promote(&p->x, &p->y);
+    if (!gd_dtype_is_float(p->dt) && gd_binop_float_only(p->op)) p->dt = GD_FLOAT64;
+    if (gd_dtype_is_float(p->dt)) return 0;
+    const gd_opinfo *big = p->x.big ? &p->x : p->y.big ? &p->y : NULL;
+    if (big) {
+        PyErr_Format(PyExc_OverflowError,
+                     "%s: Python integer %S out of bounds for int64; convert the array first, "
+                     "e.g. a.astype(gd.float64)",
+                     p->name, big->obj);
+        return -1;
+    }
+    if (p->op == GD_POW && p->y.arr) {
+        PyErr_Format(PyExc_TypeError,
+                     "power: int64 arrays as exponents of integers are not supported "
+                     "(negative exponents cannot be checked on every device); convert first, "
+                     "e.g. a.astype(gd.float64) ** b");
+        return -1;
+    }
+    if (p->op == GD_POW && p->y.i < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "power: integers to negative integer powers are not allowed; use "
+                        "a.astype(gd.float64) ** n");
+        return -1;
+    }
+    return 0;
+}
+
+/* The broadcast result shape, which an in-place target must have (and a dtype it can hold). */
+static int binary_shape(binary_plan *p, const ArrayObject *inplace)
+{
+    const ArrayObject *xa = p->x.arr, *ya = p->y.arr;
+    int nx = xa ? xa->ndim : 0, ny = ya ? ya->ndim : 0;
+    const int64_t *sx = xa ? xa->shape : NULL, *sy = ya ? ya->shape : NULL;
+    if (gd_broadcast(&p->ndim, p->shape, nx, sx, ny, sy) < 0) {
+        gd_raise_broadcast(p->name, nx, sx, ny, sy);
+        return -1;
+    }
+    if (gd_shape_size(&p->size, p->ndim, p->shape, p->name) < 0) return -1;
+    if (!inplace) return 0;
+    char s0[256], s1[256];
+    const char *rewrite = gd_binop_table[p->op].rewrite;
+    if (p->ndim != inplace->ndim || memcmp(p->shape, inplace->shape, (size_t)p->ndim * sizeof(int64_t))) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: the result has shape %s but the in-place target has shape %s; write "
+                     "%s instead",
+                     p->name, gd_shape_str(p->ndim, p->shape, s0), gd_shape_str(inplace->ndim, inplace->shape, s1),
+                     rewrite);
+        return -1;
+    }
+    if (gd_dtype_is_float(p->dt) && !gd_dtype_is_float(inplace->dtype)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: cannot cast the %s result to %s in place (NumPy's same_kind "
+                     "rule); write %s instead",
+                     p->name, gd_dtype_name(p->dt), gd_dtype_name(inplace->dtype), rewrite);
+        return -1;
+    }
+    return 0;
+}
+
+/* The operand as the backend reads it: a, or a copy in the compute dtype, or a copy when it
+ * shares memory with the in-place target in another layout (NumPy reads every input before
+ * writing: a[1:] += a[:-1], a += a[0]). *tmp holds the copy. 0 or -1. */
+static int binary_input(gd_state *st, const gd_backend *be, const binary_plan *p, ArrayObject *a,
+                        ArrayObject *inplace, ArrayObject **use, ArrayObject **tmp)
+{
+    *use = a;
+    if (!a || p->size == 0) return 0;
+    int in_other_layout = inplace && inplace->dtype == p->dt && gd_overlaps(a, inplace) &&
+                          !(a->data == inplace->data && a->size == p->size);
+    if (a->dtype == p->dt && !in_other_layout) return 0;
+    *use = *tmp = gd_converted(st, be, a, p->dt, p->name);
+    return *use ? 0 : -1;
+}
+
+/* out = x op y over the planned shape; a result computed in a wider dtype than the in-place
+ * target (float32 += float64) is cast back into it. */
+static int binary_compute(gd_state *st, const gd_backend *be, const binary_plan *p, ArrayObject *out,
+                          ArrayObject *xa, ArrayObject *ya, gd_operand *opd, ArrayObject *inplace)
+{
+    if (p->size > 0) {
+        ArrayObject *arrs[2] = {xa, ya};
+        gd_ewise ew;
+        gd_error err;
+        gd_ewise_plan(&ew, opd, arrs, 2, p->ndim, p->shape, p->size);
+        PyThreadState *ts = gd_run_begin(p->dev, (double)p->size);
+        int rc = be->binary(out->data, p->op, p->dt, &ew, &opd[0], &opd[1], p->dev.index, &err);
+        if (gd_run_end(st, p->dev, ts, rc, &err, p->name) < 0) return -1;
+    }
+    if (!inplace || out == inplace) return 0;
+    return gd_run_astype(st, be, p->dev, inplace->data, inplace->dtype, out->data, p->dt, p->size, p->name);
+}
+
+static PyObject *binary_general(gd_state *st, gd_binop op, PyObject *ao, PyObject *bo, ArrayObject *inplace)
+{
+    binary_plan p = {.op = op, .name = gd_binop_table[op].name};
+    int r = binary_operands(st, &p, ao, bo);
+    if (r > 0) Py_RETURN_NOTIMPLEMENTED;
+    if (r < 0 || binary_dtype(&p) < 0 || binary_shape(&p, inplace) < 0) return NULL;
+    const gd_backend *be = gd_backend_of(st, p.dev, p.name);
+    if (!be) return NULL;
+    gd_operand opd[2];
+    if ((!p.x.arr && gd_scalar_to(&opd[0].scalar, &p.x, p.dt) < 0) ||
+        (!p.y.arr && gd_scalar_to(&opd[1].scalar, &p.y, p.dt) < 0))
+        return NULL;
+    ArrayObject *xa, *ya, *tx = NULL, *ty = NULL, *out = NULL;
+    if (binary_input(st, be, &p, p.x.arr, inplace, &xa, &tx) < 0 ||
+        binary_input(st, be, &p, p.y.arr, inplace, &ya, &ty) < 0)
+        goto fail;
+    out = inplace && inplace->dtype == p.dt ? (ArrayObject *)Py_NewRef(inplace)
+                                            : gd_array_new(st, p.dev, p.dt, p.ndim, p.shape, p.name);
+    if (!out || binary_compute(st, be, &p, out, xa, ya, opd, inplace) < 0) goto fail;
+    if (inplace) Py_SETREF(out, (ArrayObject *)Py_NewRef(inplace));
+    Py_CLEAR(tx);
+    Py_CLEAR(ty);
+    if (gd_trace_op(st, p.name, out, p.x.arr ? p.x.arr : p.y.arr, p.x.arr ? p.y.arr : NULL) < 0) goto fail;
+    return (PyObject *)out;
+fail:
+    Py_XDECREF(tx);
+    Py_XDECREF(ty);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+PyObject *gd_binary(gd_state *st, gd_binop op, PyObject *ao, PyObject *bo, ArrayObject *inplace)
+{
+    /* Hot path: operands that need no promotion, broadcasting or overlap handling go straight
+     * to the backend; no Python objects besides the result, no strides to fill. */
+    if (!gd_tracing(st)) {
+        PyObject *res = binary_fast(st, op, ao, bo, inplace);
+        if (res || PyErr_Occurred()) return res;
+    }
+    return binary_general(st, op, ao, bo, inplace);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * unary operations and astype
+ * ---------------------------------------------------------------------------------------- */
+
+PyObject *gd_unary(gd_state *st, gd_unop op, ArrayObject *a)
+{
+    const char *name = gd_unop_table[op].name;
+    if (!gd_is_array(st, (PyObject *)a)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a gpudev Array, got %s; convert it first with gd.asarray(x)",
+                     name, Py_TYPE((PyObject *)a)->tp_name);
+        return NULL;
+    }
+    const gd_backend *be = gd_backend_of(st, a->device, name);
+    if (!be) return NULL;
+    ArrayObject *out;
+    if (gd_unop_float_only(op) && !gd_dtype_is_float(a->dtype)) {
+        /* NumPy computes these in float64 for integers: convert, then apply in place. */
+        out = gd_converted(st, be, a, GD_FLOAT64, name);
+        if (out && gd_run_unary(st, be, a->device, out->data, op, GD_FLOAT64, out->data, out->size, name) < 0)
+            Py_CLEAR(out);
+    } else {
+        out = gd_array_new(st, a->device, a->dtype, a->ndim, a->shape, name);
+        if (out && gd_run_unary(st, be, a->device, out->data, op, a->dtype, a->data, a->size, name) < 0)
+            Py_CLEAR(out);
+    }
+    if (out && gd_trace_op(st, name, out, a, NULL) < 0) Py_CLEAR(out);
+    return (PyObject *)out;
+}
+
+PyObject *gd_astype(gd_state *st, ArrayObject *a, gd_dtype dtype, int copy)
+{
+    if (!copy && a->dtype == dtype) return Py_NewRef((PyObject *)a);
+    const gd_backend *be = gd_backend_of(st, a->device, "astype");
+    if (!be) return NULL;
+    ArrayObject *out = gd_converted(st, be, a, dtype, "astype");
+    if (out && gd_trace_op(st, "astype", out, a, NULL) < 0) Py_CLEAR(out);
+    return (PyObject *)out;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * assignment: dst[...] = value
+ * ---------------------------------------------------------------------------------------- */
+
+/* NumPy's setitem broadcast: the value's shape right-aligned onto the target's, where extra
+ * leading axes of the value must have length 1. */
+static int check_assign_shape(const ArrayObject *dst, const ArrayObject *v, const char *op)
+{
+    for (int j = 0; j < v->ndim; j++) {
+        int k = j - (v->ndim - dst->ndim);
+        if (k < 0 ? v->shape[j] != 1 : (v->shape[j] != 1 && v->shape[j] != dst->shape[k])) {
+            char s0[256], s1[256];
+            PyErr_Format(PyExc_ValueError, "%s: could not broadcast input array from shape %s into shape %s",
+                         op, gd_shape_str(v->ndim, v->shape, s0), gd_shape_str(dst->ndim, dst->shape, s1));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* dst[...] = v for an Array v on dst's device whose shape fits. */
+static int assign_array(gd_state *st, const gd_backend *be, ArrayObject *dst, ArrayObject *v, const char *op)
+{
+    ArrayObject *tmp = NULL;
+    if (v->dtype != dst->dtype) {
+        /* different dtypes never share storage: cast straight in when nothing broadcasts */
+        if (v->size == dst->size)
+            return gd_run_astype(st, be, dst->device, dst->data, dst->dtype, v->data, v->dtype, v->size, op);
+        if (!(v = tmp = gd_converted(st, be, v, dst->dtype, op))) return -1;
+    } else if (gd_overlaps(v, dst)) {
+        if (v->data == dst->data && v->size == dst->size) return 0; /* a[...] = a */
+        if (!(v = tmp = gd_converted(st, be, v, dst->dtype, op))) return -1;
+    }
+    gd_ewise ew;
+    gd_operand opd;
+    gd_ewise_plan(&ew, &opd, &v, 1, dst->ndim, dst->shape, dst->size);
+    int rc = gd_run_ewise_unary(st, be, dst->device, dst->data, GD_COPY, dst->dtype, &ew, &opd, op);
+    Py_XDECREF(tmp);
+    return rc;
+}
+
+int gd_assign(gd_state *st, ArrayObject *dst, PyObject *value, const char *op)
+{
+    gd_opinfo x;
+    int r = gd_classify(st, value, &x, op);
+    if (r < 0) return -1;
+    if (r > 0) {
+        PyErr_Format(PyExc_TypeError, "%s: cannot assign %s to a gpudev Array; give a number or an Array",
+                     op, Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    const gd_backend *be = gd_backend_of(st, dst->device, op);
+    if (!be) return -1;
+    if (!x.arr) {
+        gd_scalar s;
+        if (gd_scalar_assign(&s, &x, dst->dtype, op) < 0 ||
+            gd_run_fill(st, be, dst->device, dst->data, dst->dtype, s, dst->size, op) < 0)
+            return -1;
+    } else {
+        if (!gd_device_eq(x.arr->device, dst->device)) {
+            char d0[32], d1[32];
+            PyErr_Format(st->DeviceMismatchError,
+                         "%s: the value is on %s but the array is on %s; copy it first, e.g. value.to('%s')",
+                         op, gd_device_str(x.arr->device, d0), gd_device_str(dst->device, d1), d1);
+            return -1;
+        }
+        if (check_assign_shape(dst, x.arr, op) < 0) return -1;
+        if (dst->size && assign_array(st, be, dst, x.arr, op) < 0) return -1;
+    }
+    return gd_trace_op(st, "assign", dst, x.arr, NULL);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * allclose
+ * ---------------------------------------------------------------------------------------- */
+
+/* A float64 copy of a in host memory (a itself when it already is one). */
+static ArrayObject *host_f64(gd_state *st, ArrayObject *a)
+{
+    ArrayObject *f = (ArrayObject *)Py_NewRef((PyObject *)a);
+    if (a->dtype != GD_FLOAT64) {
+        const gd_backend *be = gd_backend_of(st, a->device, "allclose");
+        Py_SETREF(f, be ? gd_converted(st, be, a, GD_FLOAT64, "allclose") : NULL);
+        if (!f) return NULL;
+    }
+    if (f->device.type != GD_CPU) Py_SETREF(f, gd_array_to_device(st, f, GD_CPU_DEVICE, "allclose"));
+    return f;
+}
+
+/* NumPy's isclose with equal_nan=False: infinities are close only to themselves. */
+static inline int is_close(double x, double y, double rtol, double atol)
+{
+    if (isfinite(x) && isfinite(y)) return fabs(x - y) <= atol + rtol * fabs(y);
+    return x == y;
+}
+
+/* Whether every pair of the planned float64 operands is close; walks the output in C order
+ * with an odometer over the collapsed axes. Runs without the GIL. */
+static int all_close(const gd_ewise *ew, const gd_operand *opd, double rtol, double atol)
+{
+    const double *px = opd[0].data, *py = opd[1].data;
+    int64_t idx[GD_MAX_NDIM] = {0}, ox = 0, oy = 0;
+    for (int64_t i = 0; i < ew->size; i++) {
+        double vx = px ? px[ox] : opd[0].scalar.f, vy = py ? py[oy] : opd[1].scalar.f;
+        if (!is_close(vx, vy, rtol, atol)) return 0;
+        for (int d = ew->ndim - 1; d >= 0; d--) {
+            ox += opd[0].strides[d];
+            oy += opd[1].strides[d];
+            if (++idx[d] < ew->shape[d]) break;
+            ox -= opd[0].strides[d] * ew->shape[d];
+            oy -= opd[1].strides[d] * ew->shape[d];
+            idx[d] = 0;
+        }
+    }
+    return 1;
+}
+
+static PyObject *allclose(gd_state *st, PyObject *ao, PyObject *bo, double rtol, double atol)
+{
+    binary_plan p = {.name = "allclose"};
+    int r = gd_classify(st, ao, &p.x, p.name);
+    if (r == 0) r = gd_classify(st, bo, &p.y, p.name);
+    if (r < 0) return NULL;
+    if (r > 0) {
+        PyErr_Format(PyExc_TypeError, "allclose: expected gpudev Arrays or numbers, got %s and %s",
+                     Py_TYPE(ao)->tp_name, Py_TYPE(bo)->tp_name);
+        return NULL;
+    }
+    if (p.x.arr && p.y.arr && !gd_device_eq(p.x.arr->device, p.y.arr->device)) {
+        gd_raise_device_mismatch(st, p.name, p.x.arr->device, p.y.arr->device);
+        return NULL;
+    }
+    if (binary_shape(&p, NULL) < 0) return NULL;
+    gd_operand opd[2];
+    opd[0].scalar.f = p.x.arr ? 0.0 : gd_scalar_f64(&p.x);
+    opd[1].scalar.f = p.y.arr ? 0.0 : gd_scalar_f64(&p.y);
+    if (PyErr_Occurred()) return NULL;
+    if (p.size == 0) Py_RETURN_TRUE;
+    ArrayObject *hx = NULL, *hy = NULL;
+    if ((p.x.arr && !(hx = host_f64(st, p.x.arr))) || (p.y.arr && !(hy = host_f64(st, p.y.arr)))) {
+        Py_XDECREF(hx);
+        return NULL;
+    }
+    ArrayObject *arrs[2] = {hx, hy};
+    gd_ewise ew;
+    gd_ewise_plan(&ew, opd, arrs, 2, p.ndim, p.shape, p.size);
+    int close;
+    Py_BEGIN_ALLOW_THREADS
+    close = all_close(&ew, opd, rtol, atol);
+    Py_END_ALLOW_THREADS
+    Py_XDECREF(hx);
+    Py_XDECREF(hy);
+    return PyBool_FromLong(close);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * module functions
+ * ---------------------------------------------------------------------------------------- */
+
+#define GD_UNARY_FN(fname, op)                                               \
+    static PyObject *mod_##fname(PyObject *module, PyObject *arg)            \
+    {                                                                        \
+        gd_state *st = PyModule_GetState(module);                            \
+        ArrayObject *a = gd_need_array(st, arg, #fname);                     \
+        return a ? gd_unary(st, op, a) : NULL;                               \
+    }
+GD_UNARY_FN(exp, GD_EXP)
+GD_UNARY_FN(log, GD_LOG)
+GD_UNARY_FN(sqrt, GD_SQRT)
+GD_UNARY_FN(tanh, GD_TANH)
+GD_UNARY_FN(relu, GD_RELU)
+GD_UNARY_FN(abs, GD_ABS)
+#undef GD_UNARY_FN
+
+static PyObject *binary_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs, gd_binop op)
+{
+    gd_state *st = PyModule_GetState(module);
+    const char *name = gd_binop_table[op].name;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "%s(a, b) takes two arguments", name);
+        return NULL;
+    }
+    if (!gd_is_array(st, args[0]) && !gd_is_array(st, args[1])) {
+        gd_need_array(st, args[0], name);
+        return NULL;
+    }
+    PyObject *res = gd_binary(st, op, args[0], args[1], NULL);
+    if (res == Py_NotImplemented) {
+        Py_DECREF(res);
+        PyErr_Format(PyExc_TypeError, "%s: unsupported operand types %.100s and %.100s", name,
+                     Py_TYPE(args[0])->tp_name, Py_TYPE(args[1])->tp_name);
+        return NULL;
+    }
+    return res;
+}
+
+static PyObject *mod_maximum(PyObject *m, PyObject *const *a, Py_ssize_t n) { return binary_fn(m, a, n, GD_MAXIMUM); }
+static PyObject *mod_minimum(PyObject *m, PyObject *const *a, Py_ssize_t n) { return binary_fn(m, a, n, GD_MINIMUM); }
+
+static PyObject *mod_allclose(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"a", "b", "rtol", "atol", NULL};
+    gd_state *st = PyModule_GetState(module);
+    PyObject *a, *b;
+    double rtol = 1e-5, atol = 1e-8;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|dd:allclose", kwlist, &a, &b, &rtol, &atol)) return NULL;
+    if (!gd_is_array(st, a) && !gd_is_array(st, b)) {
+        gd_need_array(st, a, "allclose");
+        return NULL;
+    }
+    return allclose(st, a, b, rtol, atol);
+}
+
+static PyMethodDef elementwise_functions[] = {
+    {"exp", mod_exp, METH_O, "exp(a) elementwise"},
+    {"log", mod_log, METH_O, "log(a) elementwise"},
+    {"sqrt", mod_sqrt, METH_O, "sqrt(a) elementwise"},
+    {"tanh", mod_tanh, METH_O, "tanh(a) elementwise"},
+    {"relu", mod_relu, METH_O, "relu(a) = maximum(a, 0) elementwise"},
+    {"abs", mod_abs, METH_O, "abs(a) elementwise"},
+    {"maximum", GD_FN(mod_maximum), METH_FASTCALL, "maximum(a, b) elementwise with broadcasting (NaN propagates)"},
+    {"minimum", GD_FN(mod_minimum), METH_FASTCALL, "minimum(a, b) elementwise with broadcasting (NaN propagates)"},
+    {"allclose", GD_FN(mod_allclose), METH_VARARGS | METH_KEYWORDS,
+     "allclose(a, b, rtol=1e-05, atol=1e-08) -> bool, as numpy.allclose"},
+    {NULL, NULL, 0, NULL},
+};
+
+int gd_elementwise_setup(PyObject *module) { return PyModule_AddFunctions(module, elementwise_functions); }

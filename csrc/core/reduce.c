@@ -1,0 +1,290 @@
+/* reduce.c - sum, mean, max, min (methods and axis arguments) and gd.norm: every reduction is
+ * turned into backend reduce calls over (outer, len, inner) blocks of the contiguous input,
+ * one per run of adjacent reduced axes. The full reduction of an array (a.sum()) is the hot
+ * path: one backend call, no temporaries.
+ */
+#include "core.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------------
+ * the reductions
+ * ---------------------------------------------------------------------------------------- */
+
+typedef enum reduction { R_SUM, R_MEAN, R_MAX, R_MIN, R_NORM, R_COUNT } reduction;
+
+typedef enum finish_kind { FINISH_NONE, FINISH_MEAN, FINISH_SQRT } finish_kind;
+
+typedef struct reduction_info {
+    reduction kind;
+    const char *name;   /* in messages and traces */
+    const char *noun;   /* "maximum": what an empty axis has none of */
+    gd_redop first;     /* the backend reduction of the first pass; later passes merge */
+    finish_kind finish; /* in float64 after the passes: divide by the count, or a square root */
+} reduction_info;
+
+static const reduction_info reductions[] = {
+    {R_SUM, "sum", "sum", GD_RED_SUM, FINISH_NONE},
+    {R_MEAN, "mean", "mean", GD_RED_SUM, FINISH_MEAN},
+    {R_MAX, "max", "maximum", GD_RED_MAX, FINISH_NONE},
+    {R_MIN, "min", "minimum", GD_RED_MIN, FINISH_NONE},
+    {R_NORM, "norm", "norm", GD_RED_SUMSQ, FINISH_SQRT},
+};
+GD_STATIC_ASSERT(GD_COUNT_OF(reductions) == R_COUNT, "reductions: one row per reduction");
+
+/* One reduction of one array, as it is being planned and run. */
+typedef struct reduce_job {
+    gd_state *st;
+    const gd_backend *be;
+    const reduction_info *r;
+    ArrayObject *a;
+    gd_device dev;
+    gd_dtype res_dt;        /* the result's dtype: mean and norm of integers are float64 */
+    ArrayObject *out;
+} reduce_job;
+
+/* One backend reduce call. */
+static int run_reduce(reduce_job *j, void *dst, gd_dtype dst_dt, gd_redop op, const void *src, gd_dtype src_dt,
+                      int64_t outer, int64_t len, int64_t inner)
+{
+    gd_error err;
+    PyThreadState *ts = gd_run_begin(j->dev, (double)outer * (double)len * (double)inner);
+    int rc = j->be->reduce(dst, dst_dt, op, src, src_dt, outer, len, inner, j->dev.index, &err);
+    return gd_run_end(j->st, j->dev, ts, rc, &err, j->r->name);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * the whole array at once (the hot path) and the degenerate cases
+ * ---------------------------------------------------------------------------------------- */
+
+/* Every element into a 0-d result (or all-ones shape with keepdims). Mean and norm of CPU
+ * arrays finish on the host: CPU memory is host memory, so a local double accumulates. */
+static int reduce_all(reduce_job *j, int keepdims)
+{
+    ArrayObject *a = j->a;
+    int64_t shape[GD_MAX_NDIM];
+    for (int k = 0; k < a->ndim; k++) shape[k] = 1;
+    if (!(j->out = gd_array_new(j->st, j->dev, j->res_dt, keepdims ? a->ndim : 0, shape, j->r->name))) return -1;
+    if (j->r->finish == FINISH_NONE)
+        return run_reduce(j, j->out->data, j->res_dt, j->r->first, a->data, a->dtype, 1, a->size, 1);
+    double acc;
+    if (run_reduce(j, &acc, GD_FLOAT64, j->r->first, a->data, a->dtype, 1, a->size, 1) < 0) return -1;
+    double v = j->r->finish == FINISH_MEAN ? acc / (double)a->size : sqrt(acc);
+    if (j->res_dt == GD_FLOAT32) *(float *)j->out->data = (float)gd_round_f32(v);
+    else *(double *)j->out->data = v;
+    return 0;
+}
+
+/* Reductions over an axis of length 0: the identity (0, or NaN for a mean), or an error for
+ * max and min, which have none. */
+static int reduce_empty(reduce_job *j, int64_t out_size)
+{
+    if (gd_redop_table[j->r->first].needs_elements) {
+        PyErr_Format(PyExc_ValueError, "%s: zero-size array has no %s (reduction over an axis of length 0)",
+                     j->r->name, j->r->noun);
+        return -1;
+    }
+    gd_scalar v;
+    if (gd_dtype_is_float(j->res_dt)) v.f = j->r->finish == FINISH_MEAN ? NAN : 0.0;
+    else v.i = 0;
+    return gd_run_fill(j->st, j->be, j->dev, j->out->data, j->res_dt, v, out_size, j->r->name);
+}
+
+/* Only axes of length 1 reduced: the input itself, in the result dtype (norm: its size). */
+static int reduce_nothing(reduce_job *j, int64_t out_size)
+{
+    ArrayObject *a = j->a, *out = j->out;
+    if (gd_run_astype(j->st, j->be, j->dev, out->data, j->res_dt, a->data, a->dtype, out_size, j->r->name) < 0)
+        return -1;
+    if (j->r->finish != FINISH_SQRT) return 0;
+    return gd_run_unary(j->st, j->be, j->dev, out->data, GD_ABS, j->res_dt, out->data, out_size, j->r->name);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * reductions over axes
+ * ---------------------------------------------------------------------------------------- */
+
+/* Runs of adjacent kept / reduced axes of a; axes of length 1 change nothing and drop out. */
+typedef struct axis_runs {
+    int n, passes;           /* runs, and runs of reduced axes (one backend pass each) */
+    int64_t len[GD_MAX_NDIM];
+    uint8_t reduced[GD_MAX_NDIM];
+} axis_runs;
+
+static void find_runs(axis_runs *runs, const ArrayObject *a, const uint8_t *reduced)
+{
+    runs->n = runs->passes = 0;
+    for (int k = 0; k < a->ndim; k++) {
+        if (a->shape[k] == 1) continue;
+        if (runs->n > 0 && runs->reduced[runs->n - 1] == reduced[k]) {
+            runs->len[runs->n - 1] *= a->shape[k];
+        } else {
+            runs->len[runs->n] = a->shape[k];
+            runs->reduced[runs->n++] = reduced[k];
+            runs->passes += reduced[k];
+        }
+    }
+}
+
+/* The longest reduced run (it shrinks the data most) as one (outer, len, inner) pass, which
+ * leaves the runs without it. */
+static void next_pass(axis_runs *runs, int64_t *outer, int64_t *len, int64_t *inner)
+{
+    int j = -1;
+    for (int r = 0; r < runs->n; r++)
+        if (runs->reduced[r] && (j < 0 || runs->len[r] >= runs->len[j])) j = r;
+    *outer = *inner = 1;
+    *len = runs->len[j];
+    for (int r = 0; r < j; r++) *outer *= runs->len[r];
+    for (int r = j + 1; r < runs->n; r++) *inner *= runs->len[r];
+    runs->n--;
+    memmove(runs->len + j, runs->len + j + 1, (size_t)(runs->n - j) * sizeof(int64_t));
+    memmove(runs->reduced + j, runs->reduced + j + 1, (size_t)(runs->n - j));
+}
+
+/* The passes, into float64 temporaries where later passes or the finish need them (float32
+ * sums lose nothing between passes); the last pass writes the result when it can. Returns the
+ * buffer holding the reduced values, of acc_dt; *keep owns it when it is a temporary. */
+static char *run_passes(reduce_job *j, axis_runs *runs, gd_dtype acc_dt, ArrayObject **keep)
+{
+    const gd_redop later = gd_redop_table[j->r->first].merge;
+    char *cur = j->a->data;
+    gd_dtype cur_dt = j->a->dtype;
+    int npasses = runs->passes;
+    for (int p = 0; p < npasses; p++) {
+        int64_t outer, len, inner, n;
+        next_pass(runs, &outer, &len, &inner);
+        n = outer * inner;
+        ArrayObject *tmp = NULL;
+        if (!(p == npasses - 1 && acc_dt == j->res_dt) && !(tmp = gd_array_new(j->st, j->dev, acc_dt, 1, &n, j->r->name)))
+            return NULL;
+        char *dst = tmp ? tmp->data : j->out->data;
+        if (run_reduce(j, dst, acc_dt, p == 0 ? j->r->first : later, cur, cur_dt, outer, len, inner) < 0) {
+            Py_XDECREF(tmp);
+            return NULL;
+        }
+        Py_XSETREF(*keep, tmp);
+        cur = dst;
+        cur_dt = acc_dt;
+    }
+    return cur;
+}
+
+/* Mean and norm finish in float64: divide by the count, or take the square root. */
+static int finish(reduce_job *j, char *cur, int64_t out_size, int64_t count)
+{
+    if (j->r->finish == FINISH_SQRT)
+        return gd_run_unary(j->st, j->be, j->dev, cur, GD_SQRT, GD_FLOAT64, cur, out_size, j->r->name);
+    if (j->r->finish != FINISH_MEAN) return 0;
+    gd_ewise ew;
+    gd_operand num, den;
+    gd_error err;
+    gd_contiguous_plan(&ew, out_size);
+    num.data = cur;
+    num.strides[0] = 1;
+    den.data = NULL;
+    den.scalar.f = (double)count;
+    den.strides[0] = 0;
+    PyThreadState *ts = gd_run_begin(j->dev, (double)out_size);
+    int rc = j->be->binary(cur, GD_DIV, GD_FLOAT64, &ew, &num, &den, j->dev.index, &err);
+    return gd_run_end(j->st, j->dev, ts, rc, &err, j->r->name);
+}
+
+/* The reduction over the axes marked in `reduced`. */
+static int reduce_axes(reduce_job *j, const uint8_t *reduced, int keepdims)
+{
+    ArrayObject *a = j->a;
+    int64_t shape[GD_MAX_NDIM], out_size;
+    int ndim = 0;
+    for (int k = 0; k < a->ndim; k++)
+        if (!reduced[k] || keepdims) shape[ndim++] = reduced[k] ? 1 : a->shape[k];
+    if (gd_shape_size(&out_size, ndim, shape, j->r->name) < 0 ||
+        !(j->out = gd_array_new(j->st, j->dev, j->res_dt, ndim, shape, j->r->name)))
+        return -1;
+    if (out_size == 0) return 0;
+    int64_t count = a->size / out_size; /* elements reduced into each result */
+    if (count == 0) return reduce_empty(j, out_size);
+    axis_runs runs;
+    find_runs(&runs, a, reduced);
+    if (runs.passes == 0) return reduce_nothing(j, out_size);
+    gd_dtype acc_dt = j->r->finish != FINISH_NONE ? GD_FLOAT64
+                    : j->r->first != GD_RED_SUM ? a->dtype
+                    : a->dtype == GD_FLOAT32 && runs.passes > 1 ? GD_FLOAT64 : a->dtype;
+    ArrayObject *keep = NULL;
+    char *cur = run_passes(j, &runs, acc_dt, &keep);
+    int rc = !cur || finish(j, cur, out_size, count) < 0 ? -1 : 0;
+    if (rc == 0 && cur != j->out->data)
+        rc = gd_run_astype(j->st, j->be, j->dev, j->out->data, j->res_dt, cur, acc_dt, out_size, j->r->name);
+    Py_XDECREF(keep);
+    return rc;
+}
+
+/* Contiguous arrays make every reduction a sequence of (outer, len, inner) passes, one per
+ * run of adjacent reduced axes. */
+static PyObject *reduce_array(gd_state *st, reduction kind, ArrayObject *a, PyObject *axis, int keepdims)
+{
+    const reduction_info *r = &reductions[kind];
+    reduce_job j = {.st = st, .r = r, .a = a, .dev = a->device, .res_dt = a->dtype};
+    if (r->finish != FINISH_NONE && !gd_dtype_is_float(a->dtype)) j.res_dt = GD_FLOAT64;
+    if (!(j.be = gd_backend_of(st, a->device, r->name))) return NULL;
+    int rc;
+    if (axis == Py_None && a->size > 0 && (a->device.type == GD_CPU || r->finish == FINISH_NONE)) {
+        rc = reduce_all(&j, keepdims);
+    } else {
+        uint8_t reduced[GD_MAX_NDIM];
+        rc = gd_parse_axes(reduced, axis, a->ndim, r->name) < 0 ? -1 : reduce_axes(&j, reduced, keepdims);
+    }
+    if (rc == 0 && gd_trace_op(st, r->name, j.out, a, NULL) < 0) rc = -1;
+    if (rc < 0) Py_CLEAR(j.out);
+    return (PyObject *)j.out;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * methods and module functions
+ * ---------------------------------------------------------------------------------------- */
+
+/* (axis=None, keepdims=False) after the parameters of p that come before them. */
+static PyObject *reduce_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                             const gd_params *p, reduction kind)
+{
+    PyObject *argv[2] = {Py_None, NULL};
+    int keepdims = 0;
+    if ((nargs || kwnames) &&
+        (gd_parse_args(argv, p, args, nargs, kwnames) < 0 || gd_parse_bool(argv[1], &keepdims) < 0))
+        return NULL;
+    return reduce_array(gd_state_of(self), kind, (ArrayObject *)self, argv[0], keepdims);
+}
+
+#define GD_REDUCTION_METHOD(fname, kind)                                                               \
+    PyObject *gd_array_##fname(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) \
+    {                                                                                                  \
+        static const gd_params params = {#fname, #fname "(axis=None, keepdims=False)", 2, 0,          \
+                                         {"axis", "keepdims", NULL}};                                  \
+        return reduce_call(self, args, nargs, kwnames, &params, kind);                                 \
+    }
+GD_REDUCTION_METHOD(sum, R_SUM)
+GD_REDUCTION_METHOD(mean, R_MEAN)
+GD_REDUCTION_METHOD(max, R_MAX)
+GD_REDUCTION_METHOD(min, R_MIN)
+#undef GD_REDUCTION_METHOD
+
+static PyObject *mod_norm(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const gd_params params = {"norm", "norm(a, axis=None, keepdims=False)", 3, 1, {"a", "axis", "keepdims", NULL}};
+    gd_state *st = PyModule_GetState(module);
+    PyObject *argv[3] = {NULL, Py_None, NULL};
+    int keepdims = 0;
+    if (gd_parse_args(argv, &params, args, nargs, kwnames) < 0) return NULL;
+    ArrayObject *a = gd_need_array(st, argv[0], "norm");
+    if (!a || gd_parse_bool(argv[2], &keepdims) < 0) return NULL;
+    return reduce_array(st, R_NORM, a, argv[1], keepdims);
+}
+
+static PyMethodDef reduce_functions[] = {
+    {"norm", GD_FN(mod_norm), GD_FASTKW,
+     "norm(a, axis=None, keepdims=False): Frobenius / 2-norm; axis=(1, 2) gives a batch of matrix norms"},
+    {NULL, NULL, 0, NULL},
+};
+
+int gd_reduce_setup(PyObject *module) { return PyModule_AddFunctions(module, reduce_functions); }

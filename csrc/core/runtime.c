@@ -1,0 +1,358 @@
+/* runtime.c - what every operation of gpudev._C relies on: the exception types and the one
+ * path from a backend's gd_error to them (gd_raise), the backend registry (the CPU built in,
+ * CUDA handed over by gpudev._cuda through a capsule), synchronization, and the process-wide
+ * settings: CPU threads and the random seed. Running a backend call (gd_run_begin and
+ * gd_run_end) is inline in core.h, on every operation's path.
+ */
+#include "core.h"
+
+#include "cpu/backend_cpu.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------------
+ * exceptions
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_raise(gd_state *st, const char *op, const gd_error *err)
+{
+    PyObject *type;
+    switch (err->code) {
+    case GD_ERR_HOST_OOM:
+    case GD_ERR_DEVICE_OOM: type = st->OutOfMemoryError; break;
+    case GD_ERR_DEVICE_UNAVAILABLE: type = st->DeviceUnavailableError; break;
+    case GD_ERR_CUDA: type = st->CudaError; break;
+    case GD_ERR_VALUE: type = PyExc_ValueError; break;
+    case GD_ERR_UNSUPPORTED: type = PyExc_NotImplementedError; break;
+    default: type = st->GpudevError; break;
+    }
+    PyObject *msg = PyUnicode_FromFormat("%s: %s", op, err->message[0] ? err->message : "unknown error");
+    if (!msg) return -1;
+    PyObject *exc = PyObject_CallOneArg(type, msg);
+    Py_DECREF(msg);
+    if (!exc) return -1;
+    if (err->code == GD_ERR_CUDA) {
+        PyObject *status = PyLong_FromLong(err->cuda_status);
+        if (!status || PyObject_SetAttrString(exc, "status", status) < 0) {
+            Py_XDECREF(status);
+            Py_DECREF(exc);
+            return -1;
+        }
+        Py_DECREF(status);
+    }
+    PyErr_SetObject(type, exc);
+    Py_DECREF(exc);
+    return -1;
+}
+
+static PyObject *new_exception(PyObject *module, const char *name, PyObject *base, PyObject *std, const char *doc)
+{
+    PyObject *bases = std ? PyTuple_Pack(2, base, std) : Py_NewRef(base);
+    if (!bases) return NULL;
+    PyObject *exc = PyErr_NewExceptionWithDoc(name, doc, bases, NULL);
+    Py_DECREF(bases);
+    if (exc && PyModule_AddObjectRef(module, strrchr(name, '.') + 1, exc) < 0) Py_CLEAR(exc);
+    return exc;
+}
+
+static int exceptions_setup(PyObject *module, gd_state *st)
+{
+    st->GpudevError = new_exception(module, "gpudev.GpudevError", PyExc_Exception, NULL,
+                                    "Base class of every gpudev error.");
+    if (!st->GpudevError) return -1;
+    st->DeviceMismatchError =
+        new_exception(module, "gpudev.DeviceMismatchError", st->GpudevError, PyExc_ValueError,
+                      "The operands of one operation are on different devices; copy one with .to().");
+    st->DeviceUnavailableError =
+        new_exception(module, "gpudev.DeviceUnavailableError", st->GpudevError, PyExc_RuntimeError,
+                      "The device does not exist on this machine, or its backend is not available.");
+    st->OutOfMemoryError =
+        new_exception(module, "gpudev.OutOfMemoryError", st->GpudevError, PyExc_MemoryError,
+                      "An allocation did not fit in the device's memory; the process can go on.");
+    st->CudaError = new_exception(module, "gpudev.CudaError", st->GpudevError, PyExc_RuntimeError,
+                                  "A CUDA or cuBLAS call failed; .status holds the CUDA status code.");
+    return st->DeviceMismatchError && st->DeviceUnavailableError && st->OutOfMemoryError && st->CudaError ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * backends and devices
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_num_gpus(gd_state *st)
+{
+    if (!st->backends[GD_CUDA]) return 0;
+    /* GPUs do not come and go while a process runs; asking the driver once is enough. */
+    if (st->gpu_count < 0) {
+        int n = st->backends[GD_CUDA]->device_count();
+        st->gpu_count = n < 0 ? 0 : (n > GD_MAX_GPUS ? GD_MAX_GPUS : n);
+    }
+    return st->gpu_count;
+}
+
+const gd_backend *gd_backend_for(gd_state *st, gd_device dev, const char *op)
+{
+    if (dev.type == GD_CPU) return st->backends[GD_CPU];
+    char name[32];
+    gd_device_str(dev, name);
+    if (!st->backends[GD_CUDA]) {
+        PyErr_Format(st->DeviceUnavailableError,
+                     "%s: %s is not available: CUDA is off in this gpudev (%S); "
+                     "use gd.try_gpu() to fall back to the CPU",
+                     op, name, st->cuda_reason ? st->cuda_reason : Py_None);
+        return NULL;
+    }
+    int n = gd_num_gpus(st);
+    if (dev.index < 0 || dev.index >= n) {
+        PyErr_Format(st->DeviceUnavailableError,
+                     "%s: %s is not available: this machine has %d GPU%s%s; "
+                     "use gd.try_gpu(%d) to fall back to the CPU",
+                     op, name, n, n == 1 ? "" : "s",
+                     n == 0 ? " (no CUDA driver or no device)" : "", dev.index);
+        return NULL;
+    }
+    return st->backends[GD_CUDA];
+}
+
+static PyObject *mod_num_gpus(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromLong(gd_num_gpus(PyModule_GetState(module)));
+}
+
+static PyObject *mod_cuda_available(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(gd_num_gpus(PyModule_GetState(module)) > 0);
+}
+
+/* _register_cuda(capsule): called by gpudev/__init__.py once gpudev._cuda imported. */
+static PyObject *mod_register_cuda(PyObject *module, PyObject *capsule)
+{
+    gd_state *st = PyModule_GetState(module);
+    const gd_backend *be = PyCapsule_GetPointer(capsule, GD_BACKEND_CAPSULE_NAME);
+    if (!be) return NULL;
+    if (be->abi_version != GD_BACKEND_ABI_VERSION) {
+        PyErr_Format(PyExc_ImportError,
+                     "gpudev._cuda was built for backend ABI %d but gpudev._C expects %d; rebuild gpudev",
+                     be->abi_version, GD_BACKEND_ABI_VERSION);
+        return NULL;
+    }
+    st->backends[GD_CUDA] = be;
+    Py_XSETREF(st->cuda_capsule, Py_NewRef(capsule));
+    Py_XSETREF(st->cuda_reason, Py_NewRef(Py_None));
+    st->gpu_count = -1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_set_cuda_unavailable(PyObject *module, PyObject *reason)
+{
+    gd_state *st = PyModule_GetState(module);
+    if (!PyUnicode_Check(reason)) {
+        PyErr_SetString(PyExc_TypeError, "_set_cuda_unavailable(reason: str)");
+        return NULL;
+    }
+    Py_XSETREF(st->cuda_reason, Py_NewRef(reason));
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_cuda_reason(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    gd_state *st = PyModule_GetState(module);
+    return Py_NewRef(st->cuda_reason ? st->cuda_reason : Py_None);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * synchronizing
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_wait(gd_state *st, int (*call)(int device, gd_error *err), gd_device dev, const char *op)
+{
+    if (!call) return 0;
+    gd_error err = {0};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = call(dev.index, &err);
+    Py_END_ALLOW_THREADS
+    return rc ? gd_raise(st, op, &err) : 0;
+}
+
+int gd_sync_device(gd_state *st, gd_device dev, const char *cause)
+{
+    if (dev.type == GD_CUDA) {
+        const gd_backend *be = gd_backend_for(st, dev, "synchronize");
+        if (!be || gd_wait(st, be->synchronize, dev, "synchronize") < 0) return -1;
+        gd_clear_pending(st, dev);
+    }
+    return gd_trace_sync(st, cause, dev);
+}
+
+/* Synchronize each device of the sequence `devices`; *synced counts them. */
+static int sync_devices(gd_state *st, PyObject *devices, const char *cause, int *synced)
+{
+    PyObject *seq = PySequence_Fast(devices, "_sync: devices must be a list of devices");
+    if (!seq) return -1;
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && rc == 0; i++) {
+        gd_device dev = GD_CPU_DEVICE;
+        rc = gd_parse_device(st, PySequence_Fast_GET_ITEM(seq, i), &dev) < 0 || gd_sync_device(st, dev, cause) < 0
+                 ? -1
+                 : 0;
+        *synced += rc == 0;
+    }
+    Py_DECREF(seq);
+    return rc;
+}
+
+/* Synchronize `devices`, or every GPU with queued work. With nothing to wait for it still
+ * records one CPU sync point, so traces show where a GPU program would stall. */
+static int sync_cause(gd_state *st, const char *cause, PyObject *devices)
+{
+    int synced = 0;
+    if (devices && devices != Py_None) {
+        if (sync_devices(st, devices, cause, &synced) < 0) return -1;
+    } else {
+        for (int i = 0; i < GD_MAX_GPUS; i++) {
+            if (st->pending_gpus & ((uint64_t)1 << i)) {
+                if (gd_sync_device(st, (gd_device){GD_CUDA, i}, cause) < 0) return -1;
+                synced++;
+            }
+        }
+    }
+    return synced ? 0 : gd_sync_device(st, GD_CPU_DEVICE, cause);
+}
+
+/* _sync(cause, devices=None), for Timer and benchmark. */
+static PyObject *mod_sync(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1 || nargs > 2 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "_sync(cause: str, devices=None)");
+        return NULL;
+    }
+    const char *cause = PyUnicode_AsUTF8(args[0]);
+    if (!cause || sync_cause(PyModule_GetState(module), cause, nargs == 2 ? args[1] : NULL) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_synchronize(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const gd_params params = {"synchronize", "synchronize(device=None) takes at most one argument, device",
+                                     1, 0, {"device", NULL}};
+    gd_state *st = PyModule_GetState(module);
+    PyObject *device = Py_None;
+    if (gd_parse_args(&device, &params, args, nargs, kwnames) < 0) return NULL;
+    int rc;
+    if (device == Py_None) {
+        rc = sync_cause(st, "synchronize", NULL);
+    } else {
+        gd_device dev = GD_CPU_DEVICE;
+        rc = gd_parse_device(st, device, &dev) < 0 ? -1 : gd_sync_device(st, dev, "synchronize");
+    }
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_pending_devices(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    gd_state *st = PyModule_GetState(module);
+    PyObject *list = PyList_New(0);
+    if (!list) return NULL;
+    for (int i = 0; i < GD_MAX_GPUS; i++) {
+        if ((st->pending_gpus & ((uint64_t)1 << i)) && gd_list_append_device(st, list, (gd_device){GD_CUDA, i}) < 0) {
+            Py_DECREF(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * random seed, threads, CPU facts
+ * ---------------------------------------------------------------------------------------- */
+
+static PyObject *mod_manual_seed(PyObject *module, PyObject *seed)
+{
+    gd_state *st = PyModule_GetState(module);
+    if (!PyLong_Check(seed)) {
+        PyErr_Format(PyExc_TypeError, "manual_seed: seed must be an int, got %.100s", Py_TYPE(seed)->tp_name);
+        return NULL;
+    }
+    /* Any Python int is accepted; its low 64 bits are the Philox key, as torch does. */
+    uint64_t key = (uint64_t)PyLong_AsUnsignedLongLongMask(seed);
+    if (key == (uint64_t)-1 && PyErr_Occurred()) return NULL;
+    st->seed = key;
+    st->offset = 0;
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_rng_state(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    gd_state *st = PyModule_GetState(module);
+    return Py_BuildValue("(KK)", (unsigned long long)st->seed, (unsigned long long)st->offset);
+}
+
+/* Unseeded runs differ, as in NumPy; gd.manual_seed makes them repeatable. */
+static int seed_from_os(gd_state *st)
+{
+    PyObject *os = PyImport_ImportModule("os");
+    PyObject *bytes = os ? PyObject_CallMethod(os, "urandom", "i", 8) : NULL;
+    Py_XDECREF(os);
+    if (!bytes) return -1;
+    memcpy(&st->seed, PyBytes_AS_STRING(bytes), sizeof st->seed);
+    Py_DECREF(bytes);
+    return 0;
+}
+
+static PyObject *mod_set_num_threads(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 1 || n > 1024) {
+        PyErr_Format(PyExc_ValueError, "set_num_threads: n must be between 1 and 1024, got %ld", n);
+        return NULL;
+    }
+    gd_cpu_set_num_threads((int)n);
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_get_num_threads(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromLong(gd_cpu_get_num_threads());
+}
+
+static PyObject *mod_cpu_facts(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    return Py_BuildValue("{s:s,s:s,s:i}", "simd", gd_cpu_simd_level(), "blas_config",
+                         gd_cpu_blas_config(), "threads", gd_cpu_get_num_threads());
+}
+
+/* ------------------------------------------------------------------------------------------
+ * setup
+ * ---------------------------------------------------------------------------------------- */
+
+static PyMethodDef runtime_functions[] = {
+    {"num_gpus", mod_num_gpus, METH_NOARGS, "num_gpus() -> int: GPUs gpudev can use (0 without CUDA, driver or GPU)."},
+    {"cuda_available", mod_cuda_available, METH_NOARGS, "cuda_available() -> bool: at least one usable GPU."},
+    {"synchronize", GD_FN(mod_synchronize), GD_FASTKW,
+     "synchronize(device=None): wait for queued work on `device`, or on every GPU with queued work."},
+    {"_sync", GD_FN(mod_sync), METH_FASTCALL, NULL},
+    {"_pending_devices", mod_pending_devices, METH_NOARGS, NULL},
+    {"_register_cuda", mod_register_cuda, METH_O, NULL},
+    {"_set_cuda_unavailable", mod_set_cuda_unavailable, METH_O, NULL},
+    {"_cuda_reason", mod_cuda_reason, METH_NOARGS, NULL},
+    {"manual_seed", mod_manual_seed, METH_O,
+     "manual_seed(seed): seed the generator behind rand/randn on every device.\n\n"
+     ">>> gd.manual_seed(0); a = gd.randn(3)"},
+    {"_rng_state", mod_rng_state, METH_NOARGS, NULL},
+    {"set_num_threads", mod_set_num_threads, METH_O,
+     "set_num_threads(n): CPU threads for gpudev's kernels and OpenBLAS."},
+    {"get_num_threads", mod_get_num_threads, METH_NOARGS, "get_num_threads() -> int"},
+    {"_cpu_facts", mod_cpu_facts, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+int gd_runtime_setup(PyObject *module, gd_state *st)
+{
+    st->backends[GD_CPU] = &gd_cpu_backend;
+    st->gpu_count = -1;
+    st->cuda_reason = PyUnicode_FromString("the CUDA backend was not loaded");
+    if (!st->cuda_reason || seed_from_os(st) < 0 || exceptions_setup(module, st) < 0) return -1;
+    return PyModule_AddFunctions(module, runtime_functions);
+}

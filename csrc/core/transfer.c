@@ -1,0 +1,355 @@
+/* transfer.c - copies between devices and out to the host: a.to(), a.cpu(), a.cuda(),
+ * a.copy(), a.astype(); NumPy views and copies (a.numpy(), np.asarray(a)), Python scalars and
+ * lists (a.item(), a.tolist()), the buffer protocol, repr and the CUDA array interface. Copies
+ * are explicit: every one a user did not write raises instead.
+ */
+#include "core.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------------
+ * copies between devices
+ * ---------------------------------------------------------------------------------------- */
+
+/* Copy a's bytes to host memory at dst (synchronizing for GPU arrays). `cause` names the
+ * synchronization in traces ("item", "repr", "cpu copy", ...). */
+static int copy_to_host_bytes(gd_state *st, void *dst, ArrayObject *a, const char *cause)
+{
+    size_t n = gd_array_nbytes(a);
+    if (a->device.type == GD_CPU) {
+        if (n) memcpy(dst, a->data, n);
+        return gd_trace_sync(st, cause, a->device);
+    }
+    const gd_backend *be = gd_backend_for(st, a->device, cause);
+    if (!be) return -1;
+    gd_error err = {0};
+    int rc = 0;
+    Py_BEGIN_ALLOW_THREADS
+    rc = be->copy_to_host(dst, a->data, a->device.index, n, &err);
+    Py_END_ALLOW_THREADS
+    if (rc) return gd_raise(st, cause, &err);
+    /* copy_to_host waited for the stream: everything queued before it has run */
+    gd_clear_pending(st, a->device);
+    if (gd_tracing(st) && gd_trace_copy(st, "d2h", a, GD_CPU_DEVICE) < 0) return -1;
+    return gd_trace_sync(st, cause, a->device);
+}
+
+int gd_upload(gd_state *st, ArrayObject *a, const void *host, size_t n, const char *op)
+{
+    if (a->device.type == GD_CPU) {
+        if (n) memcpy(a->data, host, n);
+        return 0;
+    }
+    gd_error err = {0};
+    int rc = n ? st->backends[GD_CUDA]->copy_from_host(a->data, a->device.index, host, n, &err) : GD_OK;
+    gd_mark_pending(st, a->device);
+    if (rc) return gd_raise(st, op, &err);
+    return gd_trace_copy(st, "h2d", a, a->device);
+}
+
+/* Between two devices of the CUDA backend: on one GPU (d2d) or between two (peer). */
+static int copy_between_gpus(gd_state *st, ArrayObject *out, ArrayObject *a, const char *op)
+{
+    const gd_backend *be = gd_backend_for(st, a->device, op);
+    if (!be) return -1;
+    size_t n = gd_array_nbytes(a);
+    gd_error err = {0};
+    int rc = n ? be->copy_device(out->data, out->device.index, a->data, a->device.index, n, &err) : GD_OK;
+    gd_mark_pending(st, out->device);
+    if (rc) return gd_raise(st, op, &err);
+    return gd_trace_copy(st, a->device.index == out->device.index ? "d2d" : "peer", a, out->device);
+}
+
+ArrayObject *gd_array_to_device(gd_state *st, ArrayObject *a, gd_device dst, const char *op)
+{
+    ArrayObject *out = gd_array_new(st, dst, a->dtype, a->ndim, a->shape, op);
+    if (!out) return NULL;
+    int rc;
+    if (a->device.type == GD_CPU && dst.type == GD_CPU) {
+        size_t n = gd_array_nbytes(a);
+        if (n) memcpy(out->data, a->data, n);
+        rc = gd_trace_copy(st, "h2h", a, dst);
+    } else if (a->device.type == GD_CPU) {
+        rc = gd_upload(st, out, a->data, gd_array_nbytes(a), op);
+    } else if (dst.type == GD_CPU) {
+        rc = copy_to_host_bytes(st, out->data, a, "cpu copy");
+    } else {
+        rc = copy_between_gpus(st, out, a, op);
+    }
+    if (rc < 0) Py_CLEAR(out);
+    return out;
+}
+
+/* A host NumPy array with a's contents: a zero-copy view for CPU arrays, a copy (one
+ * synchronizing transfer) for GPU arrays. */
+static PyObject *host_ndarray(gd_state *st, ArrayObject *a, const char *cause)
+{
+    npy_intp dims[GD_MAX_NDIM];
+    for (int i = 0; i < a->ndim; i++) dims[i] = (npy_intp)a->shape[i];
+    PyArray_Descr *descr = (PyArray_Descr *)Py_NewRef(st->np_dtypes[a->dtype]);
+    if (a->device.type == GD_CPU) {
+        PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, a->ndim, dims, NULL, a->data,
+                                             NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE, NULL);
+        if (!arr) return NULL;
+        if (PyArray_SetBaseObject((PyArrayObject *)arr, Py_NewRef((PyObject *)a)) < 0 ||
+            gd_trace_sync(st, cause, a->device) < 0)
+            Py_CLEAR(arr);
+        return arr;
+    }
+    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, a->ndim, dims, NULL, NULL, 0, NULL);
+    if (arr && copy_to_host_bytes(st, PyArray_DATA((PyArrayObject *)arr), a, cause) < 0) Py_CLEAR(arr);
+    return arr;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * methods: to, cpu, cuda, copy, astype
+ * ---------------------------------------------------------------------------------------- */
+
+PyObject *gd_array_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const gd_params params = {"to", "to(device, copy=False)", 2, 1, {"device", "copy", NULL}};
+    gd_state *st = gd_state_of(self);
+    ArrayObject *a = (ArrayObject *)self;
+    PyObject *argv[2] = {NULL, NULL};
+    int copy = 0;
+    if (gd_parse_args(argv, &params, args, nargs, kwnames) < 0 || gd_parse_bool(argv[1], &copy) < 0) return NULL;
+    if (argv[0] == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "to: device must be a Device or a string like 'cuda:0', not None");
+        return NULL;
+    }
+    gd_device dev = a->device;
+    if (gd_parse_device(st, argv[0], &dev) < 0) return NULL;
+    if (gd_device_eq(dev, a->device) && !copy) return Py_NewRef(self);
+    return (PyObject *)gd_array_to_device(st, a, dev, "to");
+}
+
+PyObject *gd_array_cpu(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    ArrayObject *a = (ArrayObject *)self;
+    if (a->device.type == GD_CPU) return Py_NewRef(self);
+    return (PyObject *)gd_array_to_device(gd_state_of(self), a, GD_CPU_DEVICE, "cpu");
+}
+
+PyObject *gd_array_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const gd_params params = {"cuda", "cuda(i=0)", 1, 0, {"i", NULL}};
+    ArrayObject *a = (ArrayObject *)self;
+    PyObject *arg = NULL;
+    if (gd_parse_args(&arg, &params, args, nargs, kwnames) < 0) return NULL;
+    long i = 0;
+    if (arg) {
+        i = PyLong_AsLong(arg);
+        if (i == -1 && PyErr_Occurred()) return NULL;
+        if (i < 0 || i >= GD_MAX_GPUS) {
+            PyErr_Format(PyExc_ValueError, "cuda: GPU index must be in [0, %d), got %ld", GD_MAX_GPUS, i);
+            return NULL;
+        }
+    }
+    gd_device dev = {GD_CUDA, (int)i};
+    if (gd_device_eq(dev, a->device)) return Py_NewRef(self);
+    return (PyObject *)gd_array_to_device(gd_state_of(self), a, dev, "cuda");
+}
+
+PyObject *gd_array_copy(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    ArrayObject *a = (ArrayObject *)self;
+    gd_state *st = gd_state_of(self);
+    ArrayObject *out = gd_array_new(st, a->device, a->dtype, a->ndim, a->shape, "copy");
+    if (!out) return NULL;
+    if (gd_run_astype(st, st->backends[a->device.type], a->device, out->data, a->dtype, a->data, a->dtype, a->size,
+                      "copy") < 0 ||
+        gd_trace_op(st, "copy", out, a, NULL) < 0)
+        Py_CLEAR(out);
+    return (PyObject *)out;
+}
+
+PyObject *gd_array_astype_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const gd_params params = {"astype", "astype(dtype, copy=True)", 2, 1, {"dtype", "copy", NULL}};
+    PyObject *argv[2] = {NULL, Py_True};
+    if (gd_parse_args(argv, &params, args, nargs, kwnames) < 0) return NULL;
+    if (argv[0] == Py_None) {
+        PyErr_SetString(PyExc_TypeError, params.usage);
+        return NULL;
+    }
+    gd_dtype dt;
+    if (gd_parse_dtype(argv[0], &dt, "astype") < 0) return NULL;
+    int copy = PyObject_IsTrue(argv[1]);
+    if (copy < 0) return NULL;
+    return gd_astype(gd_state_of(self), (ArrayObject *)self, dt, copy);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * methods: NumPy and Python values
+ * ---------------------------------------------------------------------------------------- */
+
+static int refuse_gpu(ArrayObject *a, const char *op)
+{
+    if (a->device.type == GD_CPU) return 0;
+    char dev[32];
+    PyErr_Format(PyExc_TypeError,
+                 "%s: the array is on %s and NumPy can only see host memory; copy it first with a.cpu() "
+                 "(an explicit, synchronizing transfer), e.g. a.cpu().numpy()",
+                 op, gd_device_str(a->device, dev));
+    return -1;
+}
+
+PyObject *gd_array_numpy(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    ArrayObject *a = (ArrayObject *)self;
+    if (refuse_gpu(a, "numpy") < 0) return NULL;
+    return host_ndarray(gd_state_of(self), a, NULL);
+}
+
+PyObject *gd_array_dunder_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const gd_params params = {"__array__", "__array__(dtype=None, copy=None)", 1, 0, {"dtype", "copy", NULL}};
+    ArrayObject *a = (ArrayObject *)self;
+    PyObject *argv[2] = {Py_None, Py_None};
+    int want_copy = 0;
+    if (refuse_gpu(a, "__array__") < 0 || gd_parse_args(argv, &params, args, nargs, kwnames) < 0 ||
+        gd_parse_bool(argv[1], &want_copy) < 0)
+        return NULL;
+    PyObject *arr = host_ndarray(gd_state_of(self), a, NULL);
+    if (!arr || (argv[0] == Py_None && !want_copy)) return arr;
+    PyArray_Descr *descr = NULL;
+    if (argv[0] != Py_None && !PyArray_DescrConverter(argv[0], &descr)) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    PyObject *res = PyArray_FromAny(arr, descr, 0, 0, want_copy ? NPY_ARRAY_ENSURECOPY : 0, NULL);
+    Py_DECREF(arr);
+    return res;
+}
+
+/* The Python scalar for the element of dtype dt at p in host memory. */
+static PyObject *scalar_from(const void *p, gd_dtype dt)
+{
+    switch (dt) {
+    case GD_FLOAT32: return PyFloat_FromDouble(*(const float *)p);
+    case GD_FLOAT64: return PyFloat_FromDouble(*(const double *)p);
+    default: return PyLong_FromLongLong(*(const int64_t *)p);
+    }
+}
+
+PyObject *gd_array_item(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    ArrayObject *a = (ArrayObject *)self;
+    gd_state *st = gd_state_of(self);
+    if (a->size != 1) {
+        char buf[256];
+        PyErr_Format(PyExc_ValueError,
+                     "item: can only convert an array of size 1 to a Python scalar, got size %lld (shape %s); "
+                     "index it first, e.g. a[0, 0].item(), or reduce it, e.g. a.sum().item()",
+                     (long long)a->size, gd_shape_str(a->ndim, a->shape, buf));
+        return NULL;
+    }
+    if (a->device.type == GD_CPU) {
+        if (gd_trace_sync(st, "item", a->device) < 0) return NULL;
+        return scalar_from(a->data, a->dtype);
+    }
+    char host[8];
+    if (copy_to_host_bytes(st, host, a, "item") < 0) return NULL;
+    return scalar_from(host, a->dtype);
+}
+
+PyObject *gd_array_tolist(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *arr = host_ndarray(gd_state_of(self), (ArrayObject *)self, "tolist");
+    if (!arr) return NULL;
+    PyObject *res = PyArray_ToList((PyArrayObject *)arr);
+    Py_DECREF(arr);
+    return res;
+}
+
+/* NumPy formats the numbers; gpudev/_format.py adds gpudev's type name, dtype and device. */
+PyObject *gd_array_repr(PyObject *self)
+{
+    ArrayObject *a = (ArrayObject *)self;
+    PyObject *arr = host_ndarray(gd_state_of(self), a, "repr");
+    if (!arr) return NULL;
+    PyObject *mod = PyImport_ImportModule("gpudev._format");
+    char dev[32];
+    PyObject *res = mod ? PyObject_CallMethod(mod, "array_repr", "Os", arr, gd_device_str(a->device, dev)) : NULL;
+    Py_XDECREF(mod);
+    Py_DECREF(arr);
+    return res;
+}
+
+PyObject *gd_array_str(PyObject *self)
+{
+    PyObject *arr = host_ndarray(gd_state_of(self), (ArrayObject *)self, "repr");
+    if (!arr) return NULL;
+    PyObject *s = PyObject_Str(arr);
+    Py_DECREF(arr);
+    return s;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * the buffer protocol (CPU arrays only) and the CUDA array interface (GPU arrays only)
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_array_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    ArrayObject *a = (ArrayObject *)self;
+    view->obj = NULL;
+    if (a->device.type != GD_CPU) {
+        char dev[32];
+        PyErr_Format(PyExc_BufferError,
+                     "the array is on %s; only CPU arrays export their memory. Copy it first with a.cpu()",
+                     gd_device_str(a->device, dev));
+        return -1;
+    }
+    Py_ssize_t *meta = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (size_t)(a->ndim ? a->ndim : 1));
+    if (!meta) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t item = (Py_ssize_t)gd_dtype_size(a->dtype);
+    Py_ssize_t acc = item;
+    for (int i = a->ndim - 1; i >= 0; i--) {
+        meta[i] = (Py_ssize_t)a->shape[i];
+        meta[a->ndim + i] = acc;
+        acc *= (Py_ssize_t)a->shape[i];
+    }
+    view->buf = a->data;
+    view->obj = Py_NewRef(self);
+    view->len = (Py_ssize_t)gd_array_nbytes(a);
+    view->readonly = 0;
+    view->itemsize = item;
+    view->format = (flags & PyBUF_FORMAT) ? (char *)gd_dtype_table[a->dtype].format : NULL;
+    view->ndim = a->ndim;
+    view->shape = (flags & PyBUF_ND) ? meta : NULL;
+    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? meta + a->ndim : NULL;
+    view->suboffsets = NULL;
+    view->internal = meta;
+    return 0;
+}
+
+void gd_array_releasebuffer(PyObject *Py_UNUSED(self), Py_buffer *view) { PyMem_Free(view->internal); }
+
+PyObject *gd_array_cuda_array_interface(PyObject *self, void *Py_UNUSED(closure))
+{
+    ArrayObject *a = (ArrayObject *)self;
+    if (a->device.type != GD_CUDA) {
+        char dev[32];
+        PyErr_Format(PyExc_AttributeError,
+                     "__cuda_array_interface__: the array is on %s; only GPU arrays have it (use np.asarray(a) on the CPU)",
+                     gd_device_str(a->device, dev));
+        return NULL;
+    }
+    /* NumPy's typestr: byte order, kind, item size ("<f4") */
+    char typestr[8];
+    snprintf(typestr, sizeof typestr, "<%c%zu", gd_dtype_table[a->dtype].kind, gd_dtype_size(a->dtype));
+    PyObject *shape = gd_shape_tuple(a->ndim, a->shape);
+    if (!shape) return NULL;
+    /* stream: gpudev's per-device stream is not the legacy default stream; consumers must
+     * synchronize with it, so we ask them to (None = the producer synchronized already). */
+    if (gd_sync_device(gd_state_of(self), a->device, "__cuda_array_interface__") < 0) {
+        Py_DECREF(shape);
+        return NULL;
+    }
+    return Py_BuildValue("{s:N,s:s,s:(Ki),s:O,s:i,s:O}", "shape", shape, "typestr", typestr, "data",
+                         (unsigned long long)(uintptr_t)a->data, 0, "strides", Py_None, "version", 3, "stream",
+                         Py_None);
+}

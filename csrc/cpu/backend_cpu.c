@@ -1,0 +1,87 @@
+/* backend_cpu.c - the CPU backend's table, gd_cpu_backend: the host as a gpudev device, with
+ * the entries each file of csrc/cpu defines (cpu.h lists them by file), and the facts about the
+ * machine the core reports (SIMD level, OpenBLAS build).
+ */
+#include <cblas.h> /* scipy-openblas32: scipy_openblas_get_config */
+
+#include "backend_cpu.h"
+#include "cpu.h"
+
+/* ------------------------------------------------------------------------------------------
+ * errors
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_cpu_bad_dtype(gd_error *err, const char *op, int dtype)
+{
+    if ((unsigned)dtype < GD_NUM_DTYPES)
+        return gd_set_error(err, GD_ERR_VALUE, "%s: dtype %s is not supported by the CPU backend here", op,
+                            gd_dtype_name((gd_dtype)dtype));
+    return gd_set_error(err, GD_ERR_VALUE, "%s: unknown dtype code %d (expected 0..%d)", op, dtype,
+                        GD_NUM_DTYPES - 1);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * the device
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_cpu_device_count(void) { return 1; }
+
+int gd_cpu_synchronize(int device, gd_error *err)
+{
+    (void)device;
+    (void)err;
+    return GD_OK; /* CPU work is finished when its call returns */
+}
+
+/* ------------------------------------------------------------------------------------------
+ * machine description
+ * ---------------------------------------------------------------------------------------- */
+
+const char *gd_cpu_simd_level(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return "avx512f";
+    if (__builtin_cpu_supports("avx2")) return "avx2";
+    return "baseline";
+#elif defined(__aarch64__)
+    return "neon";
+#else
+    return "baseline";
+#endif
+}
+
+const char *gd_cpu_blas_config(void)
+{
+    const char *config = scipy_openblas_get_config();
+    return config ? config : "OpenBLAS (configuration unknown)";
+}
+
+/* ------------------------------------------------------------------------------------------
+ * the vtable
+ * ---------------------------------------------------------------------------------------- */
+
+const gd_backend gd_cpu_backend = {
+    .abi_version = GD_BACKEND_ABI_VERSION,
+    .name = "cpu",
+    .device_count = gd_cpu_device_count,
+    .synchronize = gd_cpu_synchronize,
+    .alloc = gd_cpu_alloc,
+    .free = gd_cpu_free,
+    .copy_from_host = gd_cpu_copy_from_host,
+    .copy_to_host = gd_cpu_copy_to_host,
+    .copy_device = gd_cpu_copy_device,
+    .copy_2d = gd_cpu_copy_2d,
+    .unary = gd_cpu_unary,
+    .binary = gd_cpu_binary,
+    .astype = gd_cpu_astype,
+    .reduce = gd_cpu_reduce,
+    .gemm = gd_cpu_gemm,
+    .permute = gd_cpu_permute,
+    .arange = gd_cpu_arange,
+    .random = gd_cpu_random,
+    /* device services: the counters only; no cache, no GPU properties, no events (the CPU
+     * is timed with the host clock), and gpudev's calls are the only work to wait for */
+    .memory_stats = gd_cpu_get_memory_stats,
+    .reset_peak_memory = gd_cpu_reset_peak_memory,
+};

@@ -1,0 +1,70 @@
+/* cast.c - the CPU backend's astype: dtype conversions as C casts, one kernel per pair of
+ * dtypes from an [out][in] table, split over threads when large.
+ */
+#include "cpu.h"
+
+/* ------------------------------------------------------------------------------------------
+ * astype
+ *
+ * C casts, except float -> int64 of NaN, infinities and values outside int64's range,
+ * which C leaves undefined: they become INT64_MIN, what NumPy gives on x86-64 (GD_F2I).
+ * ---------------------------------------------------------------------------------------- */
+
+typedef void (*gd_cast_kernel)(void *out, const void *in, int64_t n);
+
+#define GD_DEFINE_CAST(NAME, TO, FROM, EXPR)                                                     \
+    GD_SIMD static void NAME(void *out_, const void *in_, int64_t n)                             \
+    {                                                                                            \
+        TO *out = out_;                                                                          \
+        const FROM *in = in_;                                                                    \
+        for (int64_t i = 0; i < n; i++) {                                                        \
+            FROM x = in[i];                                                                      \
+            out[i] = (EXPR);                                                                     \
+        }                                                                                        \
+    }
+
+GD_DEFINE_CAST(cast_f32_f64, float, double, (float)x)
+GD_DEFINE_CAST(cast_f32_i64, float, int64_t, (float)x)
+GD_DEFINE_CAST(cast_f64_f32, double, float, (double)x)
+GD_DEFINE_CAST(cast_f64_i64, double, int64_t, (double)x)
+GD_DEFINE_CAST(cast_i64_f32, int64_t, float, GD_F2I(x))
+GD_DEFINE_CAST(cast_i64_f64, int64_t, double, GD_F2I(x))
+
+/* [out dtype][in dtype] in gpudev.h's dtype order; the diagonal is a plain copy */
+GD_STATIC_ASSERT(GD_NUM_DTYPES == 3, "the cast table lists float32, float64 and int64");
+static const gd_cast_kernel gd_cast_kernels[][GD_NUM_DTYPES] = {
+    {NULL, cast_f32_f64, cast_f32_i64},
+    {cast_f64_f32, NULL, cast_f64_i64},
+    {cast_i64_f32, cast_i64_f64, NULL},
+};
+GD_STATIC_ASSERT(GD_COUNT_OF(gd_cast_kernels) == GD_NUM_DTYPES, "gd_cast_kernels: one row per gd_dtype");
+
+typedef struct gd_cast_job {
+    gd_cast_kernel k;
+    char *out;
+    const char *in;
+    size_t out_esz, in_esz;
+} gd_cast_job;
+
+static void gd_cast_range(void *ctx, int64_t begin, int64_t end)
+{
+    const gd_cast_job *job = ctx;
+    job->k(job->out + begin * (int64_t)job->out_esz, job->in + begin * (int64_t)job->in_esz, end - begin);
+}
+
+int gd_cpu_astype(void *out, gd_dtype out_dtype, const void *in, gd_dtype in_dtype, int64_t n, int device,
+                  gd_error *err)
+{
+    (void)device;
+    if ((unsigned)out_dtype >= GD_NUM_DTYPES) return gd_cpu_bad_dtype(err, "astype", out_dtype);
+    if ((unsigned)in_dtype >= GD_NUM_DTYPES) return gd_cpu_bad_dtype(err, "astype", in_dtype);
+    if (n <= 0) return GD_OK;
+    if (out_dtype == in_dtype) {
+        gd_copy_bytes(out, in, (size_t)n * gd_dtype_size(in_dtype));
+        return GD_OK;
+    }
+    gd_cast_job job = {gd_cast_kernels[out_dtype][in_dtype], out, in, gd_dtype_size(out_dtype),
+                       gd_dtype_size(in_dtype)};
+    gd_parallel_for(gd_threads_for(n, GD_PAR_CHEAP), n, 16, gd_cast_range, &job);
+    return GD_OK;
+}

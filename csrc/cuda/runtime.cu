@@ -1,0 +1,212 @@
+/* runtime.cu - the CUDA backend's runtime half: errors (every CUDA and cuBLAS failure becomes
+ * a gd_error naming the call, the error and file:line), the device count, and lazy per-device
+ * state (stream, memory pool), made current by gd_cuda_enter before any work.
+ *
+ * Nothing here runs at import: a machine without a driver or a GPU must still load the module
+ * and see zero GPUs, and cuBLAS refuses to initialise without a driver.
+ */
+#include "backend_cuda.cuh"
+
+#include <cstdio>
+#include <cstring>
+
+/* ------------------------------------------------------------------------------------------
+ * errors
+ * ---------------------------------------------------------------------------------------- */
+
+/* "csrc/cuda/x.cu" whatever directory the build ran from. */
+static const char *gd_short_path(const char *file)
+{
+    const char *p = strstr(file, "csrc/");
+    return p ? p : file;
+}
+
+/* Errors after which the context is unusable: every later call fails the same way. */
+static bool gd_cuda_is_sticky(cudaError_t st)
+{
+    switch (st) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorLaunchTimeout:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static gd_status gd_cuda_status_code(cudaError_t st)
+{
+    switch (st) {
+    case cudaErrorMemoryAllocation:
+        return GD_ERR_DEVICE_OOM;
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver:
+    case cudaErrorInvalidDevice:
+    case cudaErrorDevicesUnavailable:
+        return GD_ERR_DEVICE_UNAVAILABLE;
+    default:
+        return GD_ERR_CUDA;
+    }
+}
+
+int gd_cuda_fail(gd_error *err, cudaError_t status, const char *call, const char *file, int line)
+{
+    (void)cudaGetLastError();
+    int device = -1;
+    if (cudaGetDevice(&device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        device = -1;
+    }
+    err->code = gd_cuda_status_code(status);
+    err->cuda_status = (int)status;
+    snprintf(err->message, sizeof err->message, "CUDA error on cuda:%d: %.200s failed with %s (%s) at %s:%d%s",
+             device, call, cudaGetErrorName(status), cudaGetErrorString(status), gd_short_path(file), line,
+             gd_cuda_is_sticky(status) ? "; the GPU context is now unusable, restart the Python process" : "");
+    return err->code;
+}
+
+int gd_cuda_fail(gd_error *err, cublasStatus_t status, const char *call, const char *file, int line)
+{
+    int device = -1;
+    if (cudaGetDevice(&device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        device = -1;
+    }
+    err->code = status == CUBLAS_STATUS_ALLOC_FAILED ? GD_ERR_DEVICE_OOM : GD_ERR_CUDA;
+    err->cuda_status = (int)status;
+    snprintf(err->message, sizeof err->message, "cuBLAS error on cuda:%d: %.200s failed with %s (%s) at %s:%d",
+             device, call, cublasGetStatusName(status), cublasGetStatusString(status), gd_short_path(file), line);
+    return err->code;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * devices and their lazy state
+ * ---------------------------------------------------------------------------------------- */
+
+static gd_cuda_device g_devices[GD_CUDA_MAX_DEVICES];
+
+/* The device count never changes within a process, and the core asks for it often. */
+static std::atomic<int> g_device_count{-1};
+static std::atomic<int> g_device_count_status{0};
+
+std::atomic<bool> gd_cuda_tf32{false};
+
+gd_cuda_device *gd_cuda_device_slot(int device) { return &g_devices[device]; }
+
+int gd_cuda_device_count(void)
+{
+    int n = g_device_count.load(std::memory_order_acquire);
+    if (n >= 0) return n;
+    n = 0; /* cudaGetDeviceCount leaves it untouched on failure */
+    cudaError_t st = cudaGetDeviceCount(&n);
+    if (st != cudaSuccess) {
+        /* cudaErrorNoDevice, cudaErrorInsufficientDriver or a failed driver init: no GPUs */
+        (void)cudaGetLastError();
+        n = 0;
+    }
+    if (n > GD_CUDA_MAX_DEVICES) n = GD_CUDA_MAX_DEVICES;
+    g_device_count_status.store((int)st, std::memory_order_relaxed);
+    g_device_count.store(n, std::memory_order_release);
+    return n;
+}
+
+void gd_cuda_versions(int *driver, int *runtime)
+{
+    *driver = *runtime = 0;
+    if (cudaDriverGetVersion(driver) != cudaSuccess) {
+        (void)cudaGetLastError();
+        *driver = 0; /* no driver */
+    }
+    if (cudaRuntimeGetVersion(runtime) != cudaSuccess) {
+        (void)cudaGetLastError();
+        *runtime = 0;
+    }
+}
+
+int gd_cuda_check_index(int device, gd_error *err)
+{
+    int count = gd_cuda_device_count();
+    if (device >= 0 && device < count) return GD_OK;
+    cudaError_t why = (cudaError_t)g_device_count_status.load(std::memory_order_relaxed);
+    if (count == 0 && why != cudaSuccess) {
+        gd_set_error(err, GD_ERR_DEVICE_UNAVAILABLE,
+                      "cuda:%d is not available: no CUDA GPU is usable here (cudaGetDeviceCount failed with %s: %s)",
+                      device, cudaGetErrorName(why), cudaGetErrorString(why));
+        err->cuda_status = (int)why;
+        return GD_ERR_DEVICE_UNAVAILABLE;
+    }
+    gd_set_error(err, GD_ERR_DEVICE_UNAVAILABLE, "cuda:%d is not available: this machine has %d CUDA GPU%s%s",
+                  device, count, count == 1 ? "" : "s",
+                  count > 0 ? "; use an index from 0 to num_gpus() - 1" : "");
+    err->cuda_status = (int)cudaErrorInvalidDevice;
+    return GD_ERR_DEVICE_UNAVAILABLE;
+}
+
+/* cudaGetDevice only reads a thread-local, so comparing first keeps the common case cheap. */
+static int gd_cuda_set_current(int device, gd_error *err)
+{
+    int current = -1;
+    GD_CHECK(cudaGetDevice(&current));
+    if (current != device) GD_CHECK(cudaSetDevice(device));
+    return GD_OK;
+}
+
+/* Each step is idempotent, so a failed attempt (say, out of memory for the stream) can be
+ * retried by the next call without leaking what the first attempt created. */
+static int gd_cuda_device_init(gd_cuda_device *dev, int device, gd_error *err)
+{
+    std::lock_guard<std::mutex> lock(dev->mutex);
+    if (dev->ready.load(std::memory_order_relaxed)) return GD_OK;
+    if (!dev->stream) GD_CHECK(cudaStreamCreateWithFlags(&dev->stream, cudaStreamNonBlocking));
+    if (!dev->order) GD_CHECK(cudaEventCreateWithFlags(&dev->order, cudaEventDisableTiming));
+    if (!dev->pool) {
+        cudaMemPool_t pool = nullptr;
+        GD_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+        /* With the default threshold of 0 the pool gives freed memory back to the driver at
+         * every synchronization and the next allocation pays to map it again. */
+        uint64_t keep = UINT64_MAX;
+        GD_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+        dev->pool = pool;
+    }
+    GD_CHECK(cudaDeviceGetAttribute(&dev->sm_count, cudaDevAttrMultiProcessorCount, device));
+    int max_pitch = 0;
+    GD_CHECK(cudaDeviceGetAttribute(&max_pitch, cudaDevAttrMaxPitch, device));
+    dev->max_pitch = (size_t)max_pitch;
+    dev->ready.store(true, std::memory_order_release);
+    return GD_OK;
+}
+
+int gd_cuda_enter(gd_cuda_device **out, int device, gd_error *err)
+{
+    int rc = gd_cuda_check_index(device, err);
+    if (rc != GD_OK) return rc;
+    gd_cuda_device *dev = &g_devices[device];
+    rc = gd_cuda_set_current(device, err);
+    if (rc != GD_OK) return rc;
+    if (!dev->ready.load(std::memory_order_acquire)) {
+        rc = gd_cuda_device_init(dev, device, err);
+        if (rc != GD_OK) return rc;
+    }
+    *out = dev;
+    return GD_OK;
+}
+
+int gd_cuda_synchronize(int device, gd_error *err)
+{
+    int rc = gd_cuda_check_index(device, err);
+    if (rc != GD_OK) return rc;
+    if (!g_devices[device].ready.load(std::memory_order_acquire)) return GD_OK; /* nothing queued */
+    gd_cuda_device *dev;
+    rc = gd_cuda_enter(&dev, device, err);
+    if (rc != GD_OK) return rc;
+    /* also where faults of earlier kernels surface */
+    GD_CHECK(cudaStreamSynchronize(dev->stream));
+    return GD_OK;
+}

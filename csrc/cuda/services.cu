@@ -1,0 +1,91 @@
+/* services.cu - the CUDA backend's device services: the properties of a GPU (for Device.info()
+ * and the exercises' roofs), waiting for every stream of the process on a device (importing
+ * memory another library may still be writing), and CUDA events, which time work on the
+ * device's own clock. Memory statistics and empty_cache live with the pool, in memory.cu.
+ */
+#include "backend_cuda.cuh"
+
+#include <cstdio>
+
+/* ------------------------------------------------------------------------------------------
+ * properties and whole-device synchronization
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_cuda_device_props(gd_device_props *out, int device, gd_error *err)
+{
+    gd_cuda_device *dev;
+    int rc = gd_cuda_enter(&dev, device, err);
+    if (rc != GD_OK) return rc;
+    cudaDeviceProp prop;
+    size_t free_bytes = 0, total_bytes = 0;
+    GD_CHECK(cudaGetDeviceProperties(&prop, device));
+    /* CUDA 13 removed the clock fields from cudaDeviceProp */
+    GD_CHECK(cudaDeviceGetAttribute(&out->clock_rate_khz, cudaDevAttrClockRate, device));
+    GD_CHECK(cudaDeviceGetAttribute(&out->memory_clock_rate_khz, cudaDevAttrMemoryClockRate, device));
+    GD_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    snprintf(out->name, sizeof out->name, "%s", prop.name);
+    out->cc_major = prop.major;
+    out->cc_minor = prop.minor;
+    out->multiprocessors = prop.multiProcessorCount;
+    out->memory_bus_width = prop.memoryBusWidth;
+    out->l2_cache_bytes = prop.l2CacheSize;
+    out->total_memory = (int64_t)total_bytes;
+    out->free_memory = (int64_t)free_bytes;
+    gd_cuda_versions(&out->driver_version, &out->runtime_version);
+    return GD_OK;
+}
+
+/* Waits for every stream of this process on the GPU, not only gpudev's. */
+int gd_cuda_synchronize_all(int device, gd_error *err)
+{
+    gd_cuda_device *dev;
+    int rc = gd_cuda_enter(&dev, device, err);
+    if (rc != GD_OK) return rc;
+    GD_CHECK(cudaDeviceSynchronize());
+    return GD_OK;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * events
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_cuda_event_create(void **out, int device, gd_error *err)
+{
+    gd_cuda_device *dev;
+    int rc = gd_cuda_enter(&dev, device, err);
+    if (rc != GD_OK) return rc;
+    cudaEvent_t event = nullptr;
+    GD_CHECK(cudaEventCreate(&event));
+    *out = event;
+    return GD_OK;
+}
+
+/* Recorded on the device's gpudev stream: the point after all gpudev work queued so far. */
+int gd_cuda_event_record(void *event, int device, gd_error *err)
+{
+    gd_cuda_device *dev;
+    int rc = gd_cuda_enter(&dev, device, err);
+    if (rc != GD_OK) return rc;
+    GD_CHECK(cudaEventRecord((cudaEvent_t)event, dev->stream));
+    return GD_OK;
+}
+
+int gd_cuda_event_elapsed_ms(double *out, void *start, void *end, int device, gd_error *err)
+{
+    gd_cuda_device *dev;
+    int rc = gd_cuda_enter(&dev, device, err);
+    if (rc != GD_OK) return rc;
+    float ms = 0.0f;
+    GD_CHECK(cudaEventSynchronize((cudaEvent_t)end));
+    GD_CHECK(cudaEventElapsedTime(&ms, (cudaEvent_t)start, (cudaEvent_t)end));
+    *out = (double)ms;
+    return GD_OK;
+}
+
+/* Errors cannot be reported from a destructor; they also occur legitimately while CUDA tears
+ * down at interpreter exit. */
+void gd_cuda_event_destroy(void *event, int device)
+{
+    (void)device;
+    if (cudaEventDestroy((cudaEvent_t)event) != cudaSuccess) (void)cudaGetLastError();
+}

@@ -1,0 +1,158 @@
+"""Device services through the backend table: memory statistics, the peak counter, the GPU
+pool's cache, device properties and events reach Python through gpudev._C with one error
+path (GpudevError subclasses; CudaError with .status), whatever the device.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+
+import numpy as np
+import pytest
+
+import gpudev as gd
+from gpudev import _C
+
+from conftest import NUM_GPUS
+
+MEMORY_KEYS = {"allocated_bytes", "reserved_bytes", "peak_allocated_bytes", "allocations"}
+
+
+def _missing_gpu() -> gd.Device:
+    return gd.Device("cuda", max(3, NUM_GPUS))
+
+
+# ---------------------------------------------------------------------------------------------
+# memory statistics and the peak counter
+# ---------------------------------------------------------------------------------------------
+
+
+def test_memory_stats_count_each_allocation(device):
+    gc.collect()
+    before = _C._memory_stats(device)
+    assert set(before) == MEMORY_KEYS
+    assert all(isinstance(v, int) and v >= 0 for v in before.values())
+    x = gd.empty(1 << 18, device=device)  # 1 MiB of float32, above the inline size
+    during = _C._memory_stats(device)
+    assert during["allocated_bytes"] - before["allocated_bytes"] == x.nbytes
+    assert during["allocations"] - before["allocations"] == 1
+    assert gd.memory_stats(device) == _C._memory_stats(device)
+    del x
+
+
+def test_memory_stats_default_to_the_cpu():
+    assert set(_C._memory_stats(None)) == MEMORY_KEYS
+    assert set(gd.memory_stats()) == MEMORY_KEYS
+
+
+def test_reset_peak_memory_restarts_from_what_is_allocated(device):
+    gc.collect()
+    big = gd.empty(1 << 20, device=device)
+    del big
+    gd.synchronize()
+    _C._reset_peak_memory(device)
+    stats = _C._memory_stats(device)
+    assert stats["peak_allocated_bytes"] == stats["allocated_bytes"]
+
+
+def test_empty_cache_leaves_the_allocator_working(device):
+    assert _C._empty_cache(device) is None
+    assert gd.empty_cache(device) is None
+    assert gd.ones(5, device=device).sum().item() == 5.0
+
+
+@pytest.mark.parametrize("service", ["_memory_stats", "_reset_peak_memory", "_empty_cache", "_device_props",
+                                     "_event_create"])
+def test_services_on_a_missing_gpu_raise_device_unavailable(service):
+    missing = _missing_gpu()
+    with pytest.raises(gd.DeviceUnavailableError, match=re.escape(str(missing))) as info:
+        getattr(_C, service)(missing)
+    assert isinstance(info.value, RuntimeError)
+
+
+def test_public_memory_functions_name_themselves_for_a_missing_gpu():
+    missing = _missing_gpu()
+    with pytest.raises(gd.DeviceUnavailableError, match=rf"^memory_stats: {re.escape(str(missing))} is not available"):
+        gd.memory_stats(missing)
+    with pytest.raises(gd.DeviceUnavailableError, match=rf"^empty_cache: {re.escape(str(missing))} is not available"):
+        gd.empty_cache(missing)
+    with pytest.raises(gd.DeviceUnavailableError, match=rf"^info: {re.escape(str(missing))} is not available"):
+        missing.info()
+
+
+@pytest.mark.parametrize("bad", [3, "gpu0", "cuda:99"])
+def test_services_refuse_what_is_not_a_device(bad):
+    with pytest.raises((TypeError, ValueError)):
+        _C._memory_stats(bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# device properties
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_cpu_has_no_backend_properties_and_info_comes_from_the_os():
+    assert _C._device_props(gd.cpu()) is None
+    info = gd.cpu().info()
+    assert info["device"] == "cpu"
+    assert info["cores"] >= 1
+
+
+@pytest.mark.gpu
+def test_gpu_properties_come_from_the_backend(cuda0):
+    props = _C._device_props(cuda0)
+    assert props["multiprocessors"] > 0 and props["total_memory"] > 0
+    info = cuda0.info()
+    assert info["device"] == "cuda:0"
+    steady = lambda d: {k: v for k, v in d.items() if k not in ("device", "free_memory")}  # noqa: E731
+    assert steady(info) == steady(props)
+
+
+# ---------------------------------------------------------------------------------------------
+# events
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_cpu_has_no_events():
+    assert _C._event_create(gd.cpu()) is None
+
+
+@pytest.mark.parametrize("fn", ["_event_record", "_event_elapsed_ms"])
+def test_event_functions_refuse_other_objects(fn):
+    args = (object(),) if fn == "_event_record" else (object(), object())
+    with pytest.raises(TypeError, match=rf"{fn[1:]}: expected an event made by _event_create\(\), got object"):
+        getattr(_C, fn)(*args)
+
+
+def test_event_elapsed_takes_two_events():
+    with pytest.raises(TypeError, match=r"event_elapsed_ms: expected 2 arguments \(start, end\), got 1"):
+        _C._event_elapsed_ms(object())
+
+
+@pytest.mark.gpu
+def test_events_time_gpu_work(cuda0):
+    start, end = _C._event_create(cuda0), _C._event_create(cuda0)
+    a = gd.randn(512, 512, device=cuda0)
+    _C._event_record(start)
+    b = a @ a
+    _C._event_record(end)
+    assert _C._event_elapsed_ms(start, end) > 0.0
+    assert np.isfinite(b.sum().item())
+
+
+# ---------------------------------------------------------------------------------------------
+# gpudev._cuda: only the build and the runtime
+# ---------------------------------------------------------------------------------------------
+
+
+def test_cuda_module_keeps_only_build_and_runtime_functions():
+    if not gd.build_info()["cuda"]["compiled"]:
+        pytest.skip("CUDA backend not compiled")
+    try:
+        from gpudev import _cuda
+    except ImportError as exc:
+        pytest.skip(f"gpudev._cuda does not import here: {exc}")
+    public = {name for name in dir(_cuda) if not name.startswith("_")}
+    assert public == {"arch_list", "backend", "device_count", "driver_version", "get_tf32", "runtime_version",
+                      "set_tf32"}
