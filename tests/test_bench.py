@@ -12,7 +12,8 @@ import gpudev as gd
 from gpudev import bench
 from gpudev.__main__ import info_text, main
 
-CPU_ROWS = {"b += b", "a + b", "a.sum().item()", "b += b x1000", "sum", "mean", "norm", "sgemm", "batched @", "looped @"}
+CPU_ROWS = {"b += b", "a + b", "a.sum().item()", "b += b x1000", "sum", "mean", "norm", "sgemm", "batched @", "looped @",
+            "a[:, ::2] + 1", "a.T + a", "a @ a.T"}
 
 
 def _run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -2,6 +2,7 @@
  * memory to NumPy, PyTorch, CuPy, JAX, ...; gd.from_dlpack(x) wraps theirs. Both directions
  * share memory, never copy it, except where the exporter must not be written to (read-only
  * or misaligned data is copied on import) or the consumer asks for a copy (copy=True).
+ * Strided tensors (views) travel with their strides, in both directions.
  *
  * Ownership: the producer hands the consumer a managed tensor inside a PyCapsule; the
  * consumer renames the capsule to "used_..." once it has taken the tensor over and calls the
@@ -191,14 +192,11 @@ static PyObject *export_capsule(PyObject *exported, int versioned, int copy)
     }
     ArrayObject *src = (ArrayObject *)exported;
     ex->array = exported;
-    /* explicit C-order strides, also for the legacy struct: some consumers mishandle NULL.
-     * Axes of length 0 count as 1, as in NumPy; the guard keeps empty arrays with huge
-     * other axes from overflowing (their strides are never used). */
-    int64_t step = 1;
-    for (int i = src->ndim - 1; i >= 0; i--) {
+    /* explicit strides (elements, as DLPack counts them), also for C-contiguous arrays and the
+     * legacy struct: some consumers mishandle NULL */
+    for (int i = 0; i < src->ndim; i++) {
         ex->shape[i] = src->shape[i];
-        ex->strides[i] = step;
-        if (src->shape[i] > 1 && step <= INT64_MAX / src->shape[i]) step *= src->shape[i];
+        ex->strides[i] = src->strides[i];
     }
     DLTensor *t = versioned ? &ex->managed.versioned.dl_tensor : &ex->managed.legacy.dl_tensor;
     *t = (DLTensor){.data = src->data, .device = dl_device_of(src->device), .ndim = src->ndim,
@@ -515,23 +513,26 @@ static int check_tensor_shape(const DLTensor *t, gd_dtype dt, int64_t *size)
     return 0;
 }
 
-/* C order, as gpudev arrays are; axes of length 1 may have any stride (no step is ever taken
- * along them), and the data must be there. */
-static int check_tensor_layout(const DLTensor *t, int64_t size, const char *producer)
+/* Any strides (elements, of any sign) whose reach in bytes fits in int64, so that views of
+ * the tensor can address every element; NULL strides mean C order. And the data must be
+ * there. */
+static int check_tensor_layout(const DLTensor *t, gd_dtype dt, int64_t size, const char *producer)
 {
     if (t->strides) {
-        int64_t step = 1;
-        for (int i = t->ndim - 1; i >= 0; i--) {
-            if (t->shape[i] != 1 && t->strides[i] != step) {
-                char buf[256], sbuf[256];
-                PyErr_Format(PyExc_ValueError,
-                             "from_dlpack: the data is not C-contiguous (shape %s, strides %s in elements) and gpudev "
-                             "arrays are; make it contiguous in the producer first, e.g. np.ascontiguousarray(x) "
-                             "or x.contiguous() in PyTorch",
-                             gd_shape_str(t->ndim, t->shape, buf), gd_shape_str(t->ndim, t->strides, sbuf));
-                return -1;
-            }
-            step *= t->shape[i];
+        int64_t reach = 0, span = 0, bytes;
+        int bad = 0;
+        for (int i = 0; i < t->ndim && !bad; i++) {
+            const int64_t s = t->strides[i];
+            bad = s == INT64_MIN || gd_mul_overflows(&span, s < 0 ? -s : s, t->shape[i] - 1) || reach > INT64_MAX - span;
+            if (!bad) reach += span;
+        }
+        if (bad || reach == INT64_MAX || gd_mul_overflows(&bytes, reach + 1, (int64_t)gd_dtype_size(dt))) {
+            char buf[256], sbuf[256];
+            PyErr_Format(PyExc_ValueError,
+                         "from_dlpack: the strides %s (elements) of a tensor of shape %s reach beyond 2**63 bytes; "
+                         "%.100s exported an invalid layout",
+                         gd_shape_str(t->ndim, t->strides, sbuf), gd_shape_str(t->ndim, t->shape, buf), producer);
+            return -1;
         }
     }
     if (!t->data) {
@@ -567,10 +568,12 @@ static ArrayObject *adopt_tensor(gd_state *st, PyObject *capsule, DLManagedTenso
         PyMem_RawFree(im);
         return NULL;
     }
-    /* the shape may be NULL for 0-d tensors */
-    int64_t shape[GD_MAX_NDIM];
+    /* the shape may be NULL for 0-d tensors; strides NULL for C order */
+    int64_t shape[GD_MAX_NDIM], strides[GD_MAX_NDIM];
     if (t->ndim) memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
-    return gd_array_borrow(st, keeper, (char *)t->data + t->byte_offset, dev, dt, t->ndim, shape, size);
+    if (t->ndim && t->strides) memcpy(strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
+    return gd_array_borrow(st, keeper, (char *)t->data + t->byte_offset, dev, dt, t->ndim, shape,
+                           t->strides ? strides : NULL, size);
 }
 
 /* An Array for the tensor in `capsule` (on `dev`, which the producer named): sharing its
@@ -587,7 +590,7 @@ static ArrayObject *import_capsule(gd_state *st, PyObject *capsule, gd_device de
     if (!t || check_tensor_kind(t, dev, producer, &dt) < 0 || check_tensor_shape(t, dt, &size) < 0) return NULL;
     if (size == 0) /* nothing to share; the producer gets its tensor back with the capsule */
         return gd_array_new(st, dev, dt, t->ndim, t->shape, "from_dlpack");
-    if (check_tensor_layout(t, size, producer) < 0) return NULL;
+    if (check_tensor_layout(t, dt, size, producer) < 0) return NULL;
     /* gpudev's kernels read elements through typed pointers, so data must be aligned to them;
      * a read-only tensor must not become a writable Array. Both are copied instead. */
     uintptr_t data = (uintptr_t)t->data + (uintptr_t)t->byte_offset;

@@ -83,21 +83,21 @@ static PyObject *binary_fast(gd_state *st, gd_binop op, PyObject *ao, PyObject *
         if (!be || !fast_op_ok(op, a->dtype)) return NULL;
         if (Py_TYPE(bo) == at) {
             ArrayObject *b = (ArrayObject *)bo;
-            if (a->dtype != b->dtype || !gd_same_shape(a, b) || !gd_device_eq(a->device, b->device) ||
-                (inplace && a->data != b->data && gd_overlaps(a, b)))
+            if (a->dtype != b->dtype || !a->contiguous || !b->contiguous || !gd_same_shape(a, b) ||
+                !gd_device_eq(a->device, b->device) || (inplace && a->data != b->data && gd_overlaps(a, b)))
                 return NULL;
             fast_array(&x, a);
             fast_array(&y, b);
             return binary_contiguous(st, be, op, a, &x, &y, inplace);
         }
-        if (!fast_scalar(&y, bo, a->dtype)) return NULL;
+        if (!a->contiguous || !fast_scalar(&y, bo, a->dtype)) return NULL;
         fast_array(&x, a);
         return binary_contiguous(st, be, op, a, &x, &y, inplace);
     }
     if (Py_TYPE(bo) == at && !inplace) {
         ArrayObject *b = (ArrayObject *)bo;
         const gd_backend *be = st->backends[b->device.type];
-        if (!be || !fast_op_ok(op, b->dtype) || !fast_scalar(&x, ao, b->dtype)) return NULL;
+        if (!be || !b->contiguous || !fast_op_ok(op, b->dtype) || !fast_scalar(&x, ao, b->dtype)) return NULL;
         fast_array(&y, b);
         return binary_contiguous(st, be, op, b, &x, &y, NULL);
     }
@@ -205,21 +205,21 @@ static int binary_shape(binary_plan *p, const ArrayObject *inplace)
 
 /* The operand as the backend reads it: a, or a copy in the compute dtype, or a copy when it
  * shares memory with the in-place target in another layout (NumPy reads every input before
- * writing: a[1:] += a[:-1], a += a[0]). *tmp holds the copy. 0 or -1. */
+ * writing: a[1:] += a[:-1], a += a[0], a += a.T). *tmp holds the copy. 0 or -1. */
 static int binary_input(gd_state *st, const gd_backend *be, const binary_plan *p, ArrayObject *a,
                         ArrayObject *inplace, ArrayObject **use, ArrayObject **tmp)
 {
     *use = a;
     if (!a || p->size == 0) return 0;
-    int in_other_layout = inplace && inplace->dtype == p->dt && gd_overlaps(a, inplace) &&
-                          !(a->data == inplace->data && a->size == p->size);
+    int in_other_layout = inplace && inplace->dtype == p->dt && gd_overlaps(a, inplace) && !gd_same_layout(a, inplace);
     if (a->dtype == p->dt && !in_other_layout) return 0;
     *use = *tmp = gd_converted(st, be, a, p->dt, p->name);
     return *use ? 0 : -1;
 }
 
-/* out = x op y over the planned shape; a result computed in a wider dtype than the in-place
- * target (float32 += float64) is cast back into it. */
+/* out = x op y over the planned shape, out being the in-place target itself or a new array;
+ * a result computed in a wider dtype than the in-place target (float32 += float64) is cast
+ * back into it. */
 static int binary_compute(gd_state *st, const gd_backend *be, const binary_plan *p, ArrayObject *out,
                           ArrayObject *xa, ArrayObject *ya, gd_operand *opd, ArrayObject *inplace)
 {
@@ -227,13 +227,13 @@ static int binary_compute(gd_state *st, const gd_backend *be, const binary_plan 
         ArrayObject *arrs[2] = {xa, ya};
         gd_ewise ew;
         gd_error err;
-        gd_ewise_plan(&ew, opd, arrs, 2, p->ndim, p->shape, p->size);
+        gd_ewise_plan(&ew, opd, arrs, 2, p->ndim, p->shape, p->size, out == inplace ? out->strides : NULL);
         PyThreadState *ts = gd_run_begin(p->dev, (double)p->size);
         int rc = be->binary(out->data, p->op, p->dt, &ew, &opd[0], &opd[1], p->dev.index, &err);
         if (gd_run_end(st, p->dev, ts, rc, &err, p->name) < 0) return -1;
     }
     if (!inplace || out == inplace) return 0;
-    return gd_run_astype(st, be, p->dev, inplace->data, inplace->dtype, out->data, p->dt, p->size, p->name);
+    return gd_store(st, be, inplace, out, p->name);
 }
 
 static PyObject *binary_general(gd_state *st, gd_binop op, PyObject *ao, PyObject *bo, ArrayObject *inplace)
@@ -300,8 +300,12 @@ PyObject *gd_unary(gd_state *st, gd_unop op, ArrayObject *a)
             Py_CLEAR(out);
     } else {
         out = gd_array_new(st, a->device, a->dtype, a->ndim, a->shape, name);
-        if (out && gd_run_unary(st, be, a->device, out->data, op, a->dtype, a->data, a->size, name) < 0)
-            Py_CLEAR(out);
+        if (out && a->size > 0) {
+            gd_ewise ew;
+            gd_operand opd;
+            gd_ewise_plan(&ew, &opd, &a, 1, a->ndim, a->shape, a->size, NULL);
+            if (gd_run_ewise_unary(st, be, a->device, out->data, op, a->dtype, &ew, &opd, name) < 0) Py_CLEAR(out);
+        }
     }
     if (out && gd_trace_op(st, name, out, a, NULL) < 0) Py_CLEAR(out);
     return (PyObject *)out;
@@ -337,23 +341,16 @@ static int check_assign_shape(const ArrayObject *dst, const ArrayObject *v, cons
     return 0;
 }
 
-/* dst[...] = v for an Array v on dst's device whose shape fits. */
+/* dst[...] = v for an Array v on dst's device whose shape fits; a v that overlaps dst in
+ * another layout is copied first (NumPy reads the whole value before writing). */
 static int assign_array(gd_state *st, const gd_backend *be, ArrayObject *dst, ArrayObject *v, const char *op)
 {
     ArrayObject *tmp = NULL;
-    if (v->dtype != dst->dtype) {
-        /* different dtypes never share storage: cast straight in when nothing broadcasts */
-        if (v->size == dst->size)
-            return gd_run_astype(st, be, dst->device, dst->data, dst->dtype, v->data, v->dtype, v->size, op);
-        if (!(v = tmp = gd_converted(st, be, v, dst->dtype, op))) return -1;
-    } else if (gd_overlaps(v, dst)) {
-        if (v->data == dst->data && v->size == dst->size) return 0; /* a[...] = a */
+    if (v->dtype == dst->dtype && gd_overlaps(v, dst)) {
+        if (gd_same_layout(v, dst)) return 0; /* a[...] = a */
         if (!(v = tmp = gd_converted(st, be, v, dst->dtype, op))) return -1;
     }
-    gd_ewise ew;
-    gd_operand opd;
-    gd_ewise_plan(&ew, &opd, &v, 1, dst->ndim, dst->shape, dst->size);
-    int rc = gd_run_ewise_unary(st, be, dst->device, dst->data, GD_COPY, dst->dtype, &ew, &opd, op);
+    int rc = gd_store(st, be, dst, v, op);
     Py_XDECREF(tmp);
     return rc;
 }
@@ -372,8 +369,7 @@ int gd_assign(gd_state *st, ArrayObject *dst, PyObject *value, const char *op)
     if (!be) return -1;
     if (!x.arr) {
         gd_scalar s;
-        if (gd_scalar_assign(&s, &x, dst->dtype, op) < 0 ||
-            gd_run_fill(st, be, dst->device, dst->data, dst->dtype, s, dst->size, op) < 0)
+        if (gd_scalar_assign(&s, &x, dst->dtype, op) < 0 || gd_fill(st, be, dst, s, op) < 0)
             return -1;
     } else {
         if (!gd_device_eq(x.arr->device, dst->device)) {
@@ -462,7 +458,7 @@ static PyObject *allclose(gd_state *st, PyObject *ao, PyObject *bo, double rtol,
     }
     ArrayObject *arrs[2] = {hx, hy};
     gd_ewise ew;
-    gd_ewise_plan(&ew, opd, arrs, 2, p.ndim, p.shape, p.size);
+    gd_ewise_plan(&ew, opd, arrs, 2, p.ndim, p.shape, p.size, NULL);
     int close;
     Py_BEGIN_ALLOW_THREADS
     close = all_close(&ew, opd, rtol, atol);

@@ -220,14 +220,29 @@ static int reduce_axes(reduce_job *j, const uint8_t *reduced, int keepdims)
     return rc;
 }
 
+/* What the passes read: a itself when C-contiguous; for a whole-array reduction of a view
+ * that is dense in memory (a.T, a[::-1]), the same elements as one C-contiguous block from
+ * their lowest address (an order that no whole-array reduction depends on); else a
+ * C-contiguous copy. New reference. */
+static ArrayObject *reduction_source(reduce_job *j, ArrayObject *a, PyObject *axis)
+{
+    if (a->contiguous) return (ArrayObject *)Py_NewRef((PyObject *)a);
+    if (axis == Py_None && gd_is_dense(a)) {
+        uintptr_t lo, hi;
+        gd_extent(a, &lo, &hi);
+        return gd_array_view(j->st, a, (char *)lo, a->ndim, a->shape, NULL);
+    }
+    return gd_contiguous(j->st, j->be, a, j->r->name);
+}
+
 /* Contiguous arrays make every reduction a sequence of (outer, len, inner) passes, one per
- * run of adjacent reduced axes. */
+ * run of adjacent reduced axes; views are read as reduction_source says. */
 static PyObject *reduce_array(gd_state *st, reduction kind, ArrayObject *a, PyObject *axis, int keepdims)
 {
     const reduction_info *r = &reductions[kind];
-    reduce_job j = {.st = st, .r = r, .a = a, .dev = a->device, .res_dt = a->dtype};
+    reduce_job j = {.st = st, .r = r, .dev = a->device, .res_dt = a->dtype};
     if (r->finish != FINISH_NONE && !gd_dtype_is_float(a->dtype)) j.res_dt = GD_FLOAT64;
-    if (!(j.be = gd_backend_of(st, a->device, r->name))) return NULL;
+    if (!(j.be = gd_backend_of(st, a->device, r->name)) || !(j.a = reduction_source(&j, a, axis))) return NULL;
     int rc;
     if (axis == Py_None && a->size > 0 && (a->device.type == GD_CPU || r->finish == FINISH_NONE)) {
         rc = reduce_all(&j, keepdims);
@@ -235,6 +250,7 @@ static PyObject *reduce_array(gd_state *st, reduction kind, ArrayObject *a, PyOb
         uint8_t reduced[GD_MAX_NDIM];
         rc = gd_parse_axes(reduced, axis, a->ndim, r->name) < 0 ? -1 : reduce_axes(&j, reduced, keepdims);
     }
+    Py_DECREF(j.a);
     if (rc == 0 && gd_trace_op(st, r->name, j.out, a, NULL) < 0) rc = -1;
     if (rc < 0) Py_CLEAR(j.out);
     return (PyObject *)j.out;

@@ -168,9 +168,8 @@ int gd_cuda_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in, g
                    int64_t outer, int64_t len, int64_t inner, int device, gd_error *err);
 
 /* gemm.cu */
-int gd_cuda_gemm(void *c, gd_dtype dtype, const void *a, const void *b, int64_t batch, int64_t m,
-                 int64_t n, int64_t k, int64_t stride_a, int64_t stride_b, int64_t stride_c, int device,
-                 gd_error *err);
+int gd_cuda_gemm(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b, int64_t batch, int64_t m,
+                 int64_t n, int64_t k, int64_t stride_c, int device, gd_error *err);
 
 /* permute.cu */
 int gd_cuda_permute(void *out, gd_dtype dtype, const void *in, int ndim, const int64_t *in_shape,

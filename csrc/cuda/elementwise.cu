@@ -123,28 +123,32 @@ template <class T> __device__ __forceinline__ T flat_load(const Flat<T> &a, int6
     return a.data ? a.data[i] : a.value;
 }
 
-/* Element offsets of output index i in two operands. Unrolled over GD_MAX_NDIM so the shape
- * and strides stay in kernel parameters instead of being copied to local memory. */
-__device__ __forceinline__ void strided_offsets(int64_t *oa, int64_t *ob, int64_t i, const gd_ewise &ew,
-                                                const gd_operand &a, const gd_operand &b)
+/* Element offsets of output index i in the output and two operands. Unrolled over
+ * GD_MAX_NDIM so the shape and strides stay in kernel parameters instead of being copied to
+ * local memory. */
+__device__ __forceinline__ int64_t strided_offsets(int64_t *oa, int64_t *ob, int64_t i, const gd_ewise &ew,
+                                                   const gd_operand &a, const gd_operand &b)
 {
-    int64_t rem = i, ra = 0, rb = 0;
+    int64_t rem = i, ra = 0, rb = 0, ro = 0;
 #pragma unroll
     for (int k = GD_MAX_NDIM - 1; k >= 0; k--) {
         if (k < ew.ndim) {
             int64_t c = rem % ew.shape[k];
             rem /= ew.shape[k];
+            ro += c * ew.out_strides[k];
             ra += c * a.strides[k];
             rb += c * b.strides[k];
         }
     }
     *oa = ra;
     *ob = rb;
+    return ro;
 }
 
 /* ------------------------------------------------------------------------------------------
  * kernels: grid-stride loops with 64-bit indices. `out` may alias an operand of the same
- * layout (in-place forms), so no pointer is __restrict__.
+ * layout (in-place forms), so no pointer is __restrict__. Views need not be aligned beyond
+ * their element size, so every load and store is of one element.
  * ---------------------------------------------------------------------------------------- */
 
 /* Contiguous kernels handle ILP elements per thread and iteration, all loads before all
@@ -175,8 +179,8 @@ template <gd_unop OP, class T> __global__ void unary_strided(T *out, gd_ewise ew
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < ew.size;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t oa, unused;
-        strided_offsets(&oa, &unused, i, ew, a, a);
-        out[i] = apply_unop<OP>(pa ? pa[oa] : va);
+        const int64_t o = strided_offsets(&oa, &unused, i, ew, a, a);
+        out[o] = apply_unop<OP>(pa ? pa[oa] : va);
     }
 }
 
@@ -204,8 +208,8 @@ template <gd_binop OP, class T> __global__ void binary_strided(T *out, gd_ewise 
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < ew.size;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t oa, ob;
-        strided_offsets(&oa, &ob, i, ew, a, b);
-        out[i] = apply_binop<OP>(pa ? pa[oa] : va, pb ? pb[ob] : vb);
+        const int64_t o = strided_offsets(&oa, &ob, i, ew, a, b);
+        out[o] = apply_binop<OP>(pa ? pa[oa] : va, pb ? pb[ob] : vb);
     }
 }
 
@@ -217,7 +221,7 @@ template <gd_unop OP, class T>
 int launch_unary(void *out, const gd_ewise *ew, const gd_operand *a, gd_cuda_device *dev, gd_error *err)
 {
     unsigned blocks = gd_cuda_blocks(dev, ew->size, GD_CUDA_THREADS);
-    if (ew->contiguous || !a->data)
+    if (ew->contiguous)
         unary_contig<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((T *)out, ew->size, flat<T>(a));
     else
         unary_strided<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((T *)out, *ew, *a);
@@ -230,7 +234,7 @@ int launch_binary(void *out, const gd_ewise *ew, const gd_operand *a, const gd_o
                   gd_error *err)
 {
     unsigned blocks = gd_cuda_blocks(dev, ew->size, GD_CUDA_THREADS);
-    if (ew->contiguous || (!a->data && !b->data))
+    if (ew->contiguous)
         binary_contig<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((T *)out, ew->size, flat<T>(a), flat<T>(b));
     else
         binary_strided<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((T *)out, *ew, *a, *b);

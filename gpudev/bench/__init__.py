@@ -14,7 +14,8 @@ Examples:
     python -m gpudev bench --vs numpy --device cpu --json bench.json
 
 The modules: model (Row, Impl, Target, RowResult), peers (NumPy, PyTorch, CuPy and their
-data), rows_overhead / rows_memory / rows_compute (the rows by what limits them), runner
+data), rows_overhead / rows_memory / rows_compute / rows_views (the rows by what limits them,
+and the rows on strided views), runner
 (plan, run_row, judge, run), report (setup line, table, JSON) and cli.
 """
 
@@ -27,6 +28,7 @@ from .report import describe_setup, format_table, setup_text
 from .rows_compute import batched_rows, sgemm_rows
 from .rows_memory import reduction_rows, transfer_rows
 from .rows_overhead import loop_rows, tiny_rows
+from .rows_views import view_rows
 from .runner import judge, plan, run, run_row
 
 __all__ = ["RowResult", "run", "run_cli"]
