@@ -71,6 +71,7 @@
 #define GD_POOL_PREEMPTED_NS 200000
 
 #define GD_POOL_MAX_PIECES 0xffff /* pieces per part: 16 bits of a cursor word */
+#define GD_POOL_WAKE_ROOTS 2      /* sleeping workers the caller wakes itself (see below) */
 
 /* ------------------------------------------------------------------------------------------
  * portability: pause, clock, sleeping on a 32-bit word
@@ -275,6 +276,22 @@ static unsigned gd_pool_work(unsigned gen, int me, int nparts)
  * workers: lifetime, sleep, fork
  * ---------------------------------------------------------------------------------------- */
 
+/* Sleeping workers are woken along a tree so that the caller makes at most
+ * GD_POOL_WAKE_ROOTS wake-up calls (each a system call of a few microseconds) before it
+ * starts on its own part: worker i, once awake for job `gen`, wakes workers
+ * GD_POOL_WAKE_ROOTS * (i + 1) + j (j < GD_POOL_WAKE_ROOTS) that were announced the same
+ * job. A spinning worker needs no call at all. */
+static void gd_pool_wake_children(int i, unsigned gen)
+{
+    const int nworkers = atomic_load_explicit(&gd_pool.nworkers, memory_order_relaxed);
+    for (int j = 0; j < GD_POOL_WAKE_ROOTS; j++) {
+        const int c = GD_POOL_WAKE_ROOTS * (i + 1) + j;
+        if (c >= nworkers) return;
+        gd_pool_event *ev = &gd_pool.slot[c].wake;
+        if (atomic_load(&ev->word) == gen) gd_pool_unpark(ev);
+    }
+}
+
 /* Waits until the slot's wake word differs from `seen` (a job, or a retirement). */
 static unsigned gd_pool_await_job(gd_pool_slot *s, unsigned seen)
 {
@@ -302,6 +319,7 @@ static void *gd_pool_worker_main(void *arg)
         const unsigned gen = gd_pool_await_job(s, seen);
         if (atomic_load(&s->incarnation) != inc) break;
         seen = gen;
+        gd_pool_wake_children(i, gen);
         GD_POOL_HOOK(GD_POOL_HOOK_WOKEN, i + 1);
         int nparts = atomic_load_explicit(&gd_pool.nparts, memory_order_relaxed);
         gd_pool_work(gen, i + 1, nparts < 1 ? 1 : nparts > GD_POOL_MAX_THREADS ? GD_POOL_MAX_THREADS : nparts);
@@ -454,10 +472,8 @@ static unsigned gd_pool_publish(int nparts, int nw, int64_t n, int64_t part_len,
     for (int p = 0; p < nparts; p++)
         atomic_store_explicit(&gd_pool.cursor[p].word, gd_pool_cursor_word(gen, 0, count[p]), memory_order_release);
     atomic_store_explicit(&gd_pool.nparts, nparts, memory_order_relaxed);
-    for (int i = 0; i < nw; i++) {
-        atomic_store(&gd_pool.slot[i].wake.word, gen);
-        gd_pool_unpark(&gd_pool.slot[i].wake);
-    }
+    for (int i = 0; i < nw; i++) atomic_store(&gd_pool.slot[i].wake.word, gen);
+    for (int i = 0; i < nw && i < GD_POOL_WAKE_ROOTS; i++) gd_pool_unpark(&gd_pool.slot[i].wake);
     return gen;
 }
 

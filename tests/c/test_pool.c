@@ -276,6 +276,27 @@ static void test_steal_order(void)
     wait_for(no_worker_held, 10.0);
 }
 
+/* Fifteen sleeping workers: the caller wakes two, each woken worker wakes two more, so
+ * every one of them wakes (and calls the hook) even if the first ones have already done
+ * all the work. */
+static int all_fifteen_seen(void) { return (atomic_load(&hook_seen) & 0xfffeull) == 0xfffeull; }
+
+static void test_wake_tree(void)
+{
+    cover c;
+    cover_init(&c, 16 * 64, 1);
+    gd_pool_for(16, c.n, 1, 0, cover_fn, &c);
+    cover_done(&c, "wake tree, first loop");
+    CHECK(gd_pool_workers() >= 15, "wake tree: %d workers", gd_pool_workers());
+    sleep_us(50000); /* far beyond the workers' spin: all asleep */
+    atomic_store(&hook_seen, 0);
+    cover_init(&c, 16 * 64, 1);
+    gd_pool_for(16, c.n, 1, 0, cover_fn, &c);
+    cover_done(&c, "wake tree");
+    CHECK(wait_for(all_fifteen_seen, 20.0), "wake tree: workers seen %#llx, expected 0xfffe",
+          (unsigned long long)atomic_load(&hook_seen));
+}
+
 /* Workers held before claiming: the loop ends without them, its context can be freed,
  * and when they are let go they run nothing of it (ASan catches a touch of the freed
  * context) and the next loops still come out right. */
@@ -760,6 +781,7 @@ int main(int argc, char **argv)
     run("random loops", t_random);
     run("steal order", test_steal_order);
     run("late workers", test_late_workers);
+    run("wake tree", test_wake_tree);
     run("claimed worker", test_claimed_worker);
     run("concurrent and nested", t_concurrent);
     run("thread count changes", t_trim);
