@@ -11,18 +11,24 @@
  *
  * A loop (a "job") is described in pool-owned memory, never on the caller's stack:
  * - cursor[p] is one 64-bit word per part: (generation:32, front:16, back:16). The owner
- *   of part p claims pieces at the front, other threads steal at the back (pthreadpool's
- *   range_start / range_end scheme), each by compare-and-swap. A claim succeeds only while
- *   the word carries the job's generation, so a worker that wakes up after its job ended
- *   (and maybe after several newer ones began) claims nothing and touches nothing.
+ *   of part p claims pieces at the front and other threads steal at the back, each by
+ *   compare-and-swap (pthreadpool's range_start / range_end scheme, there with separate
+ *   words). A finished job's cursors are used up, and a claim also needs the job's
+ *   generation in the word, so a worker that wakes up after its job ended (maybe after
+ *   several newer ones began) claims nothing and touches nothing; the generation also
+ *   keeps a fork child's workers off cursors a parent thread's job left half used.
  * - A successful claim proves the job is still running (its piece is not finished), so
  *   only then does a worker read the descriptor (fn, ctx, sizes) and call fn.
- * - done.word counts unfinished pieces; the thread that finishes the last one wakes the
- *   caller if it went to sleep.
+ * - done.word counts unfinished pieces. The caller, out of pieces, polls it briefly and
+ *   then sleeps on it; the thread that finishes the last piece wakes it.
  * - Each worker has its own wake word holding the generation of the last job announced
- *   to it (ggml's threadpool polls one n_graph word the same way); it spins for a while,
- *   then sleeps on it. Generations come from one counter, also used for retirements, so a
- *   value is never announced twice.
+ *   to it; it polls the word for a while, then sleeps on it (pthreadpool's per-thread
+ *   command word with a futex or a condition variable; ggml's threadpool polls its
+ *   n_graph generation word the same way, and rayon's workers also poll, then sleep).
+ *   Generations come from one counter, also used for retirements, so a value is never
+ *   announced twice. Sleeping workers are woken along a tree, each woken worker waking
+ *   two more (as rayon's Sleep::work_found has a thread that found work wake another),
+ *   rather than the caller waking all.
  * - One job at a time: a caller that finds the pool busy runs its loop by itself.
  */
 #define _GNU_SOURCE /* syscall() under -std=c11 */
@@ -41,26 +47,28 @@
 #include <unistd.h>
 #define GD_POOL_FUTEX 1
 #else
-#define GD_POOL_FUTEX 0 /* macOS, BSDs, or forced for tests: a mutex and condvar per word */
+#define GD_POOL_FUTEX 0 /* macOS, BSDs, or forced for tests: condition variables */
 #endif
 
 /* ------------------------------------------------------------------------------------------
  * tuning constants
  * ---------------------------------------------------------------------------------------- */
 
-/* How long an idle worker polls its wake word before sleeping. Waking a sleeping worker
- * costs the caller a futex syscall (~2 us) and the worker ~20-60 us before it runs here
- * (tests/c/test_pool.c --bench, "wake" lines); back-to-back operations from Python arrive
- * every few microseconds. Spinning as long as one wake-up costs bounds the waste at 2x
- * the best choice made in hindsight. */
+/* How long an idle worker polls its wake word before sleeping. Measured here (bench_pool
+ * wake, 2-core AMD EPYC VM, load average 4.7): a loop reaches a spinning worker in ~3 us;
+ * a sleeping one costs the caller a futex call (~5 us) and starts ~12 us after the call
+ * when a core is free (~5 ms when none is). One wake-up thus costs ~15-20 us, and spinning
+ * that long before sleeping wastes at most 2x what the best choice in hindsight would.
+ * Operations issued from a Python loop arrive every few microseconds: no wake-ups. */
 #ifndef GD_POOL_WORKER_SPIN_NS
-#define GD_POOL_WORKER_SPIN_NS 50000
+#define GD_POOL_WORKER_SPIN_NS 20000
 #endif
 
 /* How long a caller that has run out of pieces polls for the pieces others still hold
- * before sleeping: a running worker finishes one piece (1-30 us for the default piece
- * count at the sizes worth threading) in that time; a descheduled one will not for
- * milliseconds, and the caller must then leave it the CPU. */
+ * before sleeping: the same bound, since sleeping costs it one wake-up by the worker that
+ * finishes last. A running worker is done within a piece (1-30 us at the default piece
+ * count for loops worth threading); a descheduled one will not be for milliseconds, and
+ * the caller must then leave it the CPU. */
 #ifndef GD_POOL_CALLER_SPIN_NS
 #define GD_POOL_CALLER_SPIN_NS 20000
 #endif
@@ -69,6 +77,14 @@
  * descheduled: the machine is oversubscribed, and spinning on takes CPU time from the
  * thread that would end the wait. */
 #define GD_POOL_PREEMPTED_NS 200000
+
+/* After a spinning thread found the machine oversubscribed, loops wake no sleeping worker
+ * for this long (spinning workers still join). With no idle core, a woken worker mostly
+ * takes the caller's: measured with a 2^22-element add at load average 6 on 2 cores,
+ * waking the worker made a call 2-4x slower than the serial loop (5-10 ms against
+ * 2.3-3 ms), one thread doing every piece either way. The first loop after the window
+ * wakes workers again, which tests whether a core has come free. */
+#define GD_POOL_BACKOFF_NS 50000000
 
 #define GD_POOL_MAX_PIECES 0xffff /* pieces per part: 16 bits of a cursor word */
 #define GD_POOL_WAKE_ROOTS 2      /* sleeping workers the caller wakes itself (see below) */
@@ -93,6 +109,21 @@ static int64_t gd_pool_now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static _Atomic int64_t gd_pool_oversubscribed_at; /* when a spin last saw it, 0: never */
+
+#ifdef GD_POOL_TEST_HOOKS
+static atomic_int gd_pool_test_backoff; /* off unless a test turns it on */
+static atomic_long gd_pool_test_wakes;
+void gd_pool_test_set_backoff(int on)
+{
+    atomic_store(&gd_pool_test_backoff, on);
+    atomic_store(&gd_pool_oversubscribed_at, 0);
+}
+/* as if seen an hour from now: the window lasts until the back-off is set again */
+void gd_pool_test_mark_oversubscribed(void) { atomic_store(&gd_pool_oversubscribed_at, gd_pool_now_ns() + 3600000000000); }
+long gd_pool_test_wake_calls(void) { return atomic_load(&gd_pool_test_wakes); }
+#endif
+
 /* Polls cheaply, reading the clock every 64 polls; false once `deadline` has passed or the
  * thread was clearly descheduled between two clock reads. */
 typedef struct gd_pool_spin {
@@ -112,7 +143,21 @@ static int gd_pool_spin_more(gd_pool_spin *s)
     if ((++s->polls & 63) != 0) return 1;
     int64_t now = gd_pool_now_ns(), gap = now - s->last;
     s->last = now;
-    return now < s->deadline && gap < GD_POOL_PREEMPTED_NS;
+    if (gap >= GD_POOL_PREEMPTED_NS) {
+        atomic_store_explicit(&gd_pool_oversubscribed_at, now, memory_order_relaxed);
+        return 0;
+    }
+    return now < s->deadline;
+}
+
+/* Whether a loop may wake sleeping workers (see GD_POOL_BACKOFF_NS). */
+static int gd_pool_may_wake(void)
+{
+#ifdef GD_POOL_TEST_HOOKS
+    if (!atomic_load(&gd_pool_test_backoff)) return 1;
+#endif
+    const int64_t t = atomic_load_explicit(&gd_pool_oversubscribed_at, memory_order_relaxed);
+    return t == 0 || gd_pool_now_ns() - t > GD_POOL_BACKOFF_NS;
 }
 
 /* A 32-bit word threads can sleep on until it changes (futex on Linux; elsewhere a
@@ -160,6 +205,21 @@ static void gd_pool_unpark(gd_pool_event *ev)
     pthread_cond_broadcast(&ev->cond);
     pthread_mutex_unlock(&gd_pool_park_lock);
 #endif
+}
+
+/* Wakes a worker that was announced a job, if it sleeps and the machine has a core for it.
+ * A wake-up call that takes longer than GD_POOL_PREEMPTED_NS means the woken thread took
+ * this one's core: the machine is oversubscribed too. */
+static void gd_pool_wake_worker(gd_pool_event *ev)
+{
+    if (atomic_load(&ev->sleepers) == 0 || !gd_pool_may_wake()) return;
+#ifdef GD_POOL_TEST_HOOKS
+    atomic_fetch_add(&gd_pool_test_wakes, 1);
+#endif
+    const int64_t t0 = gd_pool_now_ns();
+    gd_pool_unpark(ev);
+    const int64_t t1 = gd_pool_now_ns();
+    if (t1 - t0 >= GD_POOL_PREEMPTED_NS) atomic_store_explicit(&gd_pool_oversubscribed_at, t1, memory_order_relaxed);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -288,7 +348,7 @@ static void gd_pool_wake_children(int i, unsigned gen)
         const int c = GD_POOL_WAKE_ROOTS * (i + 1) + j;
         if (c >= nworkers) return;
         gd_pool_event *ev = &gd_pool.slot[c].wake;
-        if (atomic_load(&ev->word) == gen) gd_pool_unpark(ev);
+        if (atomic_load(&ev->word) == gen) gd_pool_wake_worker(ev);
     }
 }
 
@@ -473,7 +533,7 @@ static unsigned gd_pool_publish(int nparts, int nw, int64_t n, int64_t part_len,
         atomic_store_explicit(&gd_pool.cursor[p].word, gd_pool_cursor_word(gen, 0, count[p]), memory_order_release);
     atomic_store_explicit(&gd_pool.nparts, nparts, memory_order_relaxed);
     for (int i = 0; i < nw; i++) atomic_store(&gd_pool.slot[i].wake.word, gen);
-    for (int i = 0; i < nw && i < GD_POOL_WAKE_ROOTS; i++) gd_pool_unpark(&gd_pool.slot[i].wake);
+    for (int i = 0; i < nw && i < GD_POOL_WAKE_ROOTS; i++) gd_pool_wake_worker(&gd_pool.slot[i].wake);
     return gen;
 }
 

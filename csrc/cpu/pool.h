@@ -53,6 +53,12 @@ int gd_pool_workers(void);
 typedef enum { GD_POOL_HOOK_WOKEN, GD_POOL_HOOK_CLAIMED } gd_pool_hook_point;
 typedef void (*gd_pool_hook_fn)(gd_pool_hook_point where, int thread);
 void gd_pool_set_test_hook(gd_pool_hook_fn hook);
+/* The back-off after an oversubscribed machine is seen is off in test builds (so that
+ * tests can count on sleeping workers being woken) unless turned on here; setting it
+ * forgets what was seen, marking makes it last until the next setting. */
+void gd_pool_test_set_backoff(int on);
+void gd_pool_test_mark_oversubscribed(void);
+long gd_pool_test_wake_calls(void); /* wake-up calls made for sleeping workers so far */
 #endif
 
 #endif /* GD_CPU_POOL_H */

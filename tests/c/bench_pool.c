@@ -1,7 +1,7 @@
 /* bench_pool.c - times the CPU worker pool (csrc/cpu/pool.c) against a serial loop and the
  * OpenMP scheme it replaces, on a quiet machine and with busy processes it starts itself.
  *
- *   bench_pool [quick]
+ *   bench_pool [quick | wake]     quick: fewer sizes; wake: only part 1
  *
  * 1. Wake-up: how long a worker takes to start a loop when it was spinning and when it
  *    was asleep (the figures behind the pool's spin lengths).
@@ -447,6 +447,7 @@ int main(int argc, char **argv)
            "machine add noise (see the load averages)\n", cores, REPEATS);
 
     bench_wake(quick ? 51 : 201);
+    if (argc > 1 && strcmp(argv[1], "wake") == 0) return 0;
 
     const int loads[] = {0, (int)cores, (int)cores - 1};
     for (int li = 0; li < 3; li++) {

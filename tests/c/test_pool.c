@@ -297,6 +297,41 @@ static void test_wake_tree(void)
           (unsigned long long)atomic_load(&hook_seen));
 }
 
+/* On a machine seen oversubscribed, loops wake no sleeping worker (and still come out
+ * right); afterwards the workers left asleep are woken as usual. */
+static int three_seen(void) { return (atomic_load(&hook_seen) & 0xeull) == 0xeull; }
+
+static void test_backoff(void)
+{
+    cover c;
+    cover_init(&c, 4000, 1);
+    gd_pool_for(4, c.n, 1, 0, cover_fn, &c);
+    cover_done(&c, "back-off, first loop");
+    sleep_us(30000); /* workers asleep */
+    gd_pool_test_set_backoff(1);
+    gd_pool_test_mark_oversubscribed();
+    const long wakes = gd_pool_test_wake_calls();
+    for (int i = 0; i < 20; i++) {
+        cover_init(&c, 4000 + i, 1);
+        gd_pool_for(4, c.n, 1, 0, cover_fn, &c);
+        if (!cover_done(&c, "back-off")) break;
+        cover_init(&c, 4000 + i, 1);
+        gd_pool_for_dynamic(4, c.n, 10, cover_fn, &c);
+        if (!cover_done(&c, "back-off, dynamic")) break;
+    }
+    CHECK(gd_pool_test_wake_calls() == wakes, "back-off: %ld wake-up calls while the machine counted as busy",
+          gd_pool_test_wake_calls() - wakes);
+    /* Forgotten (and off, since a real wake-up call slowed by this machine's load would
+     * start a new window): the workers left asleep are woken by the next loop. */
+    gd_pool_test_set_backoff(0);
+    atomic_store(&hook_seen, 0);
+    cover_init(&c, 4000, 1);
+    gd_pool_for(4, c.n, 1, 0, cover_fn, &c);
+    cover_done(&c, "after back-off");
+    CHECK(wait_for(three_seen, 20.0), "after back-off: workers seen %#llx, expected 0xe",
+          (unsigned long long)atomic_load(&hook_seen));
+}
+
 /* Workers held before claiming: the loop ends without them, its context can be freed,
  * and when they are let go they run nothing of it (ASan catches a touch of the freed
  * context) and the next loops still come out right. */
@@ -782,6 +817,7 @@ int main(int argc, char **argv)
     run("steal order", test_steal_order);
     run("late workers", test_late_workers);
     run("wake tree", test_wake_tree);
+    run("back-off", test_backoff);
     run("claimed worker", test_claimed_worker);
     run("concurrent and nested", t_concurrent);
     run("thread count changes", t_trim);
