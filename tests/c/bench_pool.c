@@ -1,16 +1,22 @@
 /* bench_pool.c - times the CPU worker pool (csrc/cpu/pool.c) against a serial loop and the
  * OpenMP scheme it replaces, on a quiet machine and with busy processes it starts itself.
  *
- *   bench_pool [quick | wake]     quick: fewer sizes; wake: only part 1
+ *   bench_pool [quick | wake | sweep]   quick: fewer sizes; wake: part 1 only; sweep: the
+ *                                       break-even sweep with no busy processes only
+ * Built with -DGD_POOL_TEST_HOOKS, the pool's back-off (pool.c, GD_POOL_BACKOFF_NS) is
+ * off: the sweep then shows the break-even of the threads themselves.
  *
  * 1. Wake-up: how long a worker takes to start a loop when it was spinning and when it
  *    was asleep (the figures behind the pool's spin lengths).
  * 2. float32 `out = a + b` and `a.sum()` at 200^2 .. 4000^2: serial, OpenMP (the backend's
  *    gd_parallel_for copied below), pool; quiet, then with `cores` and `cores - 1` busy
- *    processes. Median of 15 repeats, the schemes alternating; each repeat times a batch
- *    of calls (>= 10 ms) with a 1 us pause between calls, as an interpreter leaves.
+ *    processes. Median of 11 repeats, the schemes alternating; each repeat times a batch
+ *    of calls (>= 10 ms) with a 1 us pause between calls, as an interpreter leaves, after
+ *    15 ms asleep so that no thread of the previous scheme still spins.
  * 3. Break-even per kind of operation (elementwise, reduction, copy, astype, random, exp):
- *    serial against the pool on all cores, n = 2^10 .. 2^22.
+ *    serial against the pool on all cores, n = 2^12 .. 2^22, as a ratio of the medians
+ *    and of the fastest single calls (the calls least disturbed by other processes: the
+ *    nearest this machine gets to an idle one).
  * The load average is printed beside every table: on a shared machine "quiet" is not.
  */
 #define _GNU_SOURCE
@@ -22,18 +28,16 @@
 #include <omp.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
-#define REPEATS 15
+#include "busy_procs.h"
+
+#define REPEATS 11
+#define SETTLE_NS 15e6 /* between batches: OpenMP threads spin for a few ms after a region */
 #define BATCH_NS 10e6
 #define GAP_NS 1000
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -58,6 +62,13 @@ static void pause_ns(double ns)
     }
 }
 
+static void sleep_ns(double ns)
+{
+    struct timespec ts = {(time_t)(ns / 1e9), (long)(ns - 1e9 * (double)(time_t)(ns / 1e9))};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -75,37 +86,6 @@ static void print_load(const char *what)
     double l[3] = {0};
     if (getloadavg(l, 3) < 0) l[0] = l[1] = l[2] = -1;
     printf("\n%s  [load average %.2f %.2f %.2f]\n", what, l[0], l[1], l[2]);
-}
-
-/* ------------------------------------------------------------------------------------------
- * busy processes
- * ---------------------------------------------------------------------------------------- */
-
-static pid_t busy[64];
-static int nbusy;
-
-static void busy_start(int n)
-{
-    for (int i = 0; i < n && nbusy < 64; i++) {
-        pid_t pid = fork();
-        if (pid == 0) {
-#ifdef __linux__
-            prctl(PR_SET_PDEATHSIG, SIGKILL);
-#endif
-            alarm(3600);
-            volatile unsigned long x = 0;
-            for (;;) x++;
-        }
-        if (pid > 0) busy[nbusy++] = pid;
-    }
-    pause_ns(200e6); /* let the scheduler spread them */
-}
-
-static void busy_stop(void)
-{
-    for (int i = 0; i < nbusy; i++) kill(busy[i], SIGKILL);
-    for (int i = 0; i < nbusy; i++) waitpid(busy[i], NULL, 0);
-    nbusy = 0;
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -287,23 +267,30 @@ static void free_job(job *j)
     free(j->part);
 }
 
-/* Median time per call (ns) of each scheme in `schemes`, the schemes alternating. */
-static void time_schemes(int kind, job *j, int nt, const int *schemes, int ns, double *result)
+/* Median time per call (ns) of each scheme in `schemes`, the schemes alternating, and the
+ * fastest single call of each (the run least disturbed by other processes). */
+static void time_schemes(int kind, job *j, int nt, const int *schemes, int ns, double *result, double *best)
 {
     double t[NSCHEMES][REPEATS];
-    int calls = 1;
     for (int w = 0; w < 3; w++) op(kind, SERIAL, 1, j); /* warm caches, fault in pages */
     double t0 = now_ns();
     op(kind, SERIAL, 1, j);
-    double one = now_ns() - t0 + GAP_NS;
-    calls = (int)MAX(1.0, MIN(100000.0, BATCH_NS / one));
-    for (int s = 0; s < ns; s++) op(kind, schemes[s], nt, j); /* start each scheme's threads */
+    const double one = now_ns() - t0 + GAP_NS;
+    const int calls = (int)MAX(1.0, MIN(100000.0, BATCH_NS / one));
+    for (int s = 0; s < ns; s++) {
+        op(kind, schemes[s], nt, j); /* start each scheme's threads */
+        best[s] = 1e300;
+    }
     for (int r = 0; r < REPEATS; r++)
         for (int s = 0; s < ns; s++) {
-            double start = now_ns();
+            sleep_ns(SETTLE_NS);
+            double start = now_ns(), prev = start;
             for (int c = 0; c < calls; c++) {
                 op(kind, schemes[s], nt, j);
+                double done = now_ns();
+                best[s] = MIN(best[s], done - prev);
                 pause_ns(GAP_NS);
+                prev = now_ns();
             }
             t[s][r] = (now_ns() - start) / calls - GAP_NS;
         }
@@ -390,8 +377,8 @@ static void bench_table(int kind, int nt, const int64_t *sides, int nsides, cons
     static const int schemes[NSCHEMES] = {SERIAL, OMP, POOL};
     for (int i = 0; i < nsides; i++) {
         job j = make_job(sides[i] * sides[i]);
-        double r[NSCHEMES];
-        time_schemes(kind, &j, nt, schemes, NSCHEMES, r);
+        double r[NSCHEMES], best[NSCHEMES];
+        time_schemes(kind, &j, nt, schemes, NSCHEMES, r, best);
         char c[NSCHEMES][32];
         for (int s = 0; s < NSCHEMES; s++) fmt_time(c[s], sizeof c[s], r[s]);
         printf("| %lldx%lld | %s | %s (%.2fx) | %s (%.2fx) |\n", (long long)sides[i], (long long)sides[i], c[0], c[1],
@@ -401,39 +388,83 @@ static void bench_table(int kind, int nt, const int64_t *sides, int nsides, cons
     }
 }
 
-/* Smallest n of the sweep from which the pool is faster than serial at every larger n. */
+/* One row of ratios and the smallest n from which the pool is faster at every larger n. */
+static void print_ratios(const char *kind, const char *stat, const double *ratio, int nl)
+{
+    printf("| %s | %s |", kind, stat);
+    int wins_from = -1;
+    for (int l = 0; l < nl; l++) {
+        printf(" %.2f |", ratio[l]);
+        if (ratio[l] > 1.0 && wins_from < 0) wins_from = l;
+        if (ratio[l] <= 1.0) wins_from = -1;
+    }
+    if (wins_from >= 0)
+        printf(" 2^%d |\n", 12 + wins_from);
+    else
+        printf(" never |\n");
+}
+
+/* Serial time / pool time for n = 2^12 .. 2^max_log2: of the medians, and of the fastest
+ * calls (closest to an idle machine). */
 static void bench_break_even(int nt, const char *load, int max_log2)
 {
     char title[160];
     snprintf(title, sizeof title, "Break-even, %d threads, %s: serial time / pool time per n (elements)", nt, load);
     print_load(title);
-    printf("| kind |");
-    for (int l = 10; l <= max_log2; l++) printf(" 2^%d |", l);
-    printf(" pool wins from |\n|---|");
-    for (int l = 10; l <= max_log2; l++) printf("---|");
+    const int nl = max_log2 - 12 + 1;
+    printf("| kind | of |");
+    for (int l = 0; l < nl; l++) printf(" 2^%d |", 12 + l);
+    printf(" pool wins from |\n|---|---|");
+    for (int l = 0; l < nl; l++) printf("---|");
     printf("---|\n");
     static const int schemes[2] = {SERIAL, POOL};
     job j = make_job((int64_t)1 << max_log2);
     for (int kind = 0; kind < NKINDS; kind++) {
-        printf("| %s |", kind_names[kind]);
-        int64_t wins_from = -1;
-        for (int l = 10; l <= max_log2; l++) {
-            j.n = (int64_t)1 << l;
-            double r[2];
-            time_schemes(kind, &j, nt, schemes, 2, r);
-            double ratio = r[0] / r[1];
-            printf(" %.2f |", ratio);
-            fflush(stdout);
-            if (ratio > 1.0 && wins_from < 0) wins_from = j.n;
-            if (ratio <= 1.0) wins_from = -1;
+        double med[32], fast[32], serial_ns[32];
+        for (int l = 0; l < nl; l++) {
+            j.n = (int64_t)1 << (12 + l);
+            double r[2], best[2];
+            time_schemes(kind, &j, nt, schemes, 2, r, best);
+            med[l] = r[0] / r[1];
+            fast[l] = best[0] / best[1];
+            serial_ns[l] = best[0];
         }
-        if (wins_from > 0)
-            printf(" 2^%d |\n", (int)log2((double)wins_from));
-        else
-            printf(" never |\n");
+        print_ratios(kind_names[kind], "medians", med, nl);
+        print_ratios(kind_names[kind], "fastest calls", fast, nl);
+        printf("| %s | serial, fastest call (us) |", kind_names[kind]);
+        for (int l = 0; l < nl; l++) printf(" %.3g |", serial_ns[l] / 1e3);
+        printf(" |\n");
+        fflush(stdout);
     }
     j.n = (int64_t)1 << max_log2;
     free_job(&j);
+}
+
+/* The fixed cost of a loop on the pool: 2 items, nothing to do, worker spinning. */
+static void empty_fn(void *ctx, int64_t b, int64_t e)
+{
+    (void)ctx;
+    (void)b;
+    (void)e;
+}
+
+static void bench_empty(void)
+{
+    enum { N = 2001 };
+    static double t[N];
+    print_load("Fixed cost of a 2-thread loop with nothing to do (worker spinning; 1 us between calls)");
+    double best = 1e300;
+    for (int i = 0; i < N; i++) {
+        double t0 = now_ns();
+        gd_pool_for(2, 2, 1, 1, empty_fn, NULL);
+        t[i] = now_ns() - t0;
+        best = MIN(best, t[i]);
+        pause_ns(GAP_NS);
+    }
+    char a[32], b[32];
+    fmt_time(a, sizeof a, median(t, N));
+    fmt_time(b, sizeof b, best);
+    printf("median %s, fastest %s over %d calls\n", a, b, N);
 }
 
 int main(int argc, char **argv)
@@ -443,10 +474,30 @@ int main(int argc, char **argv)
     const int nt = cores > 1 ? (int)cores : 2;
     static const int64_t sides[] = {200, 400, 1000, 2000, 4000};
     const int nsides = quick ? 3 : 5, max_log2 = quick ? 18 : 22;
-    printf("bench_pool: %ld cores; every figure is a median of %d repeats; other processes on this "
-           "machine add noise (see the load averages)\n", cores, REPEATS);
+    char model[256] = "unknown CPU";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    for (char line[256]; f && fgets(line, sizeof line, f);)
+        if (strncmp(line, "model name", 10) == 0) {
+            snprintf(model, sizeof model, "%s", strchr(line, ':') ? strchr(line, ':') + 2 : line);
+            model[strcspn(model, "\n")] = 0;
+            break;
+        }
+    if (f) fclose(f);
+    printf("bench_pool%s: %s, %ld cores; every figure is a median of %d repeats; other processes on this "
+           "machine add noise (see the load averages)\n",
+#ifdef GD_POOL_TEST_HOOKS
+           " (pool back-off off)",
+#else
+           "",
+#endif
+           model, cores, REPEATS);
 
+    if (argc > 1 && strcmp(argv[1], "sweep") == 0) {
+        bench_break_even(nt, "no busy processes started", max_log2);
+        return 0;
+    }
     bench_wake(quick ? 51 : 201);
+    bench_empty();
     if (argc > 1 && strcmp(argv[1], "wake") == 0) return 0;
 
     const int loads[] = {0, (int)cores, (int)cores - 1};
@@ -457,7 +508,8 @@ int main(int argc, char **argv)
             snprintf(load, sizeof load, "no busy processes started");
         else
             snprintf(load, sizeof load, "%d busy processes", loads[li]);
-        busy_start(loads[li]);
+        busy_start(loads[li], 3600);
+        if (loads[li] > 0) sleep_ns(200e6); /* let the scheduler spread them */
         bench_table(K_ADD, nt, sides, nsides, load);
         bench_table(K_SUM, nt, sides, nsides, load);
         bench_break_even(nt, load, max_log2);

@@ -23,12 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "busy_procs.h"
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define SLOW_BUILD 1
@@ -634,35 +633,9 @@ static void test_fork(void)
 }
 
 /* Busy processes on every core (and one more): workers are descheduled for whole slices. */
-static pid_t busy_pids[64];
-static int nbusy;
-
-static void busy_start(int n)
-{
-    for (int i = 0; i < n && nbusy < 64; i++) {
-        pid_t pid = fork();
-        if (pid == 0) {
-#ifdef __linux__
-            prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a test that failed */
-#endif
-            alarm(300);
-            volatile unsigned long x = 0;
-            for (;;) x++;
-        }
-        if (pid > 0) busy_pids[nbusy++] = pid;
-    }
-}
-
-static void busy_stop(void)
-{
-    for (int i = 0; i < nbusy; i++) kill(busy_pids[i], SIGKILL);
-    for (int i = 0; i < nbusy; i++) waitpid(busy_pids[i], NULL, 0);
-    nbusy = 0;
-}
-
 static void test_under_load(uint64_t seed)
 {
-    busy_start(ncpus() + 1);
+    busy_start(ncpus() + 1, 300);
     uint64_t rng = seed ^ 0x5555;
     for (int i = 0; i < SCALE(1500); i++)
         if (!random_loop(&rng, 1, "under load")) break;
