@@ -31,7 +31,7 @@
  *   rather than the caller waking all.
  * - One job at a time: a caller that finds the pool busy runs its loop by itself.
  */
-#define _GNU_SOURCE /* syscall() under -std=c11 */
+#define _GNU_SOURCE /* syscall(), pthread_setname_np() under -std=c11 */
 
 #include "pool.h"
 
@@ -373,6 +373,9 @@ static void *gd_pool_worker_main(void *arg)
     const unsigned inc = (unsigned)(a >> GD_POOL_SLOT_BITS);
     gd_pool_slot *s = &gd_pool.slot[i];
     unsigned seen = atomic_load(&s->start_seen);
+#ifdef __linux__
+    pthread_setname_np(pthread_self(), "gpudev-pool"); /* as top -H and debuggers show it */
+#endif
     /* A retirement bumps the incarnation and then changes the wake word, so a thread
      * whose incarnation no longer matches leaves without touching a job. */
     while (atomic_load(&s->incarnation) == inc) {

@@ -387,12 +387,16 @@ static void *held_loop_main(void *arg)
     return NULL;
 }
 
-static double thread_cpu_s(pthread_t t)
+static double thread_cpu_s(pthread_t t) /* -1 where threads have no CPU clock (macOS) */
 {
+#if defined(__linux__)
     clockid_t id;
     struct timespec ts;
-    if (pthread_getcpuclockid(t, &id) != 0 || clock_gettime(id, &ts) != 0) return -1;
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    if (pthread_getcpuclockid(t, &id) == 0 && clock_gettime(id, &ts) == 0)
+        return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+#endif
+    (void)t;
+    return -1;
 }
 
 static void check_busy_pool_runs_whole_range(void)
@@ -502,9 +506,12 @@ static void test_claimed_worker(void)
     sleep_us(100000);
     double cpu0 = thread_cpu_s(t), t0 = now_s();
     sleep_us(400000);
-    double cpu = thread_cpu_s(t) - cpu0, wall = now_s() - t0;
+    double cpu1 = thread_cpu_s(t), wall = now_s() - t0;
     CHECK(!atomic_load(&h.returned), "claimed worker: loop returned before a claimed piece was done");
-    CHECK(cpu >= 0 && cpu < wall / 4, "claimed worker: waiting caller used %.3f s of CPU in %.3f s", cpu, wall);
+    if (cpu0 >= 0 && cpu1 >= 0)
+        CHECK(cpu1 - cpu0 < wall / 4, "claimed worker: waiting caller used %.3f s of CPU in %.3f s", cpu1 - cpu0, wall);
+    else
+        printf("(no per-thread CPU clock here: a waiting caller's CPU time is not checked) ");
 
     check_busy_pool_runs_whole_range();
 
