@@ -15,6 +15,10 @@
  * - Safe from any thread at any time, including after fork() (the child starts its own
  *   workers when it first needs them) and at process exit (workers never keep the process
  *   alive and nothing waits for them).
+ * - Which threads run which pieces never changes a result's indices, only its timing:
+ *   where no worker thread can be created a loop runs whole on the caller, and on a
+ *   machine seen to have no idle core a loop uses only the workers already awake
+ *   (GD_POOL_BACKOFF_NS in pool.c).
  */
 #ifndef GD_CPU_POOL_H
 #define GD_CPU_POOL_H
@@ -28,8 +32,8 @@ typedef void (*gd_pool_fn)(void *ctx, int64_t begin, int64_t end);
 
 /* fn over [0, n) on up to nt threads (the caller included). Thread t owns part t of the
  * range (parts of equal length, edges on multiples of `align`) and runs it front to back
- * in `pieces` pieces (0: GD_POOL_PIECES); a thread that finishes early takes pieces from
- * the back of the other parts. Each worker starts on the same part on every call, so data
+ * in `pieces` pieces (0: GD_POOL_PIECES; at most 65535); a thread that finishes early
+ * takes pieces from the back of the other parts. Each worker starts on the same part on every call, so data
  * that fits in a core's cache stays there from one loop to the next. Serial when nt <= 1
  * or n <= align; nothing runs when n <= 0. */
 void gd_pool_for(int nt, int64_t n, int64_t align, int pieces, gd_pool_fn fn, void *ctx);
