@@ -14,6 +14,7 @@ BUILT   := $(VENV)/.built
 INSTALLED := $(VENV)/.installed
 
 .PHONY: all build demo test sanitize cuda-emu gpu-check bench clean
+.PHONY: test-pool test-pool-tsan test-pool-asan bench-pool
 
 all: test
 
@@ -94,6 +95,47 @@ ctest-cuda:
 GPU_LOG_DIR ?= build/gpu-check
 gpu-check:
 	bash tools/gpu_check.sh $(GPU_LOG_DIR)
+
+# The CPU worker pool (csrc/cpu/pool.c) checked on its own, built into build/pool: the
+# futex and the condition-variable builds, then each under ThreadSanitizer and under
+# AddressSanitizer + UndefinedBehaviorSanitizer. `make bench-pool` times it against a
+# serial loop and the OpenMP scheme, quiet and with busy processes (it starts them).
+POOL_DIR    := build/pool
+POOL_DEPS   := csrc/cpu/pool.c csrc/cpu/pool.h tests/c/test_pool.c tests/c/busy_procs.h
+POOL_CFLAGS := -std=c11 -Wall -Wextra -Werror -g -pthread -Icsrc/cpu -DGD_POOL_TEST_HOOKS
+POOL_SAN    := -O1 -fno-omit-frame-pointer
+POOL_BUILD   = @mkdir -p $(POOL_DIR) && $(CC) $(POOL_CFLAGS) $(1) csrc/cpu/pool.c tests/c/test_pool.c -o $@
+
+$(POOL_DIR)/test_pool: $(POOL_DEPS)
+	$(call POOL_BUILD,-O2)
+$(POOL_DIR)/test_pool_condvar: $(POOL_DEPS)
+	$(call POOL_BUILD,-O2 -DGD_POOL_NO_FUTEX)
+$(POOL_DIR)/test_pool_tsan: $(POOL_DEPS)
+	$(call POOL_BUILD,$(POOL_SAN) -fsanitize=thread)
+$(POOL_DIR)/test_pool_condvar_tsan: $(POOL_DEPS)
+	$(call POOL_BUILD,$(POOL_SAN) -fsanitize=thread -DGD_POOL_NO_FUTEX)
+$(POOL_DIR)/test_pool_asan: $(POOL_DEPS)
+	$(call POOL_BUILD,$(POOL_SAN) -fsanitize=address,undefined -fno-sanitize-recover=all)
+$(POOL_DIR)/bench_pool: csrc/cpu/pool.c csrc/cpu/pool.h tests/c/bench_pool.c tests/c/busy_procs.h csrc/philox.h
+	@mkdir -p $(POOL_DIR)
+	$(CC) -std=c11 -Wall -Wextra -Werror -O3 -fno-math-errno -fopenmp -pthread -Icsrc/cpu -Icsrc \
+	  csrc/cpu/pool.c tests/c/bench_pool.c -o $@ -lm
+
+test-pool: $(POOL_DIR)/test_pool $(POOL_DIR)/test_pool_condvar
+	$(POOL_DIR)/test_pool
+	$(POOL_DIR)/test_pool_condvar
+
+# die_after_fork=0: the fork checks start threads in a child of a threaded process.
+test-pool-tsan: $(POOL_DIR)/test_pool_tsan $(POOL_DIR)/test_pool_condvar_tsan
+	TSAN_OPTIONS="halt_on_error=1 die_after_fork=0" $(POOL_DIR)/test_pool_tsan
+	TSAN_OPTIONS="halt_on_error=1 die_after_fork=0" $(POOL_DIR)/test_pool_condvar_tsan
+
+test-pool-asan: $(POOL_DIR)/test_pool_asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(POOL_DIR)/test_pool_asan
+
+bench-pool: $(POOL_DIR)/bench_pool
+	$(POOL_DIR)/bench_pool
 
 clean:
 	rm -rf build $(VENV) gpudev/*.so gpudev/_build_info.py *.egg-info results
