@@ -400,8 +400,9 @@ def _read_array(f: IO[bytes], payload_bytes: int, backed: bool = True) -> np.nda
         raise _Corrupt("uint64 values above 2**63 - 1 do not fit in gpudev's int64")
     if host.dtype == target and not fortran_order:
         return host
-    # Byte swapping, widening and Fortran order all come down to one C-ordered copy.
-    return np.ascontiguousarray(host, dtype=target)
+    # Byte swapping, widening and Fortran order all come down to one C-ordered copy
+    # (astype, not ascontiguousarray, which would make a 0-d array 1-d).
+    return host.astype(target, order="C")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -171,6 +171,8 @@ def test_load_onto_missing_gpu_fails_before_reading(tmp_path):
         (sample((4, 3), np.float64).astype(">f8"), np.float64),  # big-endian
         (np.asfortranarray(sample((4, 3), np.float32)), np.float32),  # fortran_order: True
         (np.ones((0, 4), np.float32), np.float32),
+        (np.array(7, np.uint8), np.int64),  # 0-d arrays stay 0-d when converted
+        (np.array(2.5, ">f8"), np.float64),
     ],
     ids=lambda v: v.dtype.str + ("F" if v.flags.f_contiguous and v.ndim > 1 else "")
     if isinstance(v, np.ndarray) else "",
