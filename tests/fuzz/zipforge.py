@@ -129,19 +129,22 @@ class Field:
     offset: int
     fmt: str
     what: str
+    member: int = -1  # index of the member it describes; -1 for the end record
 
 
 @dataclass(frozen=True)
 class Member:
-    """Where one member's pieces sit in the archive."""
+    """Where one member's pieces sit in the archive, and what its directory entry says."""
 
-    name: bytes
     local: int  # offset of its local header
     data: int  # offset of its first data byte
-    csize: int  # its data's length
     central: int  # offset of its central directory entry
     central_end: int
-    method: int
+    entry: Entry  # its name, data, method, CRC and sizes, to build it again
+
+    @property
+    def name(self) -> bytes:
+        return self.entry.name
 
 
 @dataclass
@@ -153,15 +156,15 @@ class Layout:
     end: int  # offset of the end record
 
 
-def _zip64_fields(raw: bytes, start: int, length: int, where: str,
-                  present: list[str]) -> list[Field]:
+def _zip64_fields(raw: bytes, start: int, length: int, where: str, present: list[str],
+                  member: int) -> list[Field]:
     """The 8-byte fields of a zip64 extra block inside raw[start:start + length]."""
     fields, q = [], start
     while q + 4 <= start + length:
         tag, size = struct.unpack_from("<HH", raw, q)
         if tag == ZIP64_TAG:
-            fields += [Field(q + 2, "<H", f"{where} zip64 extra length")]
-            fields += [Field(q + 4 + 8 * i, "<Q", f"{where} zip64 {name}")
+            fields += [Field(q + 2, "<H", f"{where} zip64 extra length", member)]
+            fields += [Field(q + 4 + 8 * i, "<Q", f"{where} zip64 {name}", member)
                        for i, name in enumerate(present) if 8 * i + 8 <= size]
         q += 4 + size
     return fields
@@ -180,24 +183,28 @@ def dissect(raw: bytes) -> Layout:
     members, fields = [], [Field(end + off, fmt, what) for off, fmt, what in _END_FIELDS]
     bounds = {0, directory, end, end + _END.size, len(raw)}
     p = directory
-    for _ in range(count):
+    for i in range(count):
         c = _CENTRAL.unpack_from(raw, p)
-        method, csize, size, nlen, xlen, clen, local = c[4], c[8], c[9], c[10], c[11], c[12], c[16]
-        fields += [Field(p + off, fmt, what) for off, fmt, what in _CENTRAL_FIELDS]
+        version, flags, method, crc = c[2], c[3], c[4], c[7]
+        csize, size, nlen, xlen, clen, local = c[8], c[9], c[10], c[11], c[12], c[16]
+        fields += [Field(p + off, fmt, what, i) for off, fmt, what in _CENTRAL_FIELDS]
         central64 = _zip64_fields(raw, p + _CENTRAL.size + nlen, xlen, "central",
-                                  _present(csize, size, local))
+                                  _present(csize, size, local), i)
         fields += central64
         l_csize, l_size, l_nlen, l_xlen = struct.unpack_from("<IIHH", raw, local + 18)
-        fields += [Field(local + off, fmt, what) for off, fmt, what in _LOCAL_FIELDS]
-        fields += _zip64_fields(raw, local + _LOCAL.size + l_nlen, l_xlen, "local",
-                                _present(l_csize, l_size))
+        fields += [Field(local + off, fmt, what, i) for off, fmt, what in _LOCAL_FIELDS]
+        local64 = _zip64_fields(raw, local + _LOCAL.size + l_nlen, l_xlen, "local",
+                                _present(l_csize, l_size), i)
+        fields += local64
         data = local + _LOCAL.size + l_nlen + l_xlen
-        if csize == _MAX32:  # the real compressed size is in the zip64 block
-            at = next(f.offset for f in central64 if f.what == "central zip64 csize")
-            (csize,) = struct.unpack_from("<Q", raw, at)
+        real = {f.what.rsplit(" ", 1)[1]: struct.unpack_from("<Q", raw, f.offset)[0]
+                for f in central64 if f.fmt == "<Q"}  # the sizes a zip64 block holds
+        csize, size = real.get("csize", csize), real.get("size", size)
         central_end = p + _CENTRAL.size + nlen + xlen + clen
-        members.append(Member(raw[p + 46:p + 46 + nlen], local, data, csize, p, central_end,
-                              method))
+        name = raw[p + _CENTRAL.size:p + _CENTRAL.size + nlen]
+        e = Entry(name, raw[data:data + csize], method, crc, size, csize, flags,
+                  zip64=bool(central64 or local64), version=version)
+        members.append(Member(local, data, p, central_end, e))
         bounds |= {local, local + _LOCAL.size, local + _LOCAL.size + l_nlen, data, data + csize,
                    p, p + _CENTRAL.size, p + _CENTRAL.size + nlen, central_end}
         p = central_end
