@@ -20,7 +20,7 @@ import pytest
 import gpudev as gd
 import gpudev.io as gio
 from conftest import CPU, DTYPE_IDS, DTYPES, NUM_GPUS, assert_array, host, is_gpu, sample
-from fuzz.zipforge import BZIP2, DEFLATED, STORED, UTF8_NAME, build, dissect, entry, local_record
+from fuzz.zipforge import BZIP2, DEFLATED, STORED, UTF8_NAME, build, entry, local_record
 
 SHAPES = [(), (0,), (1,), (7,), (3, 4), (0, 3), (2, 3, 5)]
 

@@ -69,6 +69,7 @@ def tracing() -> Iterator[None]:
 
 @contextmanager
 def _time_limit(seconds: float) -> Iterator[None]:
+    # SIGALRM exists on POSIX only, and only the main thread receives it.
     if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -177,7 +178,8 @@ def judge(path: str) -> Verdict:
 
     expected, numpy_says = numpy_reference(path)
     outcome = "loaded" if error is None else type(error).__name__
-    budget = MEMORY_FIXED + MEMORY_PER_BYTE * (_legit_bytes(expected) if expected is not None else 0)
+    legit = _legit_bytes(expected) if expected is not None else 0
+    budget = MEMORY_FIXED + MEMORY_PER_BYTE * legit
     failure = None
     if isinstance(error, Hang):
         failure = f"hang: {error}"
