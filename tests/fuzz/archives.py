@@ -164,10 +164,10 @@ def zip_bomb(seed: Seed, rng: random.Random, log2: int = 23) -> bytes:
     small = _zeros_member(rng.randint(16, 20), DEFLATED)
     variant = rng.choice(["honest", "honest", "ratio", "overclaim", "underclaim", "bzip2",
                           "quoted", "aliases"])
-    if variant == "honest":
-        honest = _zeros_member(rng.randint(16, log2), DEFLATED)
-        return build([dataclasses.replace(honest, name=b"z%d.npy" % k)
-                      for k in range(rng.randint(1, 3))])
+    if variant == "honest":  # one to four members, together at most 2**log2 bytes
+        members = 2 ** rng.randint(0, 2)
+        honest = _zeros_member(rng.randint(16, log2) - members.bit_length() + 1, DEFLATED)
+        return build([dataclasses.replace(honest, name=b"z%d.npy" % k) for k in range(members)])
     if variant == "ratio":  # a claim deflate cannot produce from so few bytes
         return build([_claiming(small, 1032 * small.csize + rng.randint(1, 2**20))])
     if variant == "overclaim":
