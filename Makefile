@@ -12,7 +12,7 @@ SOURCES := $(wildcard csrc/*.c csrc/*.h csrc/cuda/*) setup.py pyproject.toml
 BUILT   := $(VENV)/.built
 INSTALLED := $(VENV)/.installed
 
-.PHONY: all build demo test sanitize sanitize-build fuzz cuda-emu gpu-check bench clean
+.PHONY: all build demo test fuzz sanitize cuda-emu gpu-check bench clean
 
 all: test
 
@@ -50,30 +50,27 @@ demo: $(BUILT)
 bench: $(BUILT)
 	$(PY) -m gpudev bench
 
+# The long fuzz profile (README, "Fuzzing"): tens of thousands of hostile files against the
+# normal build, then against the sanitizer build. GPUDEV_FUZZ_FILES sets the files per
+# mutation kind, GPUDEV_FUZZ_SEED the random seed.
+fuzz: $(BUILT)
+	GPUDEV_FUZZ=long $(PY) -m pytest -q -p no:cacheprovider -m fuzz tests
+	GPUDEV_FUZZ=long $(MAKE) sanitize SANITIZE_TESTS='$(CURDIR)/tests -m fuzz'
+
 # The C core built with AddressSanitizer + UndefinedBehaviorSanitizer into build/asan, then
 # the test suite run against that build. Python's own allocations are not leak-checked.
 ASAN_LIB = $(shell gcc -print-file-name=libasan.so)
 UBSAN_LIB = $(shell gcc -print-file-name=libubsan.so)
-# pytest against build/asan, run from inside it
-SANITIZED_PYTEST = LD_PRELOAD="$(ASAN_LIB) $(UBSAN_LIB)" \
-	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  PYTHONPATH=$(CURDIR)/build/asan GPUDEV_SANITIZE_RUN=1 \
-	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider
-sanitize-build: $(DEPS)
+SANITIZE_TESTS = $(CURDIR)/tests -m "not slow"
+sanitize: $(DEPS)
 	rm -rf build/asan && mkdir -p build/asan/gpudev
 	cp gpudev/*.py build/asan/gpudev/
 	$(LOCK) env GPUDEV_SANITIZE=1 GPUDEV_CUDA=0 $(PY) setup.py -q build_ext --build-lib build/asan --build-temp build/asan-tmp --force
-
-sanitize: sanitize-build
-	cd build/asan && $(SANITIZED_PYTEST) $(CURDIR)/tests -m "not slow"
-
-# The long fuzz profile (README, "Fuzzing"): tens of thousands of hostile files against the
-# normal build, then against the sanitizer build. GPUDEV_FUZZ_FILES sets the files per
-# mutation kind, GPUDEV_FUZZ_SEED the random seed.
-fuzz: $(BUILT) sanitize-build
-	GPUDEV_FUZZ=long $(PY) -m pytest -q -p no:cacheprovider -m fuzz tests
-	cd build/asan && GPUDEV_FUZZ=long $(SANITIZED_PYTEST) -m fuzz $(CURDIR)/tests
+	cd build/asan && LD_PRELOAD="$(ASAN_LIB) $(UBSAN_LIB)" \
+	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  PYTHONPATH=$(CURDIR)/build/asan GPUDEV_SANITIZE_RUN=1 \
+	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(SANITIZE_TESTS)
 
 # tests/cuda_smoke.cpp and the real CUDA backend (csrc/cuda) compiled for the CPU against the
 # emulation of CUDA and cuBLAS in tools/cuda_emu, then run: the kernels' logic is checked
