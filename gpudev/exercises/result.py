@@ -19,7 +19,10 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .._format import format_bytes, format_seconds, jsonable
+from .compare import noisy
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -34,6 +37,8 @@ TIMING_FIELDS = {
     "max_s": "slowest repeat, seconds",
     "std_s": "sample standard deviation of the repeats, seconds (0 for one repeat)",
     "repeats": "how many repeats were timed",
+    "calls": "calls timed together in one repeat (gd.benchmark's n_calls); times are per unit",
+    "overhead_s": "what the same timing reports per call for an empty callable (None: not measured)",
     "clock": "'gpu' (CUDA events), 'host' (perf_counter, ending after a synchronization) "
              "or 'host, unsynchronized' (the wrong way, shown on purpose)",
     "times": "every repeat's time, seconds",
@@ -76,6 +81,25 @@ class Result:
         for row in self.rows:
             for key in self.fields:
                 row.setdefault(key, None)
+        note = self._noisy_note()
+        if note and note not in self.notes:
+            self.notes = [*self.notes, note]
+
+    def _noisy_note(self) -> str | None:
+        """'noisy repeats: ...' naming each row whose slowest repeat is far above its median."""
+        # a row is named by its columns before the first time column (device, task, size...)
+        first_time = next((i for i, (_, _, kind) in enumerate(self.columns) if kind == "time"), 0)
+        flagged = []
+        for row in self.rows:
+            spread = noisy(row.get("times") or [])
+            if spread is not None:
+                name = " ".join(_format_cell(row.get(key), kind) for key, _, kind in self.columns[:first_time])
+                flagged.append(f"{name.strip() or 'a row'} (slowest {format_seconds(max(row['times']))}, "
+                               f"{spread:.1f}x the median {format_seconds(float(np.median(row['times'])))})")
+        if not flagged:
+            return None
+        return ("noisy repeats, the slowest far above the median (a busy machine, or a descheduled "
+                "thread): " + "; ".join(flagged))
 
     @property
     def ok(self) -> bool:
