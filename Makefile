@@ -12,7 +12,7 @@ SOURCES := $(wildcard csrc/*.c csrc/*.h csrc/cuda/*) setup.py pyproject.toml
 BUILT   := $(VENV)/.built
 INSTALLED := $(VENV)/.installed
 
-.PHONY: all build demo test sanitize cuda-emu gpu-check bench clean
+.PHONY: all build demo test sanitize cuda-emu gpu-check bench lab clean
 
 all: test
 
@@ -49,6 +49,16 @@ demo: $(BUILT)
 
 bench: $(BUILT)
 	$(PY) -m gpudev bench
+
+# JupyterLab on notebooks/: the `notebooks` extra of pyproject.toml installed into .venv (its
+# packages only, so the extension is not rebuilt), a kernel named gpudev that runs .venv's
+# Python, registered inside .venv, then the server. LAB_DRY_RUN=1 does the installing and
+# prints the command instead of starting the server.
+LAB_EXTRA = $$($(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml','rb'))['project']['optional-dependencies']['notebooks']))")
+lab: $(BUILT)
+	$(PY) -m pip install -q $(LAB_EXTRA)
+	$(PY) -m ipykernel install --sys-prefix --name gpudev --display-name "Python (gpudev .venv)"
+	$(if $(LAB_DRY_RUN),@echo "would run:" )$(BIN)/jupyter lab --notebook-dir=notebooks
 
 # The C core built with AddressSanitizer + UndefinedBehaviorSanitizer into build/asan, then
 # the test suite run against that build. Python's own allocations are not leak-checked.

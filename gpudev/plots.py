@@ -100,8 +100,9 @@ def bars(ax: Axes, items: Sequence[dict[str, Any]], *, ylabel: str, log: bool | 
     """Grouped bars with min-max whiskers; returns ({(group, series): x}, bar width, y scale).
 
     Each item: ``group`` (x tick), ``series`` (legend entry), ``median``, ``min``, ``max`` in
-    seconds, optional ``color``, ``hatch`` and ``note`` (text above the bar). ``log=None``
-    switches to a log axis when the values span more than two decades; the y scale is what
+    seconds, optional ``color``, ``hatch`` and ``note`` (text above the whisker). ``log=None``
+    switches to a log axis when the values span more than two decades or a whisker reaches
+    past 4 times the tallest bar; every whisker stays inside the axes. The y scale is what
     seconds are divided by on the axis (1 on a log axis, 1e-3 for ms...).
 
     Example:
@@ -113,11 +114,12 @@ def bars(ax: Axes, items: Sequence[dict[str, Any]], *, ylabel: str, log: bool | 
     groups = list(dict.fromkeys(it["group"] for it in items))
     series = list(dict.fromkeys(it["series"] for it in items))
     values = [it["median"] for it in items if it["median"] > 0]
+    top = max(it["max"] for it in items)
     if log is None:
-        log = bool(values) and max(values) / min(values) > 100
-    # On a linear axis one slow outlier repeat would flatten every bar: the axis stops at
-    # twice the largest median and longer whiskers run off the top.
-    lin_top = min(max(it["max"] for it in items), 2 * max(it["median"] for it in items)) * 1.3
+        # a log axis when the bars span two decades, or when a slow outlier repeat would
+        # flatten every bar on a linear one (the whiskers always stay inside the axes)
+        log = bool(values) and (max(values) / min(values) > 100 or top > 4 * max(values))
+    lin_top = top * 1.35  # room for the notes above the whiskers
     scale, unit = (1.0, "s") if log else time_unit([lin_top])
     width = 0.8 / max(len(series), 1)
     drawn = set()
@@ -135,9 +137,8 @@ def bars(ax: Axes, items: Sequence[dict[str, Any]], *, ylabel: str, log: bool | 
                hatch=it.get("hatch"), edgecolor="white" if not it.get("hatch") else "0.2")
         if annotate:
             text = it.get("note") or format_seconds(it["median"], micro=MICRO)
-            y = it["max"] if log else min(it["max"], lin_top / 1.3)
-            ax.annotate(text, (x, y / scale), xytext=(0, 3), textcoords="offset points",
-                        ha="center", va="bottom", fontsize=7, rotation=90 if len(series) > 2 else 0)
+            ax.annotate(text, (x, it["max"] / scale), xytext=(0, 3), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=7, rotation=90 if len(series) > 1 else 0)
     ax.set_xticks(range(len(groups)), [wrap(g) for g in groups], fontsize=8)
     if log:
         ax.set_yscale("log")
@@ -213,11 +214,15 @@ def roofline(ax: Axes, points: Sequence[dict[str, Any]], roofs: dict[str, dict[s
 def _roofline_points(ax: Axes, points: Sequence[dict[str, Any]]) -> list[Any]:
     """Each point, numbered next to its marker; returns legend handles 'number: label (device)'."""
     handles = []
+    placed: list[tuple[float, float]] = []
     for k, p in enumerate(points, start=1):
         handles.append(ax.scatter(p["intensity"], p["gflops"], color=device_color(p["device"]),
                                   marker=p["marker"], edgecolor="black", linewidth=0.5, zorder=3,
                                   label=f"{k}: {p['label']} ({p['device']}), {p['gflops']:.3g} GFLOP/s"))
-        # numbers of neighbouring points alternate sides so they do not print on top of each other
-        ax.annotate(str(k), (p["intensity"], p["gflops"]), xytext=(5 if k % 2 else -5, 2),
-                    textcoords="offset points", ha="left" if k % 2 else "right", fontsize=7, color="0.2")
+        # the numbers of points that (nearly) coincide go one under the other
+        where = (math.log10(p["intensity"]), math.log10(p["gflops"]))
+        stacked = sum(abs(where[0] - x) < 0.3 and abs(where[1] - y) < 0.15 for x, y in placed)
+        placed.append(where)
+        ax.annotate(str(k), (p["intensity"], p["gflops"]), xytext=(5, 2 - 8 * stacked),
+                    textcoords="offset points", ha="left", fontsize=7, color="0.2")
     return handles

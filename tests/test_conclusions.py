@@ -274,8 +274,10 @@ def roof_at_or_fail(roof: dict, p: dict) -> float:
     return value * (1 + 1e-12)
 
 
-def test_a_quick_run_has_no_point_above_its_roof():
-    results = ex.run(only=[1, 3, 5], devices=[gd.cpu()], quick=True)
+def test_a_measured_run_has_no_point_above_its_roof():
+    results = [ex.matmul_vs_small(n=256, devices=["cpu"], repeats=3, bandwidth_elements=2**16, peak_n=256),
+               ex.norm_logging(n=50, size=16, device="cpu", repeats=3),
+               ex.small_op_sweep(sizes=(4, 64, 256), devices=["cpu"], repeats=3)]
     rf = roofline_chart.roofs(results)
     pts = roofline_chart.points(results)
     assert {p["exercise"] for p in pts} == {1, 3, 5}

@@ -134,17 +134,20 @@ def _log_interp(x0: float, x1: float, y0: float, y1: float, y: float) -> float:
 
 
 def break_even(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Where one operation takes twice as long as at the smallest size: there the data
-    costs as much as the fixed cost of the call. Interpolated in log-log between the two
-    measured sizes around it; 'not reached' when no size took twice as long.
+    """Where one operation takes twice its fixed cost: there the data costs as much as the
+    call. The fixed cost is the fastest operation of the sweep (a small size, whose data
+    costs next to nothing; the fastest, so that one noisy small size does not move it), and
+    the size is interpolated in log-log between the two measured sizes around the doubling;
+    'not reached' when no larger size took twice as long.
 
     >>> rows = [{"elements": e, "seconds": t} for e, t in ((16, 29e-9), (1600, 60e-9), (160000, 4e-6))]
     >>> round(break_even(rows)["elements"])
     1291
     """
-    t0 = rows[0]["seconds"]
-    out: dict[str, Any] = {"t0_s": t0, "from_elements": rows[0]["elements"]}
-    for lo, hi in zip(rows, rows[1:]):
+    start = min(range(len(rows)), key=lambda i: rows[i]["seconds"])
+    t0 = rows[start]["seconds"]
+    out: dict[str, Any] = {"t0_s": t0, "from_elements": rows[start]["elements"]}
+    for lo, hi in zip(rows[start:], rows[start + 1:]):
         if hi["seconds"] >= 2 * t0 > lo["seconds"]:
             cross = _log_interp(lo["elements"], hi["elements"], lo["seconds"], hi["seconds"], 2 * t0)
             return {**out, "status": "found", "elements": cross, "size": math.sqrt(cross),
@@ -228,17 +231,20 @@ def _cost_text(mine: list[dict[str, Any]], d: gd.Device, even: dict[str, Any]) -
     s += (f": {format_ratio(hi['elements'] / lo['elements'])} the elements cost "
           f"{format_ratio(hi['seconds'] / lo['seconds'])} the time. ")
     best = min(mine, key=lambda r: r["ns_per_element"])
-    s += (f"The time per element falls as the fixed cost is shared by more elements, to "
-          f"{best['ns_per_element']:.3g} ns at {best['size']}x{best['size']}. ")
+    if best is not lo:
+        s += (f"The time per element falls as the fixed cost is shared by more elements, to "
+              f"{best['ns_per_element']:.3g} ns at {best['size']}x{best['size']}. ")
+    base = next(r for r in mine if r["elements"] == even["from_elements"])
+    base_text = f"its fixed cost, the {format_seconds(even['t0_s'])} of {base['size']}x{base['size']}"
     if even["status"] == "found":
         a, b = (next(r for r in mine if r["elements"] == e) for e in even["between"])
-        s += (f"One operation takes twice its {lo['size']}x{lo['size']} time ({format_seconds(2 * even['t0_s'])}) "
-              f"at about {even['elements']:,.0f} elements ({even['size']:.0f}x{even['size']:.0f}; measured "
-              f"{format_seconds(a['seconds'])} at {a['elements']:,} and {format_seconds(b['seconds'])} at "
-              f"{b['elements']:,}): below that the fixed cost of a call outweighs the work on the data. ")
+        s += (f"One operation takes twice {base_text}, at about {even['elements']:,.0f} elements "
+              f"({even['size']:.0f}x{even['size']:.0f}; measured {format_seconds(a['seconds'])} at "
+              f"{a['elements']:,} and {format_seconds(b['seconds'])} at {b['elements']:,}): below that "
+              f"the fixed cost of a call outweighs the work on the data. ")
     else:
-        s += (f"No size took twice the {lo['size']}x{lo['size']} time: the fixed cost of a call "
-              f"outweighs the data at every size measured. ")
+        s += (f"No larger size took twice {base_text}: the fixed cost of a call outweighs the data "
+              f"at every size measured. ")
     return s
 
 
@@ -332,7 +338,8 @@ def _marks(ax: Axes, res: Result) -> None:
     for dev, even in res.meta.get("break_even", {}).items():
         if even.get("status") == "found":
             ax.axvline(even["elements"], color=plots.device_color(dev), linestyle="-.", alpha=0.7)
-            ax.annotate(f"{dev}: twice the fixed cost at ~{even['elements']:,.0f}", (even["elements"], 0.02),
+            ax.annotate(f"{dev}: an op takes twice its fixed cost from ~{even['elements']:,.0f}",
+                        (even["elements"], 0.02),
                         xycoords=("data", "axes fraction"), rotation=90, ha="right", va="bottom",
                         fontsize=7, color=plots.device_color(dev))
     for g, c in res.meta.get("crossovers", {}).items():

@@ -236,10 +236,16 @@ def bar_item(row: dict[str, Any], group: str, series: str, **extra: Any) -> dict
 
 
 def notes_text(ax: Any, res: Result) -> None:
-    """Why parts were skipped and the notes, in small print at the top left of `ax`."""
+    """Why parts were skipped and the notes, in small print under the axes `ax` (a list of
+    noisy rows is only counted: the report and the table have them)."""
     from gpudev import plots
 
-    lines = ([f"skipped: {res.skipped}"] if res.skipped else []) + [f"note: {n}" for n in res.notes]
+    lines = ([f"skipped: {res.skipped}"] if res.skipped else [])
+    for n_ in res.notes:
+        if n_.startswith("noisy repeats"):
+            n_ = f"noisy repeats in {n_.count('(slowest ')} row(s): the report lists them"
+        lines.append(f"note: {n_}")
     if lines:
-        ax.text(0.01, 0.99, "\n".join(plots.wrap(l_, 90) for l_ in lines), transform=ax.transAxes,
-                va="top", ha="left", fontsize=7, color="0.3")
+        ax.annotate("\n".join(plots.wrap(l_, 130) for l_ in lines), xy=(0, 0), xycoords="axes fraction",
+                    xytext=(0, -32), textcoords="offset points", va="top", ha="left", fontsize=7,
+                    color="0.3", annotation_clip=False)
