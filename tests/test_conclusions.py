@@ -375,6 +375,10 @@ def test_two_gpu_report_from_synthetic_rows(tmp_path):
     assert "Both GPUs worked at the same time" in text
     res = ex.Result(number=4, name="two_devices", title="t", question="q", fields=ex4_two_devices.FIELDS,
                     columns=ex4_two_devices.COLUMNS, rows=rows, conclusion=text)
+    assert res.plot().axes[0].get_title().startswith("Exercise 4: two products with host work, and on two GPUs")
+    one = ex.Result(number=4, name="two_devices", title="t", question="q", fields=ex4_two_devices.FIELDS,
+                    columns=ex4_two_devices.COLUMNS, rows=rows[:3], conclusion=text)
+    assert "two GPUs" not in one.plot().axes[0].get_title()  # no bars for them, no word of them
     check_plot(res, tmp_path)
 
 

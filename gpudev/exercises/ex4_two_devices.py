@@ -287,7 +287,7 @@ def plot(res: Result) -> Figure:
                           label=label if not ax.get_legend_handles_labels()[1].count(label) else None)
         ax.set_ylim(0, top / scale * 1.3)
         ax.legend(fontsize=8, loc="upper right")
-    ax.set_title("Exercise 4: two products with host work, and on two GPUs (median, whiskers min-max)",
-                 fontsize=9)
+    two_gpus = ", and on two GPUs" if any(r.get("part") == "two GPUs" for r in res.rows) else ""
+    ax.set_title(f"Exercise 4: two products with host work{two_gpus} (median, whiskers min-max)", fontsize=9)
     notes_text(ax, res)
     return fig
