@@ -129,11 +129,14 @@ def compare(a_name: str, a: Sequence[float], b_name: str, b: Sequence[float], pa
     if not r.differs:
         return (f"{a_name} and {b_name} show no measurable difference ({times}; the ratio's "
                 f"{LEVEL:.0%} interval, {format_ratio(r.lo)} to {format_ratio(r.hi)}, includes 1)")
+    # paired: the ratio is the median of the rounds' ratios, which need not be the ratio of
+    # the two medians shown beside it
+    how = "round by round; medians " if paired else ""
     if r.ratio < 1:  # A is faster: say B / A
-        return (f"{a_name} is {format_ratio(1 / r.ratio)} faster than {b_name} ({times}; "
+        return (f"{a_name} is {format_ratio(1 / r.ratio)} faster than {b_name} ({how}{times}; "
                 f"{LEVEL:.0%} interval {format_ratio(1 / r.hi)} to {format_ratio(1 / r.lo)})")
     return (f"{b_name} is {format_ratio(r.ratio)} faster than {a_name} "
-            f"({format_seconds(r.b)} vs {format_seconds(r.a)}; {r.interval_text()})")
+            f"({how}{format_seconds(r.b)} vs {format_seconds(r.a)}; {r.interval_text()})")
 
 
 def single_vs_sample(x: float, sample: Sequence[float], margin: float = 0.1) -> str:

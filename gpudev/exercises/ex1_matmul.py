@@ -9,6 +9,7 @@ chart, and the wrong way to time GPU work (a timer that does not wait for the GP
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -83,7 +84,9 @@ def matmul_vs_small(n: int = 10000, devices: DeviceLike | Iterable[DeviceLike] |
     On each device: the first allocation (on a GPU: context creation); the roofs of the
     roofline chart (the best of several ``peak_n`` products, default
     ``peaks.PEAK_N``, and a stream-style add in each cache level and in main memory); the
-    first and the warm ``n x n`` float32 product; a ``small x small`` sum (result left on the
+    first and the warm ``n x n`` float32 product (a smaller size when, at the measured peak,
+    one product would take more than ``budget_s``: see :func:`product_size`); a
+    ``small x small`` sum (result left on the
     device), the same with ``.item()`` (a copy to the host and a synchronization), a
     1-element add, and the sum of ``bandwidth_elements`` floats. Tiny tasks are timed by
     gd.benchmark in batches of ``calls`` calls (None: sized automatically); a row's unit is
@@ -114,6 +117,14 @@ def matmul_vs_small(n: int = 10000, devices: DeviceLike | Iterable[DeviceLike] |
         rows.append(row(d, "setup", "first allocation on the device", "first call",
                         first_call(lambda d=d: gd.zeros((1,), device=d)), 0, 0))
         peaks[str(d)] = _peaks(d, peak_n, rows)
+    asked, n = n, product_size(n, peaks, budget_s)
+    if n != asked:
+        slowest = min(peaks.values(), key=lambda p: p["gflops"])
+        notes.append(f"the product was timed at {n}x{n}, not {asked}x{asked}: at the measured peak of "
+                     f"{format_gflops(slowest['gflops'])} one {asked}x{asked} product would take about "
+                     f"{format_seconds(2.0 * asked**3 / slowest['gflops'] / 1e9)}, more than the time "
+                     f"budget of {format_seconds(budget_s)}; pass budget_s= to time it")
+    for d in devs:
         _product(d, n, repeats, budget_s, rows, notes)
         _tiny(d, small, calls, repeats, rows)
         _bandwidth(d, bandwidth_elements, repeats, rows)
@@ -124,10 +135,25 @@ def matmul_vs_small(n: int = 10000, devices: DeviceLike | Iterable[DeviceLike] |
         fields=FIELDS, columns=COLUMNS, rows=rows,
         conclusion=conclusion(rows, devs, n, small, peaks),
         notes=notes,
-        meta={"n": n, "small": small, "calls": calls, "repeats": repeats, "budget_s": budget_s,
+        meta={"n": n, "n_asked": asked, "small": small, "calls": calls, "repeats": repeats, "budget_s": budget_s,
               "bandwidth_elements": bandwidth_elements, "peaks": peaks, "book_reading": BOOK_READING,
               "devices": device_meta(devs)},
     )
+
+
+def product_size(n: int, peaks: dict[str, dict[str, Any]], budget_s: float) -> int:
+    """`n`, when one n x n product takes at most `budget_s` seconds at every device's measured
+    peak; else the largest multiple of 500 (at least 500) whose product takes half of it on the
+    slowest device, so that it leaves room for warm repeats.
+
+    >>> product_size(10000, {"cpu": {"gflops": 200.0}}, 25.0), product_size(10000, {"cpu": {"gflops": 20.0}}, 25.0)
+    (10000, 5000)
+    """
+    slowest = min((p["gflops"] for p in peaks.values()), default=math.inf)
+    if 2.0 * n**3 / (slowest * 1e9) <= budget_s:
+        return n
+    fits = (budget_s / 2 * slowest * 1e9 / 2.0) ** (1 / 3) * (1 + 1e-9)  # no 4999.99 for 5000
+    return int(min(n, max(500, fits // 500 * 500)))
 
 
 def _peaks(d: gd.Device, peak_n: int | None, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -145,7 +171,9 @@ def _product(d: gd.Device, n: int, repeats: int, budget_s: float, rows: list[dic
              notes: list[str]) -> None:
     """The n x n product: first call, warm repeats within the budget, and on GPUs wrong."""
     label, flops, nbytes = f"matmul {n}x{n}", 2.0 * n**3, 3.0 * 4 * n * n
-    a, b = gd.randn(n, n, device=d), gd.randn(n, n, device=d)
+    # the values do not change a product's time, and ones are far cheaper to make than
+    # normal samples (two 10000 x 10000 randn take seconds on a small CPU)
+    a, b = gd.ones((n, n), device=d), gd.ones((n, n), device=d)
     gd.synchronize(d)
     step(f"1: first {label} on {d}")
     first = first_call(lambda: a @ b)

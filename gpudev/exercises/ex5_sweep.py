@@ -65,11 +65,12 @@ def small_op_sweep(sizes: Sequence[int] = SIZES, iters: int | None = None,
     """Exercise 5: the time of one ``b += b`` on an s x s float32 array, per size and device.
 
     Each size is timed with gd.benchmark in batches of `iters` operations (None: sized so a
-    batch lasts at least a millisecond), `repeats` times. From the measured curve it reads
-    the break-even size (where one operation takes twice as long as at the smallest size:
-    from there on the data costs more than the call), fits ``t = t0 + bytes / bandwidth``
-    to the sizes that fit in the second cache level and reports its residuals, and, with a
-    GPU, finds where the GPU's curve crosses the CPU's. b starts as zeros, so the
+    batch lasts at least a millisecond), `repeats` times. From the measured curve (each
+    size's fastest repeat) it reads the break-even size (where one operation takes twice its
+    fixed cost: from there on the data costs more than the call) and fits
+    ``t = t0 + bytes / bandwidth`` to the sizes that fit in the second cache level, reporting
+    its residuals; with a GPU it finds where the GPU's curve (medians, with their intervals)
+    crosses the CPU's. b starts as zeros, so the
     operations compute 0 + 0 and never overflow.
 
     Example:
@@ -135,31 +136,33 @@ def _log_interp(x0: float, x1: float, y0: float, y1: float, y: float) -> float:
 
 def break_even(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Where one operation takes twice its fixed cost: there the data costs as much as the
-    call. The fixed cost is the fastest operation of the sweep (a small size, whose data
-    costs next to nothing; the fastest, so that one noisy small size does not move it), and
-    the size is interpolated in log-log between the two measured sizes around the doubling;
-    'not reached' when no larger size took twice as long.
+    call. The curve is read from each size's fastest repeat (the least disturbed by other
+    work on the machine, as timeit advises); the fixed cost is the fastest operation of the
+    sweep (a small size, whose data costs next to nothing), and the size is interpolated in
+    log-log between the two measured sizes around the doubling; 'not reached' when no
+    larger size took twice as long.
 
-    >>> rows = [{"elements": e, "seconds": t} for e, t in ((16, 29e-9), (1600, 60e-9), (160000, 4e-6))]
+    >>> rows = [{"elements": e, "min_s": t} for e, t in ((16, 29e-9), (1600, 60e-9), (160000, 4e-6))]
     >>> round(break_even(rows)["elements"])
     1291
     """
-    start = min(range(len(rows)), key=lambda i: rows[i]["seconds"])
-    t0 = rows[start]["seconds"]
+    start = min(range(len(rows)), key=lambda i: rows[i]["min_s"])
+    t0 = rows[start]["min_s"]
     out: dict[str, Any] = {"t0_s": t0, "from_elements": rows[start]["elements"]}
     for lo, hi in zip(rows[start:], rows[start + 1:]):
-        if hi["seconds"] >= 2 * t0 > lo["seconds"]:
-            cross = _log_interp(lo["elements"], hi["elements"], lo["seconds"], hi["seconds"], 2 * t0)
+        if hi["min_s"] >= 2 * t0 > lo["min_s"]:
+            cross = _log_interp(lo["elements"], hi["elements"], lo["min_s"], hi["min_s"], 2 * t0)
             return {**out, "status": "found", "elements": cross, "size": math.sqrt(cross),
                     "between": [lo["elements"], hi["elements"]]}
     return {**out, "status": "not reached", "elements": None, "size": None}
 
 
 def fit_cost(rows: list[dict[str, Any]], caches: list[dict[str, Any]]) -> dict[str, Any]:
-    """t = t0 + bytes / bandwidth, fitted (least squares of the relative error) to the sizes
-    that fit in the second cache level (or, without cache sizes, to every size), with each
-    size's residual (measured / model - 1). ``drawn`` is False when the fit misses its own
-    points by more than MODEL_TOLERANCE, or when it needs a negative cost."""
+    """t = t0 + bytes / bandwidth, fitted (least squares of the relative error) to the fastest
+    repeats of the sizes that fit in the second cache level (or, without cache sizes, of
+    every size), with each size's residual (fastest repeat / model - 1). ``drawn`` is False
+    when the fit misses its own points by more than MODEL_TOLERANCE, or when it needs a
+    negative cost."""
     limit = caches[1]["bytes"] if len(caches) > 1 else (caches[0]["bytes"] if caches else math.inf)
     used = [r for r in rows if r["footprint"] <= limit]
     where = f"the sizes that fit in {caches[1]['level'] if len(caches) > 1 else caches[0]['level']}" if caches \
@@ -168,12 +171,12 @@ def fit_cost(rows: list[dict[str, Any]], caches: list[dict[str, Any]]) -> dict[s
                            "fitted_elements": [r["elements"] for r in used], "residuals": {}, "drawn": False}
     if len(used) < 2:
         return out
-    y = np.array([r["seconds"] for r in used])
+    y = np.array([r["min_s"] for r in used])
     x = np.array([r["bytes"] for r in used])
     (t0, per_byte), *_ = np.linalg.lstsq(np.stack([1 / y, x / y], axis=1), np.ones_like(y), rcond=None)
     if t0 < 0 or per_byte <= 0:
         return out
-    residuals = {int(r["elements"]): float(r["seconds"] / (t0 + per_byte * r["bytes"]) - 1) for r in rows}
+    residuals = {int(r["elements"]): float(r["min_s"] / (t0 + per_byte * r["bytes"]) - 1) for r in rows}
     worst = max(abs(residuals[int(r["elements"])]) for r in used)
     return {**out, "t0_s": float(t0), "bandwidth_gbps": float(1 / per_byte / 1e9), "residuals": residuals,
             "max_residual_fitted": worst, "drawn": worst <= MODEL_TOLERANCE}
@@ -238,32 +241,44 @@ def _cost_text(mine: list[dict[str, Any]], d: gd.Device, even: dict[str, Any]) -
     base_text = f"its fixed cost, the {format_seconds(even['t0_s'])} of {base['size']}x{base['size']}"
     if even["status"] == "found":
         a, b = (next(r for r in mine if r["elements"] == e) for e in even["between"])
-        s += (f"One operation takes twice {base_text}, at about {even['elements']:,.0f} elements "
-              f"({even['size']:.0f}x{even['size']:.0f}; measured {format_seconds(a['seconds'])} at "
-              f"{a['elements']:,} and {format_seconds(b['seconds'])} at {b['elements']:,}): below that "
-              f"the fixed cost of a call outweighs the work on the data. ")
+        s += (f"Read from each size's fastest repeat, one operation takes twice {base_text}, at about "
+              f"{even['elements']:,.0f} elements ({even['size']:.0f}x{even['size']:.0f}; fastest "
+              f"{format_seconds(a['min_s'])} at {a['elements']:,} and {format_seconds(b['min_s'])} at "
+              f"{b['elements']:,}): below that the fixed cost of a call outweighs the work on the data. ")
     else:
-        s += (f"No larger size took twice {base_text}: the fixed cost of a call outweighs the data "
-              f"at every size measured. ")
+        s += (f"No larger size's fastest repeat took twice {base_text}: the fixed cost of a call "
+              f"outweighs the data at every size measured. ")
     return s
+
+
+def _span(values: list[float]) -> str:
+    """Residuals (measured / model - 1) in words: '-6% to +3%', or as ratios when some are
+    far off ('0.77x to 3,630x the model').
+
+    >>> _span([-0.06, 0.03]), _span([1e-9, -1e-9]), _span([-0.23, 3629.0])
+    ('-6% to +3%', '+0%', '0.77x to 3,630x the model')
+    """
+    lo, hi = min(values), max(values)
+    far = hi > 1.0
+    words = [format_ratio(v + 1) if far else format_percent(v) for v in (lo, hi)]
+    text = words[0] if words[0] == words[1] else f"{words[0]} to {words[1]}"
+    return text + (" the model" if far else "")
 
 
 def _model_text(mine: list[dict[str, Any]], fit: dict[str, Any]) -> str:
     if fit["t0_s"] is None:
         return f"No straight line t = t0 + bytes / bandwidth fits {fit['fitted_on']} (too few, or a negative cost)."
     res = fit["residuals"]
-    fitted = [r for r in mine if r["elements"] in fit["fitted_elements"]]
-    beyond = [r for r in mine if r["elements"] not in fit["fitted_elements"]]
-    s = (f"Fitted to {fit['fitted_on']}, t = t0 + bytes / bandwidth gives t0 = {format_seconds(fit['t0_s'])} "
-         f"and {fit['bandwidth_gbps']:.3g} GB/s, with residuals from {format_percent(min(res[r['elements']] for r in fitted))} "
-         f"to {format_percent(max(res[r['elements']] for r in fitted))} on those {len(fitted)} sizes")
+    fitted = [res[r["elements"]] for r in mine if r["elements"] in fit["fitted_elements"]]
+    beyond = [res[r["elements"]] for r in mine if r["elements"] not in fit["fitted_elements"]]
+    s = (f"Fitted to the fastest repeats of {fit['fitted_on']}, t = t0 + bytes / bandwidth gives "
+         f"t0 = {format_seconds(fit['t0_s'])} and {fit['bandwidth_gbps']:.3g} GB/s, with residuals of "
+         f"{_span(fitted)} on those {len(fitted)} sizes")
     s += "." if fit["drawn"] else ": too far off to describe them, so the model is not drawn."
     if beyond:
-        over = [res[r["elements"]] for r in beyond]
-        off = format_percent(over[0]) if len(over) == 1 else f"{format_percent(min(over))} to {format_percent(max(over))}"
-        s += (f" The larger sizes sit {off} above that line: their data no longer fits in that cache, "
-              f"and the memory beyond it is slower." if min(over) > 0 else
-              f" The larger sizes sit {off} off that line.")
+        s += (f" The larger sizes sit at {_span(beyond)}: their data no longer fits in that cache, "
+              f"and the memory beyond it is slower." if min(beyond) > 0 else
+              f" The larger sizes sit at {_span(beyond)}.")
     return s
 
 
@@ -370,5 +385,6 @@ def _device_curve(ax: Axes, res: Result, dev: str) -> None:
         model = fit["t0_s"] + 8.0 * grid / (fit["bandwidth_gbps"] * 1e9)
         worst = fit["max_residual_fitted"]
         ax.plot(grid, model, linestyle=":", color=plots.device_color(dev), alpha=0.9,
-                label=f"{dev} model on {fit['fitted_on']}: {format_seconds(fit['t0_s'], micro=plots.MICRO)} + "
-                      f"bytes / {fit['bandwidth_gbps']:.3g} GB/s (residuals within {100 * worst:.0f}%)")
+                label=f"{dev} model, fastest repeats of {fit['fitted_on']}: "
+                      f"{format_seconds(fit['t0_s'], micro=plots.MICRO)} + bytes / {fit['bandwidth_gbps']:.3g} GB/s "
+                      f"(residuals within {100 * worst:.0f}%)")

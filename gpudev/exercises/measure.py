@@ -8,6 +8,8 @@ timing statistics (one callable, or several in alternation).
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -139,21 +141,30 @@ def time_repeats(fn: Callable[[], Any], repeats: int, *, warmup: int = 1, calls:
 
 
 def interleaved(fns: Sequence[Callable[[], Any]], repeats: int, *, warmup: int = 1,
-                wall: bool = False) -> list[dict[str, Any]]:
+                calls: int | None = None, wall: bool = False, max_s: float = math.inf) -> list[dict[str, Any]]:
     """The statistics of several callables timed in alternation: round r times each once,
     starting with a different one each round, so that round r of every callable saw the
     same load on the machine and their ratios can be taken round by round
-    (compare.ratio(..., paired=True))."""
-    sizing = [gd.benchmark(fn, n_warmup=warmup, n_repeat=1) for fn in fns]  # warm-up, batch size
+    (compare.ratio(..., paired=True)). `calls` per repeat: None sizes each callable's batch
+    with one more (untimed) run first. Rounds stop after `repeats`, or once they have taken
+    `max_s` seconds and at least 3 rounds ran."""
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    sizes = [calls or gd.benchmark(fn, n_warmup=0, n_repeat=1).n_calls for fn in fns]
     times: list[list[float]] = [[] for _ in fns]
     overhead: list[list[float]] = [[] for _ in fns]
+    clock = "host"
+    started = time.perf_counter()
     for r in range(repeats):
+        if r >= 3 and time.perf_counter() - started >= max_s:
+            break
         for i in [(r + k) % len(fns) for k in range(len(fns))]:
-            res = gd.benchmark(fns[i], n_warmup=0, n_repeat=1, n_calls=sizing[i].n_calls)
+            res = gd.benchmark(fns[i], n_warmup=0, n_repeat=1, n_calls=sizes[i])
             times[i].append(res.cpu_times[0] if wall else res.times[0])
             overhead[i].append(res.overhead)
-    return [stats(t, "host" if wall else s.clock, calls=s.n_calls, overhead=float(np.median(o)))
-            for t, o, s in zip(times, overhead, sizing)]
+            clock = "host" if wall else res.clock
+    return [stats(t, clock, calls=n, overhead=float(np.median(o))) for t, o, n in zip(times, overhead, sizes)]
 
 
 def first_call(fn: Callable[[], Any]) -> dict[str, Any]:
