@@ -114,7 +114,9 @@ def test_ex3_clear_wins_are_reported_with_their_interval():
     text = ex3_norm.conclusion(_ex3_rows(spread(0.300), spread(0.100), spread(0.020)), gd.cpu(), 1000, 100)
     assert "variant b is 3x faster than variant a (round by round; medians 100 ms vs 300 ms; 95% interval" in text
     assert "variant c is 5x faster than variant b" in text and "Batching wins here" in text
-    assert "the 200 us per step between a and b" in text
+    assert "Each of a's 999 extra synchronizations cost 200 us" in text
+    cheap = ex3_norm.conclusion(_ex3_rows(spread(0.110), spread(0.100), spread(0.020)), gd.cpu(), 1000, 100)
+    assert "the 10 us per step between a and b is the cost of reading one value back" in cheap
 
 
 # ---------------------------------------------------------------------------------------------
@@ -167,6 +169,20 @@ def test_the_model_passes_through_the_cache_resident_points():
     text = ex5_sweep._model_text(rows, fit)
     assert "t0 = 29 ns and 200 GB/s, with residuals of +0% on those 7 sizes." in text
     assert "The larger sizes sit at 9.98x to 9.99x the model: their data no longer fits in that cache" in text
+
+
+def test_a_jump_the_data_cannot_explain_is_named():
+    # 4x the elements, 7,000x the time: a stalled thread, not a slower memory
+    rows = _sweep_rows("cpu", {64: 250e-9, 128: 1.1e-6, 256: 7.7e-3, 512: 9e-3})
+    text = ex5_sweep._jumps_text(rows)
+    assert text.startswith("From 128x128 to 256x256 the fastest repeat grew 7,000x for 4x the elements")
+    assert ex5_sweep._jumps_text(_sweep_rows("cpu", {s: _cached_then_memory(s) for s in (64, 256, 1024)})) == ""
+
+
+def test_ex3_a_costly_synchronization_on_the_cpu_is_named():
+    text = ex3_norm.conclusion(_ex3_rows(spread(13.7), spread(0.625), spread(0.354)), gd.cpu(), 1000, 100)
+    assert "Each of a's 999 extra synchronizations cost 13.1 ms: far more than reading one value" in text
+    assert "waits for nothing" not in text
 
 
 def test_a_model_that_misses_its_points_is_not_drawn(tmp_path):

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["COLUMNS", "FIELDS", "conclusion", "norm_logging", "plot"]
 
 NUMBER = 3
+SLOW_SYNC_S = 20e-6  # an .item() that costs more than this waited for something
 FIELDS = {
     **TIMING_FIELDS,
     "variant": "'a' .item() every step, 'b' log on the device copied once, 'c' one batched product",
@@ -165,11 +166,21 @@ def conclusion(rows: list[dict[str, Any]], d: gd.Device, n: int, size: int) -> s
               "the GPU idles while Python prepares the next step; a log kept on the device lets "
               "the GPU run ahead of Python. ")
     elif ab.differs:
-        per_sync = (a["seconds"] - b["seconds"]) / max(a["syncs"] - b["syncs"], 1)
-        s += (f"On the CPU an .item() waits for nothing (the work is done before it returns), so "
-              f"the {format_seconds(abs(per_sync))} per step between a and b is what the two loops' "
-              f"Python costs differently ({'.item()' if per_sync > 0 else 'the indexed store'} is the "
-              f"dearer); on a GPU each of a's synchronizations would also stall the device. ")
+        extra = a["syncs"] - b["syncs"]
+        per_sync = (a["seconds"] - b["seconds"]) / max(extra, 1)
+        if per_sync < 0:
+            s += (f"Here the loop with .item() was the faster one, by {format_seconds(-per_sync)} per "
+                  f"step: on the CPU the indexed store into the log cost more than reading one value. ")
+        elif per_sync < SLOW_SYNC_S:
+            s += (f"On the CPU an .item() waits for nothing (the work is done before it returns), so "
+                  f"the {format_seconds(per_sync)} per step between a and b is the cost of reading one "
+                  f"value back; on a GPU each of a's {extra:,} extra synchronizations would also stall "
+                  f"the device. ")
+        else:
+            s += (f"Each of a's {extra:,} extra synchronizations cost {format_seconds(per_sync)}: far more "
+                  f"than reading one value, although on the CPU the work is done before .item() is "
+                  f"called, so the synchronization itself waited (for worker threads on a busy "
+                  f"machine). On a GPU each one would also stall the device. ")
     else:
         s += ("On the CPU an .item() waits for nothing (the work is done before it returns), so "
               "logging every step costs no more than keeping the log; on a GPU each of a's "

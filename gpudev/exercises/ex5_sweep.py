@@ -37,6 +37,7 @@ __all__ = ["COLUMNS", "FIELDS", "SIZES", "break_even", "conclusion", "crossover"
 NUMBER = 5
 SIZES = (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 MODEL_TOLERANCE = 0.3  # a model whose residuals exceed this (relative) on its own points is not drawn
+JUMP = 10.0  # a step of the curve this many times steeper than the elements' growth is not memory
 FIELDS = {
     **TIMING_FIELDS,
     "size": "side of the square array b",
@@ -217,7 +218,7 @@ def conclusion(rows: list[dict[str, Any]], devs: list[gd.Device], fits: dict[str
     text = []
     for d in devs:
         mine = [r for r in rows if r["device"] == str(d)]
-        text.append(_cost_text(mine, d, evens[str(d)]) + _model_text(mine, fits[str(d)]))
+        text.append(_cost_text(mine, d, evens[str(d)]) + _jumps_text(mine) + _model_text(mine, fits[str(d)]))
     text += [_crossover_text(g, c) for g, c in crossovers.items()]
     if not any(d.type == "cuda" for d in devs):
         text.append("There is no GPU to compare with (the notes say why): the CPU's curve above is "
@@ -276,10 +277,24 @@ def _model_text(mine: list[dict[str, Any]], fit: dict[str, Any]) -> str:
          f"{_span(fitted)} on those {len(fitted)} sizes")
     s += "." if fit["drawn"] else ": too far off to describe them, so the model is not drawn."
     if beyond:
-        s += (f" The larger sizes sit at {_span(beyond)}: their data no longer fits in that cache, "
-              f"and the memory beyond it is slower." if min(beyond) > 0 else
-              f" The larger sizes sit at {_span(beyond)}.")
+        s += f" The larger sizes sit at {_span(beyond)}"
+        s += (": their data no longer fits in that cache, and the memory beyond it is slower."
+              if fit["drawn"] and min(beyond) > 0 else ".")
     return s
+
+
+def _jumps_text(mine: list[dict[str, Any]]) -> str:
+    """Steps of the curve that the data cannot explain: the fastest repeat grew more than
+    JUMP times faster than the elements did."""
+    odd = [(lo, hi) for lo, hi in zip(mine, mine[1:])
+           if hi["min_s"] / lo["min_s"] > JUMP * hi["elements"] / lo["elements"]]
+    if not odd:
+        return ""
+    lo, hi = odd[0]
+    return (f"From {lo['size']}x{lo['size']} to {hi['size']}x{hi['size']} the fastest repeat grew "
+            f"{format_ratio(hi['min_s'] / lo['min_s'])} for {format_ratio(hi['elements'] / lo['elements'])} the "
+            f"elements, which no memory explains: those operations waited (e.g. for a worker thread "
+            f"on a busy machine), so the curve beyond says little about the hardware. ")
 
 
 def _crossover_text(g: str, c: dict[str, Any]) -> str:
