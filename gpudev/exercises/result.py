@@ -58,7 +58,7 @@ class Result:
     Example:
         >>> from gpudev.exercises import small_op_sweep
         >>> res = small_op_sweep(sizes=(4, 64), iters=50)
-        >>> [r["per_op_s"] > 0 for r in res.rows]
+        >>> [r["seconds"] > 0 for r in res.rows]
         [True, True]
         >>> fig = res.plot()
     """
@@ -236,8 +236,8 @@ def bar_item(row: dict[str, Any], group: str, series: str, **extra: Any) -> dict
 
 
 def notes_text(ax: Any, res: Result) -> None:
-    """Why parts were skipped and the notes, in small print under the axes `ax` (a list of
-    noisy rows is only counted: the report and the table have them)."""
+    """Why parts were skipped and the notes, in small print at the foot of `ax`'s figure (a
+    list of noisy rows is only counted: the report and the table have them)."""
     from gpudev import plots
 
     lines = ([f"skipped: {res.skipped}"] if res.skipped else [])
@@ -245,7 +245,6 @@ def notes_text(ax: Any, res: Result) -> None:
         if n_.startswith("noisy repeats"):
             n_ = f"noisy repeats in {n_.count('(slowest ')} row(s): the report lists them"
         lines.append(f"note: {n_}")
-    if lines:
-        ax.annotate("\n".join(plots.wrap(l_, 130) for l_ in lines), xy=(0, 0), xycoords="axes fraction",
-                    xytext=(0, -32), textcoords="offset points", va="top", ha="left", fontsize=7,
-                    color="0.3", annotation_clip=False)
+    if lines:  # at the foot of the figure, where the layout keeps room for it under the tick labels
+        ax.figure.supxlabel("\n".join(plots.wrap(l_, 160) for l_ in lines), x=0.01, ha="left",
+                            fontsize=7, color="0.3")
