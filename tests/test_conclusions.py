@@ -106,7 +106,7 @@ def _ex3_rows(a: list[float], b: list[float], c: list[float]) -> list[dict]:
 def test_ex3_noise_is_not_reported_as_a_speedup():
     text = ex3_norm.conclusion(_ex3_rows(NOISY_A, NOISY_B, spread(0.150)), gd.cpu(), 1000, 100)
     assert "variant b and variant a show no measurable difference" in text
-    assert "logging every step costs no more than keeping the log" in text
+    assert "this run could not tell the two loops apart from the noise" in text
     assert "7.88x" not in text and "b is" not in text
 
 
@@ -338,6 +338,14 @@ def test_ex1_cpu_only_shows_the_timer_lesson_by_arithmetic():
     assert "The first product took 2 s, more than the 5 warm ones (980 ms to 1.02 s): one-time costs" in text
     assert "69% of the peak of 200 GFLOP/s" in text  # 137 GFLOP/s measured against 200
     assert "no measurable" not in text.split("A timer")[0]  # the tiny sum is far below the big one's GB/s
+
+
+def test_ex1_first_call_needs_warm_repeats_to_be_judged():
+    first = timed([9.74])
+    assert "too few warm repeats to tell a one-time cost from the noise" in ex1_matmul._first_call_text(
+        first, timed([8.41]))
+    assert "as long as the 5 warm ones" in ex1_matmul._first_call_text(first, timed(spread(9.5, rel=0.05)))
+    assert "less than the 5 warm ones" in ex1_matmul._first_call_text(timed([5.0]), timed(spread(9.5)))
 
 
 def test_ex1_gpu_reports_read_their_numbers(tmp_path):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import gpudev as gd
 
 from .._devices import DeviceLike
-from .._format import format_gflops, format_ratio, format_seconds
+from .._format import format_count, format_gflops, format_ratio, format_seconds
 from .compare import compare, ratio, single_vs_sample
 from .measure import device_meta, devices_to_run, first_call, positive_int, stats, step, time_repeats
 from .peaks import measure_peaks
@@ -266,13 +266,15 @@ def _device_text(rows: list[dict[str, Any]], dev: str, n: int, small: int, peak:
 
 
 def _first_call_text(first: dict[str, Any], warm: dict[str, Any]) -> str:
-    where = single_vs_sample(first["seconds"], warm["times"])
-    if warm["repeats"] > 1:
-        warm_text = (f"the {warm['repeats']} warm ones ({format_seconds(warm['min_s'])} to "
-                     f"{format_seconds(warm['max_s'])})")
-    else:
-        warm_text = f"the one warm one ({format_seconds(warm['seconds'])})"
+    """The first call against the warm repeats: a single first call has no spread of its own,
+    so it is judged against theirs, and fewer than 3 warm repeats have too little of it."""
     took = f"The first product took {format_seconds(first['seconds'])}"
+    if warm["repeats"] < 3:
+        return (f"{took} and {format_count(warm['repeats'], 'warm repeat')} {format_seconds(warm['seconds'])} "
+                f"(median): too few warm repeats to tell a one-time cost from the noise. ")
+    where = single_vs_sample(first["seconds"], warm["times"])
+    warm_text = (f"the {warm['repeats']} warm ones ({format_seconds(warm['min_s'])} to "
+                 f"{format_seconds(warm['max_s'])})")
     if where == "above":
         return (f"{took}, more than {warm_text}: one-time costs that a benchmark must leave out "
                 f"of its repeats. ")

@@ -182,9 +182,9 @@ def conclusion(rows: list[dict[str, Any]], d: gd.Device, n: int, size: int) -> s
                   f"called, so the synchronization itself waited (for worker threads on a busy "
                   f"machine). On a GPU each one would also stall the device. ")
     else:
-        s += ("On the CPU an .item() waits for nothing (the work is done before it returns), so "
-              "logging every step costs no more than keeping the log; on a GPU each of a's "
-              "synchronizations would stall the device. ")
+        s += ("On the CPU an .item() has nothing to wait for (the work is done before it returns), "
+              "and this run could not tell the two loops apart from the noise; on a GPU each of "
+              "a's synchronizations would stall the device. ")
     bc = ratio(b["times"], c["times"], paired=True)
     if bc.differs and bc.ratio > 1:
         s += (f"Batching wins here: {n} calls' fixed costs became {c['ops']}, and each call "
