@@ -13,7 +13,7 @@ SOURCES := $(wildcard csrc/*.h csrc/core/* csrc/cpu/* csrc/cuda/*) setup.py pypr
 BUILT   := $(VENV)/.built
 INSTALLED := $(VENV)/.installed
 
-.PHONY: all build demo test fuzz sanitize cuda-emu gpu-check bench clean
+.PHONY: all build demo test fuzz sanitize cuda-emu gpu-check bench lab clean
 .PHONY: test-pool test-pool-tsan test-pool-asan bench-pool
 
 all: test
@@ -51,6 +51,16 @@ demo: $(BUILT)
 
 bench: $(BUILT)
 	$(PY) -m gpudev bench
+
+# JupyterLab on notebooks/: the `notebooks` extra of pyproject.toml installed into .venv (its
+# packages only, so the extension is not rebuilt), a kernel named gpudev that runs .venv's
+# Python, registered inside .venv, then the server. LAB_DRY_RUN=1 does the installing and
+# prints the command instead of starting the server.
+LAB_EXTRA = $$($(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml','rb'))['project']['optional-dependencies']['notebooks']))")
+lab: $(BUILT)
+	$(PY) -m pip install -q $(LAB_EXTRA)
+	$(PY) -m ipykernel install --sys-prefix --name gpudev --display-name "Python (gpudev .venv)"
+	$(if $(LAB_DRY_RUN),@echo "would run:" )$(BIN)/jupyter lab --notebook-dir=notebooks
 
 # The long fuzz profile (README, "Fuzzing"): tens of thousands of hostile files against the
 # normal build, then against the sanitizer build. GPUDEV_FUZZ_FILES sets the files per
