@@ -30,6 +30,8 @@ import numpy as np
 
 import gpudev as gd
 
+from ._devices import as_device, require
+
 __all__ = ["save", "load"]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -509,16 +511,8 @@ def _read_npz(path: str, f: IO[bytes]) -> dict[str, np.ndarray]:
 
 
 def _parse_device(device: Any) -> gd.Device:
-    if device is None:
-        return gd.cpu()
-    dev = device if isinstance(device, gd.Device) else gd.Device(device)
-    # Checked before reading so a bad device costs nothing and creates nothing.
-    if dev.type == "cuda" and dev.index >= gd.num_gpus():
-        raise gd.DeviceUnavailableError(
-            f"load: device {dev} is not available ({gd.num_gpus()} GPUs found); "
-            f"load onto the CPU with device='cpu'"
-        )
-    return dev
+    dev = as_device(device, "load", default=gd.cpu())
+    return require(dev, "load", "load onto the CPU with device='cpu'")
 
 
 def load(path: PathLike, device: Any = None) -> gd.Array | dict[str, gd.Array]:
