@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define GD_MAX_NDIM 16
-#define GD_BACKEND_ABI_VERSION 3
+#define GD_BACKEND_ABI_VERSION 4
 #define GD_BACKEND_CAPSULE_NAME "gpudev._cuda.backend"
 
 /* ------------------------------------------------------------------------------------------
@@ -27,7 +27,8 @@ extern "C" {
  * ---------------------------------------------------------------------------------------- */
 
 /* Each enum below ends in its count; tables.h describes every value, in order. */
-typedef enum gd_dtype { GD_FLOAT32 = 0, GD_FLOAT64 = 1, GD_INT64 = 2, GD_NUM_DTYPES } gd_dtype;
+/* bool is one byte holding 0 or 1 (NumPy's and DLPack's layout). */
+typedef enum gd_dtype { GD_FLOAT32 = 0, GD_FLOAT64 = 1, GD_INT64 = 2, GD_BOOL = 3, GD_NUM_DTYPES } gd_dtype;
 
 typedef enum gd_device_type { GD_CPU = 0, GD_CUDA = 1 } gd_device_type;
 
@@ -37,7 +38,8 @@ typedef struct gd_device {
 } gd_device;
 
 /* A scalar passed by value (kernels on a GPU cannot read a host pointer). It holds the value
- * already converted to the operation's dtype: .f for float32/float64, .i for int64. */
+ * already converted to the operation's dtype: .f for float32/float64, .i for int64 and bool
+ * (0 or 1). */
 typedef union gd_scalar {
     double f;
     int64_t i;
@@ -111,6 +113,8 @@ typedef enum gd_binop {
     GD_ADD = 0, GD_SUB, GD_MUL, GD_DIV, /* DIV only for float dtypes (the core casts ints)   */
     GD_POW,                             /* int64: exponents are >= 0 (the core checks)        */
     GD_MAXIMUM, GD_MINIMUM,             /* NaN propagates, as in NumPy                        */
+    GD_EQ, GD_NE, GD_LT, GD_LE, GD_GT, GD_GE, /* comparisons: out is bool, a and b of `dtype`  */
+    GD_AND, GD_OR, GD_XOR,              /* bitwise: int64 and bool only                       */
     GD_NUM_BINOPS
 } gd_binop;
 
@@ -119,6 +123,7 @@ typedef enum gd_unop {
     GD_NEG, GD_ABS, GD_RELU,           /* every dtype                                       */
     GD_EXP, GD_LOG, GD_SQRT, GD_TANH,  /* float dtypes only (the core casts ints to float64) */
     GD_SQUARE,                         /* every dtype; used by norm                          */
+    GD_INVERT,                         /* ~: bitwise not of int64, logical not of bool       */
     GD_NUM_UNOPS
 } gd_unop;
 
@@ -226,7 +231,8 @@ typedef struct gd_backend {
     /* out = op(a) elementwise, out and a of `dtype`. */
     int (*unary)(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
                  int device, gd_error *err);
-    /* out = a op b elementwise, all of `dtype`. */
+    /* out = a op b elementwise, a and b of `dtype`; out too, except for the comparisons
+     * (tables.h: GD_OP_BOOL_OUT), whose out is bool. Bool operands hold only 0 and 1. */
     int (*binary)(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
                   const gd_operand *b, int device, gd_error *err);
     /* out (n elements of out_dtype) = in (n elements of in_dtype) converted as C casts do

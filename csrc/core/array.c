@@ -264,7 +264,22 @@ GD_BINARY_SLOTS(add, GD_ADD)
 GD_BINARY_SLOTS(sub, GD_SUB)
 GD_BINARY_SLOTS(mul, GD_MUL)
 GD_BINARY_SLOTS(div, GD_DIV)
+GD_BINARY_SLOTS(and, GD_AND)
+GD_BINARY_SLOTS(or, GD_OR)
+GD_BINARY_SLOTS(xor, GD_XOR)
 #undef GD_BINARY_SLOTS
+
+/* ==, <, ... compare elementwise into a bool array, as in NumPy */
+static PyObject *array_richcompare(PyObject *a, PyObject *b, int cmp)
+{
+    static const gd_binop ops[] = {[Py_LT] = GD_LT, [Py_LE] = GD_LE, [Py_EQ] = GD_EQ,
+                                   [Py_NE] = GD_NE, [Py_GT] = GD_GT, [Py_GE] = GD_GE};
+    return gd_binary(gd_state_of(a), ops[cmp], a, b, NULL);
+}
+
+/* Arrays hash by identity (as PyTorch's tensors do), so they can key dicts although == is
+ * elementwise. */
+static Py_hash_t array_hash(PyObject *self) { return PyBaseObject_Type.tp_hash(self); }
 
 static int refuse_modulus(PyObject *mod)
 {
@@ -287,6 +302,7 @@ static PyObject *array_matmul(PyObject *a, PyObject *b) { return gd_matmul(pair_
 static PyObject *array_neg(PyObject *a) { return gd_unary(gd_state_of(a), GD_NEG, (ArrayObject *)a); }
 static PyObject *array_pos(PyObject *a) { return Py_NewRef(a); }
 static PyObject *array_abs(PyObject *a) { return gd_unary(gd_state_of(a), GD_ABS, (ArrayObject *)a); }
+static PyObject *array_invert(PyObject *a) { return gd_unary(gd_state_of(a), GD_INVERT, (ArrayObject *)a); }
 
 static PyObject *size1_item(PyObject *self, const char *op)
 {
@@ -304,8 +320,7 @@ static int array_bool(PyObject *self)
     ArrayObject *a = (ArrayObject *)self;
     if (a->size != 1) {
         PyErr_Format(PyExc_ValueError,
-                     "bool: the truth value of an array with %lld elements is ambiguous; reduce it first, "
-                     "e.g. (a.max() > 0).item() or a.size > 0",
+                     "bool: the truth value of an array with %lld elements is ambiguous; use a.any() or a.all()",
                      (long long)a->size);
         return -1;
     }
@@ -384,6 +399,8 @@ static PyMethodDef array_methods[] = {
     {"mean", GD_FN(gd_array_mean), GD_FASTKW, "mean(axis=None, keepdims=False)"},
     {"max", GD_FN(gd_array_max), GD_FASTKW, "max(axis=None, keepdims=False)"},
     {"min", GD_FN(gd_array_min), GD_FASTKW, "min(axis=None, keepdims=False)"},
+    {"any", GD_FN(gd_array_any), GD_FASTKW, "any(axis=None, keepdims=False) -> whether some element is nonzero."},
+    {"all", GD_FN(gd_array_all), GD_FASTKW, "all(axis=None, keepdims=False) -> whether every element is nonzero."},
     {"__dlpack__", GD_FN(gd_array_dlpack), GD_FASTKW,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> a DLPack capsule sharing the "
      "memory.\n\n>>> np.from_dlpack(gd.arange(3))\narray([0, 1, 2])"},
@@ -421,6 +438,15 @@ static PyType_Slot array_slots[] = {
     {Py_nb_negative, array_neg},
     {Py_nb_positive, array_pos},
     {Py_nb_absolute, array_abs},
+    {Py_nb_invert, array_invert},
+    {Py_nb_and, array_and},
+    {Py_nb_or, array_or},
+    {Py_nb_xor, array_xor},
+    {Py_nb_inplace_and, array_inplace_and},
+    {Py_nb_inplace_or, array_inplace_or},
+    {Py_nb_inplace_xor, array_inplace_xor},
+    {Py_tp_richcompare, array_richcompare},
+    {Py_tp_hash, array_hash},
     {Py_nb_bool, array_bool},
     {Py_nb_float, array_float},
     {Py_nb_int, array_int},

@@ -18,7 +18,7 @@ static int infer_dtype(PyArrayObject *arr, int from_python, const char *op)
     if (dt < 0) {
         PyErr_Format(PyExc_TypeError,
                      "%s: cannot make a gpudev array from data of dtype %S; gpudev supports float32, "
-                     "float64 and int64 (ints and bools become int64, float16 becomes float32)",
+                     "float64, int64 and bool (other ints become int64, float16 becomes float32)",
                      op, (PyObject *)PyArray_DESCR(arr));
         return -1;
     }

@@ -383,7 +383,8 @@ int gd_creation_setup(PyObject *module);
  * NumPy 2's promotion rules
  * ---------------------------------------------------------------------------------------- */
 
-typedef enum gd_operand_kind { OPD_ARRAY, OPD_WEAK_INT, OPD_WEAK_FLOAT, OPD_SCALAR } gd_operand_kind;
+/* Python bools are weak bools: a bool array stays bool with them, others keep their dtype. */
+typedef enum gd_operand_kind { OPD_ARRAY, OPD_WEAK_INT, OPD_WEAK_FLOAT, OPD_SCALAR, OPD_WEAK_BOOL } gd_operand_kind;
 
 typedef struct gd_opinfo {
     gd_operand_kind kind;
@@ -493,6 +494,8 @@ int gd_reduce_setup(PyObject *module);
 PyObject *gd_array_sum(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *gd_array_mean(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *gd_array_max(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *gd_array_any(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *gd_array_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *gd_array_min(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 
 /* ------------------------------------------------------------------------------------------

@@ -20,17 +20,20 @@
  * shared helpers
  * ---------------------------------------------------------------------------------------- */
 
-/* What DLPack calls a gpudev dtype: its kind (float or int) and bits, from the dtype table. */
+/* What DLPack calls a gpudev dtype: its kind (float, int or bool) and bits, from the dtype
+ * table. */
 static DLDataType dl_dtype_of(gd_dtype t)
 {
-    DLDataType d = {gd_dtype_table[t].kind == 'f' ? kDLFloat : kDLInt, (uint8_t)(8 * gd_dtype_size(t)), 1};
+    const char kind = gd_dtype_table[t].kind;
+    const uint8_t code = (uint8_t)(kind == 'f' ? kDLFloat : kind == 'b' ? kDLBool : kDLInt);
+    DLDataType d = {code, (uint8_t)(8 * gd_dtype_size(t)), 1};
     return d;
 }
 
 /* The gpudev dtype of a DLPack type, or -1 when gpudev has none. */
 static int gd_dtype_from_dl(DLDataType d)
 {
-    char kind = d.code == kDLFloat ? 'f' : d.code == kDLInt ? 'i' : 0;
+    char kind = d.code == kDLFloat ? 'f' : d.code == kDLInt ? 'i' : d.code == kDLBool ? 'b' : 0;
     if (d.lanes != 1 || !kind || d.bits % 8) return -1;
     return gd_dtype_lookup(kind, d.bits / 8);
 }
@@ -479,7 +482,7 @@ static int check_tensor_kind(const DLTensor *t, gd_device dev, const char *produ
         int to_int = t->dtype.code == kDLInt || t->dtype.code == kDLUInt || t->dtype.code == kDLBool;
         const char *target = to_int ? "int64" : "float32";
         PyErr_Format(PyExc_TypeError,
-                     "from_dlpack: dtype %s is not supported; gpudev arrays hold float32, float64 or int64: convert "
+                     "from_dlpack: dtype %s is not supported; gpudev arrays hold float32, float64, int64 or bool: convert "
                      "in the producer first, e.g. x.astype('%s') in NumPy or x.to(torch.%s) in PyTorch",
                      dl_dtype_str(t->dtype, buf, sizeof buf), target, target);
         return -1;

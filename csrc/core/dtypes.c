@@ -14,12 +14,12 @@ int gd_parse_dtype(PyObject *obj, gd_dtype *out, const char *op)
     PyArray_Descr *descr = NULL;
     if (!PyArray_DescrConverter2(obj, &descr) || !descr) {
         PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "%s: %R is not a dtype; use gd.float32, gd.float64 or gd.int64", op, obj);
+        PyErr_Format(PyExc_TypeError, "%s: %R is not a dtype; use gd.float32, gd.float64, gd.int64 or gd.bool", op, obj);
         return -1;
     }
     int dt = gd_dtype_lookup(descr->kind, (size_t)PyDataType_ELSIZE(descr));
     if (dt < 0) {
-        PyErr_Format(PyExc_TypeError, "%s: dtype %S is not supported; use gd.float32, gd.float64 or gd.int64",
+        PyErr_Format(PyExc_TypeError, "%s: dtype %S is not supported; use gd.float32, gd.float64, gd.int64 or gd.bool",
                      op, (PyObject *)descr);
         Py_DECREF(descr);
         return -1;
@@ -40,8 +40,8 @@ int gd_dtype_from_numpy(PyArray_Descr *descr)
     int dt = gd_dtype_lookup(kind, size);
     if (dt >= 0) return dt;
     if (kind == 'f' && size == 2) return GD_FLOAT32; /* float16 widens exactly */
-    /* bool and every integer int64 holds exactly (not uint64) */
-    if (kind == 'b' || (kind == 'i' && size < 8) || (kind == 'u' && size < 8)) return GD_INT64;
+    /* every integer int64 holds exactly (not uint64) */
+    if ((kind == 'i' && size < 8) || (kind == 'u' && size < 8)) return GD_INT64;
     return -1;
 }
 

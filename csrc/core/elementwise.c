@@ -16,16 +16,24 @@
  * binary operations: the hot path
  * ---------------------------------------------------------------------------------------- */
 
-/* Integer division gives float64 and integer powers check their exponents: the general path. */
+/* Integer division gives float64, integer powers check their exponents and bools follow
+ * NumPy's rules for arithmetic: the general path. */
 static inline int fast_op_ok(gd_binop op, gd_dtype dt)
 {
-    return gd_dtype_is_float(dt) || (!gd_binop_float_only(op) && op != GD_POW);
+    return gd_binop_defined(op, dt) && (gd_dtype_is_float(dt) || op != GD_POW);
+}
+
+/* The dtype of op's result computed in dt. */
+static inline gd_dtype result_dtype(gd_binop op, gd_dtype dt)
+{
+    return gd_binop_has(op, GD_OP_BOOL_OUT) ? GD_BOOL : dt;
 }
 
 /* A Python float or int as an operand of an array of dtype dt without changing its dtype;
  * 0 when the general path must decide (promotion, overflow). Never raises. */
 static inline int fast_scalar(gd_operand *o, PyObject *s, gd_dtype dt)
 {
+    if (dt == GD_BOOL) return 0;
     if (PyFloat_CheckExact(s)) {
         if (!gd_dtype_is_float(dt)) return 0;
         double v = PyFloat_AS_DOUBLE(s);
@@ -57,7 +65,7 @@ static PyObject *binary_contiguous(gd_state *st, const gd_backend *be, gd_binop 
     const char *name = gd_binop_table[op].name;
     ArrayObject *out = inplace;
     if (out) Py_INCREF(out);
-    else if (!(out = gd_array_new(st, like->device, like->dtype, like->ndim, like->shape, name)))
+    else if (!(out = gd_array_new(st, like->device, result_dtype(op, like->dtype), like->ndim, like->shape, name)))
         return NULL;
     int64_t n = like->size;
     if (n > 0) {
@@ -115,6 +123,7 @@ typedef struct binary_plan {
     gd_opinfo x, y;
     gd_device dev;
     gd_dtype dt;       /* the compute dtype */
+    gd_dtype rdt;      /* the result's: dt, or bool for comparisons */
     int ndim;          /* the result's shape */
     int64_t shape[GD_MAX_NDIM], size;
 } binary_plan;
@@ -140,13 +149,39 @@ static int binary_operands(gd_state *st, binary_plan *p, PyObject *ao, PyObject 
     return 0;
 }
 
+/* Arithmetic on two bools as NumPy does it: + and maximum are or, * and minimum are and,
+ * ** is computed in int64, - is refused. */
+static int bool_arithmetic(binary_plan *p)
+{
+    switch (p->op) {
+    case GD_ADD: case GD_MAXIMUM: p->op = GD_OR; return 0;
+    case GD_MUL: case GD_MINIMUM: p->op = GD_AND; return 0;
+    case GD_POW: p->dt = GD_INT64; return 0;
+    default:
+        PyErr_Format(PyExc_TypeError,
+                     "%s: not supported for bool operands, as in NumPy; use ^ (bitwise_xor) for bools, or "
+                     "convert first, e.g. a.astype(gd.int64)",
+                     p->name);
+        return -1;
+    }
+}
+
 /* NumPy 2 promotion, then the operation's own rules: true division of integers, integer
- * powers with exponents that can be checked. */
+ * powers with exponents that can be checked, bitwise operations on integers and bools only. */
 static int binary_dtype(binary_plan *p)
 {
     p->dt = gd_promote(&p->x, &p->y);
     if (!gd_dtype_is_float(p->dt) && gd_binop_float_only(p->op)) p->dt = GD_FLOAT64;
-    if (gd_dtype_is_float(p->dt)) return 0;
+    if (p->dt == GD_BOOL && gd_binop_has(p->op, GD_OP_NUMERIC) && bool_arithmetic(p) < 0) return -1;
+    p->rdt = result_dtype(p->op, p->dt);
+    if (gd_binop_has(p->op, GD_OP_BITWISE) && gd_dtype_is_float(p->dt)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: not supported for %s operands (integers and bools only); for masks compare first, "
+                     "e.g. (a > 0) & (b < 1)",
+                     p->name, gd_dtype_name(p->dt));
+        return -1;
+    }
+    if (gd_dtype_is_float(p->dt) || p->dt == GD_BOOL) return 0;
     const gd_opinfo *big = p->x.big ? &p->x : p->y.big ? &p->y : NULL;
     if (big) {
         PyErr_Format(PyExc_OverflowError,
@@ -155,7 +190,7 @@ static int binary_dtype(binary_plan *p)
                      p->name, big->obj);
         return -1;
     }
-    if (p->op == GD_POW && p->y.arr) {
+    if (p->op == GD_POW && p->y.arr && p->y.arr->dtype != GD_BOOL) { /* bool exponents are 0 or 1 */
         PyErr_Format(PyExc_TypeError,
                      "power: int64 arrays as exponents of integers are not supported "
                      "(negative exponents cannot be checked on every device); convert first, "
@@ -170,6 +205,9 @@ static int binary_dtype(binary_plan *p)
     }
     return 0;
 }
+
+/* bool < integer < float: NumPy's same_kind casting never goes down this order. */
+static inline int kind_rank(gd_dtype t) { return gd_dtype_is_bool(t) ? 0 : gd_dtype_is_float(t) ? 2 : 1; }
 
 /* The broadcast result shape, which an in-place target must have (and a dtype it can hold). */
 static int binary_shape(binary_plan *p, const ArrayObject *inplace)
@@ -193,11 +231,11 @@ static int binary_shape(binary_plan *p, const ArrayObject *inplace)
                      rewrite);
         return -1;
     }
-    if (gd_dtype_is_float(p->dt) && !gd_dtype_is_float(inplace->dtype)) {
+    if (kind_rank(p->rdt) > kind_rank(inplace->dtype)) {
         PyErr_Format(PyExc_TypeError,
                      "%s: cannot cast the %s result to %s in place (NumPy's same_kind "
                      "rule); write %s instead",
-                     p->name, gd_dtype_name(p->dt), gd_dtype_name(inplace->dtype), rewrite);
+                     p->name, gd_dtype_name(p->rdt), gd_dtype_name(inplace->dtype), rewrite);
         return -1;
     }
     return 0;
@@ -252,8 +290,8 @@ static PyObject *binary_general(gd_state *st, gd_binop op, PyObject *ao, PyObjec
     if (binary_input(st, be, &p, p.x.arr, inplace, &xa, &tx) < 0 ||
         binary_input(st, be, &p, p.y.arr, inplace, &ya, &ty) < 0)
         goto fail;
-    out = inplace && inplace->dtype == p.dt ? (ArrayObject *)Py_NewRef(inplace)
-                                            : gd_array_new(st, p.dev, p.dt, p.ndim, p.shape, p.name);
+    out = inplace && inplace->dtype == p.rdt ? (ArrayObject *)Py_NewRef(inplace)
+                                             : gd_array_new(st, p.dev, p.rdt, p.ndim, p.shape, p.name);
     if (!out || binary_compute(st, be, &p, out, xa, ya, opd, inplace) < 0) goto fail;
     if (inplace) Py_SETREF(out, (ArrayObject *)Py_NewRef(inplace));
     Py_CLEAR(tx);
@@ -289,6 +327,16 @@ PyObject *gd_unary(gd_state *st, gd_unop op, ArrayObject *a)
         PyErr_Format(PyExc_TypeError, "%s: expected a gpudev Array, got %s; convert it first with gd.asarray(x)",
                      name, Py_TYPE((PyObject *)a)->tp_name);
         return NULL;
+    }
+    if (!gd_unop_defined(op, a->dtype) && !gd_unop_float_only(op)) {
+        /* NumPy: -bool is refused, |bool| and bool squared are the bool itself; ~ needs ints */
+        if (op == GD_NEG || op == GD_INVERT) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s: not supported for %s arrays, as in NumPy; %s", name, gd_dtype_name(a->dtype),
+                         op == GD_NEG ? "use ~a to negate a bool array" : "~ inverts integers and bools only");
+            return NULL;
+        }
+        op = GD_COPY;
     }
     const gd_backend *be = gd_backend_of(st, a->device, name);
     if (!be) return NULL;

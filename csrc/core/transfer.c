@@ -250,6 +250,7 @@ static PyObject *scalar_from(const void *p, gd_dtype dt)
     switch (dt) {
     case GD_FLOAT32: return PyFloat_FromDouble(*(const float *)p);
     case GD_FLOAT64: return PyFloat_FromDouble(*(const double *)p);
+    case GD_BOOL: return PyBool_FromLong(*(const unsigned char *)p);
     default: return PyLong_FromLongLong(*(const int64_t *)p);
     }
 }

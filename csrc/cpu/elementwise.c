@@ -47,11 +47,12 @@ typedef void (*gd_ew_kernel)(void *out, int64_t so, const void *const *in, const
         }                                                                                        \
     }
 
-#define GD_DEFINE_BINARY(NAME, T, EXPR)                                                          \
+/* out of type TO (bool for comparisons) = EXPR of x and y of type T */
+#define GD_DEFINE_BINARY_TO(NAME, TO, T, EXPR)                                                   \
     GD_SIMD static void NAME(void *out_, int64_t so, const void *const *in, const int64_t *s,    \
                              int64_t n)                                                          \
     {                                                                                            \
-        T *out = out_;                                                                           \
+        TO *out = out_;                                                                          \
         const T *a = in[0], *b = in[1];                                                          \
         const int64_t sa = s[0], sb = s[1];                                                      \
         if (so == 1 && sa == 1 && sb == 1) {                                                     \
@@ -95,6 +96,24 @@ typedef void (*gd_ew_kernel)(void *out, int64_t so, const void *const *in, const
             }                                                                                    \
         }                                                                                        \
     }
+
+#define GD_DEFINE_BINARY(NAME, T, EXPR) GD_DEFINE_BINARY_TO(NAME, T, T, EXPR)
+
+/* Comparisons give bool (0 or 1 in a byte); NaN compares false except with != */
+#define GD_COMPARISONS(S, T)                                                                     \
+    GD_DEFINE_BINARY_TO(bin_eq_##S, uint8_t, T, x == y)                                          \
+    GD_DEFINE_BINARY_TO(bin_ne_##S, uint8_t, T, x != y)                                          \
+    GD_DEFINE_BINARY_TO(bin_lt_##S, uint8_t, T, x < y)                                           \
+    GD_DEFINE_BINARY_TO(bin_le_##S, uint8_t, T, x <= y)                                          \
+    GD_DEFINE_BINARY_TO(bin_gt_##S, uint8_t, T, x > y)                                           \
+    GD_DEFINE_BINARY_TO(bin_ge_##S, uint8_t, T, x >= y)
+
+/* Bitwise operations; on bools (0 or 1) they are the logical ones, and ~ is not. */
+#define GD_BITWISE(S, T, INVERT)                                                                 \
+    GD_DEFINE_UNARY(un_invert_##S, T, INVERT)                                                    \
+    GD_DEFINE_BINARY(bin_and_##S, T, x & y)                                                      \
+    GD_DEFINE_BINARY(bin_or_##S, T, x | y)                                                       \
+    GD_DEFINE_BINARY(bin_xor_##S, T, x ^ y)
 
 /* base ** exp by squaring in uint64, wrapping like NumPy. The core rejects negative exponents;
  * they get the truncated value of the exact result (0 unless base is 1 or -1). */
@@ -142,26 +161,44 @@ GD_DEFINE_BINARY(bin_pow_i64, int64_t, gd_ipow(x, y))
 GD_DEFINE_BINARY(bin_max_i64, int64_t, x > y ? x : y)
 GD_DEFINE_BINARY(bin_min_i64, int64_t, x < y ? x : y)
 
-/* The kernel tables: one row per operation in gpudev.h's order, one column per dtype. A
- * float-only operation (tables.h) has no int64 kernel: the core computes integers in float64. */
-GD_STATIC_ASSERT(GD_NUM_DTYPES == 3, "the kernel rows below list float32, float64 and int64");
-#define GD_ROW(PREFIX, S) {PREFIX##S##_f32, PREFIX##S##_f64, PREFIX##S##_i64}
-#define GD_FLOAT_ROW(PREFIX, S) {PREFIX##S##_f32, PREFIX##S##_f64, NULL}
+GD_DEFINE_UNARY(un_copy_b, uint8_t, x)
+GD_COMPARISONS(f32, float)
+GD_COMPARISONS(f64, double)
+GD_COMPARISONS(i64, int64_t)
+GD_COMPARISONS(b, uint8_t)
+GD_BITWISE(i64, int64_t, ~x)
+GD_BITWISE(b, uint8_t, (uint8_t)(x ^ 1))
+
+/* The kernel tables: one row per operation in gpudev.h's order, one column per dtype. An
+ * operation has kernels for the dtypes tables.h defines it for (gd_unop_defined,
+ * gd_binop_defined): the core computes integers in float64 for float-only ones and bools in
+ * int64 for arithmetic. */
+GD_STATIC_ASSERT(GD_NUM_DTYPES == 4, "the kernel rows below list float32, float64, int64 and bool");
+#define GD_ALL_ROW(PREFIX, S) {PREFIX##S##_f32, PREFIX##S##_f64, PREFIX##S##_i64, PREFIX##S##_b}
+#define GD_ROW(PREFIX, S) {PREFIX##S##_f32, PREFIX##S##_f64, PREFIX##S##_i64, NULL}
+#define GD_FLOAT_ROW(PREFIX, S) {PREFIX##S##_f32, PREFIX##S##_f64, NULL, NULL}
+#define GD_INT_ROW(PREFIX, S) {NULL, NULL, PREFIX##S##_i64, PREFIX##S##_b}
 
 static const gd_ew_kernel gd_un_kernels[][GD_NUM_DTYPES] = {
-    GD_ROW(un_, copy), GD_ROW(un_, neg), GD_ROW(un_, abs), GD_ROW(un_, relu), GD_FLOAT_ROW(un_, exp),
+    GD_ALL_ROW(un_, copy), GD_ROW(un_, neg), GD_ROW(un_, abs), GD_ROW(un_, relu), GD_FLOAT_ROW(un_, exp),
     GD_FLOAT_ROW(un_, log), GD_FLOAT_ROW(un_, sqrt), GD_FLOAT_ROW(un_, tanh), GD_ROW(un_, square),
+    GD_INT_ROW(un_, invert),
 };
 GD_STATIC_ASSERT(GD_COUNT_OF(gd_un_kernels) == GD_NUM_UNOPS, "gd_un_kernels: one row per gd_unop");
 
 static const gd_ew_kernel gd_bin_kernels[][GD_NUM_DTYPES] = {
     GD_ROW(bin_, add), GD_ROW(bin_, sub), GD_ROW(bin_, mul), GD_FLOAT_ROW(bin_, div),
     GD_ROW(bin_, pow), GD_ROW(bin_, max), GD_ROW(bin_, min),
+    GD_ALL_ROW(bin_, eq), GD_ALL_ROW(bin_, ne), GD_ALL_ROW(bin_, lt), GD_ALL_ROW(bin_, le),
+    GD_ALL_ROW(bin_, gt), GD_ALL_ROW(bin_, ge), GD_INT_ROW(bin_, and), GD_INT_ROW(bin_, or),
+    GD_INT_ROW(bin_, xor),
 };
 GD_STATIC_ASSERT(GD_COUNT_OF(gd_bin_kernels) == GD_NUM_BINOPS, "gd_bin_kernels: one row per gd_binop");
 
+#undef GD_ALL_ROW
 #undef GD_ROW
 #undef GD_FLOAT_ROW
+#undef GD_INT_ROW
 
 /* ------------------------------------------------------------------------------------------
  * elementwise driver: one contiguous run, an N-d walk, or tiles
@@ -326,20 +363,25 @@ static const char *gd_operand_data(const gd_operand *op, gd_dtype dtype, gd_word
         buf->f = (float)op->scalar.f;
     else if (dtype == GD_FLOAT64)
         buf->d = op->scalar.f;
+    else if (dtype == GD_BOOL)
+        buf->b = op->scalar.i != 0;
     else
         buf->i = op->scalar.i;
     return (const char *)buf;
 }
 
-/* GD_OK when `name` is defined for dtype, else fills *err. */
-static int gd_ewise_check(gd_error *err, const char *name, int float_only, gd_dtype dtype)
+/* GD_OK when dtype is known and `defined` (by tables.h for the operation), else fills *err. */
+static int gd_ewise_check(gd_error *err, const char *name, int (*defined)(int op, gd_dtype t), int op, gd_dtype dtype)
 {
     if ((unsigned)dtype >= GD_NUM_DTYPES) return gd_cpu_bad_dtype(err, name, dtype);
-    if (float_only && !gd_dtype_is_float(dtype))
-        return gd_set_error(err, GD_ERR_VALUE, "%s: not defined for %s arrays; convert with astype(float64) first",
-                            name, gd_dtype_name(dtype));
+    if (!defined(op, dtype))
+        return gd_set_error(err, GD_ERR_VALUE, "%s: not defined for %s arrays; convert with astype() first", name,
+                            gd_dtype_name(dtype));
     return GD_OK;
 }
+
+static int gd_unop_ok(int op, gd_dtype t) { return gd_unop_defined((gd_unop)op, t); }
+static int gd_binop_ok(int op, gd_dtype t) { return gd_binop_defined((gd_binop)op, t); }
 
 static int gd_no_kernel(gd_error *err, const char *name, gd_dtype dtype)
 {
@@ -353,7 +395,7 @@ int gd_cpu_unary(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, cons
     if ((unsigned)op >= GD_NUM_UNOPS)
         return gd_set_error(err, GD_ERR_VALUE, "unary: unknown operation code %d", (int)op);
     const gd_unop_info *info = &gd_unop_table[op];
-    int rc = gd_ewise_check(err, info->name, gd_unop_float_only(op), dtype);
+    int rc = gd_ewise_check(err, info->name, gd_unop_ok, op, dtype);
     if (rc != GD_OK) return rc;
     gd_ew_kernel k = gd_un_kernels[op][dtype];
     if (!k) return gd_no_kernel(err, info->name, dtype);
@@ -372,7 +414,7 @@ int gd_cpu_binary(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, co
     if ((unsigned)op >= GD_NUM_BINOPS)
         return gd_set_error(err, GD_ERR_VALUE, "binary: unknown operation code %d", (int)op);
     const gd_binop_info *info = &gd_binop_table[op];
-    int rc = gd_ewise_check(err, info->name, gd_binop_float_only(op), dtype);
+    int rc = gd_ewise_check(err, info->name, gd_binop_ok, op, dtype);
     if (rc != GD_OK) return rc;
     gd_ew_kernel k = gd_bin_kernels[op][dtype];
     if (!k) return gd_no_kernel(err, info->name, dtype);
@@ -381,7 +423,8 @@ int gd_cpu_binary(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, co
         return gd_cpu_unary(out, GD_SQUARE, dtype, ew, a, device, err);
     gd_word abuf, bbuf;
     const int64_t esz = (int64_t)gd_dtype_size(dtype);
-    gd_ewise_job job = {.ew = ew, .k = k, .out = out, .out_esz = esz, .esz = esz, .nin = 2};
+    const int64_t out_esz = (info->flags & GD_OP_BOOL_OUT) ? 1 : esz;
+    gd_ewise_job job = {.ew = ew, .k = k, .out = out, .out_esz = out_esz, .esz = esz, .nin = 2};
     job.in[0] = gd_operand_data(a, dtype, &abuf);
     job.in[1] = gd_operand_data(b, dtype, &bbuf);
     const gd_operand *ops[2] = {a, b};

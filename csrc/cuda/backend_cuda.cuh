@@ -109,9 +109,17 @@ template <gd_dtype D> struct gd_ctype_of;
 template <> struct gd_ctype_of<GD_FLOAT32> { using type = float; };
 template <> struct gd_ctype_of<GD_FLOAT64> { using type = double; };
 template <> struct gd_ctype_of<GD_INT64> { using type = int64_t; };
+template <> struct gd_ctype_of<GD_BOOL> { using type = bool; }; /* one byte holding 0 or 1 */
 template <int D> using gd_ctype = typename gd_ctype_of<(gd_dtype)D>::type;
 
 template <class T> constexpr bool gd_is_int = std::is_same<T, int64_t>::value;
+template <class T> constexpr bool gd_is_bool = std::is_same<T, bool>::value;
+/* The dtype of a C++ type of gd_ctype_of (the inverse map, for the table predicates). */
+template <class T>
+constexpr gd_dtype gd_dtype_of = std::is_same<T, float>::value    ? GD_FLOAT32
+                                 : std::is_same<T, double>::value ? GD_FLOAT64
+                                 : gd_is_int<T>                   ? GD_INT64
+                                                                  : GD_BOOL;
 
 /* at[i][d] == Pick::template entry<i, gd_ctype<d>>() for every i < N (an operation, or an
  * output dtype) and every dtype d: the compiler builds the table from the enums, so no entry

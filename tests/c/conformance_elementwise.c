@@ -1,5 +1,5 @@
 /* conformance_elementwise.c - the unary and binary entries: every operation in unops[] and
- * binops[] x every dtype it is defined for x every layout in cases[] (odd sizes, broadcast
+ * binops[] x every dtype it is defined for (tables.h) x every layout in cases[] (odd sizes, broadcast
  * strides, transposed, sliced and reversed operands, 0-d results, sizes past the parallel
  * thresholds), each with array operands, with scalar operands, writing in place (out is an
  * operand, with its strides) and writing into a strided output (a transposed, stepped view
@@ -12,8 +12,9 @@
 #include <string.h>
 
 /* ------------------------------------------------------------------------------------------
- * references: float64 for float dtypes (the float32 inputs are exact in double), exact
- * wrapping arithmetic for int64 (done in uint64, where overflow is defined)
+ * references: float64 for float dtypes (the float32 inputs are exact in double) and for
+ * bools (0 and 1), exact wrapping arithmetic for int64 (done in uint64, where overflow is
+ * defined); comparisons give 0 or 1
  * ---------------------------------------------------------------------------------------- */
 
 #define WRAP(expr) ((int64_t)(uint64_t)(expr))
@@ -27,6 +28,8 @@ static int64_t iref_neg(int64_t x) { return WRAP(0 - (uint64_t)x); }
 static int64_t iref_abs(int64_t x) { return x < 0 ? WRAP(0 - (uint64_t)x) : x; }
 static int64_t iref_relu(int64_t x) { return x > 0 ? x : 0; }
 static int64_t iref_square(int64_t x) { return WRAP((uint64_t)x * (uint64_t)x); }
+static double ref_not(double x) { return x == 0.0; } /* ~ of a bool */
+static int64_t iref_invert(int64_t x) { return ~x; }
 
 static double ref_add(double x, double y) { return x + y; }
 static double ref_sub(double x, double y) { return x - y; }
@@ -39,6 +42,25 @@ static int64_t iref_sub(int64_t x, int64_t y) { return WRAP((uint64_t)x - (uint6
 static int64_t iref_mul(int64_t x, int64_t y) { return WRAP((uint64_t)x * (uint64_t)y); }
 static int64_t iref_maximum(int64_t x, int64_t y) { return x > y ? x : y; }
 static int64_t iref_minimum(int64_t x, int64_t y) { return x < y ? x : y; }
+static double ref_eq(double x, double y) { return x == y; }
+static double ref_ne(double x, double y) { return x != y; }
+static double ref_lt(double x, double y) { return x < y; }
+static double ref_le(double x, double y) { return x <= y; }
+static double ref_gt(double x, double y) { return x > y; }
+static double ref_ge(double x, double y) { return x >= y; }
+static int64_t iref_eq(int64_t x, int64_t y) { return x == y; }
+static int64_t iref_ne(int64_t x, int64_t y) { return x != y; }
+static int64_t iref_lt(int64_t x, int64_t y) { return x < y; }
+static int64_t iref_le(int64_t x, int64_t y) { return x <= y; }
+static int64_t iref_gt(int64_t x, int64_t y) { return x > y; }
+static int64_t iref_ge(int64_t x, int64_t y) { return x >= y; }
+/* bitwise: on bools (0 and 1) the logical operations */
+static double ref_and(double x, double y) { return (double)((int)x & (int)y); }
+static double ref_or(double x, double y) { return (double)((int)x | (int)y); }
+static double ref_xor(double x, double y) { return (double)((int)x ^ (int)y); }
+static int64_t iref_and(int64_t x, int64_t y) { return x & y; }
+static int64_t iref_or(int64_t x, int64_t y) { return x | y; }
+static int64_t iref_xor(int64_t x, int64_t y) { return x ^ y; }
 static int64_t iref_pow(int64_t x, int64_t y) /* y >= 0: gpudev.h's contract */
 {
     uint64_t r = 1;
@@ -58,8 +80,8 @@ static int64_t iref_pow(int64_t x, int64_t y) /* y >= 0: gpudev.h's contract */
 typedef struct unop_row {
     gd_unop op;
     const char *name;
-    double (*ref)(double);
-    int64_t (*iref)(int64_t); /* NULL: not defined for int64 */
+    double (*ref)(double);    /* float dtypes and bool */
+    int64_t (*iref)(int64_t); /* int64 */
     double ulps_f32, ulps_f64;
 } unop_row;
 
@@ -69,13 +91,14 @@ static const unop_row unops[] = {
     {GD_EXP, "exp", exp, NULL, 3, 2},               {GD_LOG, "log", log, NULL, 2, 2},
     {GD_SQRT, "sqrt", sqrt, NULL, 0, 0},            {GD_TANH, "tanh", tanh, NULL, 3, 2},
     {GD_SQUARE, "square", ref_square, iref_square, 0, 0},
+    {GD_INVERT, "invert", ref_not, iref_invert, 0, 0},
 };
 
 typedef struct binop_row {
     gd_binop op;
     const char *name;
-    double (*ref)(double, double);
-    int64_t (*iref)(int64_t, int64_t); /* NULL: not defined for int64 */
+    double (*ref)(double, double);     /* float dtypes and bool */
+    int64_t (*iref)(int64_t, int64_t); /* int64 */
     double ulps_f32, ulps_f64;
     int exponent_b; /* int64 b holds exponents 0..8 (negative ones are outside the contract) */
 } binop_row;
@@ -88,6 +111,15 @@ static const binop_row binops[] = {
     {GD_POW, "pow", pow, iref_pow, 5, 3, 1},
     {GD_MAXIMUM, "maximum", ref_maximum, iref_maximum, 0, 0, 0},
     {GD_MINIMUM, "minimum", ref_minimum, iref_minimum, 0, 0, 0},
+    {GD_EQ, "equal", ref_eq, iref_eq, 0, 0, 0},
+    {GD_NE, "not_equal", ref_ne, iref_ne, 0, 0, 0},
+    {GD_LT, "less", ref_lt, iref_lt, 0, 0, 0},
+    {GD_LE, "less_equal", ref_le, iref_le, 0, 0, 0},
+    {GD_GT, "greater", ref_gt, iref_gt, 0, 0, 0},
+    {GD_GE, "greater_equal", ref_ge, iref_ge, 0, 0, 0},
+    {GD_AND, "bitwise_and", ref_and, iref_and, 0, 0, 0},
+    {GD_OR, "bitwise_or", ref_or, iref_or, 0, 0, 0},
+    {GD_XOR, "bitwise_xor", ref_xor, iref_xor, 0, 0, 0},
 };
 
 #define NUM_UNOPS ((int)(sizeof unops / sizeof unops[0]))
@@ -220,7 +252,9 @@ static const char *const form_names[] = {"arrays", "scalar a", "scalar b", "out 
 static gd_scalar scalar_for(gd_dtype t, int is_b, const binop_row *row)
 {
     gd_scalar s;
-    if (t == GD_INT64)
+    if (t == GD_BOOL)
+        s.i = !is_b;
+    else if (t == GD_INT64)
         s.i = is_b ? (row && row->op == GD_POW ? 5 : 7) : -3;
     else
         s.f = is_b ? (row && row->op == GD_POW ? 2.0 : 0.75) : -1.5;
@@ -238,7 +272,7 @@ static void operand_for(gd_operand *o, const placed *p, int scalar, gd_scalar s,
 
 static double value_of(const placed *p, const gd_operand *o, gd_dtype t, int64_t i)
 {
-    if (!o->data) return t == GD_INT64 ? (double)o->scalar.i : o->scalar.f;
+    if (!o->data) return t == GD_INT64 || t == GD_BOOL ? (double)o->scalar.i : o->scalar.f;
     return gdt_getf(p->host, t, p->off[i]);
 }
 
@@ -313,6 +347,7 @@ static void run_unary(const unop_row *row, const ewise_case *c, gd_dtype t, plac
     gd_operand a;
     operand_for(&a, pa, form == SCALAR_A, (gd_scalar){.f = 2.5}, c->ndim, t);
     if (form == SCALAR_A && t == GD_INT64) a.scalar.i = -5;
+    if (form == SCALAR_A && t == GD_BOOL) a.scalar.i = 1;
     placed *dst = dest_for(form, pa, NULL, out, strided, t);
     gd_ewise ew = ewise_for(c, &a, NULL, pa, NULL, dst);
     void *before = snapshot(dst, t);
@@ -332,26 +367,29 @@ static void run_unary(const unop_row *row, const ewise_case *c, gd_dtype t, plac
     free(before);
 }
 
-static void run_binary(const binop_row *row, const ewise_case *c, gd_dtype t, placed *pa, placed *pb, placed *out,
-                       placed *strided, int form)
+/* out and strided are in the result's dtype ot: t, or bool for comparisons */
+static void run_binary(const binop_row *row, const ewise_case *c, gd_dtype t, gd_dtype ot, placed *pa, placed *pb,
+                       placed *out, placed *strided, int form)
 {
     int64_t n = case_size(c);
     gd_operand a, b;
     operand_for(&a, pa, form == SCALAR_A, scalar_for(t, 0, row), c->ndim, t);
     operand_for(&b, pb, form == SCALAR_B, scalar_for(t, 1, row), c->ndim, t);
-    placed *dst = dest_for(form, pa, pb, out, strided, t);
+    placed *dst = dest_for(form, pa, pb, out, strided, ot);
     gd_ewise ew = ewise_for(c, &a, &b, pa, pb, dst);
-    void *before = snapshot(dst, t);
-    void *want = gdt_ref_new(n, t);
+    void *before = snapshot(dst, ot);
+    void *want = gdt_ref_new(n, ot);
     for (int64_t i = 0; i < n; i++) {
-        if (t == GD_INT64)
+        if (t == GD_INT64 && ot == GD_INT64)
             ((int64_t *)want)[i] = row->iref(ivalue_of(pa, &a, i), ivalue_of(pb, &b, i));
+        else if (t == GD_INT64)
+            ((double *)want)[i] = (double)row->iref(ivalue_of(pa, &a, i), ivalue_of(pb, &b, i));
         else
             ((double *)want)[i] = row->ref(value_of(pa, &a, t, i), value_of(pb, &b, t, i));
     }
-    if (OK(gdt_be->binary(at_base(dst, t), row->op, t, &ew, &a, &b, gdt_dev, &gdt_err))) {
+    if (OK(gdt_be->binary(at_base(dst, ot), row->op, t, &ew, &a, &b, gdt_dev, &gdt_err))) {
         gdt_tol tol = {t == GD_FLOAT32 ? row->ulps_f32 : row->ulps_f64, 0, NULL};
-        expect_dest(dst, before, t, n, want, tol, "binary", row->name, c, form);
+        expect_dest(dst, before, ot, n, want, tol, "binary", row->name, c, form);
     }
     if (dst == pa || dst == pb) restore(dst, t);
     free(want);
@@ -379,23 +417,27 @@ static int form_applies(int form, const placed *pa, const placed *pb)
 static void check_case(const ewise_case *c, gd_dtype t)
 {
     const layout plain = PLAIN(0);
-    placed pa, pb, out, strided;
+    placed pa, pb, out, strided, bout, bstrided; /* bout, bstrided: bool results */
     place(&pa, &c->a, c, t);
     place(&pb, &c->b, c, t);
     place(&out, &plain, c, t);
     place(&strided, &strided_out, c, t);
+    place(&bout, &plain, c, GD_BOOL);
+    place(&bstrided, &strided_out, c, GD_BOOL);
     for (int u = 0; u < NUM_UNOPS; u++) {
-        if (t == GD_INT64 && !unops[u].iref) continue;
+        if (!gd_unop_defined(unops[u].op, t)) continue;
         for (int form = ARRAYS; form < NUM_FORMS; form++)
             if (form != SCALAR_B && form != OUT_IS_B && form_applies(form, &pa, &pb))
                 run_unary(&unops[u], c, t, &pa, &out, &strided, form);
     }
     for (int o = 0; o < NUM_BINOPS; o++) {
         const binop_row *row = &binops[o];
-        if (t == GD_INT64 && !row->iref) continue;
+        if (!gd_binop_defined(row->op, t)) continue;
+        const gd_dtype ot = gd_binop_has(row->op, GD_OP_BOOL_OUT) ? GD_BOOL : t;
         if (t == GD_INT64 && row->exponent_b) fill_exponents(&pb);
         for (int form = ARRAYS; form < NUM_FORMS; form++)
-            if (form_applies(form, &pa, &pb)) run_binary(row, c, t, &pa, &pb, &out, &strided, form);
+            if (form_applies(form, &pa, &pb) && (ot == t || (form != OUT_IS_A && form != OUT_IS_B)))
+                run_binary(row, c, t, ot, &pa, &pb, ot == t ? &out : &bout, ot == t ? &strided : &bstrided, form);
         if (t == GD_INT64 && row->exponent_b) {
             gdt_fill_edge(pb.host, t, pb.storage);
             restore(&pb, t);
@@ -405,6 +447,8 @@ static void check_case(const ewise_case *c, gd_dtype t)
     unplace(&pb, t);
     unplace(&out, t);
     unplace(&strided, t);
+    unplace(&bout, GD_BOOL);
+    unplace(&bstrided, GD_BOOL);
 }
 
 /* a += a and a = a * a: both operands and the output are one buffer */
@@ -416,7 +460,7 @@ static void check_self_alias(gd_dtype t)
     place(&pa, &c->a, c, t);
     for (int o = 0; o < NUM_BINOPS; o++) {
         const binop_row *row = &binops[o];
-        if (row->op != GD_ADD && row->op != GD_MUL) continue;
+        if ((row->op != GD_ADD && row->op != GD_MUL && row->op != GD_OR) || !gd_binop_defined(row->op, t)) continue;
         gd_operand a;
         operand_for(&a, &pa, 0, scalar_for(t, 0, row), c->ndim, t);
         gd_ewise ew = ewise_for(c, &a, &a, &pa, &pa, &pa);

