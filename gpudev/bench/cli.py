@@ -100,7 +100,7 @@ def run_cli(argv: list[str] | None = None) -> int:
         after = load_average()
     setup["busy_processes"] = args.load
     setup["load_average"] = {"before": before, "after": after}
-    shown = [p for p in PEERS if any(p in r.median for r in results)]
+    shown = [p for p in (*PEERS, "timeit") if any(p in r.median for r in results)]
     print(setup_text(setup))
     print()
     print(format_table(results, shown))
