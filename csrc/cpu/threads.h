@@ -19,28 +19,57 @@
  *     gd_parallel_for(gd_threads_for(n, GD_PAR_ELEMENTWISE), n, 16, fn, &job);
  *
  * Chosen from `make bench-pool` (tests/c/bench_pool.c, part 3: each kind's loop as the
- * backend writes it, serial against the pool on 2 threads, n = 2^10 .. 2^22, fastest calls
- * and medians of 11 repeats) on a 2-core AMD EPYC VM, with no busy process started (the
- * machine was shared: load average 6-8, so "quiet" is the least disturbed calls) and with
- * 1 and 2 busy processes. Under load the pool falls back to the caller alone (pool.c:
- * a loop never waits for a worker that has not started), so past a threshold a loaded
- * machine costs at most the pool's fixed ~1-3 us; the sizes are where two threads start to
- * win on the least disturbed calls. The figures are in the comment beside each size.
+ * backend writes it, serial against the pool on 2 threads, n = 2^10 .. 2^22, 11 repeats) on
+ * a 2-core AMD EPYC VM: with no busy process started, then 2 and 1 busy processes. Each
+ * size is where two threads start to win on the least disturbed calls with no busy process
+ * and win or break even with 2. With 1 busy process (one core left for two threads) the
+ * ratios scatter from 0.6 to 1.6 with no trend for the memory-bound kinds: there the pool
+ * mostly falls back to the caller alone (pool.c: a loop never waits for a worker that has
+ * not started), so a threshold neither gains nor costs much.
+ *
+ * The figures: serial time / pool time at n elements, "fastest call | median" (above 1: the
+ * pool is faster), from one run. The machine was shared with other builds: load average
+ * 5-7 with no busy process started and 5-10 with them, so "quiet" is the least disturbed
+ * calls, and a median moves by 0.3-0.5 between neighbouring sizes (noise, not a trend).
  * ---------------------------------------------------------------------------------------- */
 
-/* add, multiply, comparisons, where, clip, arange, permute (elements): memory-bound, ~0.1-0.3
- * ns per element; FIGURES_ELEMENTWISE */
+/* add, multiply, comparisons, where, clip, arange, permute (elements): memory-bound, ~0.17 ns
+ * per element (2^16: 11 us serial).
+ *           2^15         2^16         2^18
+ *   quiet   1.35 | 0.96  1.79 | 1.42  1.94 | 1.00
+ *   2 busy  0.93 | 0.92  1.68 | 0.70  1.82 | 1.40
+ *   1 busy  0.85 | 1.13  0.88 | 1.00  0.98 | 1.18 */
 #define GD_PAR_ELEMENTWISE ((int64_t)1 << 16)
-/* sums, means, norms, max/min (elements read): FIGURES_REDUCE */
+/* sums, means, norms, max/min (elements read): ~0.08 ns per element (2^17: 11 us serial).
+ *           2^15         2^16         2^17
+ *   quiet   1.72 | 1.41  1.77 | 1.18  1.80 | 1.30
+ *   2 busy  0.98 | 0.89  1.59 | 1.17  1.68 | 1.05
+ *   1 busy  1.70 | 0.99  0.98 | 1.08  1.35 | 1.58 */
 #define GD_PAR_REDUCE ((int64_t)1 << 17)
-/* memcpy of host memory (bytes): FIGURES_COPY */
+/* memcpy of host memory (bytes; the figures are per float32, 4 bytes): 2^20 bytes, 13 us.
+ *           2^17 floats  2^18 floats  2^20 floats
+ *   quiet   1.84 | 1.16  1.71 | 1.12  1.98 | 1.28
+ *   2 busy  0.94 | 0.99  1.59 | 1.17  1.66 | 1.11
+ *   1 busy  1.40 | 1.21  0.88 | 1.45  0.96 | 0.99 */
 #define GD_PAR_COPY_BYTES ((int64_t)1 << 20)
-/* dtype conversions (elements): FIGURES_ASTYPE */
+/* dtype conversions (elements): float32 to float64, ~0.16 ns per element (2^16: 10 us).
+ *           2^15         2^16         2^18
+ *   quiet   1.36 | 0.76  1.82 | 0.94  1.63 | 1.37
+ *   2 busy  0.94 | 1.98  0.97 | 1.35  0.98 | 1.01
+ *   1 busy  0.91 | 0.94  1.02 | 0.63  1.30 | 0.90 */
 #define GD_PAR_ASTYPE ((int64_t)1 << 16)
-/* Philox random numbers (elements): FIGURES_RANDOM */
+/* Philox random numbers (elements): normal float32, ~15 ns per element (2^10: 15 us).
+ *           2^10         2^12         2^14
+ *   quiet   1.47 | 1.55  1.94 | 1.27  1.79 | 1.65
+ *   2 busy  1.10 | 1.29  1.00 | 2.41  1.02 | 1.16
+ *   1 busy  1.57 | 1.06  1.59 | 1.40  1.47 | 1.14 */
 #define GD_PAR_RANDOM ((int64_t)1 << 10)
 /* one libm call or more per element: exp, log, tanh, pow, sigmoid (tables.h: GD_OP_COSTLY)
- * (elements): FIGURES_LIBM */
+ * (elements): exp of float32, ~3.7 ns per element (2^12: 15 us).
+ *           2^11         2^12         2^14
+ *   quiet   1.52 | 0.91  1.56 | 1.42  1.96 | 1.11
+ *   2 busy  1.72 | 0.88  1.85 | 1.28  1.96 | 1.30
+ *   1 busy  0.97 | 0.94  0.99 | 0.83  1.96 | 1.21 */
 #define GD_PAR_LIBM ((int64_t)1 << 12)
 
 /* Earlier names of two kinds, kept so kernels written against them still build. */
