@@ -22,7 +22,7 @@
  * backend writes it, serial against the pool on 2 threads, n = 2^10 .. 2^22, 11 repeats) on
  * a 2-core AMD EPYC VM: with no busy process started, then 2 and 1 busy processes. Each
  * size is where two threads start to win on the least disturbed calls with no busy process
- * and win or break even with 2. With 1 busy process (one core left for two threads) the
+ * and, in medians, win or break even with 2. With 1 busy process (one core left for two threads) the
  * ratios scatter from 0.6 to 1.6 with no trend for the memory-bound kinds: there the pool
  * mostly falls back to the caller alone (pool.c: a loop never waits for a worker that has
  * not started), so a threshold neither gains nor costs much.
@@ -34,12 +34,14 @@
  * ---------------------------------------------------------------------------------------- */
 
 /* add, multiply, comparisons, where, clip, arange, permute (elements): memory-bound, ~0.17 ns
- * per element (2^16: 11 us serial).
- *           2^15         2^16         2^18
- *   quiet   1.35 | 0.96  1.79 | 1.42  1.94 | 1.00
- *   2 busy  0.93 | 0.92  1.68 | 0.70  1.82 | 1.40
- *   1 busy  0.85 | 1.13  0.88 | 1.00  0.98 | 1.18 */
-#define GD_PAR_ELEMENTWISE ((int64_t)1 << 16)
+ * per element (2^18: 46 us serial). Two threads win from 2^15 on the least disturbed calls,
+ * but with 2 busy processes their medians lose up to 2^17 (400x400 `b += b; b *= .5` took
+ * 1.6x NumPy's time in two runs with 2^16 as the size), so the size is 2^18.
+ *           2^16         2^17         2^18
+ *   quiet   1.79 | 1.42  1.81 | 1.01  1.94 | 1.00
+ *   2 busy  1.68 | 0.70  1.48 | 0.82  1.82 | 1.40
+ *   1 busy  0.88 | 1.00  0.96 | 0.93  0.98 | 1.18 */
+#define GD_PAR_ELEMENTWISE ((int64_t)1 << 18)
 /* sums, means, norms, max/min (elements read): ~0.08 ns per element (2^17: 11 us serial).
  *           2^15         2^16         2^17
  *   quiet   1.72 | 1.41  1.77 | 1.18  1.80 | 1.30
