@@ -83,8 +83,13 @@ static int index_refuse(index_walk *w, PyObject *it)
 {
     if (PyBool_Check(it) || PyArray_IsScalar(it, Bool))
         PyErr_Format(PyExc_IndexError,
-                     "%s: a bool (%R) is not a valid index; index with a boolean mask array instead, e.g. a[a > 0]",
+                     "%s: a bool (%R) is not a valid index; and boolean masks (a[a > 0]) are not supported yet",
                      w->op, it);
+    else if (PyList_Check(it) || PyArray_Check(it) || Py_TYPE(it) == Py_TYPE((PyObject *)w->a))
+        PyErr_Format(PyExc_IndexError,
+                     "%s: indexing with arrays (boolean masks, integer index arrays) is not supported yet, got "
+                     "%.100s; use integers, slices, ... and None, or on the CPU a.numpy()[index]",
+                     w->op, Py_TYPE(it)->tp_name);
     else
         PyErr_Format(PyExc_IndexError,
                      "%s: only integers, slices (start:stop:step), ellipsis (...), None and integer or boolean "
