@@ -1,6 +1,7 @@
 /* args.c - the arguments of gpudev's METH_FASTCALL | METH_KEYWORDS functions: one matcher of
  * positional and keyword arguments to named parameters, with Python's own wording for
- * unknown and repeated keywords, used by every such function of the core.
+ * unknown and repeated keywords, used by every such function of the core; and sequence
+ * arguments held as tuples (the rule in core.h).
  */
 #include "core.h"
 
@@ -30,11 +31,14 @@ int gd_parse_args(PyObject **out, const gd_params *p, PyObject *const *args, Py_
     }
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     for (Py_ssize_t k = 0; k < nkw; k++) {
-        const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        Py_ssize_t len;
+        const char *name = PyUnicode_AsUTF8AndSize(key, &len);
         if (!name) return -1;
-        int i = param_index(p, name);
+        /* f(**{'device\0x': ...}) must not pass for `device`: C strings stop at a NUL */
+        int i = strlen(name) == (size_t)len ? param_index(p, name) : -1;
         if (i < 0) {
-            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", p->fname, name);
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument %R", p->fname, key);
             return -1;
         }
         if (given & (1u << i)) {
@@ -56,4 +60,12 @@ int gd_parse_bool(PyObject *obj, int *out)
     if (v < 0) return -1;
     *out = v;
     return 0;
+}
+
+PyObject *gd_tuple_of(PyObject *seq, const char *msg)
+{
+    PyObject *items = PySequence_Fast(seq, msg);
+    /* a list is copied: it can change whenever Python code runs (core.h, args.c's rule) */
+    if (items && PyList_Check(items)) Py_SETREF(items, PyList_AsTuple(items));
+    return items;
 }

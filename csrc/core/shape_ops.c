@@ -11,7 +11,7 @@
 
 static int parse_perm(int *perm, PyObject *axes, int ndim, const int64_t *shape)
 {
-    PyObject *fast = PySequence_Fast(axes, "transpose: axes must be a tuple of ints");
+    PyObject *fast = gd_tuple_of(axes, "transpose: axes must be a tuple of ints");
     if (!fast) return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
     uint8_t seen[GD_MAX_NDIM] = {0};
@@ -218,7 +218,7 @@ static int concat_shape(const join *j, int ax, int64_t *shape)
 }
 
 /* The result's shape (out_nd axes) for joining along `axis`; *ax is the axis normalised. */
-static int join_shape(const join *j, int axis, int *ax, int *out_nd, int64_t *shape)
+static int join_shape(const join *j, int64_t axis, int *ax, int *out_nd, int64_t *shape)
 {
     const ArrayObject *a0 = join_item(j, 0);
     const int nd = a0->ndim;
@@ -261,11 +261,13 @@ static int join_copy(gd_state *st, const gd_backend *be, const join *j, ArrayObj
     return 0;
 }
 
-static PyObject *concatenate(gd_state *st, PyObject *seq, int axis, int stack)
+static PyObject *concatenate(gd_state *st, PyObject *seq, int64_t axis, int stack)
 {
     join j = {.name = stack ? "stack" : "concatenate", .stack = stack};
-    PyObject *fast = PySequence_Fast(seq, stack ? "stack: expected a sequence of Arrays"
-                                                : "concatenate: expected a sequence of Arrays");
+    /* the copies run without the GIL: a tuple keeps every array alive whatever happens to
+     * the caller's list meanwhile (core.h) */
+    PyObject *fast = gd_tuple_of(seq, stack ? "stack: expected a sequence of Arrays"
+                                            : "concatenate: expected a sequence of Arrays");
     if (!fast) return NULL;
     j.n = PySequence_Fast_GET_SIZE(fast);
     j.items = PySequence_Fast_ITEMS(fast);
@@ -294,12 +296,9 @@ static PyObject *join_fn(PyObject *module, PyObject *const *args, Py_ssize_t nar
 {
     PyObject *argv[2] = {NULL, NULL};
     if (gd_parse_args(argv, params, args, nargs, kwnames) < 0) return NULL;
-    long axis = 0;
-    if (argv[1]) {
-        axis = PyLong_AsLong(argv[1]);
-        if (axis == -1 && PyErr_Occurred()) return NULL;
-    }
-    return concatenate(PyModule_GetState(module), argv[0], (int)axis, stack);
+    int64_t axis = 0;
+    if (argv[1] && gd_parse_axis(&axis, argv[1], params->fname) < 0) return NULL;
+    return concatenate(PyModule_GetState(module), argv[0], axis, stack);
 }
 
 static PyObject *mod_stack(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
