@@ -135,17 +135,9 @@ PyObject *gd_array_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     static const gd_params params = {"cuda", "cuda(i=0)", 1, 0, {"i", NULL}};
     ArrayObject *a = (ArrayObject *)self;
     PyObject *arg = NULL;
-    if (gd_parse_args(&arg, &params, args, nargs, kwnames) < 0) return NULL;
-    long i = 0;
-    if (arg) {
-        i = PyLong_AsLong(arg);
-        if (i == -1 && PyErr_Occurred()) return NULL;
-        if (i < 0 || i >= GD_MAX_GPUS) {
-            PyErr_Format(PyExc_ValueError, "cuda: GPU index must be in [0, %d), got %ld", GD_MAX_GPUS, i);
-            return NULL;
-        }
-    }
-    gd_device dev = {GD_CUDA, (int)i};
+    gd_device dev = {GD_CUDA, 0};
+    if (gd_parse_args(&arg, &params, args, nargs, kwnames) < 0 || (arg && gd_parse_gpu_index(&dev.index, arg, "cuda") < 0))
+        return NULL;
     if (gd_device_eq(dev, a->device)) return Py_NewRef(self);
     return (PyObject *)gd_array_to_device(gd_state_of(self), a, dev, "cuda");
 }
@@ -161,6 +153,18 @@ PyObject *gd_array_copy(PyObject *self, PyObject *Py_UNUSED(ignored))
         gd_trace_op(st, "copy", out, a, NULL) < 0)
         Py_CLEAR(out);
     return (PyObject *)out;
+}
+
+/* copy.deepcopy(a), as a.copy() (copy.copy(a) calls a.copy() through __copy__). Without
+ * these the copy module would fall back to pickling, which Arrays refuse. */
+PyObject *gd_array_dunder_deepcopy(PyObject *self, PyObject *memo)
+{
+    /* copy.deepcopy records the result in memo itself; a memo that is no dict is a misuse */
+    if (memo != Py_None && !PyDict_Check(memo)) {
+        PyErr_Format(PyExc_TypeError, "__deepcopy__: memo must be a dict or None, got %.100s", Py_TYPE(memo)->tp_name);
+        return NULL;
+    }
+    return gd_array_copy(self, NULL);
 }
 
 PyObject *gd_array_astype_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
