@@ -1,7 +1,9 @@
 """Arguments at the edges of what each function takes: axes beyond a C int, device strings
 with a NUL inside, bools where an index is wanted, arange with float arguments and integer
-dtypes or lengths that underflow, reductions over axes of length 0, Python ints beyond int64,
-and copies made by the copy module. Each gives NumPy's answer or a clear exception."""
+dtypes or lengths that underflow, reductions over axes of length 0, Python ints and floats
+beyond int64, copies made by the copy module, hostile values in messages, empty arrays too
+large for NumPy, NumPy arrays as indices and allclose with infinite tolerances. Each gives
+NumPy's answer or a clear exception."""
 
 from __future__ import annotations
 
@@ -273,3 +275,109 @@ def test_arrays_still_do_not_pickle():
     for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
         with pytest.raises(TypeError, match=r"cannot pickle '(gpudev\.)?Array' object"):
             pickle.dumps(gd.ones(2), protocol=protocol)
+
+
+# ---------------------------------------------------------------------------------------------
+# Python floats that do not fit int64
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("obj, kind", [(float("inf"), OverflowError), (-float("inf"), OverflowError),
+                                       (float("nan"), ValueError), (1e300, OverflowError),
+                                       ([1.5, float("inf")], OverflowError), ([[1e19]], OverflowError),
+                                       (-9.3e18, OverflowError)])
+def test_python_floats_beyond_int64_are_refused(obj, kind):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(kind):
+            np.array(obj, dtype=np.int64)  # the reference refuses too
+    with pytest.raises(kind, match=r"array: a float in the input does not fit in int64 \(.*\); give dtype=gd.float64"):
+        gd.array(obj, dtype=gd.int64)
+
+
+def test_python_ints_beside_floats_stay_exact_as_int64():
+    obj = [1, 2**62 + 1, 0.5, -2.7]
+    got = gd.array(obj, dtype=gd.int64).tolist()
+    assert got == np.array(obj, dtype=np.int64).tolist() == [1, 2**62 + 1, 0, -2]
+
+
+# ---------------------------------------------------------------------------------------------
+# hostile arguments get messages of a readable length
+# ---------------------------------------------------------------------------------------------
+
+
+def _deep_list(depth: int) -> list:
+    out: list = [0]
+    for _ in range(depth):
+        out = [out]
+    return out
+
+
+@pytest.mark.parametrize("call", [
+    lambda v: gd.Device(v), lambda v: gd.zeros(2, device=v), lambda v: gd.ones(2).to(v),
+    lambda v: gd.zeros(2, dtype=v), lambda v: gd.ones(2).astype(v), lambda v: gd.ones(2).__array__(dtype=v),
+    lambda v: gd.ones(2).__dlpack__(dl_device=v), lambda v: gd.ones(2).__dlpack__(max_version=v),
+    lambda v: gd.ones((2, 2)).transpose(v), lambda v: gd.benchmark(lambda: None, max_duration=v),
+    lambda v: gd.Timer(devices=[v]), lambda v: gd.synchronize(v),
+], ids=["Device", "zeros device", "to", "zeros dtype", "astype", "__array__", "dl_device", "max_version",
+        "transpose", "benchmark", "Timer", "synchronize"])
+@pytest.mark.parametrize("value", ["x" * 100_000, _deep_list(5000), ["x" * 100_000]], ids=["long str", "deep list",
+                                                                                             "list of long str"])
+def test_hostile_values_are_named_briefly(call, value):
+    with pytest.raises((TypeError, ValueError, IndexError)) as info:
+        call(value)
+    assert not isinstance(info.value, RecursionError)
+    assert 0 < len(str(info.value)) < 1000, str(info.value)[:300]
+
+
+# ---------------------------------------------------------------------------------------------
+# empty arrays whose other dimensions span more than 2**63 bytes
+# ---------------------------------------------------------------------------------------------
+
+HUGE_EMPTY = r"an empty array of shape \(0, 4611686018427387904, 4611686018427387904\) and dtype float32 spans more than"
+
+
+@pytest.mark.parametrize("leave, kind, op", [
+    (lambda a: a.numpy(), ValueError, "numpy"), (lambda a: a.tolist(), ValueError, "tolist"),
+    (np.asarray, ValueError, "__array__"), (np.array, ValueError, "__array__"),
+    (np.from_dlpack, BufferError, "__dlpack__"), (memoryview, BufferError, "buffer protocol"),
+], ids=["numpy", "tolist", "asarray", "array", "from_dlpack", "memoryview"])
+def test_huge_empty_arrays_do_not_leave_for_numpy(leave, kind, op):
+    a = gd.zeros((0, 2**62, 2**62))
+    with pytest.raises(kind, match=rf"{op}: {HUGE_EMPTY}"):
+        leave(a)
+    assert np.asarray(leave(a.reshape(0))).tolist() == []  # the fix the message gives
+
+
+def test_huge_empty_arrays_print():
+    a = gd.zeros((0, 2**62, 2**62))
+    assert repr(a) == "Array([], shape=(0, 4611686018427387904, 4611686018427387904), dtype=float32)"
+    assert str(a) == "[]"
+
+
+# ---------------------------------------------------------------------------------------------
+# NumPy arrays as indices, allclose with infinite tolerances
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", [np.array([0, 1]), np.array([True, False, True]), np.array(1.0), np.bool_(True),
+                                 (0, np.array([0]))], ids=["int array", "bool array", "0-d float", "np.bool_", "in tuple"])
+def test_numpy_array_indices_are_refused_by_gpudev(key):
+    a = gd.ones((3, 3))
+    with pytest.raises(IndexError, match=r"getitem: only integers, slices .* \(boolean and array indexing are not"):
+        a[key]
+
+
+def test_numpy_integer_scalars_index():
+    a = gd.arange(4.0)
+    assert a[np.array(2)].item() == 2.0 and a[np.int64(-1)].item() == 3.0
+
+
+@pytest.mark.parametrize("rtol, atol", [(np.inf, 0.0), (np.inf, np.nan), (0.0, np.nan), (1e-5, 1e-8)])
+def test_allclose_of_equal_values_whatever_the_tolerances(device, rtol, atol):
+    x = np.array([0.0, 1.0, -np.inf, np.inf, 5e-324])
+    a = gd.array(x, dtype=gd.float64, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy warns about the tolerances
+        want = bool(np.allclose(x, x, rtol=rtol, atol=atol))
+    assert gd.allclose(a, a, rtol=rtol, atol=atol) is want is True

@@ -38,7 +38,9 @@ int gd_parse_args(PyObject **out, const gd_params *p, PyObject *const *args, Py_
         /* f(**{'device\0x': ...}) must not pass for `device`: C strings stop at a NUL */
         int i = strlen(name) == (size_t)len ? param_index(p, name) : -1;
         if (i < 0) {
-            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument %R", p->fname, key);
+            PyObject *shown = gd_brief_repr(key);
+            if (shown) PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument %U", p->fname, shown);
+            Py_XDECREF(shown);
             return -1;
         }
         if (given & (1u << i)) {
@@ -68,4 +70,25 @@ PyObject *gd_tuple_of(PyObject *seq, const char *msg)
     /* a list is copied: it can change whenever Python code runs (core.h, args.c's rule) */
     if (items && PyList_Check(items)) Py_SETREF(items, PyList_AsTuple(items));
     return items;
+}
+
+PyObject *gd_brief_repr(PyObject *obj)
+{
+    PyObject *r = PyObject_Repr(obj);
+    if (!r) {
+        /* a list nested past the recursion limit, or a __repr__ that fails: the type still
+         * names the argument; only Python's own interrupts go on */
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) return NULL;
+        PyErr_Clear();
+        return PyUnicode_FromFormat("<%.100s object>", Py_TYPE(obj)->tp_name);
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(r);
+    if (n <= GD_BRIEF_REPR) return r;
+    PyObject *head = PyUnicode_Substring(r, 0, GD_BRIEF_REPR - 20);
+    PyObject *tail = PyUnicode_Substring(r, n - 12, n);
+    Py_DECREF(r);
+    PyObject *out = head && tail ? PyUnicode_FromFormat("%U...%U (%zd characters)", head, tail, n) : NULL;
+    Py_XDECREF(head);
+    Py_XDECREF(tail);
+    return out;
 }

@@ -200,7 +200,7 @@ int gd_trace_sync(gd_state *st, const char *cause, gd_device dev);
  *   - the FASTCALL args array and kwnames stay alive for the whole call, the containers they
  *     reach do not.
  * Each entry point that takes a sequence has a test with a mutating __index__ or another
- * thread mutating it (tests/fuzz/test_fuzz_races.py).
+ * thread mutating it (tests/test_callbacks.py).
  * ---------------------------------------------------------------------------------------- */
 
 #define GD_MAX_PARAMS 6
@@ -230,6 +230,12 @@ int gd_parse_bool(PyObject *obj, int *out);
  * reference, when it is a tuple), so that Python code run later cannot change what the caller
  * reads; NULL with TypeError `msg` when seq is not iterable. */
 PyObject *gd_tuple_of(PyObject *seq, const char *msg);
+
+/* repr(obj) for an error message (a new reference): cut to about GD_BRIEF_REPR characters,
+ * and "<list object>" when repr itself fails (a list nested past the recursion limit), so a
+ * hostile argument gets the message meant for it, of a readable length. */
+#define GD_BRIEF_REPR 200
+PyObject *gd_brief_repr(PyObject *obj);
 
 /* ------------------------------------------------------------------------------------------
  * dtypes.c: gpudev's dtypes as NumPy sees them
@@ -323,6 +329,10 @@ ArrayObject *gd_array_borrow(gd_state *st, PyObject *owner, char *data, gd_devic
 
 /* A copy of `a` on `dst` (records the copy when tracing). */
 ArrayObject *gd_array_to_device(gd_state *st, ArrayObject *a, gd_device dst, const char *op);
+/* 0 when NumPy can describe a (a view, a copy, a DLPack import), else -1 with `exc_type`
+ * naming op and the shape: an empty array whose nonzero dimensions span more than 2**63 - 1
+ * bytes has no NumPy twin. */
+int gd_check_host_extent(const ArrayObject *a, PyObject *exc_type, const char *op);
 /* `n` bytes from host memory into a's storage (a synchronizing upload for GPU arrays). */
 int gd_upload(gd_state *st, ArrayObject *a, const void *host, size_t n, const char *op);
 

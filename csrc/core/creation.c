@@ -60,7 +60,9 @@ static int fill_scalar(gd_scalar *out, const fill_value *v, gd_dtype dt, PyObjec
         return 0;
     }
     if (!v->is_int && (!isfinite(v->f) || v->f >= 9.2233720368547758e18 || v->f < -9.2233720368547758e18)) {
-        PyErr_Format(PyExc_OverflowError, "%s: fill_value %R does not fit in int64", op, value);
+        PyObject *shown = gd_brief_repr(value);
+        if (shown) PyErr_Format(PyExc_OverflowError, "%s: fill_value %U does not fit in int64", op, shown);
+        Py_XDECREF(shown);
         return -1;
     }
     out->i = v->is_int ? v->iv : (int64_t)v->f;
@@ -162,7 +164,9 @@ static int number_arg(PyObject *o, double *f, int64_t *i, int *is_int, const cha
         *i = PyLong_AsLongLongAndOverflow(o, &overflow);
         if (*i == -1 && PyErr_Occurred()) return -1;
         if (overflow) {
-            PyErr_Format(PyExc_OverflowError, "%s: %s=%R does not fit in int64", op, name, o);
+            PyObject *shown = gd_brief_repr(o);
+            if (shown) PyErr_Format(PyExc_OverflowError, "%s: %s=%U does not fit in int64", op, name, shown);
+            Py_XDECREF(shown);
             return -1;
         }
         *f = (double)*i;

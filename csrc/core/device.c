@@ -57,9 +57,12 @@ int gd_parse_device(gd_state *st, PyObject *obj, gd_device *out)
     if (PyUnicode_Check(obj)) {
         int r = parse_device_string(obj, out);
         if (r <= 0) return r;
-        PyErr_Format(PyExc_ValueError,
-                     "Device: cannot parse %R; expected 'cpu', 'cuda' or 'cuda:N' with 0 <= N < %d",
-                     obj, GD_MAX_GPUS);
+        PyObject *shown = gd_brief_repr(obj);
+        if (shown)
+            PyErr_Format(PyExc_ValueError,
+                         "Device: cannot parse %U; expected 'cpu', 'cuda' or 'cuda:N' with 0 <= N < %d", shown,
+                         GD_MAX_GPUS);
+        Py_XDECREF(shown);
         return -1;
     }
     PyErr_Format(PyExc_TypeError,
@@ -80,7 +83,9 @@ int gd_parse_gpu_index(int *out, PyObject *obj, const char *op)
     int overflow;
     long long i = PyLong_AsLongLongAndOverflow(v, &overflow);
     if (overflow || i < 0 || i >= GD_MAX_GPUS) {
-        PyErr_Format(PyExc_ValueError, "%s: GPU index must be in [0, %d), got %R", op, GD_MAX_GPUS, v);
+        PyObject *shown = gd_brief_repr(v);
+        if (shown) PyErr_Format(PyExc_ValueError, "%s: GPU index must be in [0, %d), got %U", op, GD_MAX_GPUS, shown);
+        Py_XDECREF(shown);
         Py_DECREF(v);
         return -1;
     }
@@ -139,7 +144,9 @@ static PyObject *device_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             return NULL;
         }
         if (PyUnicode_Check(spec) && strchr(PyUnicode_AsUTF8(spec), ':')) {
-            PyErr_Format(PyExc_ValueError, "Device: index given twice, in %R and as %R", spec, index);
+            PyObject *shown = gd_brief_repr(spec);
+            if (shown) PyErr_Format(PyExc_ValueError, "Device: index given twice, in %U and as %R", shown, index);
+            Py_XDECREF(shown);
             return NULL;
         }
         if (gd_parse_gpu_index(&dev.index, index, "Device") < 0) return NULL;

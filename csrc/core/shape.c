@@ -45,7 +45,9 @@ static int parse_dim(PyObject *o, int64_t *out, const char *op)
     if (v == -1 && PyErr_Occurred()) {
         if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
             PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "%s: dimension %R is too large", op, o);
+            PyObject *shown = gd_brief_repr(o);
+            if (shown) PyErr_Format(PyExc_ValueError, "%s: dimension %U is too large", op, shown);
+            Py_XDECREF(shown);
         }
         return -1;
     }

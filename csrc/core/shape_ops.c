@@ -17,10 +17,12 @@ static int parse_perm(int *perm, PyObject *axes, int ndim, const int64_t *shape)
     uint8_t seen[GD_MAX_NDIM] = {0};
     int rc = -1;
     char s0[256];
+    PyObject *shown = NULL;
     if (n != ndim) {
-        PyErr_Format(PyExc_ValueError,
-                     "transpose: axes %R do not match an array of shape %s: give a permutation of its %d axes",
-                     axes, gd_shape_str(ndim, shape, s0), ndim);
+        if ((shown = gd_brief_repr(fast)))
+            PyErr_Format(PyExc_ValueError,
+                         "transpose: axes %U do not match an array of shape %s: give a permutation of its %d axes",
+                         shown, gd_shape_str(ndim, shape, s0), ndim);
         goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -32,14 +34,16 @@ static int parse_perm(int *perm, PyObject *axes, int ndim, const int64_t *shape)
         Py_ssize_t v = PyNumber_AsSsize_t(item, NULL);
         if ((v == -1 && PyErr_Occurred()) || gd_normalize_axis(&perm[i], v, ndim, "transpose") < 0) goto done;
         if (seen[perm[i]]++) {
-            PyErr_Format(PyExc_ValueError,
-                         "transpose: repeated axis %d in axes %R; give a permutation of (0, ..., %d)", perm[i],
-                         axes, ndim - 1);
+            if ((shown = gd_brief_repr(fast)))
+                PyErr_Format(PyExc_ValueError,
+                             "transpose: repeated axis %d in axes %U; give a permutation of (0, ..., %d)", perm[i],
+                             shown, ndim - 1);
             goto done;
         }
     }
     rc = 0;
 done:
+    Py_XDECREF(shown);
     Py_DECREF(fast);
     return rc;
 }
