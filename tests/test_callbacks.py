@@ -15,7 +15,7 @@ import pytest
 
 import gpudev as gd
 from conftest import DEVICES, assert_array, host
-from fuzzing import Boom, BoolMutates, FloatMutates, IndexMutates, IndexRaises, fresh_int
+from fuzz.hostile import Boom, BoolMutates, FloatMutates, IndexMutates, IndexRaises, fresh_int
 
 # ---------------------------------------------------------------------------------------------
 # shapes: a dimension's __index__ empties the list of dimensions
