@@ -318,9 +318,9 @@ def _deep_list(depth: int) -> list:
     lambda v: gd.zeros(2, dtype=v), lambda v: gd.ones(2).astype(v), lambda v: gd.ones(2).__array__(dtype=v),
     lambda v: gd.ones(2).__dlpack__(dl_device=v), lambda v: gd.ones(2).__dlpack__(max_version=v),
     lambda v: gd.ones((2, 2)).transpose(v), lambda v: gd.benchmark(lambda: None, max_duration=v),
-    lambda v: gd.Timer(devices=[v]), lambda v: gd.synchronize(v),
+    lambda v: gd.Timer(devices=[v]), lambda v: gd.synchronize(v), lambda v: gd.Device("cuda:1", v),
 ], ids=["Device", "zeros device", "to", "zeros dtype", "astype", "__array__", "dl_device", "max_version",
-        "transpose", "benchmark", "Timer", "synchronize"])
+        "transpose", "benchmark", "Timer", "synchronize", "Device index"])
 @pytest.mark.parametrize("value", ["x" * 100_000, _deep_list(5000), ["x" * 100_000]], ids=["long str", "deep list",
                                                                                              "list of long str"])
 def test_hostile_values_are_named_briefly(call, value):

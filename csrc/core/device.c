@@ -144,9 +144,11 @@ static PyObject *device_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             return NULL;
         }
         if (PyUnicode_Check(spec) && strchr(PyUnicode_AsUTF8(spec), ':')) {
-            PyObject *shown = gd_brief_repr(spec);
-            if (shown) PyErr_Format(PyExc_ValueError, "Device: index given twice, in %U and as %R", shown, index);
+            PyObject *shown = gd_brief_repr(spec), *shown_index = shown ? gd_brief_repr(index) : NULL;
+            if (shown_index)
+                PyErr_Format(PyExc_ValueError, "Device: index given twice, in %U and as %U", shown, shown_index);
             Py_XDECREF(shown);
+            Py_XDECREF(shown_index);
             return NULL;
         }
         if (gd_parse_gpu_index(&dev.index, index, "Device") < 0) return NULL;
