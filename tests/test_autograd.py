@@ -397,3 +397,18 @@ def test_arrays_outside_graphs_are_freed():
     y.sum().backward()
     del y
     assert ref() is None
+
+
+def test_creation_functions_take_requires_grad(device):
+    made = [gd.zeros((2,), device=device, requires_grad=True),
+            gd.ones((2,), device=device, requires_grad=True),
+            gd.full((2,), 3.0, device=device, requires_grad=True),
+            gd.empty((2,), device=device, requires_grad=True),
+            gd.rand(2, device=device, requires_grad=True), gd.randn(2, device=device, requires_grad=True),
+            gd.arange(2.0, device=device, requires_grad=True),
+            gd.array([1.0, 2.0], device=device, requires_grad=True),
+            gd.asarray([1.0, 2.0], device=device, requires_grad=True)]
+    assert all(a.requires_grad and a.is_leaf for a in made)
+    assert not gd.zeros((2,), device=device, requires_grad=False).requires_grad
+    with pytest.raises(TypeError, match="requires_grad: only float arrays can require gradients, got int64"):
+        gd.arange(3, device=device, requires_grad=True)

@@ -170,6 +170,12 @@ static PyGetSetDef autograd_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+PyObject *gd_ag_created(PyObject *out, PyObject *requires_grad)
+{
+    if (out && requires_grad && set_requires_grad(out, requires_grad, NULL) < 0) Py_CLEAR(out);
+    return out;
+}
+
 /* ------------------------------------------------------------------------------------------
  * Array methods
  * ---------------------------------------------------------------------------------------- */

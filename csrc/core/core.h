@@ -534,6 +534,9 @@ PyObject *gd_ag_record(gd_state *st, const char *op, PyObject *out, PyObject *a,
     ((out) && gd_ag_wanted((st), (PyObject *)(a), (PyObject *)(b))                                       \
          ? gd_ag_record((st), (op), (PyObject *)(out), (PyObject *)(a), (PyObject *)(b), (extra))       \
          : (PyObject *)(out))
+/* out with requires_grad set from a creation function's requires_grad= argument (NULL: not
+ * given); steals out, NULL with an exception for integer dtypes. */
+PyObject *gd_ag_created(PyObject *out, PyObject *requires_grad);
 /* a op= b when a or b is part of a graph: the recorder checks, computes and records it. */
 PyObject *gd_ag_inplace(gd_state *st, const char *op, PyObject *a, PyObject *b);
 /* a[key] = value when a or value is part of a graph. -1 with an exception. */

@@ -20,6 +20,7 @@ from .report import describe_setup
 from .rows_compute import batched_rows, sgemm_rows
 from .rows_memory import reduction_rows, transfer_rows
 from .rows_overhead import benchmark_rows, loop_rows, tiny_rows
+from .rows_training import training_rows
 
 __all__ = ["judge", "plan", "run", "run_row"]
 
@@ -40,6 +41,7 @@ def plan(devices: list[str], quick: bool) -> list[tuple[str, str, str, RowBuilde
             rows += reduction_rows(device, 10**7 if quick else 10**8)
             rows += sgemm_rows(device, [1000] if quick else [1000, 4000])
             rows += batched_rows(device, quick)
+            rows += training_rows(device, quick)
         else:
             rows += tiny_rows(device, 2000 if quick else 10000)
             rows += benchmark_rows(device, 2000 if quick else 10000)
@@ -48,6 +50,7 @@ def plan(devices: list[str], quick: bool) -> list[tuple[str, str, str, RowBuilde
             rows += reduction_rows(device, 10**8 if quick else 10**9)
             rows += sgemm_rows(device, [8192])
             rows += batched_rows(device, quick)
+            rows += training_rows(device, quick)
     return rows
 
 
