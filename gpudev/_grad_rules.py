@@ -156,6 +156,16 @@ def _swap(x: Array) -> Array:
     return x.transpose(axes)
 
 
+def _product_with_swapped(x: Array, y: Array, swap_first: bool) -> Array:
+    """swap(x) @ y (swap_first) or x @ swap(y), transposing whichever side copies less: the
+    transposes are copies, and swap(p @ q) == swap(q) @ swap(p) moves the copy to g."""
+    if swap_first:
+        direct, other = x.size, y.size + x.shape[-1] * y.shape[-1]
+        return _swap(x) @ y if direct <= other else _swap(_swap(y) @ x)
+    direct, other = y.size, x.size + x.shape[-2] * y.shape[-2]
+    return x @ _swap(y) if direct <= other else _swap(y @ _swap(x))
+
+
 def _matmul(n: Any, g: Array) -> tuple:
     # 1-D operands become matrices as NumPy's matmul treats them; batch axes that were
     # broadcast are summed back by _fit.
@@ -167,8 +177,8 @@ def _matmul(n: Any, g: Array) -> tuple:
         g2 = g2.reshape(g2.shape[:-1] + (1,) + g2.shape[-1:]) if b.ndim > 1 else g2.reshape(1, -1)
     if b.ndim == 1:
         g2 = g2.reshape(g2.shape + (1,))
-    ga = g2 @ _swap(b2)
-    gb = _swap(a2) @ g2
+    ga = _product_with_swapped(g2, b2, swap_first=False)
+    gb = _product_with_swapped(a2, g2, swap_first=True)
     if a.ndim == 1:
         ga = ga.reshape(ga.shape[:-2] + ga.shape[-1:])
     if b.ndim == 1:
