@@ -137,6 +137,7 @@ _UNARY: dict[str, Callable[[Array, Array], Array]] = {
     "sqrt": lambda x, g: g / (2.0 * _C.sqrt(x)),
     "tanh": lambda x, g: g * (1.0 - _C.tanh(x) ** 2),
     "relu": lambda x, g: g * positive_mask(_C.relu(x)),
+    "square": lambda x, g: g * (2.0 * x),
 }
 
 

@@ -159,7 +159,7 @@ class Module:
         for (m, name, p), (data, grad) in zip(owners, moved, strict=True):
             if data is p:
                 continue
-            data = data.detach().requires_grad_()  # a new leaf on `dev`
+            data.requires_grad_()  # a new leaf on `dev` (copied without recording)
             data.grad = grad
             object.__setattr__(m, name, data)
         return self
