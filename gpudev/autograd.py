@@ -23,8 +23,8 @@ Semantics follow PyTorch: gradients accumulate into ``.grad`` of leaves, ``backw
 the graph unless ``retain_graph=True``, an in-place operation on a leaf that requires grad
 raises, and an array a rule needs that was modified in place after it was used makes
 ``backward()`` raise (each storage counts its writes in place) instead of giving a wrong
-gradient. An operation without a rule raises ``NotImplementedError`` naming it. Grad mode is
-one switch for the process (not per thread).
+gradient. An operation without a rule raises ``NotImplementedError`` naming it. Grad mode
+belongs to each thread, as in PyTorch.
 """
 
 from __future__ import annotations
@@ -221,7 +221,8 @@ def _record_inplace(name: str, a: Array, b: Any) -> Array:
 def _record_setitem(a: Array, key: Any, value: Any) -> None:
     """a[key] = value where a or value is part of a graph."""
     _refuse_inplace("setitem", a, isinstance(value, Array) and value.requires_grad)
-    node = _make_node("setitem", _meta(a), (a, value), key)
+    # an integer array holds no gradient: the values are converted and the graph ends here
+    node = _make_node("setitem", _meta(a), (a, value), key) if a.dtype.kind == "f" else None
     with no_grad():
         a[key] = value
     _C._set_grad_fn(a, node)

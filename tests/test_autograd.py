@@ -412,3 +412,26 @@ def test_creation_functions_take_requires_grad(device):
     assert not gd.zeros((2,), device=device, requires_grad=False).requires_grad
     with pytest.raises(TypeError, match="requires_grad: only float arrays can require gradients, got int64"):
         gd.arange(3, device=device, requires_grad=True)
+
+
+def test_grad_mode_belongs_to_each_thread():
+    import threading
+    x = gd.ones(2).requires_grad_()
+    seen = []
+
+    def worker():
+        seen.append((gd.is_grad_enabled(), (x * 2).requires_grad))
+
+    with gd.no_grad():
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        assert not (x * 2).requires_grad
+    assert seen == [(True, True)]
+
+
+def test_writing_into_an_integer_array_ends_the_graph(device):
+    w = gd.ones(2, device=device).requires_grad_()
+    counts = gd.zeros(2, dtype=gd.int64, device=device)
+    counts[0] = w[0] * 3.0
+    assert counts.tolist() == [3, 0] and not counts.requires_grad

@@ -17,6 +17,8 @@
 
 enum { HOOK_RECORD, HOOK_INPLACE, HOOK_SETITEM, HOOK_BACKWARD, NUM_HOOKS };
 
+_Thread_local int gd_ag_off;
+
 static PyObject *hook(gd_state *st, int which)
 {
     if (st->ag_hooks) return PyTuple_GET_ITEM(st->ag_hooks, which);
@@ -64,7 +66,7 @@ int gd_ag_setitem(gd_state *st, PyObject *a, PyObject *key, PyObject *value)
 
 int gd_ag_any(gd_state *st, PyObject *seq)
 {
-    if (st->ag_off) return 0;
+    if (gd_ag_off) return 0;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject **items = PySequence_Fast_ITEMS(seq);
     for (Py_ssize_t i = 0; i < n; i++)
@@ -220,19 +222,18 @@ static PyMethodDef autograd_methods[] = {
  * module functions: grad mode and the recorder's registration
  * ---------------------------------------------------------------------------------------- */
 
-static PyObject *mod_set_grad_enabled(PyObject *module, PyObject *arg)
+static PyObject *mod_set_grad_enabled(PyObject *Py_UNUSED(module), PyObject *arg)
 {
-    gd_state *st = PyModule_GetState(module);
     int on = PyObject_IsTrue(arg);
     if (on < 0) return NULL;
-    int was = !st->ag_off;
-    st->ag_off = !on;
+    int was = !gd_ag_off;
+    gd_ag_off = !on;
     return PyBool_FromLong(was);
 }
 
-static PyObject *mod_is_grad_enabled(PyObject *module, PyObject *Py_UNUSED(ignored))
+static PyObject *mod_is_grad_enabled(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
 {
-    return PyBool_FromLong(!((gd_state *)PyModule_GetState(module))->ag_off);
+    return PyBool_FromLong(!gd_ag_off);
 }
 
 static PyObject *mod_set_autograd_hooks(PyObject *module, PyObject *arg)

@@ -55,7 +55,6 @@ typedef struct gd_state {
     uint64_t pending_gpus;              /* bit i: cuda:i may have queued work */
     int gpu_count;                      /* GPUs of the CUDA backend; -1 until first asked */
     PyObject *ag_hooks;                 /* gpudev.autograd's recorder (autograd.c), or NULL */
-    int ag_off;                         /* grad mode off: operations are not recorded */
 } gd_state;
 
 /* ------------------------------------------------------------------------------------------
@@ -510,6 +509,10 @@ int gd_autograd_setup(PyObject *module, gd_state *st);
 #define GD_UNLIKELY(x) (x)
 #endif
 
+/* Grad mode of the calling thread, as in PyTorch: nonzero inside no_grad (only read once an
+ * input is part of a graph). */
+extern _Thread_local int gd_ag_off;
+
 /* Whether o (an operand: Array, scalar or NULL) is part of a graph. */
 static inline int gd_ag_has(gd_state *st, PyObject *o)
 {
@@ -518,7 +521,7 @@ static inline int gd_ag_has(gd_state *st, PyObject *o)
 /* Whether an operation on a and b (b may be NULL) must be recorded. */
 static inline int gd_ag_wanted(gd_state *st, PyObject *a, PyObject *b)
 {
-    return GD_UNLIKELY(gd_ag_has(st, a) || gd_ag_has(st, b)) && !st->ag_off;
+    return GD_UNLIKELY(gd_ag_has(st, a) || gd_ag_has(st, b)) && !gd_ag_off;
 }
 /* Whether any Array of a PySequence_Fast sequence is part of a graph, with grad mode on. */
 int gd_ag_any(gd_state *st, PyObject *seq);
