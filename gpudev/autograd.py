@@ -110,12 +110,10 @@ class Node:
     __slots__ = ("name", "edges", "inputs", "versions", "metas", "extra", "out_meta", "freed",
                  "__weakref__")
 
-    def __init__(self, name: str, edges: tuple, inputs: tuple, metas: tuple, extra: Any,
-                 out_meta: tuple) -> None:
-        self.name, self.edges, self.metas, self.extra, self.out_meta = name, edges, metas, extra, out_meta
-        self.inputs = inputs
-        self.versions = tuple(x._version if isinstance(x, Array) else None for x in inputs)
-        self.freed = False
+    def __init__(self, name: str, edges: tuple, inputs: tuple, versions: tuple, metas: tuple,
+                 extra: Any, out_meta: tuple) -> None:
+        self.name, self.edges, self.inputs, self.versions = name, edges, inputs, versions
+        self.metas, self.extra, self.out_meta, self.freed = metas, extra, out_meta, False
 
     @property
     def next_functions(self) -> tuple:
@@ -164,14 +162,24 @@ def _rule(name: str) -> _grad_rules.Rule:
 
 def _make_node(name: str, out_meta: tuple, inputs: tuple, extra: Any,
                edges: tuple | None = None) -> Node | None:
-    rule = _rule(name)
+    saves = _rule(name).saves
     if edges is None:
-        edges = tuple(_edge(x) for x in inputs)
-    if all(e is None for e in edges):
+        edges = tuple([_edge(x) for x in inputs])
+    if edges.count(None) == len(edges):
         return None
-    # Arrays only when the rule reads them: the graph then keeps alive what it needs.
-    kept = tuple(x if not isinstance(x, Array) or rule.saves else None for x in inputs)
-    return Node(name, edges, kept, tuple(_meta(x) for x in inputs), extra, out_meta)
+    # Arrays only when the rule reads them (the graph then keeps alive what it needs), with
+    # their storage's write count, which backward() checks.
+    kept, versions, metas = [], [], []
+    for x in inputs:
+        if isinstance(x, Array):
+            kept.append(x if saves else None)
+            versions.append(x._version if saves else None)
+            metas.append((x.shape, x.dtype, x.device))
+        else:
+            kept.append(x)
+            versions.append(None)
+            metas.append(None)
+    return Node(name, edges, tuple(kept), tuple(versions), tuple(metas), extra, out_meta)
 
 
 # ---------------------------------------------------------------------------------------------
