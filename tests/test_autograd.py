@@ -309,6 +309,8 @@ def test_detach_shares_data_outside_the_graph(device):
     with gd.no_grad():
         d2 += 1
     assert x.tolist() == [2.0, 2.0, 2.0]  # the same storage
+    x.data -= 1.0  # PyTorch's idiom: .data is outside the graph, so this is not recorded
+    assert x.tolist() == [1.0, 1.0, 1.0] and x.is_leaf and not x.data.requires_grad
 
 
 # ---------------------------------------------------------------------------------------------

@@ -157,6 +157,10 @@ static PyObject *get_is_leaf(PyObject *self, void *Py_UNUSED(c))
     return PyBool_FromLong(!ag || ag == Py_True);
 }
 
+static PyObject *detach(PyObject *self, PyObject *Py_UNUSED(ignored));
+
+static PyObject *get_data(PyObject *self, void *Py_UNUSED(c)) { return detach(self, NULL); }
+
 static PyObject *get_version(PyObject *self, void *Py_UNUSED(c))
 {
     return PyLong_FromUnsignedLong(gd_owner(gd_state_of(self), (ArrayObject *)self)->version);
@@ -168,6 +172,8 @@ static PyGetSetDef autograd_getset[] = {
     {"grad", get_grad, set_grad, "the gradient accumulated by backward() (leaf arrays), or None", NULL},
     {"grad_fn", get_grad_fn, NULL, "the node that computed this array and its gradient, or None for a leaf", NULL},
     {"is_leaf", get_is_leaf, NULL, "True unless the array was computed from arrays that require grad", NULL},
+    {"data", get_data, NULL,
+     "the same data outside the graph, as PyTorch's .data (p.data -= lr * p.grad is not recorded)", NULL},
     {"_version", get_version, NULL, "writes in place into this array's storage so far", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
