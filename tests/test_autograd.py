@@ -311,6 +311,10 @@ def test_detach_shares_data_outside_the_graph(device):
     assert x.tolist() == [2.0, 2.0, 2.0]  # the same storage
     x.data -= 1.0  # PyTorch's idiom: .data is outside the graph, so this is not recorded
     assert x.tolist() == [1.0, 1.0, 1.0] and x.is_leaf and not x.data.requires_grad
+    x.data = gd.full((3,), 4.0, device=device)
+    assert x.tolist() == [4.0, 4.0, 4.0] and x.requires_grad
+    with pytest.raises(ValueError, match=r"data: the new data has shape \(2,\) but the array has shape \(3,\)"):
+        x.data = gd.ones(2, device=device)
 
 
 # ---------------------------------------------------------------------------------------------

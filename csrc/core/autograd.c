@@ -161,6 +161,26 @@ static PyObject *detach(PyObject *self, PyObject *Py_UNUSED(ignored));
 
 static PyObject *get_data(PyObject *self, void *Py_UNUSED(c)) { return detach(self, NULL); }
 
+/* a.data = v copies v's values into a without recording (`p.data -= g` assigns back the
+ * alias it changed in place: nothing left to copy). */
+static int set_data(PyObject *self, PyObject *value, void *Py_UNUSED(c))
+{
+    gd_state *st = gd_state_of(self);
+    ArrayObject *a = (ArrayObject *)self, *v;
+    if (!value) {
+        PyErr_SetString(PyExc_TypeError, "data: cannot be deleted");
+        return -1;
+    }
+    if (!(v = gd_need_array(st, value, "data"))) return -1;
+    if (!gd_same_shape(a, v)) {
+        char s0[256], s1[256];
+        PyErr_Format(PyExc_ValueError, "data: the new data has shape %s but the array has shape %s",
+                     gd_shape_str(v->ndim, v->shape, s0), gd_shape_str(a->ndim, a->shape, s1));
+        return -1;
+    }
+    return gd_assign(st, a, value, "data");
+}
+
 static PyObject *get_version(PyObject *self, void *Py_UNUSED(c))
 {
     return PyLong_FromUnsignedLong(gd_owner(gd_state_of(self), (ArrayObject *)self)->version);
@@ -172,7 +192,7 @@ static PyGetSetDef autograd_getset[] = {
     {"grad", get_grad, set_grad, "the gradient accumulated by backward() (leaf arrays), or None", NULL},
     {"grad_fn", get_grad_fn, NULL, "the node that computed this array and its gradient, or None for a leaf", NULL},
     {"is_leaf", get_is_leaf, NULL, "True unless the array was computed from arrays that require grad", NULL},
-    {"data", get_data, NULL,
+    {"data", get_data, set_data,
      "the same data outside the graph, as PyTorch's .data (p.data -= lr * p.grad is not recorded)", NULL},
     {"_version", get_version, NULL, "writes in place into this array's storage so far", NULL},
     {NULL, NULL, NULL, NULL, NULL},
