@@ -120,14 +120,17 @@ PyObject *gd_array_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
     gd_device dev = a->device;
     if (gd_parse_device(st, argv[0], &dev) < 0) return NULL;
     if (gd_device_eq(dev, a->device) && !copy) return Py_NewRef(self);
-    return (PyObject *)gd_array_to_device(st, a, dev, "to");
+    ArrayObject *out = gd_array_to_device(st, a, dev, "to");
+    return GD_AG_OUT(st, "to", out, a, NULL, NULL);
 }
 
 PyObject *gd_array_cpu(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
     ArrayObject *a = (ArrayObject *)self;
     if (a->device.type == GD_CPU) return Py_NewRef(self);
-    return (PyObject *)gd_array_to_device(gd_state_of(self), a, GD_CPU_DEVICE, "cpu");
+    gd_state *st = gd_state_of(self);
+    ArrayObject *out = gd_array_to_device(st, a, GD_CPU_DEVICE, "cpu");
+    return GD_AG_OUT(st, "to", out, a, NULL, NULL);
 }
 
 PyObject *gd_array_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -147,7 +150,9 @@ PyObject *gd_array_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     }
     gd_device dev = {GD_CUDA, (int)i};
     if (gd_device_eq(dev, a->device)) return Py_NewRef(self);
-    return (PyObject *)gd_array_to_device(gd_state_of(self), a, dev, "cuda");
+    gd_state *st = gd_state_of(self);
+    ArrayObject *out = gd_array_to_device(st, a, dev, "cuda");
+    return GD_AG_OUT(st, "to", out, a, NULL, NULL);
 }
 
 PyObject *gd_array_copy(PyObject *self, PyObject *Py_UNUSED(ignored))
@@ -160,7 +165,7 @@ PyObject *gd_array_copy(PyObject *self, PyObject *Py_UNUSED(ignored))
                       "copy") < 0 ||
         gd_trace_op(st, "copy", out, a, NULL) < 0)
         Py_CLEAR(out);
-    return (PyObject *)out;
+    return GD_AG_OUT(st, "copy", out, a, NULL, NULL);
 }
 
 PyObject *gd_array_astype_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
