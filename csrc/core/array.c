@@ -127,6 +127,8 @@ static void array_dealloc(PyObject *self)
     ArrayObject *a = (ArrayObject *)self;
     PyTypeObject *tp = Py_TYPE(self);
     if (a->weakreflist) PyObject_ClearWeakRefs(self);
+    Py_XDECREF(a->ag);
+    Py_XDECREF(a->grad);
     if (a->base) {
         Py_DECREF(a->base);
     } else if (a->alloc_ptr) {

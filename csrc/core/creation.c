@@ -75,9 +75,10 @@ static PyObject *create_filled(PyObject *module, PyObject *const *args, Py_ssize
 {
     gd_state *st = PyModule_GetState(module);
     const char *op = params->fname;
-    PyObject *argv[4] = {NULL, Py_None, Py_None, Py_None};
+    PyObject *argv[5] = {NULL, Py_None, Py_None, Py_None, NULL};
     if (gd_parse_args(argv, params, args, nargs, kwnames) < 0) return NULL;
-    if (kind != FILL_FULL) { /* (shape, dtype, device) -> (shape, -, dtype, device) */
+    if (kind != FILL_FULL) { /* (shape, dtype, device, requires_grad) -> (shape, -, dtype, device, ...) */
+        argv[4] = argv[3];
         argv[3] = argv[2];
         argv[2] = argv[1];
         argv[1] = NULL;
@@ -98,7 +99,7 @@ static PyObject *create_filled(PyObject *module, PyObject *const *args, Py_ssize
     if ((kind != FILL_EMPTY && gd_run_fill(st, st->backends[dev.type], dev, a->data, dt, s, a->size, op) < 0) ||
         gd_trace_op(st, op, a, NULL, NULL) < 0)
         Py_CLEAR(a);
-    return (PyObject *)a;
+    return gd_ag_created((PyObject *)a, argv[4]);
 }
 
 #define GD_FILL_FN(fname, kind, usage, npos, ...)                                            \
@@ -107,11 +108,13 @@ static PyObject *create_filled(PyObject *module, PyObject *const *args, Py_ssize
         static const gd_params params = {#fname, usage, npos, npos, {__VA_ARGS__, NULL}};    \
         return create_filled(m, a, n, k, &params, kind);                                     \
     }
-GD_FILL_FN(zeros, FILL_ZEROS, "zeros(shape, dtype=None, device=None)", 1, "shape", "dtype", "device")
-GD_FILL_FN(ones, FILL_ONES, "ones(shape, dtype=None, device=None)", 1, "shape", "dtype", "device")
-GD_FILL_FN(empty, FILL_EMPTY, "empty(shape, dtype=None, device=None)", 1, "shape", "dtype", "device")
+GD_FILL_FN(zeros, FILL_ZEROS, "zeros(shape, dtype=None, device=None)", 1, "shape", "dtype", "device",
+           "requires_grad")
+GD_FILL_FN(ones, FILL_ONES, "ones(shape, dtype=None, device=None)", 1, "shape", "dtype", "device", "requires_grad")
+GD_FILL_FN(empty, FILL_EMPTY, "empty(shape, dtype=None, device=None)", 1, "shape", "dtype", "device",
+           "requires_grad")
 GD_FILL_FN(full, FILL_FULL, "full(shape, fill_value, dtype=None, device=None)", 2, "shape", "fill_value", "dtype",
-           "device")
+           "device", "requires_grad")
 #undef GD_FILL_FN
 
 /* ------------------------------------------------------------------------------------------
@@ -122,27 +125,27 @@ static PyObject *array_or_asarray(PyObject *module, PyObject *const *args, Py_ss
                                   const gd_params *params, int copy)
 {
     gd_state *st = PyModule_GetState(module);
-    PyObject *argv[4] = {NULL, Py_None, Py_None, NULL}; /* obj, dtype, device, copy */
+    PyObject *argv[5] = {NULL, Py_None, Py_None, NULL, NULL}; /* obj, dtype, device, copy, requires_grad */
     gd_device dev = GD_CPU_DEVICE;
     if (gd_parse_args(argv, params, args, nargs, kwnames) < 0 || gd_parse_bool(argv[3], &copy) < 0 ||
         gd_parse_device(st, argv[2], &dev) < 0)
         return NULL;
     PyObject *res = gd_array_from_object(st, argv[0], argv[1], dev, argv[2] != Py_None, copy, params->fname);
     if (res && gd_trace_op(st, params->fname, (ArrayObject *)res, NULL, NULL) < 0) Py_CLEAR(res);
-    return res;
+    return gd_ag_created(res, argv[4]);
 }
 
 static PyObject *mod_array(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
 {
     static const gd_params params = {"array", "array(obj, dtype=None, device=None)", 1, 1,
-                                     {"obj", "dtype", "device", "copy", NULL}};
+                                     {"obj", "dtype", "device", "copy", "requires_grad", NULL}};
     return array_or_asarray(m, a, n, k, &params, 1);
 }
 
 static PyObject *mod_asarray(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
 {
     static const gd_params params = {"asarray", "asarray(obj, dtype=None, device=None)", 1, 1,
-                                     {"obj", "dtype", "device", "copy", NULL}};
+                                     {"obj", "dtype", "device", "copy", "requires_grad", NULL}};
     return array_or_asarray(m, a, n, k, &params, 0);
 }
 
@@ -288,9 +291,9 @@ static int arange_int_steps(gd_scalar *start, gd_scalar *step, const arange_args
 static PyObject *mod_arange(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     static const gd_params params = {"arange", "arange(start, stop=None, step=1, dtype=None, device=None)", 3, 0,
-                                     {"start", "stop", "step", "dtype", "device", NULL}};
+                                     {"start", "stop", "step", "dtype", "device", "requires_grad", NULL}};
     gd_state *st = PyModule_GetState(module);
-    PyObject *argv[5] = {NULL, NULL, NULL, Py_None, Py_None};
+    PyObject *argv[6] = {NULL, NULL, NULL, Py_None, Py_None, NULL};
     arange_args r;
     if (gd_parse_args(argv, &params, args, nargs, kwnames) < 0) return NULL;
     if (!argv[0]) {
@@ -315,7 +318,7 @@ static PyObject *mod_arange(PyObject *module, PyObject *const *args, Py_ssize_t 
         if (gd_run_end(st, dev, ts, rc, &err, "arange") < 0) Py_CLEAR(a);
     }
     if (a && gd_trace_op(st, "arange", a, NULL, NULL) < 0) Py_CLEAR(a);
-    return (PyObject *)a;
+    return gd_ag_created((PyObject *)a, argv[5]);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -336,7 +339,7 @@ static PyObject *random_array(PyObject *module, PyObject *const *args, Py_ssize_
 {
     gd_state *st = PyModule_GetState(module);
     const char *op = params->fname;
-    PyObject *argv[2] = {Py_None, Py_None}; /* dtype, device: keyword-only after *shape */
+    PyObject *argv[3] = {Py_None, Py_None, NULL}; /* dtype, device, requires_grad: keyword-only */
     int ndim;
     int64_t shape[GD_MAX_NDIM];
     gd_dtype dt = GD_FLOAT32;
@@ -361,18 +364,18 @@ static PyObject *random_array(PyObject *module, PyObject *const *args, Py_ssize_
         if (gd_run_end(st, dev, ts, rc, &err, op) < 0) Py_CLEAR(a);
     }
     if (a && gd_trace_op(st, op, a, NULL, NULL) < 0) Py_CLEAR(a);
-    return (PyObject *)a;
+    return gd_ag_created((PyObject *)a, argv[2]);
 }
 
 static PyObject *mod_rand(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
 {
-    static const gd_params params = {"rand", "rand(*shape, dtype=None, device=None)", 0, 0, {"dtype", "device", NULL}};
+    static const gd_params params = {"rand", "rand(*shape, dtype=None, device=None)", 0, 0, {"dtype", "device", "requires_grad", NULL}};
     return random_array(m, a, n, k, &params, GD_RAND_UNIFORM);
 }
 
 static PyObject *mod_randn(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
 {
-    static const gd_params params = {"randn", "randn(*shape, dtype=None, device=None)", 0, 0, {"dtype", "device", NULL}};
+    static const gd_params params = {"randn", "randn(*shape, dtype=None, device=None)", 0, 0, {"dtype", "device", "requires_grad", NULL}};
     return random_array(m, a, n, k, &params, GD_RAND_NORMAL);
 }
 

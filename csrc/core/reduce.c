@@ -240,7 +240,7 @@ static PyObject *reduce_array(gd_state *st, reduction kind, ArrayObject *a, PyOb
     }
     if (rc == 0 && gd_trace_op(st, r->name, j.out, a, NULL) < 0) rc = -1;
     if (rc < 0) Py_CLEAR(j.out);
-    return (PyObject *)j.out;
+    return GD_AG_OUT(st, r->name, j.out, a, NULL, Py_BuildValue("(OO)", axis, keepdims ? Py_True : Py_False));
 }
 
 /* ------------------------------------------------------------------------------------------

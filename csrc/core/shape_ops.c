@@ -79,6 +79,18 @@ static int group_axes(int64_t *gshape, int *gperm, int nd, const int64_t *shape,
     return ng;
 }
 
+/* The permutation as a tuple of ints, what autograd's rule inverts. */
+static PyObject *perm_tuple(const int *perm, int nd)
+{
+    PyObject *t = PyTuple_New(nd);
+    for (int k = 0; t && k < nd; k++) {
+        PyObject *v = PyLong_FromLong(perm[k]);
+        if (!v) Py_CLEAR(t);
+        else PyTuple_SET_ITEM(t, k, v);
+    }
+    return t;
+}
+
 PyObject *gd_transpose(gd_state *st, ArrayObject *a, PyObject *axes)
 {
     const char *name = "transpose";
@@ -105,7 +117,7 @@ PyObject *gd_transpose(gd_state *st, ArrayObject *a, PyObject *axes)
         if (gd_run_end(st, dev, ts, rc, &err, name) < 0) Py_CLEAR(out);
     }
     if (out && gd_trace_op(st, name, out, a, NULL) < 0) Py_CLEAR(out);
-    return (PyObject *)out;
+    return GD_AG_OUT(st, name, out, a, NULL, perm_tuple(perm, nd));
 }
 
 PyObject *gd_array_transpose(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -289,6 +301,12 @@ static PyObject *concatenate(gd_state *st, PyObject *seq, int64_t axis, int stac
     if ((size > 0 && join_copy(st, be, &j, out, outer) < 0) ||
         gd_trace_op(st, j.name, out, a0, j.n > 1 ? join_item(&j, 1) : NULL) < 0)
         Py_CLEAR(out);
+    if (out && gd_ag_any(st, fast)) {
+        PyObject *items = PySequence_Tuple(fast);
+        out = items ? (ArrayObject *)gd_ag_record(st, j.name, (PyObject *)out, items, NULL, PyLong_FromLong(ax))
+                    : (Py_DECREF(out), NULL);
+        Py_XDECREF(items);
+    }
 done:
     Py_DECREF(fast);
     return (PyObject *)out;

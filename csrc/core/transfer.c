@@ -147,14 +147,17 @@ PyObject *gd_array_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
     gd_device dev = a->device;
     if (gd_parse_device(st, argv[0], &dev) < 0) return NULL;
     if (gd_device_eq(dev, a->device) && !copy) return Py_NewRef(self);
-    return (PyObject *)gd_array_to_device(st, a, dev, "to");
+    ArrayObject *out = gd_array_to_device(st, a, dev, "to");
+    return GD_AG_OUT(st, "to", out, a, NULL, NULL);
 }
 
 PyObject *gd_array_cpu(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
     ArrayObject *a = (ArrayObject *)self;
     if (a->device.type == GD_CPU) return Py_NewRef(self);
-    return (PyObject *)gd_array_to_device(gd_state_of(self), a, GD_CPU_DEVICE, "cpu");
+    gd_state *st = gd_state_of(self);
+    ArrayObject *out = gd_array_to_device(st, a, GD_CPU_DEVICE, "cpu");
+    return GD_AG_OUT(st, "to", out, a, NULL, NULL);
 }
 
 PyObject *gd_array_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -166,7 +169,9 @@ PyObject *gd_array_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     if (gd_parse_args(&arg, &params, args, nargs, kwnames) < 0 || (arg && gd_parse_gpu_index(&dev.index, arg, "cuda") < 0))
         return NULL;
     if (gd_device_eq(dev, a->device)) return Py_NewRef(self);
-    return (PyObject *)gd_array_to_device(gd_state_of(self), a, dev, "cuda");
+    gd_state *st = gd_state_of(self);
+    ArrayObject *out = gd_array_to_device(st, a, dev, "cuda");
+    return GD_AG_OUT(st, "to", out, a, NULL, NULL);
 }
 
 PyObject *gd_array_copy(PyObject *self, PyObject *Py_UNUSED(ignored))
@@ -179,7 +184,7 @@ PyObject *gd_array_copy(PyObject *self, PyObject *Py_UNUSED(ignored))
                       "copy") < 0 ||
         gd_trace_op(st, "copy", out, a, NULL) < 0)
         Py_CLEAR(out);
-    return (PyObject *)out;
+    return GD_AG_OUT(st, "copy", out, a, NULL, NULL);
 }
 
 /* copy.deepcopy(a), as a.copy() (copy.copy(a) calls a.copy() through __copy__). Without
@@ -191,7 +196,16 @@ PyObject *gd_array_dunder_deepcopy(PyObject *self, PyObject *memo)
         PyErr_Format(PyExc_TypeError, "__deepcopy__: memo must be a dict or None, got %.100s", Py_TYPE(memo)->tp_name);
         return NULL;
     }
-    return gd_array_copy(self, NULL);
+    /* a model's deep copy keeps its parameters: a twin of an array that requires grad does
+     * too, as a new leaf (as in PyTorch) */
+    PyObject *requires_grad = PyObject_GetAttrString(self, "requires_grad");
+    PyObject *detached = requires_grad ? PyObject_CallMethod(self, "detach", NULL) : NULL;
+    PyObject *out = detached ? gd_ag_created(gd_array_copy(detached, NULL),
+                                             requires_grad == Py_True ? requires_grad : NULL)
+                             : NULL;
+    Py_XDECREF(detached);
+    Py_XDECREF(requires_grad);
+    return out;
 }
 
 PyObject *gd_array_astype_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)

@@ -256,7 +256,8 @@ SIGNATURES: dict[str, tuple[P, ...]] = {
                   P("n_repeat", "count", lambda: 2, "keyword"), P("max_duration", "number", lambda: 0.01, "keyword"),
                   P("devices", "device", lambda: None, "keyword")),
     "Timer": (P("sync", "flag", lambda: True, "keyword"), P("devices", "device", lambda: None, "keyword")),
-    "trace": (), "Trace": (), "Array": (P("x", "any", lambda: [1.0], "positional"),),
+    "trace": (), "Trace": (), "is_grad_enabled": (), "no_grad": (), "enable_grad": (),
+    "set_grad_enabled": (P("mode", "flag", lambda: True),), "Array": (P("x", "any", lambda: [1.0], "positional"),),
     "BenchmarkResult": tuple(P(n, "any", lambda: 1) for n in (
         "name", "n", "n_warmup", "median", "mean", "std", "min", "max", "clock", "times", "cpu_times", "gpu_times")),
     # NumPy's own scalar types, exported as gd.float32 and friends
@@ -281,7 +282,8 @@ METHODS: dict[str, tuple[P, ...]] = {
     "sum": REDUCE, "mean": REDUCE, "max": REDUCE, "min": REDUCE,
     "__dlpack__": (P("stream", "any", lambda: None, "keyword"), P("max_version", "any", lambda: (1, 0), "keyword"),
                    P("dl_device", "any", lambda: None, "keyword"), P("copy", "flag", lambda: None, "keyword")),
-    "__dlpack_device__": (),
+    "__dlpack_device__": (), "detach": (), "requires_grad_": (P("requires_grad", "flag", lambda: True),),
+    "backward": (P("gradient", "array", lambda: None), P("retain_graph", "flag", lambda: False)),
     "__getitem__": (P("key", "index", lambda: 0, "positional"),),
     "__setitem__": (P("key", "index", lambda: 0, "positional"), P("value", "array", lambda: 2.0, "positional")),
     "__delitem__": (P("key", "index", lambda: 0, "positional"),),
@@ -304,7 +306,10 @@ RECEIVERS: dict[str, Factory] = {
 }
 
 # Beyond the documented kinds: files raise OSError, attribute reads AttributeError.
-EXTRA_ALLOWED: dict[str, tuple[type[BaseException], ...]] = {"save": (OSError,), "load": (OSError,)}
+# backward() of an array outside any graph raises RuntimeError, as in PyTorch.
+EXTRA_ALLOWED: dict[str, tuple[type[BaseException], ...]] = {
+    "save": (OSError,), "load": (OSError,), "backward": (RuntimeError,),
+}
 # Messages that may quote an argument in full: Python's OSError quotes the path; gd.float32
 # and friends are NumPy's own scalar types, with NumPy's messages.
 VERBATIM: dict[str, tuple[type[BaseException], ...]] = {
