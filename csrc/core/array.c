@@ -294,6 +294,8 @@ static PyMethodDef array_methods[] = {
     {"item", gd_array_item, METH_NOARGS, "item() -> the only element as a Python scalar (synchronizes)."},
     {"tolist", gd_array_tolist, METH_NOARGS, "tolist() -> nested Python lists (synchronizes)."},
     {"copy", gd_array_copy, METH_NOARGS, "copy() -> a new array with the same data on the same device."},
+    {"__copy__", gd_array_copy, METH_NOARGS, "copy.copy(a): a.copy()"},
+    {"__deepcopy__", gd_array_dunder_deepcopy, METH_O, "copy.deepcopy(a): a.copy() (no pickling involved)"},
     {"astype", GD_FN(gd_array_astype_method), GD_FASTKW, "astype(dtype, copy=True) -> the array converted to dtype."},
     {"reshape", GD_FN(gd_array_reshape), METH_FASTCALL,
      "reshape(*shape) -> a view with a new shape (one dimension may be -1).\n\n>>> gd.arange(6).reshape(2, -1)"},

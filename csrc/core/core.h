@@ -192,6 +192,20 @@ int gd_trace_sync(gd_state *st, const char *cause, gd_device dev);
 
 /* ------------------------------------------------------------------------------------------
  * args.c: arguments of METH_FASTCALL | METH_KEYWORDS functions
+ *
+ * The rule for arguments that hold other objects (a shape, a list of arrays, axes, an index,
+ * a list of devices): own what you read before Python code runs or the GIL is released.
+ * Python code runs inside __index__, __float__, __bool__, __array__, __dlpack__, repr, a
+ * trace hook, any method of an argument; other threads run while the GIL is released
+ * (gd_run_begin for large CPU work, gd_wait, copies to the host). Either may change a list or
+ * drop the last reference to one of its items, and a C pointer into it then dangles. So:
+ *   - read a sequence through gd_tuple_of (a tuple that holds every item), never through
+ *     PySequence_Fast alone: for a list it returns the list itself, not a copy;
+ *   - keep a strong reference to any object used after a callback or with the GIL released;
+ *   - the FASTCALL args array and kwnames stay alive for the whole call, the containers they
+ *     reach do not.
+ * Each entry point that takes a sequence has a test with a mutating __index__ or another
+ * thread mutating it (tests/test_callbacks.py).
  * ---------------------------------------------------------------------------------------- */
 
 #define GD_MAX_PARAMS 6
@@ -216,6 +230,17 @@ int gd_parse_args(PyObject **out, const gd_params *p, PyObject *const *args, Py_
 
 /* obj's truth value into *out, leaving *out alone for NULL or None. -1 on error. */
 int gd_parse_bool(PyObject *obj, int *out);
+
+/* A tuple holding the items of any sequence or iterable `seq` (seq itself, with a new
+ * reference, when it is a tuple), so that Python code run later cannot change what the caller
+ * reads; NULL with TypeError `msg` when seq is not iterable. */
+PyObject *gd_tuple_of(PyObject *seq, const char *msg);
+
+/* repr(obj) for an error message (a new reference): cut to about GD_BRIEF_REPR characters,
+ * and "<list object>" when repr itself fails (a list nested past the recursion limit), so a
+ * hostile argument gets the message meant for it, of a readable length. */
+#define GD_BRIEF_REPR 200
+PyObject *gd_brief_repr(PyObject *obj);
 
 /* ------------------------------------------------------------------------------------------
  * dtypes.c: gpudev's dtypes as NumPy sees them
@@ -252,6 +277,9 @@ void gd_raise_broadcast(const char *op, int na, const int64_t *sa, int nb, const
 /* Normalise one axis (negative counts from the end) against ndim; numpy's AxisError if out
  * of range. */
 int gd_normalize_axis(int *out, int64_t axis, int ndim, const char *op);
+/* One axis argument: an int (or an object with __index__) without the normalising, clipped to
+ * int64 so that a huge value is out of range rather than truncated. -1 with TypeError. */
+int gd_parse_axis(int64_t *out, PyObject *obj, const char *op);
 /* Mark the reduced axes of an ndim-array; axis is None, an int or a tuple of ints. */
 int gd_parse_axes(uint8_t *reduced, PyObject *axis, int ndim, const char *op);
 
@@ -267,6 +295,9 @@ static inline int gd_same_shape(const ArrayObject *x, const ArrayObject *y)
 int gd_device_setup(PyObject *module, gd_state *st);
 /* Parse a Device, 'cpu', 'cuda', 'cuda:N' or None (-> *out unchanged, returns 0). -1 on error. */
 int gd_parse_device(gd_state *st, PyObject *obj, gd_device *out);
+/* A GPU index argument: an int (a bool is refused) in [0, GD_MAX_GPUS). -1 with TypeError or
+ * ValueError naming `op`. */
+int gd_parse_gpu_index(int *out, PyObject *obj, const char *op);
 PyObject *gd_device_object(gd_state *st, gd_device dev); /* new reference */
 /* Append the Device object for `dev` to `list`; -1 on error. */
 int gd_list_append_device(gd_state *st, PyObject *list, gd_device dev);
@@ -311,6 +342,10 @@ static inline void gd_bump_version(gd_state *st, ArrayObject *a) { gd_owner(st, 
 
 /* A copy of `a` on `dst` (records the copy when tracing). */
 ArrayObject *gd_array_to_device(gd_state *st, ArrayObject *a, gd_device dst, const char *op);
+/* 0 when NumPy can describe a (a view, a copy, a DLPack import), else -1 with `exc_type`
+ * naming op and the shape: an empty array whose nonzero dimensions span more than 2**63 - 1
+ * bytes has no NumPy twin. */
+int gd_check_host_extent(const ArrayObject *a, PyObject *exc_type, const char *op);
 /* `n` bytes from host memory into a's storage (a synchronizing upload for GPU arrays). */
 int gd_upload(gd_state *st, ArrayObject *a, const void *host, size_t n, const char *op);
 
@@ -322,6 +357,7 @@ PyObject *gd_array_dunder_array(PyObject *self, PyObject *const *args, Py_ssize_
 PyObject *gd_array_item(PyObject *self, PyObject *ignored);
 PyObject *gd_array_tolist(PyObject *self, PyObject *ignored);
 PyObject *gd_array_copy(PyObject *self, PyObject *ignored);
+PyObject *gd_array_dunder_deepcopy(PyObject *self, PyObject *memo);
 PyObject *gd_array_astype_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *gd_array_repr(PyObject *self);
 PyObject *gd_array_str(PyObject *self);

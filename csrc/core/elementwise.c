@@ -411,11 +411,11 @@ static ArrayObject *host_f64(gd_state *st, ArrayObject *a)
     return f;
 }
 
-/* NumPy's isclose with equal_nan=False: infinities are close only to themselves. */
+/* NumPy's isclose with equal_nan=False, term for term: equal values are close whatever the
+ * tolerances (even rtol=inf, where inf * 0 is NaN), and an infinite y only to itself. */
 static inline int is_close(double x, double y, double rtol, double atol)
 {
-    if (isfinite(x) && isfinite(y)) return fabs(x - y) <= atol + rtol * fabs(y);
-    return x == y;
+    return (fabs(x - y) <= atol + rtol * fabs(y) && isfinite(y)) || x == y;
 }
 
 /* Whether every pair of the planned float64 operands is close; walks the output in C order

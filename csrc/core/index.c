@@ -104,7 +104,11 @@ static int index_item(index_walk *w, PyObject *it, Py_ssize_t k, Py_ssize_t nite
         return -1;
     }
     if (PySlice_Check(it)) return index_slice(w, it);
-    if (PyIndex_Check(it) && !PyBool_Check(it)) return index_integer(w, it);
+    /* NumPy arrays of more than one index (or of bools) have an __index__ that raises NumPy's
+     * own TypeError; only a 0-d integer array is one integer */
+    if (PyArray_Check(it) && (PyArray_NDIM((PyArrayObject *)it) > 0 || !PyArray_ISINTEGER((PyArrayObject *)it)))
+        return index_refuse(w, it);
+    if (PyIndex_Check(it) && !PyBool_Check(it) && !PyArray_IsScalar(it, Bool)) return index_integer(w, it);
     return index_refuse(w, it);
 }
 
