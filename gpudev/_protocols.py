@@ -67,6 +67,19 @@ def _refuse_gpu(name: str, objs: Any) -> None:
             )
 
 
+def _refuse_grad(name: str, objs: Any) -> None:
+    """RuntimeError when NumPy would compute on an array that requires grad: its result would
+    silently carry no gradient."""
+    if not _C._is_grad_enabled():
+        return
+    for o in _walk(objs):
+        if isinstance(o, Array) and o.requires_grad:
+            raise RuntimeError(
+                f"{name}: gpudev has no gradient for this NumPy function and NumPy's result would "
+                f"carry none; call it on a.detach() (or inside gd.no_grad()) if no gradient is wanted"
+            )
+
+
 def _walk(objs: Any):
     """Every object in objs, descending into lists, tuples and dict values."""
     if isinstance(objs, (list, tuple)):
@@ -114,6 +127,7 @@ def array_ufunc(self: Array, ufunc: np.ufunc, method: str, *inputs: Any, **kwarg
         res = _ufunc_by_gpudev(ufunc, inputs)
         if res is not NotImplemented:
             return res
+    _refuse_grad(name, (inputs, kwargs))
     out = kwargs.get("out")
     res = getattr(ufunc, method)(*_to_numpy(inputs), **_to_numpy(kwargs))
     if out is not None:  # NumPy wrote through the views; hand back the arrays it wrote to
@@ -172,6 +186,7 @@ def array_function(self: Array, func: Callable, types: tuple, args: tuple, kwarg
         res = mine(*args, **kwargs)
         if res is not NotImplemented:
             return res
+    _refuse_grad(f"numpy.{func.__name__}", (args, kwargs))
     return func(*_to_numpy(args), **_to_numpy(kwargs))
 
 

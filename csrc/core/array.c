@@ -171,6 +171,8 @@ static void array_dealloc(PyObject *self)
     ArrayObject *a = (ArrayObject *)self;
     PyTypeObject *tp = Py_TYPE(self);
     if (a->weakreflist) PyObject_ClearWeakRefs(self);
+    Py_XDECREF(a->ag);
+    Py_XDECREF(a->grad);
     if (a->base) {
         Py_DECREF(a->base);
     } else if (a->alloc_ptr) {
@@ -357,7 +359,7 @@ static PyObject *array_contiguous(PyObject *self, PyObject *Py_UNUSED(ignored))
     const gd_backend *be = gd_backend_of(st, a->device, "contiguous");
     ArrayObject *out = be ? gd_contiguous(st, be, a, "contiguous") : NULL;
     if (out && gd_trace_op(st, "contiguous", out, a, NULL) < 0) Py_CLEAR(out);
-    return (PyObject *)out;
+    return GD_AG_OUT(st, "copy", out, a, NULL, NULL);
 }
 
 static PyObject *array_is_contiguous(PyObject *self, PyObject *Py_UNUSED(ignored))
@@ -380,6 +382,8 @@ static PyMethodDef array_methods[] = {
     {"item", gd_array_item, METH_NOARGS, "item() -> the only element as a Python scalar (synchronizes)."},
     {"tolist", gd_array_tolist, METH_NOARGS, "tolist() -> nested Python lists (synchronizes)."},
     {"copy", gd_array_copy, METH_NOARGS, "copy() -> a new array with the same data on the same device."},
+    {"__copy__", gd_array_copy, METH_NOARGS, "copy.copy(a): a.copy()"},
+    {"__deepcopy__", gd_array_dunder_deepcopy, METH_O, "copy.deepcopy(a): a.copy() (no pickling involved)"},
     {"astype", GD_FN(gd_array_astype_method), GD_FASTKW, "astype(dtype, copy=True) -> the array converted to dtype."},
     {"reshape", GD_FN(gd_array_reshape), METH_FASTCALL,
      "reshape(*shape) -> the array with a new shape (one dimension may be -1): a view when the strides "

@@ -130,6 +130,10 @@ static int index_item(index_walk *w, PyObject *it, int used)
     }
     if (it == Py_None) return add_axis(w, 1, 0);
     if (PySlice_Check(it)) return index_slice(w, it);
+    /* NumPy arrays of more than one index (or of bools) have an __index__ that raises NumPy's
+     * own TypeError; only a 0-d integer array is one integer */
+    if (PyArray_Check(it) && (PyArray_NDIM((PyArrayObject *)it) > 0 || !PyArray_ISINTEGER((PyArrayObject *)it)))
+        return index_refuse(w, it);
     if (is_integer_index(it)) return index_integer(w, it);
     return index_refuse(w, it);
 }
@@ -155,7 +159,9 @@ static ArrayObject *basic_view(gd_state *st, ArrayObject *a, PyObject *key, cons
 PyObject *gd_array_subscript(PyObject *self, PyObject *key)
 {
     ArrayObject *a = (ArrayObject *)self;
-    return (PyObject *)basic_view(gd_state_of(self), a, key, "getitem");
+    gd_state *st = gd_state_of(self);
+    ArrayObject *out = basic_view(st, a, key, "getitem");
+    return GD_AG_OUT(st, "getitem", out, a, NULL, Py_NewRef(key));
 }
 
 int gd_array_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
@@ -166,6 +172,7 @@ int gd_array_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
         return -1;
     }
     gd_state *st = gd_state_of(self);
+    if (gd_ag_wanted(st, self, value)) return gd_ag_setitem(st, self, key, value);
     ArrayObject *view = basic_view(st, a, key, "setitem");
     if (!view) return -1;
     int rc = gd_assign(st, view, value, "setitem");
@@ -196,7 +203,9 @@ PyObject *gd_array_sq_item(PyObject *self, Py_ssize_t i)
         return NULL;
     }
     char *p = a->size > 0 ? a->data + (int64_t)i * a->strides[0] * (int64_t)gd_dtype_size(a->dtype) : a->data;
-    return (PyObject *)gd_array_view(gd_state_of(self), a, p, a->ndim - 1, a->shape + 1, a->strides + 1);
+    gd_state *st = gd_state_of(self);
+    ArrayObject *out = gd_array_view(st, a, p, a->ndim - 1, a->shape + 1, a->strides + 1);
+    return GD_AG_OUT(st, "getitem", out, a, NULL, PyLong_FromSsize_t(i));
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -304,17 +313,23 @@ PyObject *gd_array_reshape(PyObject *self, PyObject *const *args, Py_ssize_t nar
         return NULL;
     }
     if (gd_parse_shape(args, nargs, &ndim, shape, "reshape") < 0 || complete_shape(ndim, shape, a) < 0) return NULL;
-    return reshape_to(gd_state_of(self), a, ndim, shape, "reshape");
+    gd_state *st = gd_state_of(self);
+    PyObject *out = reshape_to(st, a, ndim, shape, "reshape");
+    return GD_AG_OUT(st, "reshape", out, a, NULL, NULL);
 }
 
 PyObject *gd_array_ravel(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
     ArrayObject *a = (ArrayObject *)self;
-    return reshape_to(gd_state_of(self), a, 1, &a->size, "ravel");
+    gd_state *st = gd_state_of(self);
+    PyObject *out = reshape_to(st, a, 1, &a->size, "ravel");
+    return GD_AG_OUT(st, "reshape", out, a, NULL, NULL);
 }
 
 PyObject *gd_array_flatten(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
     ArrayObject *a = (ArrayObject *)self;
-    return reshaped_copy(gd_state_of(self), a, 1, &a->size, "flatten");
+    gd_state *st = gd_state_of(self);
+    PyObject *out = reshaped_copy(st, a, 1, &a->size, "flatten");
+    return GD_AG_OUT(st, "reshape", out, a, NULL, NULL);
 }
