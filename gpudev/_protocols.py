@@ -81,15 +81,17 @@ def _refuse_grad(name: str, objs: Any) -> None:
 
 
 def _walk(objs: Any):
-    """Every object in objs, descending into lists, tuples and dict values."""
-    if isinstance(objs, (list, tuple)):
-        for o in objs:
-            yield from _walk(o)
-    elif isinstance(objs, dict):
-        for o in objs.values():
-            yield from _walk(o)
-    else:
-        yield objs
+    """Every object in objs, descending into lists, tuples and dict values (with a stack of its
+    own, so lists nested thousands deep do not exhaust Python's recursion limit)."""
+    stack = [objs]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, (list, tuple)):
+            stack.extend(reversed(o))
+        elif isinstance(o, dict):
+            stack.extend(reversed(list(o.values())))
+        else:
+            yield o
 
 
 def _to_numpy(obj: Any) -> Any:
@@ -180,13 +182,20 @@ _FUNCTIONS: dict[Callable, Callable] = {
 
 def array_function(self: Array, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
     """NumPy's function protocol: gpudev's function where it has one, else NumPy on views."""
-    _refuse_gpu(f"numpy.{func.__name__}", (args, kwargs))
+    if not callable(func) or not isinstance(args, tuple) or not isinstance(kwargs, dict):
+        raise TypeError(
+            f"__array_function__: expected a NumPy function, a tuple of arguments and a dict of keyword "
+            f"arguments, got {type(func).__name__}, {type(args).__name__} and {type(kwargs).__name__}; "
+            f"NumPy calls this itself: call the NumPy function instead"
+        )
+    name = "numpy." + getattr(func, "__name__", type(func).__name__)
+    _refuse_gpu(name, (args, kwargs))
     mine = _FUNCTIONS.get(func)
     if mine is not None and all(issubclass(t, (Array, np.ndarray)) for t in types):
         res = mine(*args, **kwargs)
         if res is not NotImplemented:
             return res
-    _refuse_grad(f"numpy.{func.__name__}", (args, kwargs))
+    _refuse_grad(name, (args, kwargs))
     return func(*_to_numpy(args), **_to_numpy(kwargs))
 
 
