@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define GD_MAX_NDIM 16
-#define GD_BACKEND_ABI_VERSION 2
+#define GD_BACKEND_ABI_VERSION 4
 #define GD_BACKEND_CAPSULE_NAME "gpudev._cuda.backend"
 
 /* ------------------------------------------------------------------------------------------
@@ -27,7 +27,8 @@ extern "C" {
  * ---------------------------------------------------------------------------------------- */
 
 /* Each enum below ends in its count; tables.h describes every value, in order. */
-typedef enum gd_dtype { GD_FLOAT32 = 0, GD_FLOAT64 = 1, GD_INT64 = 2, GD_NUM_DTYPES } gd_dtype;
+/* bool is one byte holding 0 or 1 (NumPy's and DLPack's layout). */
+typedef enum gd_dtype { GD_FLOAT32 = 0, GD_FLOAT64 = 1, GD_INT64 = 2, GD_BOOL = 3, GD_NUM_DTYPES } gd_dtype;
 
 typedef enum gd_device_type { GD_CPU = 0, GD_CUDA = 1 } gd_device_type;
 
@@ -37,7 +38,8 @@ typedef struct gd_device {
 } gd_device;
 
 /* A scalar passed by value (kernels on a GPU cannot read a host pointer). It holds the value
- * already converted to the operation's dtype: .f for float32/float64, .i for int64. */
+ * already converted to the operation's dtype: .f for float32/float64, .i for int64 and bool
+ * (0 or 1). */
 typedef union gd_scalar {
     double f;
     int64_t i;
@@ -111,6 +113,8 @@ typedef enum gd_binop {
     GD_ADD = 0, GD_SUB, GD_MUL, GD_DIV, /* DIV only for float dtypes (the core casts ints)   */
     GD_POW,                             /* int64: exponents are >= 0 (the core checks)        */
     GD_MAXIMUM, GD_MINIMUM,             /* NaN propagates, as in NumPy                        */
+    GD_EQ, GD_NE, GD_LT, GD_LE, GD_GT, GD_GE, /* comparisons: out is bool, a and b of `dtype`  */
+    GD_AND, GD_OR, GD_XOR,              /* bitwise: int64 and bool only                       */
     GD_NUM_BINOPS
 } gd_binop;
 
@@ -119,6 +123,7 @@ typedef enum gd_unop {
     GD_NEG, GD_ABS, GD_RELU,           /* every dtype                                       */
     GD_EXP, GD_LOG, GD_SQRT, GD_TANH,  /* float dtypes only (the core casts ints to float64) */
     GD_SQUARE,                         /* every dtype; used by norm                          */
+    GD_INVERT,                         /* ~: bitwise not of int64, logical not of bool       */
     GD_NUM_UNOPS
 } gd_unop;
 
@@ -156,16 +161,20 @@ typedef struct gd_device_props {
     int runtime_version;
 } gd_device_props;
 
-/* Elementwise shape: the output is C-contiguous with `shape`; each operand says where its
- * element for output index (i0, ..., in-1) lives: data + sum(ik * strides[k]) elements.
- * Strides are in elements, 0 on broadcast axes. The core collapses adjacent axes first, so
- * ndim is small. When `contiguous` is set, every array operand has exactly `size` contiguous
- * elements laid out like the output and its strides need not be read. */
+/* Elementwise shape. The output has `shape`; its element for index (i0, ..., in-1) lives at
+ * out + sum(ik * out_strides[k]) elements, and each operand's at data + sum(ik * strides[k]).
+ * Strides are in elements, of any sign, 0 on broadcast axes. The core drops axes of length 1,
+ * orders the axes so that the output's strides shrink inwards and merges neighbours, so ndim
+ * is small and a strided view that is dense in memory becomes one run. When `contiguous` is
+ * set, the output and every array operand are `size` contiguous elements in the same order and
+ * no stride need be read. An operand shares memory with the output only exactly (same data,
+ * same strides): the core copies operands that overlap it in any other way. */
 typedef struct gd_ewise {
-    int ndim;                   /* 0 for a scalar result */
+    int ndim;                        /* 0 for a scalar result */
     int contiguous;
-    int64_t size;               /* product of shape; >= 1 (the core skips empty work) */
+    int64_t size;                    /* product of shape; >= 1 (the core skips empty work) */
     int64_t shape[GD_MAX_NDIM];
+    int64_t out_strides[GD_MAX_NDIM]; /* elements, per axis */
 } gd_ewise;
 
 typedef struct gd_operand {
@@ -173,6 +182,17 @@ typedef struct gd_operand {
     gd_scalar scalar;
     int64_t strides[GD_MAX_NDIM]; /* elements, per output axis; 0 = broadcast */
 } gd_operand;
+
+/* One operand of a matrix product, as gemm reads it: matrix p of the batch starts at
+ * data + p * stride elements (stride 0: the same matrix for every product); element (i, j)
+ * is at i * ld + j, or at j * ld + i when `trans` is set (a transposed view, handed to BLAS
+ * as a transpose flag instead of being copied). ld >= max(1, the stored rows' length). */
+typedef struct gd_matrix {
+    const void *data;
+    int trans;
+    int64_t ld;
+    int64_t stride;
+} gd_matrix;
 
 /* ------------------------------------------------------------------------------------------
  * the backend vtable
@@ -208,11 +228,11 @@ typedef struct gd_backend {
     int (*copy_2d)(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
                    size_t height, int device, gd_error *err);
 
-    /* out = op(a) elementwise, out and a of `dtype`; out may alias a when a is contiguous. */
+    /* out = op(a) elementwise, out and a of `dtype`. */
     int (*unary)(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
                  int device, gd_error *err);
-    /* out = a op b elementwise, all of `dtype`; out may alias a or b when that operand is
-     * contiguous with the output's shape. */
+    /* out = a op b elementwise, a and b of `dtype`; out too, except for the comparisons
+     * (tables.h: GD_OP_BOOL_OUT), whose out is bool. Bool operands hold only 0 and 1. */
     int (*binary)(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
                   const gd_operand *b, int device, gd_error *err);
     /* out (n elements of out_dtype) = in (n elements of in_dtype) converted as C casts do
@@ -227,12 +247,11 @@ typedef struct gd_backend {
     int (*reduce)(void *out, gd_dtype out_dtype, gd_redop op, const void *in, gd_dtype in_dtype,
                   int64_t outer, int64_t len, int64_t inner, int device, gd_error *err);
 
-    /* Row-major batched matrix product, float32 or float64:
-     * for p < batch: C + p*stride_c (m, n) = A + p*stride_a (m, k) @ B + p*stride_b (k, n).
-     * Strides in elements; stride_a or stride_b may be 0 (broadcast batch). k may be 0. */
-    int (*gemm)(void *c, gd_dtype dtype, const void *a, const void *b, int64_t batch, int64_t m,
-                int64_t n, int64_t k, int64_t stride_a, int64_t stride_b, int64_t stride_c,
-                int device, gd_error *err);
+    /* Batched matrix product of float32, float64 or int64 (int64 wraps as NumPy's does):
+     * for p < batch: C + p*stride_c (m, n, row-major) = A_p (m, k) @ B_p (k, n), the operands
+     * read as gd_matrix says. k may be 0 (C is zeros). */
+    int (*gemm)(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b, int64_t batch, int64_t m,
+                int64_t n, int64_t k, int64_t stride_c, int device, gd_error *err);
 
     /* out = in with its axes permuted: out.shape[k] = in_shape[perm[k]]; C-contiguous both. */
     int (*permute)(void *out, gd_dtype dtype, const void *in, int ndim, const int64_t *in_shape,

@@ -55,7 +55,7 @@ typedef struct gd_dtype_info {
     gd_dtype dtype;
     const char *name;    /* "float32": gd.float32, messages, traces, NumPy's name for it */
     size_t itemsize;     /* bytes per element */
-    char kind;           /* 'f' floating point, 'i' signed integer */
+    char kind;           /* 'f' floating point, 'i' signed integer, 'b' bool */
     const char *format;  /* struct-module format of one element, for the buffer protocol */
 } gd_dtype_info;
 
@@ -63,12 +63,14 @@ GD_TABLE gd_dtype_info gd_dtype_table[] = {
     {GD_FLOAT32, "float32", 4, 'f', "f"},
     {GD_FLOAT64, "float64", 8, 'f', "d"},
     {GD_INT64, "int64", 8, 'i', "q"},
+    {GD_BOOL, "bool", 1, 'b', "?"},
 };
 GD_CHECK_TABLE(gd_dtype_table, GD_NUM_DTYPES, &gd_dtype_info::dtype);
 
 GD_TABLE_FN size_t gd_dtype_size(gd_dtype t) { return gd_dtype_table[t].itemsize; }
 GD_TABLE_FN const char *gd_dtype_name(gd_dtype t) { return gd_dtype_table[t].name; }
 GD_TABLE_FN int gd_dtype_is_float(gd_dtype t) { return gd_dtype_table[t].kind == 'f'; }
+GD_TABLE_FN int gd_dtype_is_bool(gd_dtype t) { return gd_dtype_table[t].kind == 'b'; }
 
 /* The dtype of `kind` and `itemsize`, or -1 when gpudev has none. */
 GD_TABLE_FN int gd_dtype_lookup(char kind, size_t itemsize)
@@ -85,6 +87,9 @@ GD_TABLE_FN int gd_dtype_lookup(char kind, size_t itemsize)
 enum gd_op_flags {
     GD_OP_FLOAT_ONLY = 1, /* defined for float dtypes only: the core computes integers in float64 */
     GD_OP_COSTLY = 2,     /* a libm call or a loop per element: worth threads at smaller sizes */
+    GD_OP_BOOL_OUT = 4,   /* a comparison: the result is bool whatever the operands' dtype */
+    GD_OP_BITWISE = 8,    /* defined for int64 and bool only */
+    GD_OP_NUMERIC = 16,   /* arithmetic: not defined for bool (the core computes bools in int64) */
 };
 
 typedef struct gd_unop_info {
@@ -95,14 +100,15 @@ typedef struct gd_unop_info {
 
 GD_TABLE gd_unop_info gd_unop_table[] = {
     {GD_COPY, "copy", 0},
-    {GD_NEG, "negative", 0},
-    {GD_ABS, "abs", 0},
-    {GD_RELU, "relu", 0},
+    {GD_NEG, "negative", GD_OP_NUMERIC},
+    {GD_ABS, "abs", GD_OP_NUMERIC},
+    {GD_RELU, "relu", GD_OP_NUMERIC},
     {GD_EXP, "exp", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
     {GD_LOG, "log", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
     {GD_SQRT, "sqrt", GD_OP_FLOAT_ONLY},
     {GD_TANH, "tanh", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_SQUARE, "square", 0},
+    {GD_SQUARE, "square", GD_OP_NUMERIC},
+    {GD_INVERT, "invert", GD_OP_BITWISE},
 };
 GD_CHECK_TABLE(gd_unop_table, GD_NUM_UNOPS, &gd_unop_info::op);
 
@@ -114,18 +120,42 @@ typedef struct gd_binop_info {
 } gd_binop_info;
 
 GD_TABLE gd_binop_info gd_binop_table[] = {
-    {GD_ADD, "add", "a = a + b", 0},
-    {GD_SUB, "subtract", "a = a - b", 0},
-    {GD_MUL, "multiply", "a = a * b", 0},
+    {GD_ADD, "add", "a = a + b", GD_OP_NUMERIC},
+    {GD_SUB, "subtract", "a = a - b", GD_OP_NUMERIC},
+    {GD_MUL, "multiply", "a = a * b", GD_OP_NUMERIC},
     {GD_DIV, "divide", "a = a / b", GD_OP_FLOAT_ONLY},
-    {GD_POW, "power", "a = a ** b", GD_OP_COSTLY},
-    {GD_MAXIMUM, "maximum", "a = gd.maximum(a, b)", 0},
-    {GD_MINIMUM, "minimum", "a = gd.minimum(a, b)", 0},
+    {GD_POW, "power", "a = a ** b", GD_OP_COSTLY | GD_OP_NUMERIC},
+    {GD_MAXIMUM, "maximum", "a = gd.maximum(a, b)", GD_OP_NUMERIC},
+    {GD_MINIMUM, "minimum", "a = gd.minimum(a, b)", GD_OP_NUMERIC},
+    {GD_EQ, "equal", "a = a == b", GD_OP_BOOL_OUT},
+    {GD_NE, "not_equal", "a = a != b", GD_OP_BOOL_OUT},
+    {GD_LT, "less", "a = a < b", GD_OP_BOOL_OUT},
+    {GD_LE, "less_equal", "a = a <= b", GD_OP_BOOL_OUT},
+    {GD_GT, "greater", "a = a > b", GD_OP_BOOL_OUT},
+    {GD_GE, "greater_equal", "a = a >= b", GD_OP_BOOL_OUT},
+    {GD_AND, "bitwise_and", "a = a & b", GD_OP_BITWISE},
+    {GD_OR, "bitwise_or", "a = a | b", GD_OP_BITWISE},
+    {GD_XOR, "bitwise_xor", "a = a ^ b", GD_OP_BITWISE},
 };
 GD_CHECK_TABLE(gd_binop_table, GD_NUM_BINOPS, &gd_binop_info::op);
 
 GD_TABLE_FN int gd_unop_float_only(gd_unop op) { return (gd_unop_table[op].flags & GD_OP_FLOAT_ONLY) != 0; }
 GD_TABLE_FN int gd_binop_float_only(gd_binop op) { return (gd_binop_table[op].flags & GD_OP_FLOAT_ONLY) != 0; }
+GD_TABLE_FN int gd_unop_has(gd_unop op, unsigned flag) { return (gd_unop_table[op].flags & flag) != 0; }
+GD_TABLE_FN int gd_binop_has(gd_binop op, unsigned flag) { return (gd_binop_table[op].flags & flag) != 0; }
+/* Whether the backends define op for dtype (the core converts or refuses the rest). */
+GD_TABLE_FN int gd_unop_defined(gd_unop op, gd_dtype t)
+{
+    if (gd_unop_has(op, GD_OP_FLOAT_ONLY)) return gd_dtype_is_float(t);
+    if (gd_unop_has(op, GD_OP_BITWISE)) return !gd_dtype_is_float(t);
+    return !(gd_unop_has(op, GD_OP_NUMERIC) && gd_dtype_is_bool(t));
+}
+GD_TABLE_FN int gd_binop_defined(gd_binop op, gd_dtype t)
+{
+    if (gd_binop_has(op, GD_OP_FLOAT_ONLY)) return gd_dtype_is_float(t);
+    if (gd_binop_has(op, GD_OP_BITWISE)) return !gd_dtype_is_float(t);
+    return !(gd_binop_has(op, GD_OP_NUMERIC) && gd_dtype_is_bool(t));
+}
 
 /* ------------------------------------------------------------------------------------------
  * reductions

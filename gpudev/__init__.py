@@ -89,7 +89,14 @@ def _load_cuda() -> None:
 
 _load_cuda()
 
+from . import _protocols  # noqa: E402
+from ._creation import empty_like, full_like, ones_like, zeros_like  # noqa: E402
+from ._logic import isfinite, isnan  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+
+_protocols.install()
+tensor = array  # PyTorch's spelling of gd.array
+
 from ._info import build_info, empty_cache, memory_stats, set_tf32  # noqa: E402
 from .io import load, save  # noqa: E402
 from .timing import BenchmarkResult, Timer, benchmark  # noqa: E402
@@ -107,14 +114,18 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "Array", "BenchmarkResult", "CudaError", "Device", "DeviceMismatchError",
+    "Array", "BenchmarkResult", "all", "any", "bool", "bool_", "CudaError", "Device", "DeviceMismatchError",
     "DeviceUnavailableError", "GpudevError", "OutOfMemoryError", "Timer", "Trace",
     "abs", "allclose", "arange", "array", "asarray", "benchmark", "build_info",
-    "concatenate", "cpu", "cuda_available", "empty", "empty_cache", "enable_grad", "exp",
-    "float32",
-    "float64", "from_dlpack", "full", "get_num_threads", "gpu", "int64", "is_grad_enabled", "load",
-    "log", "manual_seed",
-    "matmul", "maximum", "memory_stats", "minimum", "nn", "no_grad", "norm", "num_gpus", "ones",
+    "concatenate", "cpu", "cuda_available", "empty", "empty_cache", "empty_like", "enable_grad", "exp",
+    "float32", "float64", "from_dlpack", "full", "full_like", "get_num_threads", "gpu", "int64",
+    "is_grad_enabled", "isfinite", "isnan", "load", "log", "manual_seed",
+    "matmul", "maximum", "memory_stats", "minimum", "nn", "no_grad", "norm", "num_gpus", "ones", "ones_like",
     "rand", "randn", "relu", "save", "set_grad_enabled", "set_num_threads", "set_tf32", "sqrt", "stack",
-    "synchronize", "tanh", "trace", "try_all_gpus", "try_gpu", "zeros",
+    "synchronize", "tanh", "tensor", "trace", "try_all_gpus", "try_gpu", "zeros", "zeros_like",
 ]
+
+# NumPy's names, bound last so the code above still sees Python's own any, all and bool
+from ._C import all, any, bool  # noqa: E402,A004
+
+bool_ = bool

@@ -265,7 +265,10 @@ def test_reshape_is_a_view(device):
     assert_array(a, np.array([[0, 0, 5], [5, 0, 0]]))
     f = a.flatten()
     assert f.shape == (6,)
-    f[0] = 9  # flatten is a view too: every array is contiguous
+    f[0] = 9  # flatten copies, as NumPy's does
+    assert a[0, 0].item() == 0
+    r = a.ravel()  # ravel is a view where it can be
+    r[0] = 9
     assert a[0, 0].item() == 9
 
 
@@ -295,11 +298,11 @@ def test_transpose(device, shape, axes):
         assert_array(a.transpose(axes), src.transpose(axes), device=device)
 
 
-def test_transpose_is_a_new_array(device):
+def test_transpose_is_a_view(device):
     a = gd.arange(6, device=device).reshape(2, 3)
     t = a.T
     t[0] = 100
-    assert_array(a, np.arange(6).reshape(2, 3))
+    assert_array(a, np.array([[100, 1, 2], [100, 4, 5]]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,7 +363,8 @@ def test_views_share_memory_with_numpy():
     assert np.shares_memory(np.asarray(a[1]), np.asarray(a))
     assert np.shares_memory(a[1:3].numpy(), a.numpy())
     assert np.shares_memory(a.reshape(4, 3).numpy(), a.numpy())
-    assert not np.shares_memory(a.T.numpy(), a.numpy())
+    assert np.shares_memory(a.T.numpy(), a.numpy())
+    assert np.shares_memory(a[:, ::2].numpy(), a.numpy())
     assert not np.shares_memory(a.copy().numpy(), a.numpy())
     assert np.asarray(a[1]).ctypes.data == np.asarray(a).ctypes.data + 4 * 4
 

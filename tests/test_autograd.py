@@ -176,6 +176,10 @@ SHAPE_OPS = {
     "getitem_ellipsis": lambda x: x[-1, ...], "getitem_twice": lambda x: x[1][2],
     "iterate": lambda x: gd.stack(list(x)), "copy": lambda x: x.copy(),
     "astype": lambda x: x.astype(gd.float32).astype(gd.float64) * 1.0,
+    "getitem_steps": lambda x: x[::-1, :, ::2], "getitem_none": lambda x: x[:, None, 1],
+    "swapaxes": lambda x: x.swapaxes(0, 2), "mT": lambda x: x.mT, "permute": lambda x: x.permute(2, 0, 1),
+    "ravel_of_view": lambda x: x.T.ravel(), "contiguous": lambda x: x.T.contiguous(),
+    "op_on_view": lambda x: x[:, ::2] * x[:, 1::2],
 }
 
 
@@ -393,6 +397,17 @@ def test_an_operation_without_a_rule_names_itself():
     with pytest.raises(NotImplementedError, match=r"cumsum: gradients of this operation are not "
                                                   r"implemented; compute it on x.detach\(\)"):
         autograd._record("cumsum", gd.ones(2), (x,), None)
+
+
+def test_numpy_functions_gpudev_lacks_refuse_arrays_that_require_grad():
+    x = gd.ones((2, 3), dtype=gd.float64).requires_grad_()
+    for call in (lambda: np.cumsum(x), lambda: np.sin(x)):
+        with pytest.raises(RuntimeError, match=r"numpy\.(cumsum|sin): gpudev has no gradient .* a\.detach\(\)"):
+            call()
+    assert np.cumsum(x.detach()).tolist() == [1, 2, 3, 4, 5, 6]
+    with gd.no_grad():
+        assert np.sin(x).shape == (2, 3)
+    assert np.sum(x).requires_grad  # gpudev's own sum: recorded
 
 
 def test_arrays_outside_graphs_are_freed():

@@ -364,7 +364,8 @@ def test_huge_empty_arrays_print():
                                  (0, np.array([0]))], ids=["int array", "bool array", "0-d float", "np.bool_", "in tuple"])
 def test_numpy_array_indices_are_refused_by_gpudev(key):
     a = gd.ones((3, 3))
-    with pytest.raises(IndexError, match=r"getitem: only integers, slices .* \(boolean and array indexing are not"):
+    with pytest.raises(IndexError, match=r"getitem: (indexing with arrays|a bool \(np.True_\) is not a valid index).* "
+                                         r"not supported yet"):
         a[key]
 
 

@@ -90,15 +90,6 @@ def test_matmul_shape_mismatch():
     _still_usable(a, np.ones((2, 3), np.float32))
 
 
-def test_matmul_of_ints_says_to_cast(device):
-    a = gd.ones((2, 2), dtype=gd.int64, device=device)
-    with pytest.raises(TypeError, match=r"matmul.*int64.*astype\(gd\.float32\)"):
-        a @ a
-    with pytest.raises(TypeError, match=r"astype\(gd\.float32\)"):
-        gd.matmul(gd.ones((2, 2), device=device), a)
-    _still_usable(a, np.ones((2, 2), np.int64))
-
-
 @pytest.mark.parametrize("shape, new", [((2, 3), (4,)), ((2, 3), (4, -1)), ((2, 3), (-1, -1)), ((0, 3), (-1, 0))],
                          ids=str)
 def test_reshape_errors(device, shape, new):
@@ -224,7 +215,7 @@ def test_host_out_of_memory():
     np.testing.assert_array_equal(gd.ones(1000).numpy(), np.ones(1000, np.float32))
 
 
-@pytest.mark.parametrize("bad", ["int32", np.int32, np.uint8, "complex64", np.bool_, "float16", str, object],
+@pytest.mark.parametrize("bad", ["int32", np.int32, np.uint8, "complex64", "float16", str, object],
                          ids=str)
 def test_unsupported_dtype_arguments(bad):
     with pytest.raises(TypeError, match=r"float32.*float64.*int64") as info:
@@ -360,26 +351,27 @@ def test_index_out_of_range(device):
 
 def test_unsupported_indexes(device):
     a = gd.arange(12, device=device).reshape(4, 3)
-    with pytest.raises(IndexError, match=r"step"):
-        a[::2]
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError, match=r"getitem: only integers, slices .* got float"):
         a[1.5]
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError, match=r"got str"):
         a["x"]
-    # a column is strided, not a contiguous view: refused, never a view of the wrong elements
-    for index in [(slice(None), 1), (slice(1, 3), 1), (slice(None), slice(None), 1)]:
-        with pytest.raises(IndexError):
-            gd.arange(24, device=device).reshape(2, 3, 4)[index]
-    with pytest.raises(IndexError):
-        a[:, 1]
-    with pytest.raises(IndexError):
-        a[:, 1] = 100
-    # a partial slice after an axis that keeps several rows skips memory between them
-    for index in [(slice(None), slice(0, 2)), (slice(1, 3), slice(1, 3))]:
-        with pytest.raises(IndexError, match=r"contiguous"):
+    with pytest.raises(IndexError, match=r"getitem: a bool \(True\) is not a valid index; .*a\[a > 0\]"):
+        a[True]
+    with pytest.raises(IndexError, match=r"getitem: an index can only have a single ellipsis"):
+        a[..., ...]
+    with pytest.raises(IndexError, match=r"too many indices for array: array is 2-dimensional, but 3 were indexed"):
+        a[0, ::2, None, 1]
+    with pytest.raises(ValueError, match=r"slice step cannot be zero"):
+        a[::0]
+    with pytest.raises(IndexError, match=r"setitem: only integers"):
+        a[1.5] = 100
+    # masks and index arrays: refused with what is supported, never a wrong selection
+    for index in (a > 5, gd.arange(2, device=device), np.array([0, 1]), [0, 1]):
+        with pytest.raises(IndexError, match=r"getitem: indexing with arrays \(boolean masks, integer index arrays\) "
+                                              r"is not supported yet"):
             a[index]
-        with pytest.raises(IndexError, match=r"contiguous"):
-            a[index] = 100
+        with pytest.raises(IndexError, match=r"setitem: indexing with arrays .* is not supported yet"):
+            a[index] = 0
     _still_usable(a, np.arange(12).reshape(4, 3))
 
 

@@ -53,9 +53,36 @@ static int64_t new_size(int ndim, const int64_t *shape, gd_dtype dtype, const ch
     return size;
 }
 
-/* An Array object with its shape set and no data yet. */
+/* ------------------------------------------------------------------------------------------
+ * strides
+ * ---------------------------------------------------------------------------------------- */
+
+void gd_c_strides(int64_t *strides, int ndim, const int64_t *shape)
+{
+    int64_t acc = 1;
+    for (int k = ndim - 1; k >= 0; k--) {
+        strides[k] = acc;
+        int64_t d = shape[k] > 1 ? shape[k] : 1;
+        if (acc <= INT64_MAX / d) acc *= d; /* only an empty array can have a larger product */
+    }
+}
+
+int gd_is_c_contiguous(int ndim, const int64_t *shape, const int64_t *strides)
+{
+    for (int k = 0; k < ndim; k++)
+        if (shape[k] == 0) return 1;
+    int64_t acc = 1; /* at most the element count: no overflow */
+    for (int k = ndim - 1; k >= 0; k--) {
+        if (shape[k] == 1) continue;
+        if (strides[k] != acc) return 0;
+        acc *= shape[k];
+    }
+    return 1;
+}
+
+/* An Array object with its shape and strides (NULL: C-contiguous) set and no data yet. */
 static ArrayObject *alloc_object(gd_state *st, gd_device dev, gd_dtype dtype, int ndim, const int64_t *shape,
-                                 int64_t size)
+                                 const int64_t *strides, int64_t size)
 {
     ArrayObject *a = (ArrayObject *)st->array_type->tp_alloc(st->array_type, 0);
     if (!a) return NULL;
@@ -64,6 +91,13 @@ static ArrayObject *alloc_object(gd_state *st, gd_device dev, gd_dtype dtype, in
     a->ndim = ndim;
     a->size = size;
     memcpy(a->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    if (strides) {
+        memcpy(a->strides, strides, sizeof(int64_t) * (size_t)ndim);
+        a->contiguous = gd_is_c_contiguous(ndim, shape, strides);
+    } else {
+        gd_c_strides(a->strides, ndim, shape);
+        a->contiguous = 1;
+    }
     return a;
 }
 
@@ -78,7 +112,7 @@ ArrayObject *gd_array_new(gd_state *st, gd_device dev, gd_dtype dtype, int ndim,
     if (size < 0) return NULL;
     const gd_backend *be = gd_backend_for(st, dev, op);
     if (!be) return NULL;
-    ArrayObject *a = alloc_object(st, dev, dtype, ndim, shape, size);
+    ArrayObject *a = alloc_object(st, dev, dtype, ndim, shape, NULL, size);
     if (!a) return NULL;
     size_t nbytes = gd_array_nbytes(a);
     if (dev.type == GD_CPU && nbytes <= GD_INLINE_BYTES) {
@@ -98,11 +132,21 @@ ArrayObject *gd_array_new(gd_state *st, gd_device dev, gd_dtype dtype, int ndim,
     return a;
 }
 
-ArrayObject *gd_array_view(gd_state *st, ArrayObject *src, char *data, int ndim, const int64_t *shape)
+/* The element count of a view's shape: the source's elements or fewer, so it cannot overflow
+ * unless the source is empty (then 0 is right). */
+static int64_t view_size(int ndim, const int64_t *shape)
 {
     int64_t size = 1;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] == 0) return 0;
     for (int i = 0; i < ndim; i++) size *= shape[i];
-    ArrayObject *a = alloc_object(st, src->device, src->dtype, ndim, shape, size);
+    return size;
+}
+
+ArrayObject *gd_array_view(gd_state *st, ArrayObject *src, char *data, int ndim, const int64_t *shape,
+                           const int64_t *strides)
+{
+    ArrayObject *a = alloc_object(st, src->device, src->dtype, ndim, shape, strides, view_size(ndim, shape));
     if (!a) return NULL;
     a->data = data;
     a->base = Py_NewRef(src->base ? src->base : (PyObject *)src);
@@ -110,9 +154,9 @@ ArrayObject *gd_array_view(gd_state *st, ArrayObject *src, char *data, int ndim,
 }
 
 ArrayObject *gd_array_borrow(gd_state *st, PyObject *owner, char *data, gd_device dev, gd_dtype dtype, int ndim,
-                             const int64_t *shape, int64_t size)
+                             const int64_t *shape, const int64_t *strides, int64_t size)
 {
-    ArrayObject *a = alloc_object(st, dev, dtype, ndim, shape, size);
+    ArrayObject *a = alloc_object(st, dev, dtype, ndim, shape, strides, size);
     if (!a) {
         Py_DECREF(owner);
         return NULL;
@@ -173,6 +217,13 @@ static PyObject *get_device(PyObject *self, void *Py_UNUSED(c))
 {
     return gd_device_object(gd_state_of(self), ((ArrayObject *)self)->device);
 }
+static PyObject *get_strides(PyObject *self, void *Py_UNUSED(c))
+{
+    ArrayObject *a = (ArrayObject *)self;
+    int64_t bytes[GD_MAX_NDIM];
+    for (int k = 0; k < a->ndim; k++) bytes[k] = a->strides[k] * (int64_t)gd_dtype_size(a->dtype);
+    return gd_shape_tuple(a->ndim, bytes);
+}
 static PyObject *get_T(PyObject *self, void *Py_UNUSED(c)) { return gd_transpose(gd_state_of(self), (ArrayObject *)self, NULL); }
 static PyObject *get_is_view(PyObject *self, void *Py_UNUSED(c))
 {
@@ -188,7 +239,9 @@ static PyGetSetDef array_getset[] = {
     {"itemsize", get_itemsize, NULL, "bytes per element", NULL},
     {"nbytes", get_nbytes, NULL, "bytes of data", NULL},
     {"device", get_device, NULL, "the Device the data lives on", NULL},
-    {"T", get_T, NULL, "a new array with the axes reversed (a copy, not a view)", NULL},
+    {"strides", get_strides, NULL, "bytes to step along each axis, as NumPy's .strides", NULL},
+    {"T", get_T, NULL, "a view with the axes reversed (a.T[i, j] is a[j, i])", NULL},
+    {"mT", gd_array_mT, NULL, "a view with the last two axes swapped (a batch of transposed matrices)", NULL},
     {"_is_view", get_is_view, NULL, NULL, NULL},
     {"__cuda_array_interface__", gd_array_cuda_array_interface, NULL, "CUDA Array Interface v3 (GPU arrays)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -213,7 +266,22 @@ GD_BINARY_SLOTS(add, GD_ADD)
 GD_BINARY_SLOTS(sub, GD_SUB)
 GD_BINARY_SLOTS(mul, GD_MUL)
 GD_BINARY_SLOTS(div, GD_DIV)
+GD_BINARY_SLOTS(and, GD_AND)
+GD_BINARY_SLOTS(or, GD_OR)
+GD_BINARY_SLOTS(xor, GD_XOR)
 #undef GD_BINARY_SLOTS
+
+/* ==, <, ... compare elementwise into a bool array, as in NumPy */
+static PyObject *array_richcompare(PyObject *a, PyObject *b, int cmp)
+{
+    static const gd_binop ops[] = {[Py_LT] = GD_LT, [Py_LE] = GD_LE, [Py_EQ] = GD_EQ,
+                                   [Py_NE] = GD_NE, [Py_GT] = GD_GT, [Py_GE] = GD_GE};
+    return gd_binary(gd_state_of(a), ops[cmp], a, b, NULL);
+}
+
+/* Arrays hash by identity (as PyTorch's tensors do), so they can key dicts although == is
+ * elementwise. */
+static Py_hash_t array_hash(PyObject *self) { return PyBaseObject_Type.tp_hash(self); }
 
 static int refuse_modulus(PyObject *mod)
 {
@@ -236,6 +304,7 @@ static PyObject *array_matmul(PyObject *a, PyObject *b) { return gd_matmul(pair_
 static PyObject *array_neg(PyObject *a) { return gd_unary(gd_state_of(a), GD_NEG, (ArrayObject *)a); }
 static PyObject *array_pos(PyObject *a) { return Py_NewRef(a); }
 static PyObject *array_abs(PyObject *a) { return gd_unary(gd_state_of(a), GD_ABS, (ArrayObject *)a); }
+static PyObject *array_invert(PyObject *a) { return gd_unary(gd_state_of(a), GD_INVERT, (ArrayObject *)a); }
 
 static PyObject *size1_item(PyObject *self, const char *op)
 {
@@ -253,8 +322,7 @@ static int array_bool(PyObject *self)
     ArrayObject *a = (ArrayObject *)self;
     if (a->size != 1) {
         PyErr_Format(PyExc_ValueError,
-                     "bool: the truth value of an array with %lld elements is ambiguous; reduce it first, "
-                     "e.g. (a.max() > 0).item() or a.size > 0",
+                     "bool: the truth value of an array with %lld elements is ambiguous; use a.any() or a.all()",
                      (long long)a->size);
         return -1;
     }
@@ -280,6 +348,26 @@ static PyObject *array_int(PyObject *self)
 }
 
 /* ------------------------------------------------------------------------------------------
+ * contiguity
+ * ---------------------------------------------------------------------------------------- */
+
+static PyObject *array_contiguous(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    ArrayObject *a = (ArrayObject *)self;
+    if (a->contiguous) return Py_NewRef(self);
+    gd_state *st = gd_state_of(self);
+    const gd_backend *be = gd_backend_of(st, a->device, "contiguous");
+    ArrayObject *out = be ? gd_contiguous(st, be, a, "contiguous") : NULL;
+    if (out && gd_trace_op(st, "contiguous", out, a, NULL) < 0) Py_CLEAR(out);
+    return GD_AG_OUT(st, "copy", out, a, NULL, NULL);
+}
+
+static PyObject *array_is_contiguous(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(((ArrayObject *)self)->contiguous);
+}
+
+/* ------------------------------------------------------------------------------------------
  * the Array type
  * ---------------------------------------------------------------------------------------- */
 
@@ -298,14 +386,25 @@ static PyMethodDef array_methods[] = {
     {"__deepcopy__", gd_array_dunder_deepcopy, METH_O, "copy.deepcopy(a): a.copy() (no pickling involved)"},
     {"astype", GD_FN(gd_array_astype_method), GD_FASTKW, "astype(dtype, copy=True) -> the array converted to dtype."},
     {"reshape", GD_FN(gd_array_reshape), METH_FASTCALL,
-     "reshape(*shape) -> a view with a new shape (one dimension may be -1).\n\n>>> gd.arange(6).reshape(2, -1)"},
-    {"flatten", gd_array_flatten, METH_NOARGS, "flatten() -> a 1-D view sharing the data."},
+     "reshape(*shape) -> the array with a new shape (one dimension may be -1): a view when the strides "
+     "allow it, as in NumPy, else a copy.\n\n>>> gd.arange(6).reshape(2, -1)"},
+    {"flatten", gd_array_flatten, METH_NOARGS, "flatten() -> a 1-D copy, as NumPy's."},
+    {"ravel", gd_array_ravel, METH_NOARGS, "ravel() -> the array as 1-D: a view when possible, else a copy."},
     {"transpose", GD_FN(gd_array_transpose), METH_FASTCALL,
-     "transpose(*axes) -> a new array with the axes permuted (reversed by default)."},
+     "transpose(*axes) -> a view with the axes permuted (reversed by default).\n\n>>> a.transpose(1, 0, 2)"},
+    {"permute", GD_FN(gd_array_permute), METH_FASTCALL,
+     "permute(*dims) -> a view with the axes in the order dims (PyTorch's name for transpose(axes))."},
+    {"swapaxes", GD_FN(gd_array_swapaxes), METH_FASTCALL, "swapaxes(axis1, axis2) -> a view with two axes swapped."},
+    {"contiguous", array_contiguous, METH_NOARGS,
+     "contiguous() -> the array itself when C-contiguous, else a C-contiguous copy.\n\n>>> a.T.contiguous()"},
+    {"is_contiguous", array_is_contiguous, METH_NOARGS,
+     "is_contiguous() -> whether the elements are C-contiguous in memory (views may not be)."},
     {"sum", GD_FN(gd_array_sum), GD_FASTKW, "sum(axis=None, keepdims=False)"},
     {"mean", GD_FN(gd_array_mean), GD_FASTKW, "mean(axis=None, keepdims=False)"},
     {"max", GD_FN(gd_array_max), GD_FASTKW, "max(axis=None, keepdims=False)"},
     {"min", GD_FN(gd_array_min), GD_FASTKW, "min(axis=None, keepdims=False)"},
+    {"any", GD_FN(gd_array_any), GD_FASTKW, "any(axis=None, keepdims=False) -> whether some element is nonzero."},
+    {"all", GD_FN(gd_array_all), GD_FASTKW, "all(axis=None, keepdims=False) -> whether every element is nonzero."},
     {"__dlpack__", GD_FN(gd_array_dlpack), GD_FASTKW,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> a DLPack capsule sharing the "
      "memory.\n\n>>> np.from_dlpack(gd.arange(3))\narray([0, 1, 2])"},
@@ -343,6 +442,15 @@ static PyType_Slot array_slots[] = {
     {Py_nb_negative, array_neg},
     {Py_nb_positive, array_pos},
     {Py_nb_absolute, array_abs},
+    {Py_nb_invert, array_invert},
+    {Py_nb_and, array_and},
+    {Py_nb_or, array_or},
+    {Py_nb_xor, array_xor},
+    {Py_nb_inplace_and, array_inplace_and},
+    {Py_nb_inplace_or, array_inplace_or},
+    {Py_nb_inplace_xor, array_inplace_xor},
+    {Py_tp_richcompare, array_richcompare},
+    {Py_tp_hash, array_hash},
     {Py_nb_bool, array_bool},
     {Py_nb_float, array_float},
     {Py_nb_int, array_int},

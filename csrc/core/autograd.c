@@ -221,7 +221,7 @@ static PyObject *requires_grad_(PyObject *self, PyObject *const *args, Py_ssize_
 static PyObject *detach(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
     ArrayObject *a = (ArrayObject *)self;
-    return (PyObject *)gd_array_view(gd_state_of(self), a, a->data, a->ndim, a->shape);
+    return (PyObject *)gd_array_view(gd_state_of(self), a, a->data, a->ndim, a->shape, a->strides);
 }
 
 static PyObject *backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)

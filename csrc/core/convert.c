@@ -18,7 +18,7 @@ static int infer_dtype(PyArrayObject *arr, int from_python, const char *op)
     if (dt < 0) {
         PyErr_Format(PyExc_TypeError,
                      "%s: cannot make a gpudev array from data of dtype %S; gpudev supports float32, "
-                     "float64 and int64 (ints and bools become int64, float16 becomes float32)",
+                     "float64, int64 and bool (other ints become int64, float16 becomes float32)",
                      op, (PyObject *)PyArray_DESCR(arr));
         return -1;
     }
@@ -41,11 +41,19 @@ static ArrayObject *from_host_ndarray(gd_state *st, PyArrayObject *arr, gd_dtype
     return out;
 }
 
-/* Whether a CPU Array may share arr's memory as dtype dt: nothing about it must change. */
+/* Whether a CPU Array may share arr's memory as dtype dt: nothing about the values may
+ * change, gpudev must be allowed to write them, and every stride must be whole elements (any
+ * sign, 0 for a broadcast axis). */
 static int can_borrow(gd_state *st, PyObject *obj, PyArrayObject *arr, gd_dtype dt, gd_device dev, int copy)
 {
-    return !copy && dev.type == GD_CPU && PyArray_Check(obj) && gd_numpy_is(st, PyArray_DESCR(arr), dt) &&
-           PyArray_ISCARRAY(arr) && PyArray_ISNOTSWAPPED(arr) && PyArray_NDIM(arr) <= GD_MAX_NDIM;
+    if (copy || dev.type != GD_CPU || !PyArray_Check(obj) || !gd_numpy_is(st, PyArray_DESCR(arr), dt) ||
+        !PyArray_ISALIGNED(arr) || !PyArray_ISWRITEABLE(arr) || !PyArray_ISNOTSWAPPED(arr) ||
+        PyArray_NDIM(arr) > GD_MAX_NDIM)
+        return 0;
+    const npy_intp item = (npy_intp)gd_dtype_size(dt);
+    for (int k = 0; k < PyArray_NDIM(arr); k++)
+        if (PyArray_STRIDE(arr, k) % item != 0) return 0;
+    return 1;
 }
 
 /* An Array from NumPy's reading of obj (arr): shared when it can be, else converted to dt and
@@ -54,11 +62,14 @@ static PyObject *from_numpy(gd_state *st, PyObject *obj, PyArrayObject *arr, gd_
                             const char *op)
 {
     if (can_borrow(st, obj, arr, dt, dev, copy)) {
-        int64_t shape[GD_MAX_NDIM];
-        for (int i = 0; i < PyArray_NDIM(arr); i++) shape[i] = PyArray_DIM(arr, i);
+        int64_t shape[GD_MAX_NDIM], strides[GD_MAX_NDIM];
+        for (int i = 0; i < PyArray_NDIM(arr); i++) {
+            shape[i] = PyArray_DIM(arr, i);
+            strides[i] = PyArray_STRIDE(arr, i) / (npy_intp)gd_dtype_size(dt);
+        }
         /* the base keeps NumPy's memory alive */
         return (PyObject *)gd_array_borrow(st, (PyObject *)arr, PyArray_DATA(arr), dev, dt, PyArray_NDIM(arr),
-                                           shape, PyArray_SIZE(arr));
+                                           shape, strides, PyArray_SIZE(arr));
     }
     PyArray_Descr *want = (PyArray_Descr *)Py_NewRef(st->np_dtypes[dt]);
     PyArrayObject *c = (PyArrayObject *)PyArray_FromAny(

@@ -28,6 +28,24 @@
 /* CPU work on more elements than this releases the GIL so other Python threads can run. */
 #define GD_RELEASE_GIL_ELEMENTS 16384
 
+/* *out = x * y for int64 values; returns 1 instead (leaving *out alone) when the product
+ * overflows. Strides and offsets go through it wherever a product may not fit. */
+static inline int gd_mul_overflows(int64_t *out, int64_t x, int64_t y)
+{
+#if defined(__GNUC__)
+    int64_t r;
+    if (__builtin_mul_overflow(x, y, &r)) return 1;
+    *out = r;
+    return 0;
+#else /* the overflow tests of CERT C's INT32-C */
+    if (x > 0 ? (y > 0 ? x > INT64_MAX / y : y < INT64_MIN / x)
+              : (y > 0 ? x < INT64_MIN / y : (x != 0 && y < INT64_MAX / x)))
+        return 1;
+    *out = x * y;
+    return 0;
+#endif
+}
+
 /* The host: device 0 of the CPU backend (Device('cpu').index is None in Python). */
 #define GD_CPU_DEVICE ((gd_device){GD_CPU, 0})
 
@@ -66,11 +84,15 @@ typedef struct DeviceObject {
     gd_device dev;
 } DeviceObject;
 
-/* An Array is a C-contiguous block of `size` elements of `dtype` at `data` on `device`.
- * The array that allocated the memory owns it (base == NULL) and frees it in dealloc; views
- * (indexing, slicing, reshape) point into the owner's block and keep it alive through
- * `base`: the owning Array, or a NumPy array whose memory gd.asarray borrowed. Shapes never
- * change after creation. */
+/* An Array is `size` elements of `dtype` on `device`: element (i0, ..., in-1) lives at
+ * data + sum(ik * strides[k]) elements. Strides are in elements (`.strides` reports bytes, as
+ * NumPy does), of any sign, and 0 where a NumPy array or DLPack tensor broadcast an axis. The
+ * array that allocated the memory owns it (base == NULL) and frees it in dealloc; views
+ * (indexing, slicing, transposes, reshape) point into the owner's block and keep it alive
+ * through `base`: the owning Array, or the object (a NumPy array, a DLPack capsule) whose
+ * memory gd.asarray or gd.from_dlpack borrowed. `contiguous` says whether the elements are
+ * C-contiguous (NumPy's rule: axes of length 1 and empty arrays never break it), which every
+ * hot path checks first. Shapes and strides never change after creation. */
 typedef struct ArrayObject {
     PyObject_HEAD
     char *data;
@@ -80,8 +102,10 @@ typedef struct ArrayObject {
     gd_device device;
     gd_dtype dtype;
     int ndim;
+    int contiguous;
     int64_t size;
     int64_t shape[GD_MAX_NDIM];
+    int64_t strides[GD_MAX_NDIM];
     PyObject *weakreflist;
     PyObject *ag;          /* autograd: NULL outside any graph, Py_True for a leaf that requires
                             * grad, else the node that computed the array (autograd.c) */
@@ -317,16 +341,26 @@ static inline int gd_is_array(gd_state *st, PyObject *o) { return Py_TYPE(o) == 
 ArrayObject *gd_need_array(gd_state *st, PyObject *o, const char *op);
 static inline size_t gd_array_nbytes(const ArrayObject *a) { return (size_t)a->size * gd_dtype_size(a->dtype); }
 
-/* A new owning array with uninitialised contents; NULL with an exception set (shape errors,
- * OutOfMemoryError, DeviceUnavailableError). `op` names the operation for messages. */
+/* A new owning C-contiguous array with uninitialised contents; NULL with an exception set
+ * (shape errors, OutOfMemoryError, DeviceUnavailableError). `op` names the operation. */
 ArrayObject *gd_array_new(gd_state *st, gd_device dev, gd_dtype dtype, int ndim, const int64_t *shape,
                           const char *op);
-/* A view of `src`'s storage starting at `data` with a new shape (same dtype and device). */
-ArrayObject *gd_array_view(gd_state *st, ArrayObject *src, char *data, int ndim, const int64_t *shape);
-/* An Array of `dtype` and `shape` on the CPU sharing the memory of `owner` at `data` (a NumPy
- * array, a DLPack import), which it keeps alive. Steals the reference to owner. */
+/* A view of `src`'s storage whose element 0 is at `data`, with a new shape and strides
+ * (elements; NULL: C-contiguous), same dtype and device. */
+ArrayObject *gd_array_view(gd_state *st, ArrayObject *src, char *data, int ndim, const int64_t *shape,
+                           const int64_t *strides);
+/* An Array of `dtype`, `shape` and `strides` (elements; NULL: C-contiguous) on `dev` sharing the
+ * memory of `owner` at `data` (a NumPy array, a DLPack import), which it keeps alive. Steals
+ * the reference to owner. */
 ArrayObject *gd_array_borrow(gd_state *st, PyObject *owner, char *data, gd_device dev, gd_dtype dtype, int ndim,
-                             const int64_t *shape, int64_t size);
+                             const int64_t *shape, const int64_t *strides, int64_t size);
+/* C-contiguous strides (elements) of a shape. Axes of length 0 count as 1, as in NumPy; for
+ * an empty array with huge other axes the product stops growing where it would overflow (such
+ * strides are never used to address memory). */
+void gd_c_strides(int64_t *strides, int ndim, const int64_t *shape);
+/* NumPy's C-contiguity: strides match gd_c_strides on every axis longer than 1, or the array
+ * is empty. */
+int gd_is_c_contiguous(int ndim, const int64_t *shape, const int64_t *strides);
 
 /* The array that owns a's storage (a itself unless a is a view of another Array): writes in
  * place count on it, so every view of one storage shares the count. */
@@ -375,6 +409,7 @@ Py_ssize_t gd_array_length(PyObject *self);
 PyObject *gd_array_sq_item(PyObject *self, Py_ssize_t i);
 PyObject *gd_array_reshape(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *gd_array_flatten(PyObject *self, PyObject *ignored);
+PyObject *gd_array_ravel(PyObject *self, PyObject *ignored);
 
 /* ------------------------------------------------------------------------------------------
  * convert.c: Arrays from Python objects and NumPy data
@@ -397,7 +432,8 @@ int gd_creation_setup(PyObject *module);
  * NumPy 2's promotion rules
  * ---------------------------------------------------------------------------------------- */
 
-typedef enum gd_operand_kind { OPD_ARRAY, OPD_WEAK_INT, OPD_WEAK_FLOAT, OPD_SCALAR } gd_operand_kind;
+/* Python bools are weak bools: a bool array stays bool with them, others keep their dtype. */
+typedef enum gd_operand_kind { OPD_ARRAY, OPD_WEAK_INT, OPD_WEAK_FLOAT, OPD_SCALAR, OPD_WEAK_BOOL } gd_operand_kind;
 
 typedef struct gd_opinfo {
     gd_operand_kind kind;
@@ -431,11 +467,12 @@ double gd_round_f32(double v);
  * operations
  * ---------------------------------------------------------------------------------------- */
 
-/* Describe out (C-contiguous, `shape`, `size` >= 1 elements) = f(operands). Each of the nops
- * (<= 3) operands is an array broadcastable to `shape` or NULL for a scalar whose
- * opd[i].scalar the caller has set. Axes merge where every operand allows it. */
+/* Describe out (`shape`, `size` >= 1 elements, strides `out_strides` in elements or NULL for
+ * a new C-contiguous output) = f(operands). Each of the nops (<= 3) operands is an array
+ * broadcastable to `shape` or NULL for a scalar whose opd[i].scalar the caller has set. Axes
+ * are ordered by the output's strides and merge where every operand allows it. */
 void gd_ewise_plan(gd_ewise *ew, gd_operand *opd, ArrayObject *const *arrs, int nops, int ndim,
-                   const int64_t *shape, int64_t size);
+                   const int64_t *shape, int64_t size, const int64_t *out_strides);
 /* One contiguous run of n elements. */
 void gd_contiguous_plan(gd_ewise *ew, int64_t n);
 
@@ -445,21 +482,36 @@ int gd_run_ewise_unary(gd_state *st, const gd_backend *be, gd_device dev, void *
 /* out = op(in) over n contiguous elements of dt; out may be in. -1 with an exception. */
 int gd_run_unary(gd_state *st, const gd_backend *be, gd_device dev, void *out, gd_unop op, gd_dtype dt,
                  const void *in, int64_t n, const char *name);
+/* dst[...] = value, for any strides of dst. */
+int gd_fill(gd_state *st, const gd_backend *be, ArrayObject *dst, gd_scalar value, const char *name);
 /* out[0:n] = value. */
 int gd_run_fill(gd_state *st, const gd_backend *be, gd_device dev, void *out, gd_dtype dt, gd_scalar value,
                 int64_t n, const char *name);
 /* out (n elements of odt) = in (n elements of idt), converted as C casts do (a copy when the
- * dtypes match). */
+ * dtypes match); both contiguous. */
 int gd_run_astype(gd_state *st, const gd_backend *be, gd_device dev, void *out, gd_dtype odt, const void *in,
                   gd_dtype idt, int64_t n, const char *name);
-/* A new array holding a converted to dt (same device and shape); a plain copy when a already
- * has dt. */
+/* A new C-contiguous array holding a converted to dt (same device and shape); a plain copy
+ * when a already has dt. */
 ArrayObject *gd_converted(gd_state *st, const gd_backend *be, ArrayObject *a, gd_dtype dt, const char *name);
+/* a itself (a new reference) when it is C-contiguous, else a C-contiguous copy. */
+ArrayObject *gd_contiguous(gd_state *st, const gd_backend *be, ArrayObject *a, const char *name);
 /* A new array holding a broadcast to (ndim, shape). */
 ArrayObject *gd_expanded(gd_state *st, const gd_backend *be, ArrayObject *a, int ndim, const int64_t *shape,
                          const char *name);
-/* Whether two arrays on one device share any byte. */
+/* dst[...] = src elementwise for src of dst's shape (or broadcastable to it), any strides and
+ * dtypes on one device (converted as C casts do); src must not overlap dst other than
+ * exactly. -1 with an exception. */
+int gd_store(gd_state *st, const gd_backend *be, ArrayObject *dst, ArrayObject *src, const char *name);
+/* Whether two arrays on one device may share a byte (their address ranges overlap). */
 int gd_overlaps(const ArrayObject *x, const ArrayObject *y);
+/* Whether x and y are the same elements: same data, dtype, shape and strides. */
+int gd_same_layout(const ArrayObject *x, const ArrayObject *y);
+/* Whether a non-empty array's elements fill one block of memory without gaps or repeats, in
+ * any order (a.T, a[::-1]); gd_extent gives the block. */
+int gd_is_dense(const ArrayObject *a);
+/* The lowest and one past the highest byte address a non-empty array touches. */
+void gd_extent(const ArrayObject *a, uintptr_t *lo, uintptr_t *hi);
 
 /* ------------------------------------------------------------------------------------------
  * elementwise.c: unary and binary operations, assignment, allclose
@@ -491,6 +543,8 @@ int gd_reduce_setup(PyObject *module);
 PyObject *gd_array_sum(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *gd_array_mean(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *gd_array_max(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *gd_array_any(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *gd_array_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *gd_array_min(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 
 /* ------------------------------------------------------------------------------------------
@@ -498,7 +552,7 @@ PyObject *gd_array_min(PyObject *self, PyObject *const *args, Py_ssize_t nargs, 
  * ---------------------------------------------------------------------------------------- */
 
 int gd_matmul_setup(PyObject *module);
-/* NumPy's matmul: 1-D and 2-D cases and batched N-D with broadcast batch dims; float only. */
+/* NumPy's matmul: 1-D and 2-D cases and batched N-D with broadcast batch dims. */
 PyObject *gd_matmul(gd_state *st, PyObject *a, PyObject *b);
 
 /* ------------------------------------------------------------------------------------------
@@ -506,10 +560,13 @@ PyObject *gd_matmul(gd_state *st, PyObject *a, PyObject *b);
  * ---------------------------------------------------------------------------------------- */
 
 int gd_shape_ops_setup(PyObject *module);
-/* A new array with the axes reversed (axes == NULL) or permuted as axes (tuple). */
+/* A view with the axes reversed (axes == NULL) or permuted as axes (a tuple). */
 PyObject *gd_transpose(gd_state *st, ArrayObject *a, PyObject *axes);
 
 PyObject *gd_array_transpose(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *gd_array_permute(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *gd_array_swapaxes(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *gd_array_mT(PyObject *self, void *closure);
 
 /* ------------------------------------------------------------------------------------------
  * services.c: device services of the backend table (memory statistics, caches, device

@@ -22,16 +22,20 @@ typedef struct fill_value {
     double f;
 } fill_value;
 
-/* full()'s fill_value: Python and NumPy ints give int64 (one beyond int64 float64), Python
- * floats float32 (gpudev's default float), NumPy floats their own precision. */
+/* full()'s fill_value: Python and NumPy bools give bool, ints int64 (one beyond int64
+ * float64), Python floats float32 (gpudev's default float), NumPy floats their own precision. */
 static int parse_fill_value(gd_state *st, fill_value *v, PyObject *value, const char *op)
 {
     if (gd_is_array(st, value)) {
         PyErr_Format(PyExc_TypeError, "%s: fill_value must be a Python number, got an Array; use a.item()", op);
         return -1;
     }
-    if (PyBool_Check(value) || PyLong_Check(value) || PyArray_IsScalar(value, Integer) ||
-        PyArray_IsScalar(value, Bool)) {
+    if (PyBool_Check(value) || PyArray_IsScalar(value, Bool)) {
+        v->dtype = GD_BOOL;
+        v->iv = PyObject_IsTrue(value);
+        return v->iv < 0 ? -1 : 0;
+    }
+    if (PyLong_Check(value) || PyArray_IsScalar(value, Integer)) {
         int overflow = 0;
         v->dtype = GD_INT64;
         v->iv = PyLong_AsLongLongAndOverflow(value, &overflow);
@@ -59,6 +63,10 @@ static int fill_scalar(gd_scalar *out, const fill_value *v, gd_dtype dt, PyObjec
         out->f = v->is_int ? (double)v->iv : v->f;
         return 0;
     }
+    if (dt == GD_BOOL) { /* nonzero is true, as NumPy casts */
+        out->i = v->is_int ? v->iv != 0 : v->f != 0.0;
+        return 0;
+    }
     if (!v->is_int && (!isfinite(v->f) || v->f >= 9.2233720368547758e18 || v->f < -9.2233720368547758e18)) {
         PyObject *shown = gd_brief_repr(value);
         if (shown) PyErr_Format(PyExc_OverflowError, "%s: fill_value %U does not fit in int64", op, shown);
@@ -76,7 +84,14 @@ static PyObject *create_filled(PyObject *module, PyObject *const *args, Py_ssize
     gd_state *st = PyModule_GetState(module);
     const char *op = params->fname;
     PyObject *argv[5] = {NULL, Py_None, Py_None, Py_None, NULL};
-    if (gd_parse_args(argv, params, args, nargs, kwnames) < 0) return NULL;
+    /* zeros(2, 3) as PyTorch spells it: every positional argument is a dimension, and dtype,
+     * device and requires_grad are keyword-only (as they are in zeros((2, 3)), whose extra
+     * positional arguments get the usage message) */
+    const int dims_given = kind != FILL_FULL && nargs > 1 && !PyTuple_Check(args[0]) && !PyList_Check(args[0]);
+    const gd_params dims_only = {op, params->usage, 0, 0, {"dtype", "device", "requires_grad", NULL}};
+    if (gd_parse_args(dims_given ? &argv[1] : argv, dims_given ? &dims_only : params, args + (dims_given ? nargs : 0),
+                      dims_given ? 0 : nargs, kwnames) < 0)
+        return NULL;
     if (kind != FILL_FULL) { /* (shape, dtype, device, requires_grad) -> (shape, -, dtype, device, ...) */
         argv[4] = argv[3];
         argv[3] = argv[2];
@@ -86,7 +101,7 @@ static PyObject *create_filled(PyObject *module, PyObject *const *args, Py_ssize
     int ndim;
     int64_t shape[GD_MAX_NDIM];
     fill_value v = {.dtype = GD_FLOAT32, .is_int = 1, .iv = kind == FILL_ONES};
-    if (gd_parse_shape(&argv[0], 1, &ndim, shape, op) < 0) return NULL;
+    if (gd_parse_shape(dims_given ? args : &argv[0], dims_given ? nargs : 1, &ndim, shape, op) < 0) return NULL;
     if (kind == FILL_FULL && parse_fill_value(st, &v, argv[1], op) < 0) return NULL;
     gd_dtype dt = v.dtype;
     gd_scalar s;
@@ -305,6 +320,10 @@ static PyObject *mod_arange(PyObject *module, PyObject *const *args, Py_ssize_t 
     gd_dtype dt = all_int ? GD_INT64 : GD_FLOAT32;
     gd_device dev = GD_CPU_DEVICE;
     if (gd_parse_dtype(argv[3], &dt, "arange") < 0 || gd_parse_device(st, argv[4], &dev) < 0) return NULL;
+    if (dt == GD_BOOL) {
+        PyErr_SetString(PyExc_TypeError, "arange: dtype bool is not supported; use an integer or float dtype");
+        return NULL;
+    }
     int64_t n = arange_count(&r, all_int);
     /* one element is start itself, whatever the step (0 * inf would be NaN) */
     gd_scalar start = {.f = r.f[0]}, step = {.f = n > 1 ? r.f[2] : 0.0};
@@ -389,9 +408,12 @@ static PyMethodDef creation_functions[] = {
     {"asarray", GD_FN(mod_asarray), GD_FASTKW,
      "asarray(obj, dtype=None, device=None) -> obj itself when it already fits, else a conversion.\n"
      "A NumPy array of a gpudev dtype on the CPU is shared, not copied."},
-    {"zeros", GD_FN(mod_zeros), GD_FASTKW, "zeros(shape, dtype=None, device=None)\n\n>>> gd.zeros((2, 3), device=gd.try_gpu())"},
-    {"ones", GD_FN(mod_ones), GD_FASTKW, "ones(shape, dtype=None, device=None)"},
-    {"empty", GD_FN(mod_empty), GD_FASTKW, "empty(shape, dtype=None, device=None): uninitialised contents"},
+    {"zeros", GD_FN(mod_zeros), GD_FASTKW,
+     "zeros(shape, dtype=None, device=None); the shape as a tuple or as dimensions\n\n"
+     ">>> gd.zeros((2, 3), device=gd.try_gpu())\n>>> gd.zeros(2, 3)"},
+    {"ones", GD_FN(mod_ones), GD_FASTKW, "ones(shape, dtype=None, device=None); ones((2, 3)) or ones(2, 3)"},
+    {"empty", GD_FN(mod_empty), GD_FASTKW,
+     "empty(shape, dtype=None, device=None): uninitialised contents; empty((2, 3)) or empty(2, 3)"},
     {"full", GD_FN(mod_full), GD_FASTKW, "full(shape, fill_value, dtype=None, device=None)"},
     {"arange", GD_FN(mod_arange), GD_FASTKW, "arange(start, stop=None, step=1, dtype=None, device=None)"},
     {"rand", GD_FN(mod_rand), GD_FASTKW, "rand(*shape, dtype=None, device=None): uniform in [0, 1)\n\n>>> gd.rand(2, 3)"},

@@ -2,6 +2,7 @@
  * memory to NumPy, PyTorch, CuPy, JAX, ...; gd.from_dlpack(x) wraps theirs. Both directions
  * share memory, never copy it, except where the exporter must not be written to (read-only
  * or misaligned data is copied on import) or the consumer asks for a copy (copy=True).
+ * Strided tensors (views) travel with their strides, in both directions.
  *
  * Ownership: the producer hands the consumer a managed tensor inside a PyCapsule; the
  * consumer renames the capsule to "used_..." once it has taken the tensor over and calls the
@@ -19,17 +20,20 @@
  * shared helpers
  * ---------------------------------------------------------------------------------------- */
 
-/* What DLPack calls a gpudev dtype: its kind (float or int) and bits, from the dtype table. */
+/* What DLPack calls a gpudev dtype: its kind (float, int or bool) and bits, from the dtype
+ * table. */
 static DLDataType dl_dtype_of(gd_dtype t)
 {
-    DLDataType d = {gd_dtype_table[t].kind == 'f' ? kDLFloat : kDLInt, (uint8_t)(8 * gd_dtype_size(t)), 1};
+    const char kind = gd_dtype_table[t].kind;
+    const uint8_t code = (uint8_t)(kind == 'f' ? kDLFloat : kind == 'b' ? kDLBool : kDLInt);
+    DLDataType d = {code, (uint8_t)(8 * gd_dtype_size(t)), 1};
     return d;
 }
 
 /* The gpudev dtype of a DLPack type, or -1 when gpudev has none. */
 static int gd_dtype_from_dl(DLDataType d)
 {
-    char kind = d.code == kDLFloat ? 'f' : d.code == kDLInt ? 'i' : 0;
+    char kind = d.code == kDLFloat ? 'f' : d.code == kDLInt ? 'i' : d.code == kDLBool ? 'b' : 0;
     if (d.lanes != 1 || !kind || d.bits % 8) return -1;
     return gd_dtype_lookup(kind, d.bits / 8);
 }
@@ -197,14 +201,11 @@ static PyObject *export_capsule(PyObject *exported, int versioned, int copy)
     }
     ArrayObject *src = (ArrayObject *)exported;
     ex->array = exported;
-    /* explicit C-order strides, also for the legacy struct: some consumers mishandle NULL.
-     * Axes of length 0 count as 1, as in NumPy; the guard keeps empty arrays with huge
-     * other axes from overflowing (their strides are never used). */
-    int64_t step = 1;
-    for (int i = src->ndim - 1; i >= 0; i--) {
+    /* explicit strides (elements, as DLPack counts them), also for C-contiguous arrays and the
+     * legacy struct: some consumers mishandle NULL */
+    for (int i = 0; i < src->ndim; i++) {
         ex->shape[i] = src->shape[i];
-        ex->strides[i] = step;
-        if (src->shape[i] > 1 && step <= INT64_MAX / src->shape[i]) step *= src->shape[i];
+        ex->strides[i] = src->strides[i];
     }
     DLTensor *t = versioned ? &ex->managed.versioned.dl_tensor : &ex->managed.legacy.dl_tensor;
     *t = (DLTensor){.data = src->data, .device = dl_device_of(src->device), .ndim = src->ndim,
@@ -491,7 +492,7 @@ static int check_tensor_kind(const DLTensor *t, gd_device dev, const char *produ
         int to_int = t->dtype.code == kDLInt || t->dtype.code == kDLUInt || t->dtype.code == kDLBool;
         const char *target = to_int ? "int64" : "float32";
         PyErr_Format(PyExc_TypeError,
-                     "from_dlpack: dtype %s is not supported; gpudev arrays hold float32, float64 or int64: convert "
+                     "from_dlpack: dtype %s is not supported; gpudev arrays hold float32, float64, int64 or bool: convert "
                      "in the producer first, e.g. x.astype('%s') in NumPy or x.to(torch.%s) in PyTorch",
                      dl_dtype_str(t->dtype, buf, sizeof buf), target, target);
         return -1;
@@ -525,23 +526,26 @@ static int check_tensor_shape(const DLTensor *t, gd_dtype dt, int64_t *size)
     return 0;
 }
 
-/* C order, as gpudev arrays are; axes of length 1 may have any stride (no step is ever taken
- * along them), and the data must be there. */
-static int check_tensor_layout(const DLTensor *t, int64_t size, const char *producer)
+/* Any strides (elements, of any sign) whose reach in bytes fits in int64, so that views of
+ * the tensor can address every element; NULL strides mean C order. And the data must be
+ * there. */
+static int check_tensor_layout(const DLTensor *t, gd_dtype dt, int64_t size, const char *producer)
 {
     if (t->strides) {
-        int64_t step = 1;
-        for (int i = t->ndim - 1; i >= 0; i--) {
-            if (t->shape[i] != 1 && t->strides[i] != step) {
-                char buf[256], sbuf[256];
-                PyErr_Format(PyExc_ValueError,
-                             "from_dlpack: the data is not C-contiguous (shape %s, strides %s in elements) and gpudev "
-                             "arrays are; make it contiguous in the producer first, e.g. np.ascontiguousarray(x) "
-                             "or x.contiguous() in PyTorch",
-                             gd_shape_str(t->ndim, t->shape, buf), gd_shape_str(t->ndim, t->strides, sbuf));
-                return -1;
-            }
-            step *= t->shape[i];
+        int64_t reach = 0, span = 0, bytes;
+        int bad = 0;
+        for (int i = 0; i < t->ndim && !bad; i++) {
+            const int64_t s = t->strides[i];
+            bad = s == INT64_MIN || gd_mul_overflows(&span, s < 0 ? -s : s, t->shape[i] - 1) || reach > INT64_MAX - span;
+            if (!bad) reach += span;
+        }
+        if (bad || reach == INT64_MAX || gd_mul_overflows(&bytes, reach + 1, (int64_t)gd_dtype_size(dt))) {
+            char buf[256], sbuf[256];
+            PyErr_Format(PyExc_ValueError,
+                         "from_dlpack: the strides %s (elements) of a tensor of shape %s reach beyond 2**63 bytes; "
+                         "%.100s exported an invalid layout",
+                         gd_shape_str(t->ndim, t->strides, sbuf), gd_shape_str(t->ndim, t->shape, buf), producer);
+            return -1;
         }
     }
     if (!t->data) {
@@ -577,10 +581,12 @@ static ArrayObject *adopt_tensor(gd_state *st, PyObject *capsule, DLManagedTenso
         PyMem_RawFree(im);
         return NULL;
     }
-    /* the shape may be NULL for 0-d tensors */
-    int64_t shape[GD_MAX_NDIM];
+    /* the shape may be NULL for 0-d tensors; strides NULL for C order */
+    int64_t shape[GD_MAX_NDIM], strides[GD_MAX_NDIM];
     if (t->ndim) memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
-    return gd_array_borrow(st, keeper, (char *)t->data + t->byte_offset, dev, dt, t->ndim, shape, size);
+    if (t->ndim && t->strides) memcpy(strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
+    return gd_array_borrow(st, keeper, (char *)t->data + t->byte_offset, dev, dt, t->ndim, shape,
+                           t->strides ? strides : NULL, size);
 }
 
 /* An Array for the tensor in `capsule` (on `dev`, which the producer named): sharing its
@@ -597,7 +603,7 @@ static ArrayObject *import_capsule(gd_state *st, PyObject *capsule, gd_device de
     if (!t || check_tensor_kind(t, dev, producer, &dt) < 0 || check_tensor_shape(t, dt, &size) < 0) return NULL;
     if (size == 0) /* nothing to share; the producer gets its tensor back with the capsule */
         return gd_array_new(st, dev, dt, t->ndim, t->shape, "from_dlpack");
-    if (check_tensor_layout(t, size, producer) < 0) return NULL;
+    if (check_tensor_layout(t, dt, size, producer) < 0) return NULL;
     /* gpudev's kernels read elements through typed pointers, so data must be aligned to them;
      * a read-only tensor must not become a writable Array. Both are copied instead. */
     uintptr_t data = (uintptr_t)t->data + (uintptr_t)t->byte_offset;

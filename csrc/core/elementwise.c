@@ -16,16 +16,24 @@
  * binary operations: the hot path
  * ---------------------------------------------------------------------------------------- */
 
-/* Integer division gives float64 and integer powers check their exponents: the general path. */
+/* Integer division gives float64, integer powers check their exponents and bools follow
+ * NumPy's rules for arithmetic: the general path. */
 static inline int fast_op_ok(gd_binop op, gd_dtype dt)
 {
-    return gd_dtype_is_float(dt) || (!gd_binop_float_only(op) && op != GD_POW);
+    return gd_binop_defined(op, dt) && (gd_dtype_is_float(dt) || op != GD_POW);
+}
+
+/* The dtype of op's result computed in dt. */
+static inline gd_dtype result_dtype(gd_binop op, gd_dtype dt)
+{
+    return gd_binop_has(op, GD_OP_BOOL_OUT) ? GD_BOOL : dt;
 }
 
 /* A Python float or int as an operand of an array of dtype dt without changing its dtype;
  * 0 when the general path must decide (promotion, overflow). Never raises. */
 static inline int fast_scalar(gd_operand *o, PyObject *s, gd_dtype dt)
 {
+    if (dt == GD_BOOL) return 0;
     if (PyFloat_CheckExact(s)) {
         if (!gd_dtype_is_float(dt)) return 0;
         double v = PyFloat_AS_DOUBLE(s);
@@ -57,7 +65,7 @@ static PyObject *binary_contiguous(gd_state *st, const gd_backend *be, gd_binop 
     const char *name = gd_binop_table[op].name;
     ArrayObject *out = inplace;
     if (out) Py_INCREF(out);
-    else if (!(out = gd_array_new(st, like->device, like->dtype, like->ndim, like->shape, name)))
+    else if (!(out = gd_array_new(st, like->device, result_dtype(op, like->dtype), like->ndim, like->shape, name)))
         return NULL;
     int64_t n = like->size;
     if (n > 0) {
@@ -83,21 +91,21 @@ static PyObject *binary_fast(gd_state *st, gd_binop op, PyObject *ao, PyObject *
         if (!be || !fast_op_ok(op, a->dtype)) return NULL;
         if (Py_TYPE(bo) == at) {
             ArrayObject *b = (ArrayObject *)bo;
-            if (a->dtype != b->dtype || !gd_same_shape(a, b) || !gd_device_eq(a->device, b->device) ||
-                (inplace && a->data != b->data && gd_overlaps(a, b)))
+            if (a->dtype != b->dtype || !a->contiguous || !b->contiguous || !gd_same_shape(a, b) ||
+                !gd_device_eq(a->device, b->device) || (inplace && a->data != b->data && gd_overlaps(a, b)))
                 return NULL;
             fast_array(&x, a);
             fast_array(&y, b);
             return binary_contiguous(st, be, op, a, &x, &y, inplace);
         }
-        if (!fast_scalar(&y, bo, a->dtype)) return NULL;
+        if (!a->contiguous || !fast_scalar(&y, bo, a->dtype)) return NULL;
         fast_array(&x, a);
         return binary_contiguous(st, be, op, a, &x, &y, inplace);
     }
     if (Py_TYPE(bo) == at && !inplace) {
         ArrayObject *b = (ArrayObject *)bo;
         const gd_backend *be = st->backends[b->device.type];
-        if (!be || !fast_op_ok(op, b->dtype) || !fast_scalar(&x, ao, b->dtype)) return NULL;
+        if (!be || !b->contiguous || !fast_op_ok(op, b->dtype) || !fast_scalar(&x, ao, b->dtype)) return NULL;
         fast_array(&y, b);
         return binary_contiguous(st, be, op, b, &x, &y, NULL);
     }
@@ -115,6 +123,7 @@ typedef struct binary_plan {
     gd_opinfo x, y;
     gd_device dev;
     gd_dtype dt;       /* the compute dtype */
+    gd_dtype rdt;      /* the result's: dt, or bool for comparisons */
     int ndim;          /* the result's shape */
     int64_t shape[GD_MAX_NDIM], size;
 } binary_plan;
@@ -140,13 +149,39 @@ static int binary_operands(gd_state *st, binary_plan *p, PyObject *ao, PyObject 
     return 0;
 }
 
+/* Arithmetic on two bools as NumPy does it: + and maximum are or, * and minimum are and,
+ * ** is computed in int64, - is refused. */
+static int bool_arithmetic(binary_plan *p)
+{
+    switch (p->op) {
+    case GD_ADD: case GD_MAXIMUM: p->op = GD_OR; return 0;
+    case GD_MUL: case GD_MINIMUM: p->op = GD_AND; return 0;
+    case GD_POW: p->dt = GD_INT64; return 0;
+    default:
+        PyErr_Format(PyExc_TypeError,
+                     "%s: not supported for bool operands, as in NumPy; use ^ (bitwise_xor) for bools, or "
+                     "convert first, e.g. a.astype(gd.int64)",
+                     p->name);
+        return -1;
+    }
+}
+
 /* NumPy 2 promotion, then the operation's own rules: true division of integers, integer
- * powers with exponents that can be checked. */
+ * powers with exponents that can be checked, bitwise operations on integers and bools only. */
 static int binary_dtype(binary_plan *p)
 {
     p->dt = gd_promote(&p->x, &p->y);
     if (!gd_dtype_is_float(p->dt) && gd_binop_float_only(p->op)) p->dt = GD_FLOAT64;
-    if (gd_dtype_is_float(p->dt)) return 0;
+    if (p->dt == GD_BOOL && gd_binop_has(p->op, GD_OP_NUMERIC) && bool_arithmetic(p) < 0) return -1;
+    p->rdt = result_dtype(p->op, p->dt);
+    if (gd_binop_has(p->op, GD_OP_BITWISE) && gd_dtype_is_float(p->dt)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: not supported for %s operands (integers and bools only); for masks compare first, "
+                     "e.g. (a > 0) & (b < 1)",
+                     p->name, gd_dtype_name(p->dt));
+        return -1;
+    }
+    if (gd_dtype_is_float(p->dt) || p->dt == GD_BOOL) return 0;
     const gd_opinfo *big = p->x.big ? &p->x : p->y.big ? &p->y : NULL;
     if (big) {
         PyErr_Format(PyExc_OverflowError,
@@ -155,7 +190,7 @@ static int binary_dtype(binary_plan *p)
                      p->name, big->obj);
         return -1;
     }
-    if (p->op == GD_POW && p->y.arr) {
+    if (p->op == GD_POW && p->y.arr && p->y.arr->dtype != GD_BOOL) { /* bool exponents are 0 or 1 */
         PyErr_Format(PyExc_TypeError,
                      "power: int64 arrays as exponents of integers are not supported "
                      "(negative exponents cannot be checked on every device); convert first, "
@@ -170,6 +205,9 @@ static int binary_dtype(binary_plan *p)
     }
     return 0;
 }
+
+/* bool < integer < float: NumPy's same_kind casting never goes down this order. */
+static inline int kind_rank(gd_dtype t) { return gd_dtype_is_bool(t) ? 0 : gd_dtype_is_float(t) ? 2 : 1; }
 
 /* The broadcast result shape, which an in-place target must have (and a dtype it can hold). */
 static int binary_shape(binary_plan *p, const ArrayObject *inplace)
@@ -193,11 +231,11 @@ static int binary_shape(binary_plan *p, const ArrayObject *inplace)
                      rewrite);
         return -1;
     }
-    if (gd_dtype_is_float(p->dt) && !gd_dtype_is_float(inplace->dtype)) {
+    if (kind_rank(p->rdt) > kind_rank(inplace->dtype)) {
         PyErr_Format(PyExc_TypeError,
                      "%s: cannot cast the %s result to %s in place (NumPy's same_kind "
                      "rule); write %s instead",
-                     p->name, gd_dtype_name(p->dt), gd_dtype_name(inplace->dtype), rewrite);
+                     p->name, gd_dtype_name(p->rdt), gd_dtype_name(inplace->dtype), rewrite);
         return -1;
     }
     return 0;
@@ -205,21 +243,21 @@ static int binary_shape(binary_plan *p, const ArrayObject *inplace)
 
 /* The operand as the backend reads it: a, or a copy in the compute dtype, or a copy when it
  * shares memory with the in-place target in another layout (NumPy reads every input before
- * writing: a[1:] += a[:-1], a += a[0]). *tmp holds the copy. 0 or -1. */
+ * writing: a[1:] += a[:-1], a += a[0], a += a.T). *tmp holds the copy. 0 or -1. */
 static int binary_input(gd_state *st, const gd_backend *be, const binary_plan *p, ArrayObject *a,
                         ArrayObject *inplace, ArrayObject **use, ArrayObject **tmp)
 {
     *use = a;
     if (!a || p->size == 0) return 0;
-    int in_other_layout = inplace && inplace->dtype == p->dt && gd_overlaps(a, inplace) &&
-                          !(a->data == inplace->data && a->size == p->size);
+    int in_other_layout = inplace && inplace->dtype == p->dt && gd_overlaps(a, inplace) && !gd_same_layout(a, inplace);
     if (a->dtype == p->dt && !in_other_layout) return 0;
     *use = *tmp = gd_converted(st, be, a, p->dt, p->name);
     return *use ? 0 : -1;
 }
 
-/* out = x op y over the planned shape; a result computed in a wider dtype than the in-place
- * target (float32 += float64) is cast back into it. */
+/* out = x op y over the planned shape, out being the in-place target itself or a new array;
+ * a result computed in a wider dtype than the in-place target (float32 += float64) is cast
+ * back into it. */
 static int binary_compute(gd_state *st, const gd_backend *be, const binary_plan *p, ArrayObject *out,
                           ArrayObject *xa, ArrayObject *ya, gd_operand *opd, ArrayObject *inplace)
 {
@@ -227,13 +265,13 @@ static int binary_compute(gd_state *st, const gd_backend *be, const binary_plan 
         ArrayObject *arrs[2] = {xa, ya};
         gd_ewise ew;
         gd_error err;
-        gd_ewise_plan(&ew, opd, arrs, 2, p->ndim, p->shape, p->size);
+        gd_ewise_plan(&ew, opd, arrs, 2, p->ndim, p->shape, p->size, out == inplace ? out->strides : NULL);
         PyThreadState *ts = gd_run_begin(p->dev, (double)p->size);
         int rc = be->binary(out->data, p->op, p->dt, &ew, &opd[0], &opd[1], p->dev.index, &err);
         if (gd_run_end(st, p->dev, ts, rc, &err, p->name) < 0) return -1;
     }
     if (!inplace || out == inplace) return 0;
-    return gd_run_astype(st, be, p->dev, inplace->data, inplace->dtype, out->data, p->dt, p->size, p->name);
+    return gd_store(st, be, inplace, out, p->name);
 }
 
 static PyObject *binary_general(gd_state *st, gd_binop op, PyObject *ao, PyObject *bo, ArrayObject *inplace)
@@ -252,8 +290,8 @@ static PyObject *binary_general(gd_state *st, gd_binop op, PyObject *ao, PyObjec
     if (binary_input(st, be, &p, p.x.arr, inplace, &xa, &tx) < 0 ||
         binary_input(st, be, &p, p.y.arr, inplace, &ya, &ty) < 0)
         goto fail;
-    out = inplace && inplace->dtype == p.dt ? (ArrayObject *)Py_NewRef(inplace)
-                                            : gd_array_new(st, p.dev, p.dt, p.ndim, p.shape, p.name);
+    out = inplace && inplace->dtype == p.rdt ? (ArrayObject *)Py_NewRef(inplace)
+                                             : gd_array_new(st, p.dev, p.rdt, p.ndim, p.shape, p.name);
     if (!out || binary_compute(st, be, &p, out, xa, ya, opd, inplace) < 0) goto fail;
     if (inplace) Py_SETREF(out, (ArrayObject *)Py_NewRef(inplace));
     Py_CLEAR(tx);
@@ -294,6 +332,16 @@ PyObject *gd_unary(gd_state *st, gd_unop op, ArrayObject *a)
                      name, Py_TYPE((PyObject *)a)->tp_name);
         return NULL;
     }
+    if (!gd_unop_defined(op, a->dtype) && !gd_unop_float_only(op)) {
+        /* NumPy: -bool is refused, |bool| and bool squared are the bool itself; ~ needs ints */
+        if (op == GD_NEG || op == GD_INVERT) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s: not supported for %s arrays, as in NumPy; %s", name, gd_dtype_name(a->dtype),
+                         op == GD_NEG ? "use ~a to negate a bool array" : "~ inverts integers and bools only");
+            return NULL;
+        }
+        op = GD_COPY;
+    }
     const gd_backend *be = gd_backend_of(st, a->device, name);
     if (!be) return NULL;
     ArrayObject *out;
@@ -304,8 +352,12 @@ PyObject *gd_unary(gd_state *st, gd_unop op, ArrayObject *a)
             Py_CLEAR(out);
     } else {
         out = gd_array_new(st, a->device, a->dtype, a->ndim, a->shape, name);
-        if (out && gd_run_unary(st, be, a->device, out->data, op, a->dtype, a->data, a->size, name) < 0)
-            Py_CLEAR(out);
+        if (out && a->size > 0) {
+            gd_ewise ew;
+            gd_operand opd;
+            gd_ewise_plan(&ew, &opd, &a, 1, a->ndim, a->shape, a->size, NULL);
+            if (gd_run_ewise_unary(st, be, a->device, out->data, op, a->dtype, &ew, &opd, name) < 0) Py_CLEAR(out);
+        }
     }
     if (out && gd_trace_op(st, name, out, a, NULL) < 0) Py_CLEAR(out);
     return GD_AG_OUT(st, name, out, a, NULL, NULL);
@@ -341,23 +393,16 @@ static int check_assign_shape(const ArrayObject *dst, const ArrayObject *v, cons
     return 0;
 }
 
-/* dst[...] = v for an Array v on dst's device whose shape fits. */
+/* dst[...] = v for an Array v on dst's device whose shape fits; a v that overlaps dst in
+ * another layout is copied first (NumPy reads the whole value before writing). */
 static int assign_array(gd_state *st, const gd_backend *be, ArrayObject *dst, ArrayObject *v, const char *op)
 {
     ArrayObject *tmp = NULL;
-    if (v->dtype != dst->dtype) {
-        /* different dtypes never share storage: cast straight in when nothing broadcasts */
-        if (v->size == dst->size)
-            return gd_run_astype(st, be, dst->device, dst->data, dst->dtype, v->data, v->dtype, v->size, op);
-        if (!(v = tmp = gd_converted(st, be, v, dst->dtype, op))) return -1;
-    } else if (gd_overlaps(v, dst)) {
-        if (v->data == dst->data && v->size == dst->size) return 0; /* a[...] = a */
+    if (v->dtype == dst->dtype && gd_overlaps(v, dst)) {
+        if (gd_same_layout(v, dst)) return 0; /* a[...] = a */
         if (!(v = tmp = gd_converted(st, be, v, dst->dtype, op))) return -1;
     }
-    gd_ewise ew;
-    gd_operand opd;
-    gd_ewise_plan(&ew, &opd, &v, 1, dst->ndim, dst->shape, dst->size);
-    int rc = gd_run_ewise_unary(st, be, dst->device, dst->data, GD_COPY, dst->dtype, &ew, &opd, op);
+    int rc = gd_store(st, be, dst, v, op);
     Py_XDECREF(tmp);
     return rc;
 }
@@ -377,8 +422,7 @@ int gd_assign(gd_state *st, ArrayObject *dst, PyObject *value, const char *op)
     gd_bump_version(st, dst);
     if (!x.arr) {
         gd_scalar s;
-        if (gd_scalar_assign(&s, &x, dst->dtype, op) < 0 ||
-            gd_run_fill(st, be, dst->device, dst->data, dst->dtype, s, dst->size, op) < 0)
+        if (gd_scalar_assign(&s, &x, dst->dtype, op) < 0 || gd_fill(st, be, dst, s, op) < 0)
             return -1;
     } else {
         if (!gd_device_eq(x.arr->device, dst->device)) {
@@ -467,7 +511,7 @@ static PyObject *allclose(gd_state *st, PyObject *ao, PyObject *bo, double rtol,
     }
     ArrayObject *arrs[2] = {hx, hy};
     gd_ewise ew;
-    gd_ewise_plan(&ew, opd, arrs, 2, p.ndim, p.shape, p.size);
+    gd_ewise_plan(&ew, opd, arrs, 2, p.ndim, p.shape, p.size, NULL);
     int close;
     Py_BEGIN_ALLOW_THREADS
     close = all_close(&ew, opd, rtol, atol);

@@ -39,8 +39,8 @@ static int weak_int(gd_opinfo *x, PyObject *o)
     return 0;
 }
 
-/* NumPy scalars keep their dtype (NumPy 2's NEP 50): float32/float64 as they are, the
- * integers and bool as int64, float16 as float32. 1 when o is no NumPy scalar. */
+/* NumPy scalars keep their dtype (NumPy 2's NEP 50): float32/float64 and bool as they are,
+ * the integers as int64, float16 as float32. 1 when o is no NumPy scalar. */
 static int numpy_scalar(gd_opinfo *x, PyObject *o, const char *op)
 {
     if (!PyArray_IsScalar(o, Generic)) return 1;
@@ -55,7 +55,12 @@ static int numpy_scalar(gd_opinfo *x, PyObject *o, const char *op)
         x->f = PyFloat_AsDouble(o);
         return (x->f == -1.0 && PyErr_Occurred()) ? -1 : 0;
     }
-    if (kind == 'b' || kind == 'i' || (kind == 'u' && itemsize <= 4)) {
+    if (kind == 'b') {
+        x->dtype = GD_BOOL;
+        x->i = PyObject_IsTrue(o);
+        return x->i < 0 ? -1 : 0;
+    }
+    if (kind == 'i' || (kind == 'u' && itemsize <= 4)) {
         PyObject *v = PyNumber_Long(o);
         if (!v) return -1;
         x->i = PyLong_AsLongLong(v);
@@ -66,7 +71,7 @@ static int numpy_scalar(gd_opinfo *x, PyObject *o, const char *op)
         return 0;
     }
     PyErr_Format(PyExc_TypeError,
-                 "%s: %s scalars are not supported; gpudev computes in float32, float64 and int64, "
+                 "%s: %s scalars are not supported; gpudev computes in float32, float64, int64 and bool, "
                  "so convert it first with float(x) or int(x)",
                  op, Py_TYPE(o)->tp_name);
     return -1;
@@ -90,7 +95,12 @@ int gd_classify(gd_state *st, PyObject *o, gd_opinfo *x, const char *op)
         x->f = PyFloat_AS_DOUBLE(o);
         return 0;
     }
-    if (PyLong_CheckExact(o) || PyBool_Check(o)) return weak_int(x, o);
+    if (PyBool_Check(o)) {
+        x->kind = OPD_WEAK_BOOL;
+        x->i = o == Py_True;
+        return 0;
+    }
+    if (PyLong_CheckExact(o)) return weak_int(x, o);
     /* numpy.float64 subclasses float, so NumPy scalars are recognised before subclasses. */
     int r = numpy_scalar(x, o, op);
     if (r != 1) return r;
@@ -113,13 +123,15 @@ gd_dtype gd_promote(const gd_opinfo *x, const gd_opinfo *y)
 {
     if (is_strong(x) && is_strong(y)) {
         if (x->dtype == y->dtype) return x->dtype;
+        if (x->dtype == GD_BOOL || y->dtype == GD_BOOL) return x->dtype == GD_BOOL ? y->dtype : x->dtype;
         /* int8 + float32 is float32 in NumPy: float32 holds every small integer exactly. */
         if ((x->small_int && y->dtype == GD_FLOAT32) || (y->small_int && x->dtype == GD_FLOAT32))
             return GD_FLOAT32;
         return GD_FLOAT64;
     }
     const gd_opinfo *s = is_strong(x) ? x : y, *w = is_strong(x) ? y : x;
-    if (w->kind == OPD_WEAK_FLOAT && s->dtype == GD_INT64) return GD_FLOAT64;
+    if (w->kind == OPD_WEAK_FLOAT && !gd_dtype_is_float(s->dtype)) return GD_FLOAT64;
+    if (w->kind == OPD_WEAK_INT && s->dtype == GD_BOOL) return GD_INT64;
     return s->dtype;
 }
 
@@ -163,6 +175,10 @@ double gd_round_f32(double v)
 int gd_scalar_assign(gd_scalar *out, const gd_opinfo *x, gd_dtype dt, const char *op)
 {
     if (gd_dtype_is_float(dt)) return gd_scalar_to(out, x, dt);
+    if (dt == GD_BOOL) { /* nonzero is true, as NumPy casts */
+        out->i = is_float_scalar(x) ? x->f != 0.0 : x->big || x->i != 0;
+        return 0;
+    }
     if (!is_float_scalar(x)) {
         if (x->big) {
             PyErr_Format(PyExc_OverflowError, "%s: Python integer %S out of bounds for int64", op, x->obj);

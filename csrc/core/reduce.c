@@ -223,14 +223,45 @@ static int reduce_axes(reduce_job *j, const uint8_t *reduced, int keepdims)
     return rc;
 }
 
+/* What the passes read: a itself when C-contiguous; for a whole-array reduction of a view
+ * that is dense in memory (a.T, a[::-1]), the same elements as one C-contiguous block from
+ * their lowest address (an order that no whole-array reduction depends on); else a
+ * C-contiguous copy. New reference. */
+static ArrayObject *reduction_source(reduce_job *j, ArrayObject *a, PyObject *axis)
+{
+    if (a->contiguous) return (ArrayObject *)Py_NewRef((PyObject *)a);
+    if (axis == Py_None && gd_is_dense(a)) {
+        uintptr_t lo, hi;
+        gd_extent(a, &lo, &hi);
+        return gd_array_view(j->st, a, (char *)lo, a->ndim, a->shape, NULL);
+    }
+    return gd_contiguous(j->st, j->be, a, j->r->name);
+}
+
 /* Contiguous arrays make every reduction a sequence of (outer, len, inner) passes, one per
- * run of adjacent reduced axes. */
+ * run of adjacent reduced axes; views are read as reduction_source says. */
+static PyObject *reduce_array(gd_state *st, reduction kind, ArrayObject *a, PyObject *axis, int keepdims);
+
+/* Bools reduce as int64 (NumPy's sum of a mask counts it); max and min of bools are bools. */
+static PyObject *reduce_bool(gd_state *st, reduction kind, ArrayObject *a, PyObject *axis, int keepdims)
+{
+    const char *name = reductions[kind].name;
+    const gd_backend *be = gd_backend_of(st, a->device, name);
+    ArrayObject *wide = be ? gd_converted(st, be, a, GD_INT64, name) : NULL;
+    if (!wide) return NULL;
+    PyObject *res = reduce_array(st, kind, wide, axis, keepdims);
+    Py_DECREF(wide);
+    if (res && (kind == R_MAX || kind == R_MIN)) Py_SETREF(res, gd_astype(st, (ArrayObject *)res, GD_BOOL, 0));
+    return res;
+}
+
 static PyObject *reduce_array(gd_state *st, reduction kind, ArrayObject *a, PyObject *axis, int keepdims)
 {
+    if (a->dtype == GD_BOOL) return reduce_bool(st, kind, a, axis, keepdims);
     const reduction_info *r = &reductions[kind];
-    reduce_job j = {.st = st, .r = r, .a = a, .dev = a->device, .res_dt = a->dtype};
+    reduce_job j = {.st = st, .r = r, .dev = a->device, .res_dt = a->dtype};
     if (r->finish != FINISH_NONE && !gd_dtype_is_float(a->dtype)) j.res_dt = GD_FLOAT64;
-    if (!(j.be = gd_backend_of(st, a->device, r->name))) return NULL;
+    if (!(j.be = gd_backend_of(st, a->device, r->name)) || !(j.a = reduction_source(&j, a, axis))) return NULL;
     int rc;
     if (axis == Py_None && a->size > 0 && (a->device.type == GD_CPU || r->finish == FINISH_NONE)) {
         rc = reduce_all(&j, keepdims);
@@ -238,6 +269,7 @@ static PyObject *reduce_array(gd_state *st, reduction kind, ArrayObject *a, PyOb
         uint8_t reduced[GD_MAX_NDIM];
         rc = gd_parse_axes(reduced, axis, a->ndim, r->name) < 0 ? -1 : reduce_axes(&j, reduced, keepdims);
     }
+    Py_DECREF(j.a);
     if (rc == 0 && gd_trace_op(st, r->name, j.out, a, NULL) < 0) rc = -1;
     if (rc < 0) Py_CLEAR(j.out);
     return GD_AG_OUT(st, r->name, j.out, a, NULL, Py_BuildValue("(OO)", axis, keepdims ? Py_True : Py_False));
@@ -272,6 +304,51 @@ GD_REDUCTION_METHOD(max, R_MAX)
 GD_REDUCTION_METHOD(min, R_MIN)
 #undef GD_REDUCTION_METHOD
 
+/* any: whether some element is nonzero; all: whether none is zero (True over an empty axis).
+ * Counted as a sum of a mask, so an empty axis needs no special case. */
+static PyObject *any_all(gd_state *st, ArrayObject *a, PyObject *axis, int keepdims, int all)
+{
+    const gd_binop test = all ? GD_EQ : GD_NE;
+    PyObject *zero = PyLong_FromLong(0), *mask = NULL, *count = NULL, *res = NULL;
+    if (zero && (mask = gd_binary(st, test, (PyObject *)a, zero, NULL)) &&
+        (count = reduce_array(st, R_SUM, (ArrayObject *)mask, axis, keepdims)))
+        res = gd_binary(st, test, count, zero, NULL);
+    Py_XDECREF(zero);
+    Py_XDECREF(mask);
+    Py_XDECREF(count);
+    return res;
+}
+
+static PyObject *any_all_call(gd_state *st, ArrayObject *a, PyObject *axis, PyObject *keepdims_obj, int all)
+{
+    int keepdims = 0;
+    if (keepdims_obj && gd_parse_bool(keepdims_obj, &keepdims) < 0) return NULL;
+    return any_all(st, a, axis, keepdims, all);
+}
+
+#define GD_ANY_ALL_METHOD(fname, all)                                                                  \
+    PyObject *gd_array_##fname(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) \
+    {                                                                                                  \
+        static const gd_params params = {#fname, #fname "(axis=None, keepdims=False)", 2, 0,          \
+                                         {"axis", "keepdims", NULL}};                                  \
+        PyObject *argv[2] = {Py_None, NULL};                                                           \
+        if (gd_parse_args(argv, &params, args, nargs, kwnames) < 0) return NULL;                       \
+        return any_all_call(gd_state_of(self), (ArrayObject *)self, argv[0], argv[1], all);            \
+    }                                                                                                  \
+    static PyObject *mod_##fname(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) \
+    {                                                                                                  \
+        static const gd_params params = {#fname, #fname "(a, axis=None, keepdims=False)", 3, 1,       \
+                                         {"a", "axis", "keepdims", NULL}};                             \
+        gd_state *st = PyModule_GetState(module);                                                      \
+        PyObject *argv[3] = {NULL, Py_None, NULL};                                                     \
+        if (gd_parse_args(argv, &params, args, nargs, kwnames) < 0) return NULL;                       \
+        ArrayObject *a = gd_need_array(st, argv[0], #fname);                                           \
+        return a ? any_all_call(st, a, argv[1], argv[2], all) : NULL;                                  \
+    }
+GD_ANY_ALL_METHOD(any, 0)
+GD_ANY_ALL_METHOD(all, 1)
+#undef GD_ANY_ALL_METHOD
+
 static PyObject *mod_norm(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     static const gd_params params = {"norm", "norm(a, axis=None, keepdims=False)", 3, 1, {"a", "axis", "keepdims", NULL}};
@@ -287,6 +364,12 @@ static PyObject *mod_norm(PyObject *module, PyObject *const *args, Py_ssize_t na
 static PyMethodDef reduce_functions[] = {
     {"norm", GD_FN(mod_norm), GD_FASTKW,
      "norm(a, axis=None, keepdims=False): Frobenius / 2-norm; axis=(1, 2) gives a batch of matrix norms"},
+    {"any", GD_FN(mod_any), GD_FASTKW,
+     "any(a, axis=None, keepdims=False): whether some element is nonzero (a bool array)\n\n"
+     ">>> gd.any(gd.arange(3) > 1).item()\nTrue"},
+    {"all", GD_FN(mod_all), GD_FASTKW,
+     "all(a, axis=None, keepdims=False): whether every element is nonzero (True for none)\n\n"
+     ">>> gd.all(gd.arange(3) < 5).item()\nTrue"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,5 +1,5 @@
-/* shape_ops.c - operations that move data between shapes: transpose (a.T, a.transpose(),
- * which copy: gpudev arrays are contiguous), concatenate and stack.
+/* shape_ops.c - operations between shapes: transposes as views (a.T, a.mT, transpose,
+ * permute, swapaxes), and concatenate and stack, which copy.
  */
 #include "core.h"
 
@@ -48,37 +48,6 @@ done:
     return rc;
 }
 
-/* Fewer axes, cheaper permute: drop axes of length 1, then merge input axes that stay
- * neighbours in the output. Returns the number of groups (1 or fewer: the data does not
- * move at all); gshape is the grouped input shape, gperm the permutation of the groups. */
-static int group_axes(int64_t *gshape, int *gperm, int nd, const int64_t *shape, const int *perm)
-{
-    int newidx[GD_MAX_NDIM], q[GD_MAX_NDIM], pos[GD_MAX_NDIM], nq = 0, nk = 0;
-    int64_t ksh[GD_MAX_NDIM];
-    for (int i = 0; i < nd; i++)
-        if (shape[i] > 1) {
-            newidx[i] = nk;
-            ksh[nk++] = shape[i];
-        }
-    for (int k = 0; k < nd; k++)
-        if (shape[perm[k]] > 1) q[nq++] = newidx[perm[k]];
-    for (int k = 0; k < nq; k++) pos[q[k]] = k;
-    int group[GD_MAX_NDIM] = {0}, ng = 0;
-    for (int i = 0; i < nk; i++) {
-        if (i > 0 && pos[i] == pos[i - 1] + 1) {
-            gshape[ng - 1] *= ksh[i];
-        } else {
-            gshape[ng] = ksh[i];
-            ng++;
-        }
-        group[i] = ng - 1;
-    }
-    int np = 0;
-    for (int k = 0; k < nq; k++)
-        if (k == 0 || q[k] != q[k - 1] + 1) gperm[np++] = group[q[k]];
-    return ng;
-}
-
 /* The permutation as a tuple of ints, what autograd's rule inverts. */
 static PyObject *perm_tuple(const int *perm, int nd)
 {
@@ -91,50 +60,96 @@ static PyObject *perm_tuple(const int *perm, int nd)
     return t;
 }
 
+/* The view of a with its axes in the order perm (transpose, permute, swapaxes, mT), recorded
+ * for autograd as a transpose. */
+static PyObject *permuted_view(gd_state *st, ArrayObject *a, const int *perm)
+{
+    int64_t shape[GD_MAX_NDIM], strides[GD_MAX_NDIM];
+    for (int k = 0; k < a->ndim; k++) {
+        shape[k] = a->shape[perm[k]];
+        strides[k] = a->strides[perm[k]];
+    }
+    ArrayObject *out = gd_array_view(st, a, a->data, a->ndim, shape, strides);
+    return GD_AG_OUT(st, "transpose", out, a, NULL, perm_tuple(perm, a->ndim));
+}
+
 PyObject *gd_transpose(gd_state *st, ArrayObject *a, PyObject *axes)
 {
-    const char *name = "transpose";
     int nd = a->ndim, perm[GD_MAX_NDIM];
     if (!axes || axes == Py_None) {
         for (int k = 0; k < nd; k++) perm[k] = nd - 1 - k;
     } else if (parse_perm(perm, axes, nd, a->shape) < 0) {
         return NULL;
     }
-    int64_t shape[GD_MAX_NDIM];
-    for (int k = 0; k < nd; k++) shape[k] = a->shape[perm[k]];
-    const gd_backend *be = gd_backend_of(st, a->device, name);
-    ArrayObject *out = be ? gd_array_new(st, a->device, a->dtype, nd, shape, name) : NULL;
-    if (!out) return NULL;
-    if (a->size > 0) {
-        int64_t gshape[GD_MAX_NDIM];
-        int gperm[GD_MAX_NDIM];
-        int ng = group_axes(gshape, gperm, nd, a->shape, perm);
-        const gd_device dev = a->device;
-        gd_error err;
-        PyThreadState *ts = gd_run_begin(dev, (double)a->size);
-        int rc = ng <= 1 ? be->copy_device(out->data, dev.index, a->data, dev.index, gd_array_nbytes(a), &err)
-                         : be->permute(out->data, a->dtype, a->data, ng, gshape, gperm, dev.index, &err);
-        if (gd_run_end(st, dev, ts, rc, &err, name) < 0) Py_CLEAR(out);
-    }
-    if (out && gd_trace_op(st, name, out, a, NULL) < 0) Py_CLEAR(out);
-    return GD_AG_OUT(st, name, out, a, NULL, perm_tuple(perm, nd));
+    return permuted_view(st, a, perm);
+}
+
+/* The axes given as *args or as one tuple or list, as a tuple (new reference). */
+static PyObject *axes_tuple(PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs == 1 && (PyTuple_Check(args[0]) || PyList_Check(args[0]))) return PySequence_Tuple(args[0]);
+    PyObject *t = PyTuple_New(nargs);
+    for (Py_ssize_t i = 0; t && i < nargs; i++) PyTuple_SET_ITEM(t, i, Py_NewRef(args[i]));
+    return t;
 }
 
 PyObject *gd_array_transpose(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     gd_state *st = gd_state_of(self);
     if (nargs == 0 || (nargs == 1 && args[0] == Py_None)) return gd_transpose(st, (ArrayObject *)self, NULL);
-    PyObject *t;
-    if (nargs == 1 && (PyTuple_Check(args[0]) || PyList_Check(args[0]))) {
-        t = PySequence_Tuple(args[0]);
-    } else {
-        t = PyTuple_New(nargs);
-        for (Py_ssize_t i = 0; t && i < nargs; i++) PyTuple_SET_ITEM(t, i, Py_NewRef(args[i]));
-    }
+    PyObject *t = axes_tuple(args, nargs);
     if (!t) return NULL;
     PyObject *res = gd_transpose(st, (ArrayObject *)self, t);
     Py_DECREF(t);
     return res;
+}
+
+PyObject *gd_array_permute(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    ArrayObject *a = (ArrayObject *)self;
+    if (nargs == 0 && a->ndim > 0) {
+        PyErr_SetString(PyExc_TypeError, "permute(*dims) needs the new order of the axes, e.g. a.permute(1, 0)");
+        return NULL;
+    }
+    PyObject *t = axes_tuple(args, nargs);
+    if (!t) return NULL;
+    PyObject *res = gd_transpose(gd_state_of(self), a, t);
+    Py_DECREF(t);
+    return res;
+}
+
+PyObject *gd_array_swapaxes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    ArrayObject *a = (ArrayObject *)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "swapaxes(axis1, axis2) takes two axes");
+        return NULL;
+    }
+    int ax[2], perm[GD_MAX_NDIM];
+    for (int i = 0; i < 2; i++) {
+        if (!PyIndex_Check(args[i])) {
+            PyErr_Format(PyExc_TypeError, "swapaxes: axes must be ints, got %s", Py_TYPE(args[i])->tp_name);
+            return NULL;
+        }
+        Py_ssize_t v = PyNumber_AsSsize_t(args[i], NULL);
+        if ((v == -1 && PyErr_Occurred()) || gd_normalize_axis(&ax[i], v, a->ndim, "swapaxes") < 0) return NULL;
+    }
+    for (int k = 0; k < a->ndim; k++) perm[k] = k == ax[0] ? ax[1] : k == ax[1] ? ax[0] : k;
+    return permuted_view(gd_state_of(self), a, perm);
+}
+
+PyObject *gd_array_mT(PyObject *self, void *Py_UNUSED(closure))
+{
+    ArrayObject *a = (ArrayObject *)self;
+    if (a->ndim < 2) {
+        PyErr_Format(PyExc_ValueError, "mT: matrix transpose with ndim < 2 is undefined (the array has %d)", a->ndim);
+        return NULL;
+    }
+    int perm[GD_MAX_NDIM];
+    for (int k = 0; k < a->ndim; k++) perm[k] = k;
+    perm[a->ndim - 2] = a->ndim - 1;
+    perm[a->ndim - 1] = a->ndim - 2;
+    return permuted_view(gd_state_of(self), a, perm);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -264,7 +279,8 @@ static int join_copy(gd_state *st, const gd_backend *be, const join *j, ArrayObj
         ArrayObject *ai = join_item(j, i), *src = ai, *tmp = NULL;
         int64_t chunk = ai->size / outer;
         if (chunk == 0) continue;
-        if (ai->dtype != j->dt && !(src = tmp = gd_converted(st, be, ai, j->dt, j->name))) return -1;
+        if ((ai->dtype != j->dt || !ai->contiguous) && !(src = tmp = gd_converted(st, be, ai, j->dt, j->name)))
+            return -1;
         gd_error err;
         PyThreadState *ts = gd_run_begin(dev, (double)ai->size);
         int rc = be->copy_2d(out->data + (size_t)offset * isz, (size_t)row * isz, src->data, (size_t)chunk * isz,

@@ -60,7 +60,8 @@ static int copy_between_gpus(gd_state *st, ArrayObject *out, ArrayObject *a, con
     return gd_trace_copy(st, a->device.index == out->device.index ? "d2d" : "peer", a, out->device);
 }
 
-ArrayObject *gd_array_to_device(gd_state *st, ArrayObject *a, gd_device dst, const char *op)
+/* The copy of a (C-contiguous) on dst, a C-contiguous array itself. */
+static ArrayObject *contiguous_to_device(gd_state *st, ArrayObject *a, gd_device dst, const char *op)
 {
     ArrayObject *out = gd_array_new(st, dst, a->dtype, a->ndim, a->shape, op);
     if (!out) return NULL;
@@ -77,6 +78,19 @@ ArrayObject *gd_array_to_device(gd_state *st, ArrayObject *a, gd_device dst, con
         rc = copy_between_gpus(st, out, a, op);
     }
     if (rc < 0) Py_CLEAR(out);
+    return out;
+}
+
+/* A view is compacted where it lives, then copied: copies between devices move whole blocks. */
+ArrayObject *gd_array_to_device(gd_state *st, ArrayObject *a, gd_device dst, const char *op)
+{
+    if (a->contiguous) return contiguous_to_device(st, a, dst, op);
+    const gd_backend *be = gd_backend_of(st, a->device, op);
+    ArrayObject *c = be ? gd_contiguous(st, be, a, op) : NULL;
+    if (!c) return NULL;
+    ArrayObject *out = gd_device_eq(dst, a->device) ? (ArrayObject *)Py_NewRef((PyObject *)c)
+                                                    : contiguous_to_device(st, c, dst, op);
+    Py_DECREF(c);
     return out;
 }
 
@@ -106,25 +120,37 @@ int gd_check_host_extent(const ArrayObject *a, PyObject *exc_type, const char *o
     return -1;
 }
 
-/* A host NumPy array with a's contents: a zero-copy view for CPU arrays, a copy (one
- * synchronizing transfer) for GPU arrays. `op` names the operation in messages. */
+/* A host NumPy array with a's contents: a zero-copy view for CPU arrays (with a's strides),
+ * a copy (one synchronizing transfer) for GPU arrays. `op` names the operation in messages. */
 static PyObject *host_ndarray(gd_state *st, ArrayObject *a, const char *cause, const char *op)
 {
     if (gd_check_host_extent(a, PyExc_ValueError, op) < 0) return NULL;
-    npy_intp dims[GD_MAX_NDIM];
-    for (int i = 0; i < a->ndim; i++) dims[i] = (npy_intp)a->shape[i];
-    PyArray_Descr *descr = (PyArray_Descr *)Py_NewRef(st->np_dtypes[a->dtype]);
+    npy_intp dims[GD_MAX_NDIM], strides[GD_MAX_NDIM];
+    /* C-contiguous and empty arrays get NumPy's own strides (an empty view's may be too large
+     * to state in bytes, and are never followed) */
+    const int strided = !a->contiguous && a->size > 0;
+    for (int i = 0; i < a->ndim; i++) {
+        dims[i] = (npy_intp)a->shape[i];
+        if (strided) strides[i] = (npy_intp)(a->strides[i] * (int64_t)gd_dtype_size(a->dtype));
+    }
     if (a->device.type == GD_CPU) {
-        PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, a->ndim, dims, NULL, a->data,
-                                             NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE, NULL);
+        PyArray_Descr *descr = (PyArray_Descr *)Py_NewRef(st->np_dtypes[a->dtype]);
+        PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, a->ndim, dims,
+                                             strided ? strides : NULL, a->data,
+                                             NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE, NULL);
         if (!arr) return NULL;
         if (PyArray_SetBaseObject((PyArrayObject *)arr, Py_NewRef((PyObject *)a)) < 0 ||
             gd_trace_sync(st, cause, a->device) < 0)
             Py_CLEAR(arr);
         return arr;
     }
+    const gd_backend *be = gd_backend_of(st, a->device, cause ? cause : "numpy");
+    ArrayObject *c = be ? gd_contiguous(st, be, a, cause ? cause : "numpy") : NULL;
+    if (!c) return NULL;
+    PyArray_Descr *descr = (PyArray_Descr *)Py_NewRef(st->np_dtypes[a->dtype]);
     PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, a->ndim, dims, NULL, NULL, 0, NULL);
-    if (arr && copy_to_host_bytes(st, PyArray_DATA((PyArrayObject *)arr), a, cause) < 0) Py_CLEAR(arr);
+    if (arr && copy_to_host_bytes(st, PyArray_DATA((PyArrayObject *)arr), c, cause) < 0) Py_CLEAR(arr);
+    Py_DECREF(c);
     return arr;
 }
 
@@ -178,12 +204,8 @@ PyObject *gd_array_copy(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
     ArrayObject *a = (ArrayObject *)self;
     gd_state *st = gd_state_of(self);
-    ArrayObject *out = gd_array_new(st, a->device, a->dtype, a->ndim, a->shape, "copy");
-    if (!out) return NULL;
-    if (gd_run_astype(st, st->backends[a->device.type], a->device, out->data, a->dtype, a->data, a->dtype, a->size,
-                      "copy") < 0 ||
-        gd_trace_op(st, "copy", out, a, NULL) < 0)
-        Py_CLEAR(out);
+    ArrayObject *out = gd_converted(st, st->backends[a->device.type], a, a->dtype, "copy");
+    if (out && gd_trace_op(st, "copy", out, a, NULL) < 0) Py_CLEAR(out);
     return GD_AG_OUT(st, "copy", out, a, NULL, NULL);
 }
 
@@ -285,6 +307,7 @@ static PyObject *scalar_from(const void *p, gd_dtype dt)
     switch (dt) {
     case GD_FLOAT32: return PyFloat_FromDouble(*(const float *)p);
     case GD_FLOAT64: return PyFloat_FromDouble(*(const double *)p);
+    case GD_BOOL: return PyBool_FromLong(*(const unsigned char *)p);
     default: return PyLong_FromLongLong(*(const int64_t *)p);
     }
 }
@@ -372,6 +395,15 @@ int gd_array_getbuffer(PyObject *self, Py_buffer *view, int flags)
     }
     /* the strides below would overflow */
     if (gd_check_host_extent(a, PyExc_BufferError, "buffer protocol") < 0) return -1;
+    const int c_order = a->contiguous;
+    if (!c_order && ((flags & PyBUF_STRIDES) != PyBUF_STRIDES || (flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS ||
+                     (flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS ||
+                     (flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS)) {
+        PyErr_SetString(PyExc_BufferError,
+                        "the array is a strided view, not C-contiguous; ask for strides (as NumPy does) or use "
+                        "a.contiguous()");
+        return -1;
+    }
     Py_ssize_t *meta = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (size_t)(a->ndim ? a->ndim : 1));
     if (!meta) {
         PyErr_NoMemory();
@@ -381,8 +413,9 @@ int gd_array_getbuffer(PyObject *self, Py_buffer *view, int flags)
     Py_ssize_t acc = item;
     for (int i = a->ndim - 1; i >= 0; i--) {
         meta[i] = (Py_ssize_t)a->shape[i];
-        meta[a->ndim + i] = acc;
-        acc *= (Py_ssize_t)a->shape[i];
+        /* an empty array's strides are never followed: C-order ones are always valid there */
+        meta[a->ndim + i] = c_order || a->size == 0 ? acc : (Py_ssize_t)(a->strides[i] * item);
+        if (a->shape[i] > 1 && acc <= PY_SSIZE_T_MAX / a->shape[i]) acc *= (Py_ssize_t)a->shape[i];
     }
     view->buf = a->data;
     view->obj = Py_NewRef(self);
@@ -421,7 +454,18 @@ PyObject *gd_array_cuda_array_interface(PyObject *self, void *Py_UNUSED(closure)
         Py_DECREF(shape);
         return NULL;
     }
-    return Py_BuildValue("{s:N,s:s,s:(Ki),s:O,s:i,s:O}", "shape", shape, "typestr", typestr, "data",
-                         (unsigned long long)(uintptr_t)a->data, 0, "strides", Py_None, "version", 3, "stream",
+    /* strides in bytes, or None for C-contiguous data (the interface's convention) */
+    PyObject *strides = Py_NewRef(Py_None);
+    if (!a->contiguous) {
+        int64_t bytes[GD_MAX_NDIM];
+        for (int k = 0; k < a->ndim; k++) bytes[k] = a->strides[k] * (int64_t)gd_dtype_size(a->dtype);
+        Py_SETREF(strides, gd_shape_tuple(a->ndim, bytes));
+        if (!strides) {
+            Py_DECREF(shape);
+            return NULL;
+        }
+    }
+    return Py_BuildValue("{s:N,s:s,s:(Ki),s:N,s:i,s:O}", "shape", shape, "typestr", typestr, "data",
+                         (unsigned long long)(uintptr_t)a->data, 0, "strides", strides, "version", 3, "stream",
                          Py_None);
 }

@@ -29,13 +29,21 @@ GD_DEFINE_CAST(cast_f64_f32, double, float, (double)x)
 GD_DEFINE_CAST(cast_f64_i64, double, int64_t, (double)x)
 GD_DEFINE_CAST(cast_i64_f32, int64_t, float, GD_F2I(x))
 GD_DEFINE_CAST(cast_i64_f64, int64_t, double, GD_F2I(x))
+GD_DEFINE_CAST(cast_f32_b, float, uint8_t, (float)x)
+GD_DEFINE_CAST(cast_f64_b, double, uint8_t, (double)x)
+GD_DEFINE_CAST(cast_i64_b, int64_t, uint8_t, (int64_t)x)
+/* to bool: nonzero (NaN too) is true, as in NumPy */
+GD_DEFINE_CAST(cast_b_f32, uint8_t, float, x != 0)
+GD_DEFINE_CAST(cast_b_f64, uint8_t, double, x != 0)
+GD_DEFINE_CAST(cast_b_i64, uint8_t, int64_t, x != 0)
 
 /* [out dtype][in dtype] in gpudev.h's dtype order; the diagonal is a plain copy */
-GD_STATIC_ASSERT(GD_NUM_DTYPES == 3, "the cast table lists float32, float64 and int64");
+GD_STATIC_ASSERT(GD_NUM_DTYPES == 4, "the cast table lists float32, float64, int64 and bool");
 static const gd_cast_kernel gd_cast_kernels[][GD_NUM_DTYPES] = {
-    {NULL, cast_f32_f64, cast_f32_i64},
-    {cast_f64_f32, NULL, cast_f64_i64},
-    {cast_i64_f32, cast_i64_f64, NULL},
+    {NULL, cast_f32_f64, cast_f32_i64, cast_f32_b},
+    {cast_f64_f32, NULL, cast_f64_i64, cast_f64_b},
+    {cast_i64_f32, cast_i64_f64, NULL, cast_i64_b},
+    {cast_b_f32, cast_b_f64, cast_b_i64, NULL},
 };
 GD_STATIC_ASSERT(GD_COUNT_OF(gd_cast_kernels) == GD_NUM_DTYPES, "gd_cast_kernels: one row per gd_dtype");
 

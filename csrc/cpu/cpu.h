@@ -37,6 +37,7 @@
 
 #define GD_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define GD_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define GD_ABS64(v) ((v) < 0 ? -(v) : (v)) /* strides: never INT64_MIN */
 
 /* Integer arithmetic is done in uint64 so overflow wraps as in NumPy instead of being
  * undefined behaviour. */
@@ -58,6 +59,7 @@ typedef union gd_word {
     int64_t i;
     uint64_t u;
     float f;
+    uint8_t b; /* bool */
 } gd_word;
 
 /* ------------------------------------------------------------------------------------------
@@ -107,9 +109,8 @@ int gd_cpu_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in, gd
                   int64_t outer, int64_t len, int64_t inner, int device, gd_error *err);
 
 /* gemm.c */
-int gd_cpu_gemm(void *c, gd_dtype dtype, const void *a, const void *b, int64_t batch, int64_t m,
-                int64_t n, int64_t k, int64_t stride_a, int64_t stride_b, int64_t stride_c,
-                int device, gd_error *err);
+int gd_cpu_gemm(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b, int64_t batch, int64_t m,
+                int64_t n, int64_t k, int64_t stride_c, int device, gd_error *err);
 
 /* permute.c */
 int gd_cpu_permute(void *out, gd_dtype dtype, const void *in, int ndim, const int64_t *in_shape,

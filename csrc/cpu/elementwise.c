@@ -10,67 +10,110 @@
 /* ------------------------------------------------------------------------------------------
  * elementwise kernels
  *
- * A kernel handles one run of n output elements: out[i] = f(a[i * sa], b[i * sb]).
- * Stride 1 (contiguous) and 0 (broadcast or scalar) get loops of their own, which the
- * compiler vectorizes; out may be a or b itself (in-place forms). Integer arithmetic wraps
- * (GD_U64, GD_WRAP in cpu.h).
+ * A kernel handles one run of n output elements: out[i * so] = f(in[0][i * s[0]], ...).
+ * Contiguous runs (stride 1) and broadcast or scalar operands (stride 0) get loops of their
+ * own, which the compiler vectorizes; out may be an operand itself (in-place forms: same
+ * data, same strides). Integer arithmetic wraps (GD_U64, GD_WRAP in cpu.h).
  * ---------------------------------------------------------------------------------------- */
 
-typedef void (*gd_un_kernel)(void *out, const void *a, int64_t sa, int64_t n);
-typedef void (*gd_bin_kernel)(void *out, const void *a, int64_t sa, const void *b, int64_t sb, int64_t n);
+typedef void (*gd_ew_kernel)(void *out, int64_t so, const void *const *in, const int64_t *s, int64_t n);
 
 #define GD_DEFINE_UNARY(NAME, T, EXPR)                                                           \
-    GD_SIMD static void NAME(void *out_, const void *a_, int64_t sa, int64_t n)                  \
+    GD_SIMD static void NAME(void *out_, int64_t so, const void *const *in, const int64_t *s,    \
+                             int64_t n)                                                          \
     {                                                                                            \
         T *out = out_;                                                                           \
-        const T *a = a_;                                                                         \
-        if (sa == 1) {                                                                           \
+        const T *a = in[0];                                                                      \
+        const int64_t sa = s[0];                                                                 \
+        if (so == 1 && sa == 1) {                                                                \
             for (int64_t i = 0; i < n; i++) {                                                    \
                 T x = a[i];                                                                      \
                 out[i] = (EXPR);                                                                 \
             }                                                                                    \
-        } else if (sa == 0) {                                                                    \
+        } else if (so == 1 && sa == 0) {                                                         \
             T x = a[0];                                                                          \
             T v = (EXPR);                                                                        \
             for (int64_t i = 0; i < n; i++) out[i] = v;                                          \
-        } else {                                                                                 \
+        } else if (so == 1) {                                                                    \
             for (int64_t i = 0; i < n; i++) {                                                    \
                 T x = a[i * sa];                                                                 \
                 out[i] = (EXPR);                                                                 \
             }                                                                                    \
+        } else {                                                                                 \
+            for (int64_t i = 0; i < n; i++) {                                                    \
+                T x = a[i * sa];                                                                 \
+                out[i * so] = (EXPR);                                                            \
+            }                                                                                    \
         }                                                                                        \
     }
 
-#define GD_DEFINE_BINARY(NAME, T, EXPR)                                                          \
-    GD_SIMD static void NAME(void *out_, const void *a_, int64_t sa, const void *b_, int64_t sb, \
+/* out of type TO (bool for comparisons) = EXPR of x and y of type T */
+#define GD_DEFINE_BINARY_TO(NAME, TO, T, EXPR)                                                   \
+    GD_SIMD static void NAME(void *out_, int64_t so, const void *const *in, const int64_t *s,    \
                              int64_t n)                                                          \
     {                                                                                            \
-        T *out = out_;                                                                           \
-        const T *a = a_, *b = b_;                                                                \
-        if (sa == 1 && sb == 1) {                                                                \
+        TO *out = out_;                                                                          \
+        const T *a = in[0], *b = in[1];                                                          \
+        const int64_t sa = s[0], sb = s[1];                                                      \
+        if (so == 1 && sa == 1 && sb == 1) {                                                     \
             for (int64_t i = 0; i < n; i++) {                                                    \
                 T x = a[i], y = b[i];                                                            \
                 out[i] = (EXPR);                                                                 \
             }                                                                                    \
-        } else if (sa == 1 && sb == 0) {                                                         \
+        } else if (so == 1 && sa == 1 && sb == 0) {                                              \
             const T y = b[0];                                                                    \
             for (int64_t i = 0; i < n; i++) {                                                    \
                 T x = a[i];                                                                      \
                 out[i] = (EXPR);                                                                 \
             }                                                                                    \
-        } else if (sa == 0 && sb == 1) {                                                         \
+        } else if (so == 1 && sa == 0 && sb == 1) {                                              \
             const T x = a[0];                                                                    \
             for (int64_t i = 0; i < n; i++) {                                                    \
                 T y = b[i];                                                                      \
                 out[i] = (EXPR);                                                                 \
             }                                                                                    \
-        } else {                                                                                 \
+        } else if (so == 1 && sb == 0) {                                                         \
+            const T y = b[0];                                                                    \
+            for (int64_t i = 0; i < n; i++) {                                                    \
+                T x = a[i * sa];                                                                 \
+                out[i] = (EXPR);                                                                 \
+            }                                                                                    \
+        } else if (so == 1 && sa == 0) {                                                         \
+            const T x = a[0];                                                                    \
+            for (int64_t i = 0; i < n; i++) {                                                    \
+                T y = b[i * sb];                                                                 \
+                out[i] = (EXPR);                                                                 \
+            }                                                                                    \
+        } else if (so == 1) {                                                                    \
             for (int64_t i = 0; i < n; i++) {                                                    \
                 T x = a[i * sa], y = b[i * sb];                                                  \
                 out[i] = (EXPR);                                                                 \
             }                                                                                    \
+        } else {                                                                                 \
+            for (int64_t i = 0; i < n; i++) {                                                    \
+                T x = a[i * sa], y = b[i * sb];                                                  \
+                out[i * so] = (EXPR);                                                            \
+            }                                                                                    \
         }                                                                                        \
     }
+
+#define GD_DEFINE_BINARY(NAME, T, EXPR) GD_DEFINE_BINARY_TO(NAME, T, T, EXPR)
+
+/* Comparisons give bool (0 or 1 in a byte); NaN compares false except with != */
+#define GD_COMPARISONS(S, T)                                                                     \
+    GD_DEFINE_BINARY_TO(bin_eq_##S, uint8_t, T, x == y)                                          \
+    GD_DEFINE_BINARY_TO(bin_ne_##S, uint8_t, T, x != y)                                          \
+    GD_DEFINE_BINARY_TO(bin_lt_##S, uint8_t, T, x < y)                                           \
+    GD_DEFINE_BINARY_TO(bin_le_##S, uint8_t, T, x <= y)                                          \
+    GD_DEFINE_BINARY_TO(bin_gt_##S, uint8_t, T, x > y)                                           \
+    GD_DEFINE_BINARY_TO(bin_ge_##S, uint8_t, T, x >= y)
+
+/* Bitwise operations; on bools (0 or 1) they are the logical ones, and ~ is not. */
+#define GD_BITWISE(S, T, INVERT)                                                                 \
+    GD_DEFINE_UNARY(un_invert_##S, T, INVERT)                                                    \
+    GD_DEFINE_BINARY(bin_and_##S, T, x & y)                                                      \
+    GD_DEFINE_BINARY(bin_or_##S, T, x | y)                                                       \
+    GD_DEFINE_BINARY(bin_xor_##S, T, x ^ y)
 
 /* base ** exp by squaring in uint64, wrapping like NumPy. The core rejects negative exponents;
  * they get the truncated value of the exact result (0 unless base is 1 or -1). */
@@ -118,98 +161,198 @@ GD_DEFINE_BINARY(bin_pow_i64, int64_t, gd_ipow(x, y))
 GD_DEFINE_BINARY(bin_max_i64, int64_t, x > y ? x : y)
 GD_DEFINE_BINARY(bin_min_i64, int64_t, x < y ? x : y)
 
-/* The kernel tables: one row per operation in gpudev.h's order, one column per dtype. A
- * float-only operation (tables.h) has no int64 kernel: the core computes integers in float64. */
-GD_STATIC_ASSERT(GD_NUM_DTYPES == 3, "the kernel rows below list float32, float64 and int64");
-#define GD_ROW(PREFIX, S) {PREFIX##S##_f32, PREFIX##S##_f64, PREFIX##S##_i64}
-#define GD_FLOAT_ROW(PREFIX, S) {PREFIX##S##_f32, PREFIX##S##_f64, NULL}
+GD_DEFINE_UNARY(un_copy_b, uint8_t, x)
+GD_COMPARISONS(f32, float)
+GD_COMPARISONS(f64, double)
+GD_COMPARISONS(i64, int64_t)
+GD_COMPARISONS(b, uint8_t)
+GD_BITWISE(i64, int64_t, ~x)
+GD_BITWISE(b, uint8_t, (uint8_t)(x ^ 1))
 
-static const gd_un_kernel gd_un_kernels[][GD_NUM_DTYPES] = {
-    GD_ROW(un_, copy), GD_ROW(un_, neg), GD_ROW(un_, abs), GD_ROW(un_, relu), GD_FLOAT_ROW(un_, exp),
+/* The kernel tables: one row per operation in gpudev.h's order, one column per dtype. An
+ * operation has kernels for the dtypes tables.h defines it for (gd_unop_defined,
+ * gd_binop_defined): the core computes integers in float64 for float-only ones and bools in
+ * int64 for arithmetic. */
+GD_STATIC_ASSERT(GD_NUM_DTYPES == 4, "the kernel rows below list float32, float64, int64 and bool");
+#define GD_ALL_ROW(PREFIX, S) {PREFIX##S##_f32, PREFIX##S##_f64, PREFIX##S##_i64, PREFIX##S##_b}
+#define GD_ROW(PREFIX, S) {PREFIX##S##_f32, PREFIX##S##_f64, PREFIX##S##_i64, NULL}
+#define GD_FLOAT_ROW(PREFIX, S) {PREFIX##S##_f32, PREFIX##S##_f64, NULL, NULL}
+#define GD_INT_ROW(PREFIX, S) {NULL, NULL, PREFIX##S##_i64, PREFIX##S##_b}
+
+static const gd_ew_kernel gd_un_kernels[][GD_NUM_DTYPES] = {
+    GD_ALL_ROW(un_, copy), GD_ROW(un_, neg), GD_ROW(un_, abs), GD_ROW(un_, relu), GD_FLOAT_ROW(un_, exp),
     GD_FLOAT_ROW(un_, log), GD_FLOAT_ROW(un_, sqrt), GD_FLOAT_ROW(un_, tanh), GD_ROW(un_, square),
+    GD_INT_ROW(un_, invert),
 };
 GD_STATIC_ASSERT(GD_COUNT_OF(gd_un_kernels) == GD_NUM_UNOPS, "gd_un_kernels: one row per gd_unop");
 
-static const gd_bin_kernel gd_bin_kernels[][GD_NUM_DTYPES] = {
+static const gd_ew_kernel gd_bin_kernels[][GD_NUM_DTYPES] = {
     GD_ROW(bin_, add), GD_ROW(bin_, sub), GD_ROW(bin_, mul), GD_FLOAT_ROW(bin_, div),
     GD_ROW(bin_, pow), GD_ROW(bin_, max), GD_ROW(bin_, min),
+    GD_ALL_ROW(bin_, eq), GD_ALL_ROW(bin_, ne), GD_ALL_ROW(bin_, lt), GD_ALL_ROW(bin_, le),
+    GD_ALL_ROW(bin_, gt), GD_ALL_ROW(bin_, ge), GD_INT_ROW(bin_, and), GD_INT_ROW(bin_, or),
+    GD_INT_ROW(bin_, xor),
 };
 GD_STATIC_ASSERT(GD_COUNT_OF(gd_bin_kernels) == GD_NUM_BINOPS, "gd_bin_kernels: one row per gd_binop");
 
+#undef GD_ALL_ROW
 #undef GD_ROW
 #undef GD_FLOAT_ROW
+#undef GD_INT_ROW
 
 /* ------------------------------------------------------------------------------------------
- * elementwise driver: contiguous fast path and the strided N-d walk
+ * elementwise driver: one contiguous run, an N-d walk, or tiles
+ *
+ * Axes come from the core merged and ordered by the output's strides. When an operand steps
+ * through memory more slowly along the last axis than along the one before (a transposed view
+ * read into a row-major output, a.T + a), a plain walk would touch a new cache line for every
+ * element of it; square tiles over the last two axes keep those lines in cache until all their
+ * elements are used.
  * ---------------------------------------------------------------------------------------- */
 
-static const int64_t gd_zero_strides[GD_MAX_NDIM];
+#define GD_EW_MAX_IN 3
+#define GD_EW_TILE 64 /* tile edge: 64 lines of 64 elements stay in L1 for every dtype */
 
 typedef struct gd_ewise_job {
     const gd_ewise *ew;
+    gd_ew_kernel k;
     char *out;
-    size_t esz;
-    int nin;                         /* 1 (unary) or 2 (binary) */
-    const char *in[2];
-    const int64_t *strides[2];       /* per output axis, elements; zeros for a scalar */
-    int64_t contig_stride[2];        /* contiguous path: 1 for arrays, 0 for scalars */
-    gd_un_kernel un;
-    gd_bin_kernel bin;
+    int64_t out_esz;                 /* bytes per output element */
+    int64_t esz;                     /* bytes per input element */
+    int nin;
+    const char *in[GD_EW_MAX_IN];
+    const int64_t *strides[GD_EW_MAX_IN]; /* per axis, elements; zeros for a scalar */
+    int64_t run_so, run_s[GD_EW_MAX_IN]; /* one run: the strides of its only axis */
+    int64_t tiles[2];                /* tile mode: tiles along the last two axes */
 } gd_ewise_job;
 
-static inline void gd_ewise_run(const gd_ewise_job *job, char *out, const char *a, int64_t sa,
-                                const char *b, int64_t sb, int64_t n)
-{
-    if (job->nin == 1)
-        job->un(out, a, sa, n);
-    else
-        job->bin(out, a, sa, b, sb, n);
-}
+static const int64_t gd_zero_strides[GD_MAX_NDIM];
 
 static void gd_ewise_contig_range(void *ctx, int64_t begin, int64_t end)
 {
     const gd_ewise_job *job = ctx;
-    const int64_t s0 = job->contig_stride[0], s1 = job->contig_stride[1];
-    const int64_t e = (int64_t)job->esz;
-    gd_ewise_run(job, job->out + begin * e, job->in[0] + begin * s0 * e, s0,
-                 job->nin == 2 ? job->in[1] + begin * s1 * e : NULL, s1, end - begin);
+    const void *in[GD_EW_MAX_IN];
+    for (int j = 0; j < job->nin; j++) in[j] = job->in[j] + begin * job->run_s[j] * job->esz;
+    job->k(job->out + begin * job->run_so * job->out_esz, job->run_so, in, job->run_s, end - begin);
 }
 
-/* Output elements [begin, end) of an N-d operation: runs along the innermost axis go to
- * the kernel; an index counter steps the outer axes and keeps each operand's offset. */
+/* Offsets (elements) of index `flat` over axes [0, naxes) of the job's shape, output first. */
+static void gd_ewise_offsets(const gd_ewise_job *job, int64_t flat, int naxes, int64_t *out_off, int64_t *off)
+{
+    const gd_ewise *ew = job->ew;
+    *out_off = 0;
+    for (int j = 0; j < job->nin; j++) off[j] = 0;
+    for (int k = naxes - 1; k >= 0; k--) {
+        int64_t i = flat % ew->shape[k];
+        flat /= ew->shape[k];
+        *out_off += i * ew->out_strides[k];
+        for (int j = 0; j < job->nin; j++) off[j] += i * job->strides[j][k];
+    }
+}
+
+/* One run of n elements along the last axis from the given offsets. */
+static inline void gd_ewise_run(const gd_ewise_job *job, int64_t out_off, const int64_t *off, int64_t n)
+{
+    const int last = job->ew->ndim - 1;
+    const void *in[GD_EW_MAX_IN];
+    int64_t s[GD_EW_MAX_IN];
+    for (int j = 0; j < job->nin; j++) {
+        in[j] = job->in[j] + off[j] * job->esz;
+        s[j] = job->strides[j][last];
+    }
+    job->k(job->out + out_off * job->out_esz, job->ew->out_strides[last], in, s, n);
+}
+
+/* Output elements [begin, end) in C order: runs along the last axis go to the kernel; an
+ * index counter steps the outer axes and keeps every offset. */
 static void gd_ewise_strided_range(void *ctx, int64_t begin, int64_t end)
 {
     const gd_ewise_job *job = ctx;
     const gd_ewise *ew = job->ew; /* ndim >= 2: fewer axes take the contiguous path */
-    const int64_t e = (int64_t)job->esz;
     const int last = ew->ndim - 1;
     const int64_t inner = ew->shape[last];
-    int64_t idx[GD_MAX_NDIM];
-    int64_t row_off[2] = {0, 0}, inner_stride[2] = {0, 0};
+    int64_t idx[GD_MAX_NDIM], off[GD_EW_MAX_IN], out_off;
     int64_t row = begin / inner, col = begin % inner;
+    gd_ewise_offsets(job, row, last, &out_off, off);
     for (int k = last - 1; k >= 0; k--) {
         idx[k] = row % ew->shape[k];
         row /= ew->shape[k];
     }
-    for (int j = 0; j < job->nin; j++) {
-        inner_stride[j] = job->strides[j][last];
-        for (int k = 0; k < last; k++) row_off[j] += idx[k] * job->strides[j][k];
-    }
     for (int64_t pos = begin; pos < end;) {
-        int64_t n = GD_MIN(inner - col, end - pos);
-        gd_ewise_run(job, job->out + pos * e, job->in[0] + (row_off[0] + col * inner_stride[0]) * e,
-                     inner_stride[0],
-                     job->nin == 2 ? job->in[1] + (row_off[1] + col * inner_stride[1]) * e : NULL,
-                     inner_stride[1], n);
+        int64_t n = GD_MIN(inner - col, end - pos), o[GD_EW_MAX_IN];
+        for (int j = 0; j < job->nin; j++) o[j] = off[j] + col * job->strides[j][last];
+        gd_ewise_run(job, out_off + col * ew->out_strides[last], o, n);
         pos += n;
         col = 0;
         for (int k = last - 1; k >= 0; k--) { /* odometer step over the outer axes */
-            for (int j = 0; j < job->nin; j++) row_off[j] += job->strides[j][k];
+            out_off += ew->out_strides[k];
+            for (int j = 0; j < job->nin; j++) off[j] += job->strides[j][k];
             if (++idx[k] < ew->shape[k]) break;
-            for (int j = 0; j < job->nin; j++) row_off[j] -= job->strides[j][k] * ew->shape[k];
+            out_off -= ew->out_strides[k] * ew->shape[k];
+            for (int j = 0; j < job->nin; j++) off[j] -= job->strides[j][k] * ew->shape[k];
             idx[k] = 0;
         }
     }
+}
+
+/* Tiles [begin, end): tile t covers rows p0.. and columns l0.. of the last two axes of outer
+ * index t / (tiles[0] * tiles[1]). */
+static void gd_ewise_tiles_range(void *ctx, int64_t begin, int64_t end)
+{
+    const gd_ewise_job *job = ctx;
+    const gd_ewise *ew = job->ew;
+    const int p = ew->ndim - 2, l = ew->ndim - 1;
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t l0 = (t % job->tiles[1]) * GD_EW_TILE, rest = t / job->tiles[1];
+        const int64_t p0 = (rest % job->tiles[0]) * GD_EW_TILE, outer = rest / job->tiles[0];
+        const int64_t p1 = GD_MIN(ew->shape[p], p0 + GD_EW_TILE), n = GD_MIN(ew->shape[l] - l0, (int64_t)GD_EW_TILE);
+        int64_t base[GD_EW_MAX_IN], out_base, off[GD_EW_MAX_IN];
+        gd_ewise_offsets(job, outer, p, &out_base, base);
+        for (int64_t r = p0; r < p1; r++) {
+            for (int j = 0; j < job->nin; j++) off[j] = base[j] + r * job->strides[j][p] + l0 * job->strides[j][l];
+            gd_ewise_run(job, out_base + r * ew->out_strides[p] + l0 * ew->out_strides[l], off, n);
+        }
+    }
+}
+
+/* Whether some array steps through memory more slowly along the last axis than along the one
+ * before it, and both axes are long enough for tiles to pay. */
+static int gd_ewise_wants_tiles(const gd_ewise_job *job)
+{
+    const gd_ewise *ew = job->ew;
+    const int p = ew->ndim - 2, l = ew->ndim - 1;
+    if (ew->shape[p] < GD_EW_TILE / 4 || ew->shape[l] < GD_EW_TILE / 4) return 0;
+    if (ew->out_strides[p] != 0 && GD_ABS64(ew->out_strides[p]) < GD_ABS64(ew->out_strides[l])) return 1;
+    for (int j = 0; j < job->nin; j++) {
+        const int64_t *s = job->strides[j];
+        if (s[p] != 0 && GD_ABS64(s[p]) < GD_ABS64(s[l])) return 1;
+    }
+    return 0;
+}
+
+/* Runs the job; ops[j]->data NULL means a scalar (already in job->in[j], read with stride 0). */
+static void gd_ewise_execute(gd_ewise_job *job, const gd_operand *const *ops, int64_t par_min)
+{
+    const gd_ewise *ew = job->ew;
+    const int nt = gd_threads_for(ew->size, par_min);
+    for (int j = 0; j < job->nin; j++) job->strides[j] = ops[j]->data ? ops[j]->strides : gd_zero_strides;
+    if (ew->contiguous || ew->ndim <= 1) { /* one run; a scalar is read with stride 0 */
+        const int flat = ew->contiguous || ew->ndim == 0;
+        job->run_so = flat ? 1 : ew->out_strides[0];
+        for (int j = 0; j < job->nin; j++) job->run_s[j] = !ops[j]->data ? 0 : flat ? 1 : ops[j]->strides[0];
+        if (nt <= 1) gd_ewise_contig_range(job, 0, ew->size);
+        else gd_parallel_for(nt, ew->size, 16, gd_ewise_contig_range, job);
+        return;
+    }
+    if (gd_ewise_wants_tiles(job)) {
+        const int p = ew->ndim - 2, l = ew->ndim - 1;
+        job->tiles[0] = (ew->shape[p] + GD_EW_TILE - 1) / GD_EW_TILE;
+        job->tiles[1] = (ew->shape[l] + GD_EW_TILE - 1) / GD_EW_TILE;
+        const int64_t ntiles = ew->size / (ew->shape[p] * ew->shape[l]) * job->tiles[0] * job->tiles[1];
+        gd_parallel_for(GD_MIN((int64_t)nt, ntiles), ntiles, 1, gd_ewise_tiles_range, job);
+        return;
+    }
+    gd_parallel_for(nt, ew->size, 16, gd_ewise_strided_range, job);
 }
 
 /* A scalar operand becomes a one-element buffer read with stride 0. */
@@ -220,39 +363,25 @@ static const char *gd_operand_data(const gd_operand *op, gd_dtype dtype, gd_word
         buf->f = (float)op->scalar.f;
     else if (dtype == GD_FLOAT64)
         buf->d = op->scalar.f;
+    else if (dtype == GD_BOOL)
+        buf->b = op->scalar.i != 0;
     else
         buf->i = op->scalar.i;
     return (const char *)buf;
 }
 
-static void gd_ewise_execute(gd_ewise_job *job, const gd_operand *const *ops, int64_t par_min)
-{
-    const gd_ewise *ew = job->ew;
-    int nt = gd_threads_for(ew->size, par_min);
-    if (ew->contiguous || ew->ndim <= 1) {
-        /* one run: stride 1 (contiguous), 0 (scalar, broadcast, 0-d) or a 1-d operand's own */
-        for (int j = 0; j < job->nin; j++)
-            job->contig_stride[j] = !ops[j]->data || ew->ndim == 0 ? 0 : ew->contiguous ? 1 : ops[j]->strides[0];
-        if (nt <= 1)
-            gd_ewise_run(job, job->out, job->in[0], job->contig_stride[0], job->in[1], job->contig_stride[1],
-                         ew->size);
-        else
-            gd_parallel_for(nt, ew->size, 16, gd_ewise_contig_range, job);
-        return;
-    }
-    for (int j = 0; j < job->nin; j++) job->strides[j] = ops[j]->data ? ops[j]->strides : gd_zero_strides;
-    gd_parallel_for(nt, ew->size, 16, gd_ewise_strided_range, job);
-}
-
-/* GD_OK when `name` is defined for dtype, else fills *err. */
-static int gd_ewise_check(gd_error *err, const char *name, int float_only, gd_dtype dtype)
+/* GD_OK when dtype is known and `defined` (by tables.h for the operation), else fills *err. */
+static int gd_ewise_check(gd_error *err, const char *name, int (*defined)(int op, gd_dtype t), int op, gd_dtype dtype)
 {
     if ((unsigned)dtype >= GD_NUM_DTYPES) return gd_cpu_bad_dtype(err, name, dtype);
-    if (float_only && !gd_dtype_is_float(dtype))
-        return gd_set_error(err, GD_ERR_VALUE, "%s: not defined for %s arrays; convert with astype(float64) first",
-                            name, gd_dtype_name(dtype));
+    if (!defined(op, dtype))
+        return gd_set_error(err, GD_ERR_VALUE, "%s: not defined for %s arrays; convert with astype() first", name,
+                            gd_dtype_name(dtype));
     return GD_OK;
 }
+
+static int gd_unop_ok(int op, gd_dtype t) { return gd_unop_defined((gd_unop)op, t); }
+static int gd_binop_ok(int op, gd_dtype t) { return gd_binop_defined((gd_binop)op, t); }
 
 static int gd_no_kernel(gd_error *err, const char *name, gd_dtype dtype)
 {
@@ -266,14 +395,14 @@ int gd_cpu_unary(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, cons
     if ((unsigned)op >= GD_NUM_UNOPS)
         return gd_set_error(err, GD_ERR_VALUE, "unary: unknown operation code %d", (int)op);
     const gd_unop_info *info = &gd_unop_table[op];
-    int rc = gd_ewise_check(err, info->name, gd_unop_float_only(op), dtype);
+    int rc = gd_ewise_check(err, info->name, gd_unop_ok, op, dtype);
     if (rc != GD_OK) return rc;
-    gd_un_kernel k = gd_un_kernels[op][dtype];
+    gd_ew_kernel k = gd_un_kernels[op][dtype];
     if (!k) return gd_no_kernel(err, info->name, dtype);
     gd_word sbuf;
-    gd_ewise_job job = {.ew = ew, .out = out, .esz = gd_dtype_size(dtype), .nin = 1, .un = k};
+    const int64_t esz = (int64_t)gd_dtype_size(dtype);
+    gd_ewise_job job = {.ew = ew, .k = k, .out = out, .out_esz = esz, .esz = esz, .nin = 1};
     job.in[0] = gd_operand_data(a, dtype, &sbuf);
-    job.in[1] = NULL;
     const gd_operand *ops[1] = {a};
     gd_ewise_execute(&job, ops, (info->flags & GD_OP_COSTLY) ? GD_PAR_LIBM : GD_PAR_ELEMENTWISE);
     return GD_OK;
@@ -285,15 +414,17 @@ int gd_cpu_binary(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, co
     if ((unsigned)op >= GD_NUM_BINOPS)
         return gd_set_error(err, GD_ERR_VALUE, "binary: unknown operation code %d", (int)op);
     const gd_binop_info *info = &gd_binop_table[op];
-    int rc = gd_ewise_check(err, info->name, gd_binop_float_only(op), dtype);
+    int rc = gd_ewise_check(err, info->name, gd_binop_ok, op, dtype);
     if (rc != GD_OK) return rc;
-    gd_bin_kernel k = gd_bin_kernels[op][dtype];
+    gd_ew_kernel k = gd_bin_kernels[op][dtype];
     if (!k) return gd_no_kernel(err, info->name, dtype);
     /* a ** 2 is a * a exactly (one rounding), and far cheaper than pow */
     if (op == GD_POW && gd_dtype_is_float(dtype) && !b->data && b->scalar.f == 2.0)
         return gd_cpu_unary(out, GD_SQUARE, dtype, ew, a, device, err);
     gd_word abuf, bbuf;
-    gd_ewise_job job = {.ew = ew, .out = out, .esz = gd_dtype_size(dtype), .nin = 2, .bin = k};
+    const int64_t esz = (int64_t)gd_dtype_size(dtype);
+    const int64_t out_esz = (info->flags & GD_OP_BOOL_OUT) ? 1 : esz;
+    gd_ewise_job job = {.ew = ew, .k = k, .out = out, .out_esz = out_esz, .esz = esz, .nin = 2};
     job.in[0] = gd_operand_data(a, dtype, &abuf);
     job.in[1] = gd_operand_data(b, dtype, &bbuf);
     const gd_operand *ops[2] = {a, b};

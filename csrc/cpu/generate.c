@@ -46,7 +46,7 @@ int gd_cpu_arange(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, in
                   gd_error *err)
 {
     (void)device;
-    if ((unsigned)dtype >= GD_NUM_DTYPES) return gd_cpu_bad_dtype(err, "arange", dtype);
+    if ((unsigned)dtype >= GD_NUM_DTYPES || dtype == GD_BOOL) return gd_cpu_bad_dtype(err, "arange", dtype);
     if (n <= 0) return GD_OK;
     gd_arange_job job = {out, dtype, start, step};
     gd_parallel_for(gd_threads_for(n, GD_PAR_ELEMENTWISE), n, 16, gd_arange_range, &job);

@@ -93,7 +93,9 @@ int gd_cpu_permute(void *out, gd_dtype dtype, const void *in, int ndim, const in
                    int device, gd_error *err)
 {
     (void)device;
-    if ((unsigned)dtype >= GD_NUM_DTYPES) return gd_cpu_bad_dtype(err, "transpose", dtype);
+    /* tiled strips move 4- and 8-byte elements; the core copies other sizes elementwise */
+    if ((unsigned)dtype >= GD_NUM_DTYPES || (gd_dtype_size(dtype) != 4 && gd_dtype_size(dtype) != 8))
+        return gd_cpu_bad_dtype(err, "transpose", dtype);
     if (ndim < 0 || ndim > GD_MAX_NDIM)
         return gd_set_error(err, GD_ERR_VALUE, "transpose: %d axes given; at most %d are supported", ndim, GD_MAX_NDIM);
     int64_t stride[GD_MAX_NDIM], total = 1;

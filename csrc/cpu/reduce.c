@@ -98,8 +98,8 @@ typedef struct gd_red_desc {
     {K##_row, K##_cols, M##_row, M##_cols, {.IDENT_FIELD = (IDENT)}, (ACC_DOUBLE)}
 
 /* [op][input dtype], rows in gpudev.h's gd_redop order, for a result of the input's dtype:
- * int64 sums wrap like NumPy's. */
-GD_STATIC_ASSERT(GD_NUM_DTYPES == 3, "the reduction rows list float32, float64 and int64");
+ * int64 sums wrap like NumPy's. No bool column: the core reduces bools as int64. */
+GD_STATIC_ASSERT(GD_NUM_DTYPES == 4, "the reduction rows list float32, float64 and int64, then bool");
 static const gd_red_desc gd_red_descs[][GD_NUM_DTYPES] = {
     {GD_RED_DESC(red_sum_f32, red_sum_f64, d, 0.0, 1), GD_RED_DESC(red_sum_f64, red_sum_f64, d, 0.0, 1),
      GD_RED_DESC(red_sum_i64, red_sum_i64, u, 0, 0)},
@@ -307,7 +307,7 @@ int gd_cpu_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in, gd
     if ((unsigned)op >= GD_NUM_REDOPS)
         return gd_set_error(err, GD_ERR_VALUE, "reduce: unknown operation code %d", (int)op);
     const char *name = gd_redop_table[op].name;
-    if ((unsigned)in_dtype >= GD_NUM_DTYPES) return gd_cpu_bad_dtype(err, name, in_dtype);
+    if ((unsigned)in_dtype >= GD_NUM_DTYPES || in_dtype == GD_BOOL) return gd_cpu_bad_dtype(err, name, in_dtype);
     if (out_dtype != in_dtype && out_dtype != GD_FLOAT64) return gd_cpu_bad_dtype(err, name, out_dtype);
     if (outer < 0 || len < 0 || inner < 0)
         return gd_set_error(err, GD_ERR_VALUE, "%s: negative extent (outer=%lld, len=%lld, inner=%lld)", name,

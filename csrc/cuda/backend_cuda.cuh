@@ -109,9 +109,17 @@ template <gd_dtype D> struct gd_ctype_of;
 template <> struct gd_ctype_of<GD_FLOAT32> { using type = float; };
 template <> struct gd_ctype_of<GD_FLOAT64> { using type = double; };
 template <> struct gd_ctype_of<GD_INT64> { using type = int64_t; };
+template <> struct gd_ctype_of<GD_BOOL> { using type = bool; }; /* one byte holding 0 or 1 */
 template <int D> using gd_ctype = typename gd_ctype_of<(gd_dtype)D>::type;
 
 template <class T> constexpr bool gd_is_int = std::is_same<T, int64_t>::value;
+template <class T> constexpr bool gd_is_bool = std::is_same<T, bool>::value;
+/* The dtype of a C++ type of gd_ctype_of (the inverse map, for the table predicates). */
+template <class T>
+constexpr gd_dtype gd_dtype_of = std::is_same<T, float>::value    ? GD_FLOAT32
+                                 : std::is_same<T, double>::value ? GD_FLOAT64
+                                 : gd_is_int<T>                   ? GD_INT64
+                                                                  : GD_BOOL;
 
 /* at[i][d] == Pick::template entry<i, gd_ctype<d>>() for every i < N (an operation, or an
  * output dtype) and every dtype d: the compiler builds the table from the enums, so no entry
@@ -168,9 +176,8 @@ int gd_cuda_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in, g
                    int64_t outer, int64_t len, int64_t inner, int device, gd_error *err);
 
 /* gemm.cu */
-int gd_cuda_gemm(void *c, gd_dtype dtype, const void *a, const void *b, int64_t batch, int64_t m,
-                 int64_t n, int64_t k, int64_t stride_a, int64_t stride_b, int64_t stride_c, int device,
-                 gd_error *err);
+int gd_cuda_gemm(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b, int64_t batch, int64_t m,
+                 int64_t n, int64_t k, int64_t stride_c, int device, gd_error *err);
 
 /* permute.cu */
 int gd_cuda_permute(void *out, gd_dtype dtype, const void *in, int ndim, const int64_t *in_shape,

@@ -15,7 +15,7 @@ namespace {
  * behaviour in C) gives INT64_MIN, as NumPy does on x86-64. */
 template <class To, class From> __device__ __forceinline__ To convert(From x)
 {
-    if constexpr (std::is_same<To, int64_t>::value && !std::is_same<From, int64_t>::value) {
+    if constexpr (std::is_same<To, int64_t>::value && std::is_floating_point<From>::value) {
         const From lo = (From)-9223372036854775808.0, hi = (From)9223372036854775808.0; /* -2^63, 2^63 */
         return (x >= lo && x < hi) ? (int64_t)x : INT64_MIN; /* NaN fails both comparisons */
     } else {

@@ -1,4 +1,4 @@
-/* elementwise.cu - unary and binary elementwise kernels for float32, float64 and int64 with
+/* elementwise.cu - unary and binary elementwise kernels for float32, float64, int64 and bool with
  * NumPy broadcasting: one templated family, a contiguous fast path and a general strided
  * path that reads the gd_ewise/gd_operand descriptors passed by value.
  *
@@ -67,13 +67,19 @@ template <gd_unop OP, class T> __device__ __forceinline__ T apply_unop(T x)
         return math_log(x);
     } else if constexpr (OP == GD_SQRT) {
         return math_sqrt(x);
+    } else if constexpr (OP == GD_INVERT) {
+        if constexpr (gd_is_bool<T>) return !x;
+        else return ~x;
     } else {
         static_assert(OP == GD_TANH, "unhandled unary op");
         return math_tanh(x);
     }
 }
 
-template <gd_binop OP, class T> __device__ __forceinline__ T apply_binop(T a, T b)
+/* The output element type of a binary operation on T: bool for comparisons. */
+template <gd_binop OP, class T> using binop_out = std::conditional_t<gd_binop_has(OP, GD_OP_BOOL_OUT), bool, T>;
+
+template <gd_binop OP, class T> __device__ __forceinline__ binop_out<OP, T> apply_binop(T a, T b)
 {
     if constexpr (OP == GD_ADD) {
         if constexpr (is_int<T>) return wrap_add(a, b);
@@ -91,9 +97,27 @@ template <gd_binop OP, class T> __device__ __forceinline__ T apply_binop(T a, T 
         else return math_pow(a, b);
     } else if constexpr (OP == GD_MAXIMUM) {
         return (a > b || a != a) ? a : b; /* a NaN in either operand wins */
-    } else {
-        static_assert(OP == GD_MINIMUM, "unhandled binary op");
+    } else if constexpr (OP == GD_MINIMUM) {
         return (a < b || a != a) ? a : b;
+    } else if constexpr (OP == GD_EQ) {
+        return a == b;
+    } else if constexpr (OP == GD_NE) {
+        return a != b;
+    } else if constexpr (OP == GD_LT) {
+        return a < b;
+    } else if constexpr (OP == GD_LE) {
+        return a <= b;
+    } else if constexpr (OP == GD_GT) {
+        return a > b;
+    } else if constexpr (OP == GD_GE) {
+        return a >= b;
+    } else if constexpr (OP == GD_AND) {
+        return (T)(a & b);
+    } else if constexpr (OP == GD_OR) {
+        return (T)(a | b);
+    } else {
+        static_assert(OP == GD_XOR, "unhandled binary op");
+        return (T)(a ^ b);
     }
 }
 
@@ -104,6 +128,7 @@ template <gd_binop OP, class T> __device__ __forceinline__ T apply_binop(T a, T 
 template <class T> __host__ __device__ __forceinline__ T scalar_value(gd_scalar s)
 {
     if constexpr (is_int<T>) return s.i;
+    else if constexpr (gd_is_bool<T>) return s.i != 0;
     else return (T)s.f;
 }
 
@@ -123,28 +148,32 @@ template <class T> __device__ __forceinline__ T flat_load(const Flat<T> &a, int6
     return a.data ? a.data[i] : a.value;
 }
 
-/* Element offsets of output index i in two operands. Unrolled over GD_MAX_NDIM so the shape
- * and strides stay in kernel parameters instead of being copied to local memory. */
-__device__ __forceinline__ void strided_offsets(int64_t *oa, int64_t *ob, int64_t i, const gd_ewise &ew,
-                                                const gd_operand &a, const gd_operand &b)
+/* Element offsets of output index i in the output and two operands. Unrolled over
+ * GD_MAX_NDIM so the shape and strides stay in kernel parameters instead of being copied to
+ * local memory. */
+__device__ __forceinline__ int64_t strided_offsets(int64_t *oa, int64_t *ob, int64_t i, const gd_ewise &ew,
+                                                   const gd_operand &a, const gd_operand &b)
 {
-    int64_t rem = i, ra = 0, rb = 0;
+    int64_t rem = i, ra = 0, rb = 0, ro = 0;
 #pragma unroll
     for (int k = GD_MAX_NDIM - 1; k >= 0; k--) {
         if (k < ew.ndim) {
             int64_t c = rem % ew.shape[k];
             rem /= ew.shape[k];
+            ro += c * ew.out_strides[k];
             ra += c * a.strides[k];
             rb += c * b.strides[k];
         }
     }
     *oa = ra;
     *ob = rb;
+    return ro;
 }
 
 /* ------------------------------------------------------------------------------------------
  * kernels: grid-stride loops with 64-bit indices. `out` may alias an operand of the same
- * layout (in-place forms), so no pointer is __restrict__.
+ * layout (in-place forms), so no pointer is __restrict__. Views need not be aligned beyond
+ * their element size, so every load and store is of one element.
  * ---------------------------------------------------------------------------------------- */
 
 /* Contiguous kernels handle ILP elements per thread and iteration, all loads before all
@@ -175,12 +204,12 @@ template <gd_unop OP, class T> __global__ void unary_strided(T *out, gd_ewise ew
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < ew.size;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t oa, unused;
-        strided_offsets(&oa, &unused, i, ew, a, a);
-        out[i] = apply_unop<OP>(pa ? pa[oa] : va);
+        const int64_t o = strided_offsets(&oa, &unused, i, ew, a, a);
+        out[o] = apply_unop<OP>(pa ? pa[oa] : va);
     }
 }
 
-template <gd_binop OP, class T> __global__ void binary_contig(T *out, int64_t n, Flat<T> a, Flat<T> b)
+template <gd_binop OP, class T> __global__ void binary_contig(binop_out<OP, T> *out, int64_t n, Flat<T> a, Flat<T> b)
 {
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
@@ -197,15 +226,16 @@ template <gd_binop OP, class T> __global__ void binary_contig(T *out, int64_t n,
     for (; i < n; i += stride) out[i] = apply_binop<OP>(flat_load(a, i), flat_load(b, i));
 }
 
-template <gd_binop OP, class T> __global__ void binary_strided(T *out, gd_ewise ew, gd_operand a, gd_operand b)
+template <gd_binop OP, class T>
+__global__ void binary_strided(binop_out<OP, T> *out, gd_ewise ew, gd_operand a, gd_operand b)
 {
     const T *pa = (const T *)a.data, *pb = (const T *)b.data;
     const T va = scalar_value<T>(a.scalar), vb = scalar_value<T>(b.scalar);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < ew.size;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t oa, ob;
-        strided_offsets(&oa, &ob, i, ew, a, b);
-        out[i] = apply_binop<OP>(pa ? pa[oa] : va, pb ? pb[ob] : vb);
+        const int64_t o = strided_offsets(&oa, &ob, i, ew, a, b);
+        out[o] = apply_binop<OP>(pa ? pa[oa] : va, pb ? pb[ob] : vb);
     }
 }
 
@@ -217,7 +247,7 @@ template <gd_unop OP, class T>
 int launch_unary(void *out, const gd_ewise *ew, const gd_operand *a, gd_cuda_device *dev, gd_error *err)
 {
     unsigned blocks = gd_cuda_blocks(dev, ew->size, GD_CUDA_THREADS);
-    if (ew->contiguous || !a->data)
+    if (ew->contiguous)
         unary_contig<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((T *)out, ew->size, flat<T>(a));
     else
         unary_strided<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((T *)out, *ew, *a);
@@ -229,16 +259,18 @@ template <gd_binop OP, class T>
 int launch_binary(void *out, const gd_ewise *ew, const gd_operand *a, const gd_operand *b, gd_cuda_device *dev,
                   gd_error *err)
 {
+    using O = binop_out<OP, T>;
     unsigned blocks = gd_cuda_blocks(dev, ew->size, GD_CUDA_THREADS);
-    if (ew->contiguous || (!a->data && !b->data))
-        binary_contig<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((T *)out, ew->size, flat<T>(a), flat<T>(b));
+    if (ew->contiguous)
+        binary_contig<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((O *)out, ew->size, flat<T>(a), flat<T>(b));
     else
-        binary_strided<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((T *)out, *ew, *a, *b);
+        binary_strided<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((O *)out, *ew, *a, *b);
     GD_CHECK_LAUNCH();
     return GD_OK;
 }
 
-/* The launcher tables, [op][dtype]: no int64 kernels for float-only operations (tables.h). */
+/* The launcher tables, [op][dtype]: launchers only where tables.h defines the operation for
+ * the dtype (gd_unop_defined, gd_binop_defined). */
 using unary_launch = int (*)(void *out, const gd_ewise *ew, const gd_operand *a, gd_cuda_device *dev, gd_error *err);
 using binary_launch = int (*)(void *out, const gd_ewise *ew, const gd_operand *a, const gd_operand *b,
                               gd_cuda_device *dev, gd_error *err);
@@ -246,7 +278,7 @@ using binary_launch = int (*)(void *out, const gd_ewise *ew, const gd_operand *a
 struct pick_unary {
     template <int OP, class T> static constexpr unary_launch entry()
     {
-        if constexpr (is_int<T> && gd_unop_float_only((gd_unop)OP)) return nullptr;
+        if constexpr (!gd_unop_defined((gd_unop)OP, gd_dtype_of<T>)) return nullptr;
         else return launch_unary<(gd_unop)OP, T>;
     }
 };
@@ -254,7 +286,7 @@ struct pick_unary {
 struct pick_binary {
     template <int OP, class T> static constexpr binary_launch entry()
     {
-        if constexpr (is_int<T> && gd_binop_float_only((gd_binop)OP)) return nullptr;
+        if constexpr (!gd_binop_defined((gd_binop)OP, gd_dtype_of<T>)) return nullptr;
         else return launch_binary<(gd_binop)OP, T>;
     }
 };

@@ -1,6 +1,8 @@
-/* gemm.cu - row-major (batched) matrix products through cuBLAS, with TF32 off unless the
- * user allowed it. One handle per device, created on the first product (cuBLAS cannot start
- * without a driver, and startup costs time a user who never multiplies should not pay).
+/* gemm.cu - row-major (batched) matrix products: float32 and float64 through cuBLAS (transposed
+ * operands as transpose flags), with TF32 off unless the user allowed it; int64 through a plain
+ * tiled kernel (correct, not fast: no tensor cores or cuBLAS routine take int64). One cuBLAS
+ * handle per device, created on the first product (cuBLAS cannot start without a driver, and
+ * startup costs time a user who never multiplies should not pay).
  */
 #include "backend_cuda.cuh"
 
@@ -50,52 +52,104 @@ int zero_products(void *c, size_t elem, int64_t batch, int64_t m, int64_t n, int
 }
 
 /* cuBLAS is column-major and gpudev is row-major. A row-major (r, s) matrix with leading
- * dimension s is, byte for byte, its (s, r) transpose in column-major. So the row-major
- * C = A B, i.e. column-major C^T = B^T A^T, is the column-major product of the operands
- * B (seen as n x k, ld n) and A (seen as k x m, ld k) into C (seen as n x m, ld n):
- * gemm(N, N, n, m, k, B, n, A, k, C, n). No transposition is ever materialised. */
+ * dimension ld is, byte for byte, its (s, r) transpose in column-major. So the row-major
+ * C = A B, i.e. column-major C^T = B^T A^T, is the column-major product of B's memory (seen as
+ * B^T, n x k) and A's (seen as A^T, k x m) into C's (seen as C^T, n x m, ld n):
+ * gemm(N, N, n, m, k, B, ldb, A, lda, C, n). An operand gpudev holds transposed (a.T) is, in
+ * column-major, the matrix itself, so it takes the transpose flag instead: no transposition is
+ * ever materialised. */
 template <class T>
-int gemm_typed(T *c, const T *a, const T *b, int64_t batch, int m, int n, int k, int64_t stride_a, int64_t stride_b,
-               int64_t stride_c, cublasHandle_t h, gd_error *err)
+int gemm_typed(T *c, const gd_matrix &a, const gd_matrix &b, int64_t batch, int m, int n, int k, int64_t stride_c,
+               cublasHandle_t h, gd_error *err)
 {
     constexpr bool f32 = std::is_same<T, float>::value;
     const T one = 1, zero = 0;
+    const cublasOperation_t opa = a.trans ? CUBLAS_OP_T : CUBLAS_OP_N, opb = b.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const int lda = (int)a.ld, ldb = (int)b.ld;
+    const T *ap = (const T *)a.data, *bp = (const T *)b.data;
     if (batch == 1) {
-        if constexpr (f32) GD_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, n, a, k, &zero, c, n));
-        else GD_CHECK(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, n, a, k, &zero, c, n));
+        if constexpr (f32) GD_CHECK(cublasSgemm(h, opb, opa, n, m, k, &one, bp, ldb, ap, lda, &zero, c, n));
+        else GD_CHECK(cublasDgemm(h, opb, opa, n, m, k, &one, bp, ldb, ap, lda, &zero, c, n));
         return GD_OK;
     }
     /* cuBLAS counts the batch in an int; longer batches go in pieces */
     for (int64_t p = 0; p < batch; p += INT_MAX) {
         const int count = (int)(batch - p < INT_MAX ? batch - p : INT_MAX);
-        const T *bp = b + p * stride_b, *ap = a + p * stride_a;
-        T *cp = c + p * stride_c;
+        const T *bq = bp + p * b.stride, *aq = ap + p * a.stride;
+        T *cq = c + p * stride_c;
         if constexpr (f32)
-            GD_CHECK(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, bp, n, stride_b, ap, k,
-                                               stride_a, &zero, cp, n, stride_c, count));
+            GD_CHECK(cublasSgemmStridedBatched(h, opb, opa, n, m, k, &one, bq, ldb, b.stride, aq, lda, a.stride, &zero,
+                                               cq, n, stride_c, count));
         else
-            GD_CHECK(cublasDgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, bp, n, stride_b, ap, k,
-                                               stride_a, &zero, cp, n, stride_c, count));
+            GD_CHECK(cublasDgemmStridedBatched(h, opb, opa, n, m, k, &one, bq, ldb, b.stride, aq, lda, a.stride, &zero,
+                                               cq, n, stride_c, count));
     }
     return GD_OK;
 }
 
-/* The launcher table, [dtype] (one row): products of float32 and float64 only. */
-using gemm_launch = int (*)(void *c, const void *a, const void *b, int64_t batch, int m, int n, int k, int64_t stride_a,
-                            int64_t stride_b, int64_t stride_c, cublasHandle_t h, gd_error *err);
+/* ------------------------------------------------------------------------------------------
+ * int64: 16 x 16 tiles of C per block, A and B staged through shared memory; arithmetic in
+ * uint64 wraps as NumPy's does
+ * ---------------------------------------------------------------------------------------- */
+
+#define GD_ITILE 16
+
+__device__ __forceinline__ int64_t matrix_at(const gd_matrix &x, int64_t p, int64_t i, int64_t j)
+{
+    const int64_t *d = (const int64_t *)x.data + p * x.stride;
+    return x.trans ? d[j * x.ld + i] : d[i * x.ld + j];
+}
+
+__global__ void __launch_bounds__(GD_ITILE *GD_ITILE)
+    igemm_kernel(int64_t *c, gd_matrix a, gd_matrix b, int64_t batch, int64_t m, int64_t n, int64_t k, int64_t stride_c)
+{
+    __shared__ int64_t ta[GD_ITILE][GD_ITILE], tb[GD_ITILE][GD_ITILE];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int64_t tiles_m = (m + GD_ITILE - 1) / GD_ITILE, tiles_n = (n + GD_ITILE - 1) / GD_ITILE;
+    const int64_t total = batch * tiles_m * tiles_n;
+    for (int64_t t = blockIdx.x; t < total; t += gridDim.x) { /* uniform across the block */
+        const int64_t p = t / (tiles_m * tiles_n), rem = t % (tiles_m * tiles_n);
+        const int64_t i = (rem / tiles_n) * GD_ITILE + ty, j = (rem % tiles_n) * GD_ITILE + tx;
+        uint64_t acc = 0;
+        for (int64_t q0 = 0; q0 < k; q0 += GD_ITILE) {
+            ta[ty][tx] = i < m && q0 + tx < k ? matrix_at(a, p, i, q0 + tx) : 0;
+            tb[ty][tx] = q0 + ty < k && j < n ? matrix_at(b, p, q0 + ty, j) : 0;
+            __syncthreads();
+#pragma unroll
+            for (int q = 0; q < GD_ITILE; q++) acc += (uint64_t)ta[ty][q] * (uint64_t)tb[q][tx];
+            __syncthreads(); /* the tiles are refilled next */
+        }
+        if (i < m && j < n) c[p * stride_c + i * n + j] = (int64_t)acc;
+    }
+}
+
+int igemm(int64_t *c, const gd_matrix &a, const gd_matrix &b, int64_t batch, int64_t m, int64_t n, int64_t k,
+          int64_t stride_c, gd_cuda_device *dev, gd_error *err)
+{
+    const int64_t tiles = batch * ((m + GD_ITILE - 1) / GD_ITILE) * ((n + GD_ITILE - 1) / GD_ITILE);
+    const int64_t wave = (int64_t)dev->sm_count * 8;
+    const unsigned blocks = (unsigned)(tiles < wave ? tiles : wave);
+    igemm_kernel<<<blocks, dim3(GD_ITILE, GD_ITILE), 0, dev->stream>>>(c, a, b, batch, m, n, k, stride_c);
+    GD_CHECK_LAUNCH();
+    return GD_OK;
+}
+
+/* The launcher table, [dtype] (one row): cuBLAS products of float32 and float64. */
+using gemm_launch = int (*)(void *c, const gd_matrix &a, const gd_matrix &b, int64_t batch, int m, int n, int k,
+                            int64_t stride_c, cublasHandle_t h, gd_error *err);
 
 template <class T>
-int launch_gemm(void *c, const void *a, const void *b, int64_t batch, int m, int n, int k, int64_t stride_a,
-                int64_t stride_b, int64_t stride_c, cublasHandle_t h, gd_error *err)
+int launch_gemm(void *c, const gd_matrix &a, const gd_matrix &b, int64_t batch, int m, int n, int k, int64_t stride_c,
+                cublasHandle_t h, gd_error *err)
 {
-    return gemm_typed<T>((T *)c, (const T *)a, (const T *)b, batch, m, n, k, stride_a, stride_b, stride_c, h, err);
+    return gemm_typed<T>((T *)c, a, b, batch, m, n, k, stride_c, h, err);
 }
 
 struct pick_gemm {
     template <int, class T> static constexpr gemm_launch entry()
     {
-        if constexpr (gd_is_int<T>) return nullptr;
-        else return launch_gemm<T>;
+        if constexpr (std::is_floating_point<T>::value) return launch_gemm<T>;
+        else return nullptr;
     }
 };
 
@@ -103,26 +157,27 @@ using gemm_launchers = gd_launch_table<gemm_launch, 1, pick_gemm>;
 
 } // namespace
 
-/* for p < batch: C + p*stride_c (m, n) = A + p*stride_a (m, k) @ B + p*stride_b (k, n) */
-int gd_cuda_gemm(void *c, gd_dtype dtype, const void *a, const void *b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                 int64_t stride_a, int64_t stride_b, int64_t stride_c, int device, gd_error *err)
+/* for p < batch: C + p*stride_c (m, n) = A_p (m, k) @ B_p (k, n), operands as gd_matrix says */
+int gd_cuda_gemm(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b, int64_t batch, int64_t m, int64_t n,
+                 int64_t k, int64_t stride_c, int device, gd_error *err)
 {
     const gemm_launch launch = (unsigned)dtype < GD_NUM_DTYPES ? gemm_launchers::at[0][dtype] : nullptr;
-    if (!launch)
-        return gd_set_error(err, GD_ERR_VALUE, "matmul on cuda: dtype %d is not float32 or float64", (int)dtype);
+    if (!launch && dtype != GD_INT64)
+        return gd_set_error(err, GD_ERR_VALUE, "matmul on cuda: dtype %d is not float32, float64 or int64", (int)dtype);
     if (batch <= 0 || m <= 0 || n <= 0) return GD_OK;
-    if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
+    if (launch && (m > INT_MAX || n > INT_MAX || k > INT_MAX || a->ld > INT_MAX || b->ld > INT_MAX))
         return gd_set_error(err, GD_ERR_VALUE,
-                             "matmul on cuda: (m, n, k) = (%lld, %lld, %lld) exceeds cuBLAS's limit of %d per "
-                             "dimension; split the product into blocks",
-                             (long long)m, (long long)n, (long long)k, INT_MAX);
+                             "matmul on cuda: (m, n, k) = (%lld, %lld, %lld) with leading dimensions %lld and %lld "
+                             "exceeds cuBLAS's limit of %d; split the product into blocks",
+                             (long long)m, (long long)n, (long long)k, (long long)a->ld, (long long)b->ld, INT_MAX);
     gd_cuda_device *dev;
     int rc = gd_cuda_enter(&dev, device, err);
     if (rc != GD_OK) return rc;
     if (k <= 0) return zero_products(c, gd_dtype_size(dtype), batch, m, n, stride_c, dev, err);
+    if (!launch) return igemm((int64_t *)c, *a, *b, batch, m, n, k, stride_c, dev, err);
 
     std::lock_guard<std::mutex> lock(dev->mutex);
     rc = blas_ready(dev, err);
     if (rc != GD_OK) return rc;
-    return launch(c, a, b, batch, (int)m, (int)n, (int)k, stride_a, stride_b, stride_c, dev->blas, err);
+    return launch(c, *a, *b, batch, (int)m, (int)n, (int)k, stride_c, dev->blas, err);
 }

@@ -68,13 +68,17 @@ using random_launch = int (*)(void *out, int64_t n, int normal, uint64_t seed, u
                               gd_error *err);
 
 struct pick_arange {
-    template <int, class T> static constexpr arange_launch entry() { return launch_arange<T>; }
+    template <int, class T> static constexpr arange_launch entry()
+    {
+        if constexpr (gd_is_bool<T>) return nullptr;
+        else return launch_arange<T>;
+    }
 };
 
 struct pick_random {
     template <int, class T> static constexpr random_launch entry()
     {
-        if constexpr (gd_is_int<T>) return nullptr;
+        if constexpr (!std::is_floating_point<T>::value) return nullptr;
         else return launch_random<T>;
     }
 };
@@ -91,7 +95,8 @@ using random_launchers = gd_launch_table<random_launch, 1, pick_random>;
 int gd_cuda_arange(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, int64_t n, int device, gd_error *err)
 {
     if (n <= 0) return GD_OK;
-    if ((unsigned)dtype >= GD_NUM_DTYPES) return gd_set_error(err, GD_ERR_VALUE, "cuda arange: unknown dtype %d", (int)dtype);
+    if ((unsigned)dtype >= GD_NUM_DTYPES || dtype == GD_BOOL)
+        return gd_set_error(err, GD_ERR_VALUE, "cuda arange: unsupported dtype %d", (int)dtype);
     gd_cuda_device *dev;
     int rc = gd_cuda_enter(&dev, device, err);
     if (rc != GD_OK) return rc;

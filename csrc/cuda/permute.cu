@@ -154,6 +154,8 @@ int gd_cuda_permute(void *out, gd_dtype dtype, const void *in, int ndim, const i
 {
     if (ndim < 0 || ndim > GD_MAX_NDIM)
         return gd_set_error(err, GD_ERR_VALUE, "cuda permute: ndim %d is outside 0..%d", ndim, GD_MAX_NDIM);
+    if ((unsigned)dtype >= GD_NUM_DTYPES || (gd_dtype_size(dtype) != 4 && gd_dtype_size(dtype) != 8))
+        return gd_set_error(err, GD_ERR_VALUE, "cuda permute: dtype %d is not 4 or 8 bytes wide", (int)dtype);
     int64_t n = 1;
     for (int k = 0; k < ndim; k++) n *= in_shape[k];
     if (n <= 0) return GD_OK;

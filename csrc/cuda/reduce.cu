@@ -371,13 +371,18 @@ int launch_reduce(void *out, const void *in, int64_t outer, int64_t len, int64_t
 /* The launcher tables, [op][input dtype]: results of the input's dtype, and float64 results
  * (means, multi-pass float32 sums). */
 struct pick_reduce_same {
-    template <int OP, class T> static constexpr reduce_launch entry() { return launch_reduce<(gd_redop)OP, T, T>; }
+    template <int OP, class T> static constexpr reduce_launch entry()
+    {
+        if constexpr (gd_is_bool<T>) return nullptr; /* the core reduces bools as int64 */
+        else return launch_reduce<(gd_redop)OP, T, T>;
+    }
 };
 
 struct pick_reduce_f64 {
     template <int OP, class T> static constexpr reduce_launch entry()
     {
-        return launch_reduce<(gd_redop)OP, T, double>;
+        if constexpr (gd_is_bool<T>) return nullptr;
+        else return launch_reduce<(gd_redop)OP, T, double>;
     }
 };
 
@@ -395,7 +400,7 @@ int gd_cuda_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in, g
                    int64_t len, int64_t inner, int device, gd_error *err)
 {
     if (outer <= 0 || inner <= 0) return GD_OK;
-    if ((unsigned)op >= GD_NUM_REDOPS || (unsigned)in_dtype >= GD_NUM_DTYPES)
+    if ((unsigned)op >= GD_NUM_REDOPS || (unsigned)in_dtype >= GD_NUM_DTYPES || in_dtype == GD_BOOL)
         return gd_set_error(err, GD_ERR_VALUE, "cuda reduce: unknown operation %d or dtype %d", (int)op, (int)in_dtype);
     if (len < 0 || (len == 0 && gd_redop_table[op].needs_elements))
         return gd_set_error(err, GD_ERR_VALUE, "cuda reduce: %s over an axis of length %lld has no identity",

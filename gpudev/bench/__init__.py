@@ -18,9 +18,9 @@ Examples:
     python -m gpudev bench --device cpu --vs numpy --load 2
 
 The modules: model (Row, Impl, Target, RowResult), peers (NumPy, PyTorch, CuPy and their
-data), rows_overhead / rows_memory / rows_compute / rows_sized (the rows by what limits them),
-runner (plan, run_row, judge, run), report (setup line, table, JSON), load (busy processes)
-and cli.
+data), rows_overhead / rows_memory / rows_compute / rows_sized / rows_views (the rows by what
+limits them, and the rows on strided views), runner (plan, run_row, judge, run), report
+(setup line, table, JSON), load (busy processes) and cli.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from .rows_memory import reduction_rows, transfer_rows
 from .load import busy_processes, load_average
 from .rows_overhead import loop_rows, tiny_rows
 from .rows_sized import sized_rows
+from .rows_views import view_rows
 from .runner import judge, plan, run, run_row
 
 __all__ = ["RowResult", "run", "run_cli"]

@@ -102,13 +102,13 @@ const char *gdt_dtype_name(gd_dtype t);
 void *gdt_host(int64_t n, gd_dtype t);     /* malloc of n elements (at least 1 byte) */
 void *gdt_host_bytes(size_t nbytes);      /* malloc, or the end of the program */
 double gdt_getf(const void *p, gd_dtype t, int64_t i);
-void gdt_put(void *p, gd_dtype t, int64_t i, double f, int64_t v); /* f for floats, v for int64 */
+void gdt_put(void *p, gd_dtype t, int64_t i, double f, int64_t v); /* f for floats, v for int64 and bool */
 
 uint64_t gdt_rand_u64(void);   /* xorshift: the same data every run */
 double gdt_rand_normal(void);
 
 /* Edge values first (NaN, +-inf, +-0, tiny; INT64_MIN/MAX and friends), then random ones:
- * floats normal * 4, int64 uniform in [-1000, 1000]. */
+ * floats normal * 4, int64 uniform in [-1000, 1000], bools 0, 1, then random. */
 void gdt_fill_edge(void *p, gd_dtype t, int64_t n);
 /* normal * scale (int64: rounded) */
 void gdt_fill_normal(void *p, gd_dtype t, int64_t n, double scale);

@@ -119,7 +119,7 @@ static void bench_vectors(const bench_scale *sc)
     TIME(t, 5, 1, b->copy_device(y, d, x, d, (size_t)n * 4, &gdt_err));
     gdt_bench_row(2 * gb / t, "GB/s read + written", "copy on the device");
 
-    gd_ewise ewb = {.ndim = 2, .contiguous = 0, .size = side * side, .shape = {side, side}};
+    gd_ewise ewb = {.ndim = 2, .contiguous = 0, .size = side * side, .shape = {side, side}, .out_strides = {side, 1}};
     gd_operand row = arr(x, 0, 1), col = arr(x, 1, 0);
     TIME(t, 5, 1, b->binary(y, GD_ADD, GD_FLOAT32, &ewb, &row, &col, d, &gdt_err));
     gdt_bench_row(4.0 * (double)(side * side) / t / 1e9, "GB/s written", "broadcast add (%lld,1) + (1,%lld)",
@@ -148,7 +148,8 @@ static void bench_products(const bench_scale *sc)
         size_t bytes = (size_t)(m * m) * 4;
         void *a = gdt_alloc(bytes), *c = gdt_alloc(bytes);
         OK(b->random(a, GD_FLOAT32, GD_RAND_NORMAL, 2, 0, m * m, d, &gdt_err));
-        TIME(t, 5, 1, b->gemm(c, GD_FLOAT32, a, a, 1, m, m, m, 0, 0, 0, d, &gdt_err));
+        gd_matrix ma = {a, 0, m, 0};
+        TIME(t, 5, 1, b->gemm(c, GD_FLOAT32, &ma, &ma, 1, m, m, m, 0, d, &gdt_err));
         gdt_bench_row(2.0 * (double)(m * m * m) / t / 1e9, "GFLOP/s", "sgemm n=%lld", (long long)m);
         gdt_free(a, bytes);
         gdt_free(c, bytes);
@@ -158,7 +159,8 @@ static void bench_products(const bench_scale *sc)
         size_t bytes = (size_t)(p * e) * 4;
         void *a = gdt_alloc(bytes), *c = gdt_alloc(bytes);
         OK(b->random(a, GD_FLOAT32, GD_RAND_NORMAL, 3, 0, p * e, d, &gdt_err));
-        TIME(t, 7, 1, b->gemm(c, GD_FLOAT32, a, a, p, m, m, m, e, e, e, d, &gdt_err));
+        gd_matrix ma = {a, 0, m, e};
+        TIME(t, 7, 1, b->gemm(c, GD_FLOAT32, &ma, &ma, p, m, m, m, e, d, &gdt_err));
         gdt_bench_row(t * 1e3, "ms", "1000 x (%dx%d) @ (%dx%d), one batched call", m, m, m, m);
         gdt_free(a, bytes);
         gdt_free(c, bytes);

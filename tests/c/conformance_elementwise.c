@@ -1,8 +1,9 @@
 /* conformance_elementwise.c - the unary and binary entries: every operation in unops[] and
- * binops[] x every dtype it is defined for x every layout in cases[] (odd sizes, broadcast
- * strides, transposed and sliced operands, 0-d results, sizes past the parallel thresholds),
- * each with array operands, with scalar operands, and writing in place where gpudev.h allows
- * it (out aliasing a contiguous operand).
+ * binops[] x every dtype it is defined for (tables.h) x every layout in cases[] (odd sizes, broadcast
+ * strides, transposed, sliced and reversed operands, 0-d results, sizes past the parallel
+ * thresholds), each with array operands, with scalar operands, writing in place (out is an
+ * operand, with its strides) and writing into a strided output (a transposed, stepped view
+ * whose gaps must stay untouched).
  */
 #include "conformance.h"
 
@@ -11,8 +12,9 @@
 #include <string.h>
 
 /* ------------------------------------------------------------------------------------------
- * references: float64 for float dtypes (the float32 inputs are exact in double), exact
- * wrapping arithmetic for int64 (done in uint64, where overflow is defined)
+ * references: float64 for float dtypes (the float32 inputs are exact in double) and for
+ * bools (0 and 1), exact wrapping arithmetic for int64 (done in uint64, where overflow is
+ * defined); comparisons give 0 or 1
  * ---------------------------------------------------------------------------------------- */
 
 #define WRAP(expr) ((int64_t)(uint64_t)(expr))
@@ -26,6 +28,8 @@ static int64_t iref_neg(int64_t x) { return WRAP(0 - (uint64_t)x); }
 static int64_t iref_abs(int64_t x) { return x < 0 ? WRAP(0 - (uint64_t)x) : x; }
 static int64_t iref_relu(int64_t x) { return x > 0 ? x : 0; }
 static int64_t iref_square(int64_t x) { return WRAP((uint64_t)x * (uint64_t)x); }
+static double ref_not(double x) { return x == 0.0; } /* ~ of a bool */
+static int64_t iref_invert(int64_t x) { return ~x; }
 
 static double ref_add(double x, double y) { return x + y; }
 static double ref_sub(double x, double y) { return x - y; }
@@ -38,6 +42,25 @@ static int64_t iref_sub(int64_t x, int64_t y) { return WRAP((uint64_t)x - (uint6
 static int64_t iref_mul(int64_t x, int64_t y) { return WRAP((uint64_t)x * (uint64_t)y); }
 static int64_t iref_maximum(int64_t x, int64_t y) { return x > y ? x : y; }
 static int64_t iref_minimum(int64_t x, int64_t y) { return x < y ? x : y; }
+static double ref_eq(double x, double y) { return x == y; }
+static double ref_ne(double x, double y) { return x != y; }
+static double ref_lt(double x, double y) { return x < y; }
+static double ref_le(double x, double y) { return x <= y; }
+static double ref_gt(double x, double y) { return x > y; }
+static double ref_ge(double x, double y) { return x >= y; }
+static int64_t iref_eq(int64_t x, int64_t y) { return x == y; }
+static int64_t iref_ne(int64_t x, int64_t y) { return x != y; }
+static int64_t iref_lt(int64_t x, int64_t y) { return x < y; }
+static int64_t iref_le(int64_t x, int64_t y) { return x <= y; }
+static int64_t iref_gt(int64_t x, int64_t y) { return x > y; }
+static int64_t iref_ge(int64_t x, int64_t y) { return x >= y; }
+/* bitwise: on bools (0 and 1) the logical operations */
+static double ref_and(double x, double y) { return (double)((int)x & (int)y); }
+static double ref_or(double x, double y) { return (double)((int)x | (int)y); }
+static double ref_xor(double x, double y) { return (double)((int)x ^ (int)y); }
+static int64_t iref_and(int64_t x, int64_t y) { return x & y; }
+static int64_t iref_or(int64_t x, int64_t y) { return x | y; }
+static int64_t iref_xor(int64_t x, int64_t y) { return x ^ y; }
 static int64_t iref_pow(int64_t x, int64_t y) /* y >= 0: gpudev.h's contract */
 {
     uint64_t r = 1;
@@ -57,8 +80,8 @@ static int64_t iref_pow(int64_t x, int64_t y) /* y >= 0: gpudev.h's contract */
 typedef struct unop_row {
     gd_unop op;
     const char *name;
-    double (*ref)(double);
-    int64_t (*iref)(int64_t); /* NULL: not defined for int64 */
+    double (*ref)(double);    /* float dtypes and bool */
+    int64_t (*iref)(int64_t); /* int64 */
     double ulps_f32, ulps_f64;
 } unop_row;
 
@@ -68,13 +91,14 @@ static const unop_row unops[] = {
     {GD_EXP, "exp", exp, NULL, 3, 2},               {GD_LOG, "log", log, NULL, 2, 2},
     {GD_SQRT, "sqrt", sqrt, NULL, 0, 0},            {GD_TANH, "tanh", tanh, NULL, 3, 2},
     {GD_SQUARE, "square", ref_square, iref_square, 0, 0},
+    {GD_INVERT, "invert", ref_not, iref_invert, 0, 0},
 };
 
 typedef struct binop_row {
     gd_binop op;
     const char *name;
-    double (*ref)(double, double);
-    int64_t (*iref)(int64_t, int64_t); /* NULL: not defined for int64 */
+    double (*ref)(double, double);     /* float dtypes and bool */
+    int64_t (*iref)(int64_t, int64_t); /* int64 */
     double ulps_f32, ulps_f64;
     int exponent_b; /* int64 b holds exponents 0..8 (negative ones are outside the contract) */
 } binop_row;
@@ -87,6 +111,15 @@ static const binop_row binops[] = {
     {GD_POW, "pow", pow, iref_pow, 5, 3, 1},
     {GD_MAXIMUM, "maximum", ref_maximum, iref_maximum, 0, 0, 0},
     {GD_MINIMUM, "minimum", ref_minimum, iref_minimum, 0, 0, 0},
+    {GD_EQ, "equal", ref_eq, iref_eq, 0, 0, 0},
+    {GD_NE, "not_equal", ref_ne, iref_ne, 0, 0, 0},
+    {GD_LT, "less", ref_lt, iref_lt, 0, 0, 0},
+    {GD_LE, "less_equal", ref_le, iref_le, 0, 0, 0},
+    {GD_GT, "greater", ref_gt, iref_gt, 0, 0, 0},
+    {GD_GE, "greater_equal", ref_ge, iref_ge, 0, 0, 0},
+    {GD_AND, "bitwise_and", ref_and, iref_and, 0, 0, 0},
+    {GD_OR, "bitwise_or", ref_or, iref_or, 0, 0, 0},
+    {GD_XOR, "bitwise_xor", ref_xor, iref_xor, 0, 0, 0},
 };
 
 #define NUM_UNOPS ((int)(sizeof unops / sizeof unops[0]))
@@ -97,12 +130,14 @@ static const binop_row binops[] = {
  * ---------------------------------------------------------------------------------------- */
 
 /* How an operand is stored: its extent along each output axis (1 on a broadcast axis), the
- * order of its axes in memory, and a step between neighbours along its innermost memory axis
- * (a sliced view such as x[:, ::2]). */
+ * order of its axes in memory, a step between neighbours along its innermost memory axis (a
+ * sliced view such as x[:, ::2]), and whether output axis 0 runs backwards through memory (a
+ * view such as x[::-1], with a negative stride). */
 typedef struct layout {
     int64_t shape[4];
     int reversed; /* axes reversed in memory: a transposed view */
     int step;     /* 0 or 1: adjacent */
+    int flip;
 } layout;
 
 typedef struct ewise_case {
@@ -112,7 +147,7 @@ typedef struct ewise_case {
     layout a, b;
 } ewise_case;
 
-#define PLAIN(...) {{__VA_ARGS__}, 0, 0}
+#define PLAIN(...) {{__VA_ARGS__}, 0, 0, 0}
 
 static const ewise_case cases[] = {
     {"(1)", 1, {1}, PLAIN(1), PLAIN(1)},
@@ -125,24 +160,33 @@ static const ewise_case cases[] = {
     {"(3,1,4) (1,5,1)", 3, {3, 5, 4}, PLAIN(3, 1, 4), PLAIN(1, 5, 1)},
     {"(2,3,7) (1,1,1)", 3, {2, 3, 7}, PLAIN(2, 3, 7), PLAIN(1, 1, 1)},
     {"(2,1,4,1) (1,3,1,5)", 4, {2, 3, 4, 5}, PLAIN(2, 1, 4, 1), PLAIN(1, 3, 1, 5)},
-    {"(5,7).T (7,5)", 2, {7, 5}, {{7, 5}, 1, 0}, PLAIN(7, 5)},
-    {"(72,146)[:, ::2] (73,72).T", 2, {72, 73}, {{72, 73}, 0, 2}, {{72, 73}, 1, 0}},
+    {"(5,7).T (7,5)", 2, {7, 5}, {{7, 5}, 1, 0, 0}, PLAIN(7, 5)},
+    {"(72,146)[:, ::2] (73,72).T", 2, {72, 73}, {{72, 73}, 0, 2, 0}, {{72, 73}, 1, 0, 0}},
+    {"(9)[::-1] (9)[::-2]", 1, {9}, {{9}, 0, 0, 1}, {{9}, 0, 2, 1}},
+    {"(6,7)[::-1] (7,6).T[::-1]", 2, {6, 7}, {{6, 7}, 0, 0, 1}, {{6, 7}, 1, 0, 1}},
+    {"(130,140).T (130,140)", 2, {140, 130}, {{140, 130}, 1, 0, 0}, PLAIN(140, 130)},
     {"(72,73,74)", 3, {72, 73, 74}, PLAIN(72, 73, 74), PLAIN(72, 73, 74)},
     {"(72,1,74) (1,73,1)", 3, {72, 73, 74}, PLAIN(72, 1, 74), PLAIN(1, 73, 1)},
     {"(9,73,74) (9,73,1)", 3, {9, 73, 74}, PLAIN(9, 73, 74), PLAIN(9, 73, 1)},
+    {"(5,70,66).T[::-1] (66,70,5)", 3, {66, 70, 5}, {{66, 70, 5}, 1, 0, 1}, PLAIN(66, 70, 5)},
     {"(130,1031) (1,1031)", 2, {130, 1031}, PLAIN(130, 1031), PLAIN(1, 1031)},
     {"(300001)", 1, {300001}, PLAIN(300001), PLAIN(300001)},
 };
 
+/* Where strided outputs go: transposed, with a step, axis 0 backwards. */
+static const layout strided_out = {{0}, 1, 2, 1};
+
 #define NUM_CASES ((int)(sizeof cases / sizeof cases[0]))
 
-/* An operand placed in memory: its strides per output axis and its buffers. */
+/* An operand (or an output) placed in memory: its strides per output axis and its buffers. */
 typedef struct placed {
     int64_t strides[GD_MAX_NDIM];
-    int64_t storage; /* elements in its buffer */
-    int full;        /* stored exactly like the output: C order, no broadcast, no gaps */
-    int64_t *off;    /* where the element for output index i is, for the references */
-    void *host, *dev;
+    int64_t storage;  /* elements in its buffer */
+    int64_t base;     /* the element of output index 0 (> 0 when an axis runs backwards) */
+    int full;         /* stored exactly like the output: C order, no broadcast, no gaps */
+    int writable;     /* no element repeats: an output may be laid out like it */
+    int64_t *off;     /* where the element for output index i is, for the references */
+    void *host, *dev; /* the buffer, host and device copies */
 } placed;
 
 static int64_t case_size(const ewise_case *c)
@@ -152,17 +196,26 @@ static int64_t case_size(const ewise_case *c)
     return n;
 }
 
+static void *at_base(const placed *p, gd_dtype t) { return (char *)p->dev + p->base * (int64_t)gd_dtype_size(t); }
+
+/* shape: the layout's extents (NULL: the output's) */
 static void place(placed *p, const layout *l, const ewise_case *c, gd_dtype t)
 {
     memset(p, 0, sizeof *p);
+    const int64_t *shape = l->shape[0] || c->ndim == 0 ? l->shape : c->out;
     int64_t run = 1;
-    p->full = !l->reversed && l->step <= 1;
+    p->full = !l->reversed && l->step <= 1 && !(l->flip && c->out[0] > 1);
+    p->writable = 1;
     for (int j = 0; j < c->ndim; j++) {
         int k = l->reversed ? j : c->ndim - 1 - j; /* memory order, innermost first */
         int64_t step = j == 0 && l->step > 1 ? l->step : 1;
-        p->strides[k] = l->shape[k] == 1 && c->out[k] != 1 ? 0 : run * step;
-        if (l->shape[k] != c->out[k]) p->full = 0;
-        run *= l->shape[k] * step;
+        p->strides[k] = shape[k] == 1 && c->out[k] != 1 ? 0 : run * step;
+        if (shape[k] != c->out[k]) p->full = p->writable = 0;
+        run *= shape[k] * step;
+    }
+    if (l->flip && c->ndim > 0 && c->out[0] > 1 && p->strides[0] != 0) {
+        p->base = p->strides[0] * (c->out[0] - 1);
+        p->strides[0] = -p->strides[0];
     }
     p->storage = run;
     p->host = gdt_host(run, t);
@@ -171,7 +224,7 @@ static void place(placed *p, const layout *l, const ewise_case *c, gd_dtype t)
     int64_t n = case_size(c);
     p->off = gdt_host(n, GD_INT64);
     for (int64_t i = 0; i < n; i++) {
-        int64_t flat = i, off = 0;
+        int64_t flat = i, off = p->base;
         for (int k = c->ndim - 1; k >= 0; k--) {
             off += (flat % c->out[k]) * p->strides[k];
             flat /= c->out[k];
@@ -191,33 +244,35 @@ static void unplace(placed *p, gd_dtype t)
  * one call and its check
  * ---------------------------------------------------------------------------------------- */
 
-enum { ARRAYS, SCALAR_A, SCALAR_B, OUT_IS_A, OUT_IS_B, NUM_FORMS };
-static const char *const form_names[] = {"arrays", "scalar a", "scalar b", "out is a", "out is b"};
+enum { ARRAYS, SCALAR_A, SCALAR_B, OUT_IS_A, OUT_IS_B, STRIDED_OUT, NUM_FORMS };
+static const char *const form_names[] = {"arrays", "scalar a", "scalar b", "out is a", "out is b", "strided out"};
 
 /* Scalars: -1.5 and 0.75 (pow: 2, which a backend may turn into a square); int64 -3 and 7
  * (pow: 5). */
 static gd_scalar scalar_for(gd_dtype t, int is_b, const binop_row *row)
 {
     gd_scalar s;
-    if (t == GD_INT64)
+    if (t == GD_BOOL)
+        s.i = !is_b;
+    else if (t == GD_INT64)
         s.i = is_b ? (row && row->op == GD_POW ? 5 : 7) : -3;
     else
         s.f = is_b ? (row && row->op == GD_POW ? 2.0 : 0.75) : -1.5;
     return s;
 }
 
-static void operand_for(gd_operand *o, const placed *p, int scalar, gd_scalar s, int ndim)
+static void operand_for(gd_operand *o, const placed *p, int scalar, gd_scalar s, int ndim, gd_dtype t)
 {
     memset(o, 0, sizeof *o);
     o->scalar = s;
     if (scalar) return;
-    o->data = p->dev;
+    o->data = at_base(p, t);
     memcpy(o->strides, p->strides, sizeof(int64_t) * (size_t)ndim);
 }
 
 static double value_of(const placed *p, const gd_operand *o, gd_dtype t, int64_t i)
 {
-    if (!o->data) return t == GD_INT64 ? (double)o->scalar.i : o->scalar.f;
+    if (!o->data) return t == GD_INT64 || t == GD_BOOL ? (double)o->scalar.i : o->scalar.f;
     return gdt_getf(p->host, t, p->off[i]);
 }
 
@@ -226,41 +281,76 @@ static int64_t ivalue_of(const placed *p, const gd_operand *o, int64_t i)
     return o->data ? ((const int64_t *)p->host)[p->off[i]] : o->scalar.i;
 }
 
+/* Fills a buffer with a value no operation here produces (0x7f7f... in every dtype), so an
+ * element the backend does not write cannot pass for the result of an earlier call. */
+static void poison(placed *p, gd_dtype t)
+{
+    memset(p->host, 0x7f, (size_t)p->storage * gd_dtype_size(t));
+    gdt_upload(p->dev, p->host, (size_t)p->storage * gd_dtype_size(t));
+}
+
+/* The output of a call in `form`: a C-contiguous buffer, an operand itself, or a strided view. */
+static placed *dest_for(int form, placed *pa, placed *pb, placed *out, placed *strided, gd_dtype t)
+{
+    placed *d = form == OUT_IS_A ? pa : form == OUT_IS_B ? pb : form == STRIDED_OUT ? strided : out;
+    if (d == out || d == strided) poison(d, t);
+    return d;
+}
+
 static gd_ewise ewise_for(const ewise_case *c, const gd_operand *a, const gd_operand *b, const placed *pa,
-                          const placed *pb)
+                          const placed *pb, const placed *dst)
 {
     gd_ewise ew;
     memset(&ew, 0, sizeof ew);
     ew.ndim = c->ndim;
     ew.size = case_size(c);
     memcpy(ew.shape, c->out, sizeof(int64_t) * (size_t)c->ndim);
-    ew.contiguous = (!a->data || pa->full) && (!b || !b->data || pb->full);
+    memcpy(ew.out_strides, dst->strides, sizeof(int64_t) * (size_t)c->ndim);
+    ew.contiguous = dst->full && (!a->data || pa->full) && (!b || !b->data || pb->full);
     return ew;
 }
 
-/* Fills the output with a value no operation here produces (0x7f7f... in every dtype), so an
- * element the backend does not write cannot pass for the result of an earlier call. */
-static void poison(void *out, int64_t n, gd_dtype t)
+/* The whole destination buffer must hold what it held before (`before`, host) except at the
+ * output's elements, which must match want: one check. */
+static void expect_dest(const placed *d, const void *before, gd_dtype t, int64_t n, const void *want, gdt_tol tol,
+                        const char *what, const char *name, const ewise_case *c, int form)
 {
-    size_t bytes = (size_t)n * gd_dtype_size(t);
-    void *p = gdt_host_bytes(bytes);
-    memset(p, 0x7f, bytes);
-    gdt_upload(out, p, bytes);
-    free(p);
+    void *full = gdt_ref_new(d->storage, t);
+    for (int64_t j = 0; j < d->storage; j++) {
+        if (t == GD_INT64) ((int64_t *)full)[j] = ((const int64_t *)before)[j];
+        else ((double *)full)[j] = gdt_getf(before, t, j);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (t == GD_INT64) ((int64_t *)full)[d->off[i]] = ((const int64_t *)want)[i];
+        else ((double *)full)[d->off[i]] = ((const double *)want)[i];
+    }
+    EXPECT(d->dev, t, d->storage, full, tol, "%s %s %s %s, %s", what, name, gdt_dtype_name(t), c->name,
+           form_names[form]);
+    free(full);
 }
 
-/* After an in-place form the operand's device copy holds the result: put its values back. */
+/* After a call the destination's device copy holds the result: put its values back. */
 static void restore(placed *p, gd_dtype t) { gdt_upload(p->dev, p->host, (size_t)p->storage * gd_dtype_size(t)); }
 
-static void run_unary(const unop_row *row, const ewise_case *c, gd_dtype t, placed *pa, void *out, int form)
+/* A copy of the destination's host buffer as it was before the call. */
+static void *snapshot(const placed *d, gd_dtype t)
+{
+    void *b = gdt_host(d->storage, t);
+    memcpy(b, d->host, (size_t)d->storage * gd_dtype_size(t));
+    return b;
+}
+
+static void run_unary(const unop_row *row, const ewise_case *c, gd_dtype t, placed *pa, placed *out, placed *strided,
+                      int form)
 {
     int64_t n = case_size(c);
     gd_operand a;
-    operand_for(&a, pa, form == SCALAR_A, (gd_scalar){.f = 2.5}, c->ndim);
+    operand_for(&a, pa, form == SCALAR_A, (gd_scalar){.f = 2.5}, c->ndim, t);
     if (form == SCALAR_A && t == GD_INT64) a.scalar.i = -5;
-    gd_ewise ew = ewise_for(c, &a, NULL, pa, NULL);
-    void *dst = form == OUT_IS_A ? pa->dev : out;
-    if (dst == out) poison(out, n, t);
+    if (form == SCALAR_A && t == GD_BOOL) a.scalar.i = 1;
+    placed *dst = dest_for(form, pa, NULL, out, strided, t);
+    gd_ewise ew = ewise_for(c, &a, NULL, pa, NULL, dst);
+    void *before = snapshot(dst, t);
     void *want = gdt_ref_new(n, t);
     for (int64_t i = 0; i < n; i++) {
         if (t == GD_INT64)
@@ -268,38 +358,42 @@ static void run_unary(const unop_row *row, const ewise_case *c, gd_dtype t, plac
         else
             ((double *)want)[i] = row->ref(value_of(pa, &a, t, i));
     }
-    if (OK(gdt_be->unary(dst, row->op, t, &ew, &a, gdt_dev, &gdt_err))) {
+    if (OK(gdt_be->unary(at_base(dst, t), row->op, t, &ew, &a, gdt_dev, &gdt_err))) {
         gdt_tol tol = {t == GD_FLOAT32 ? row->ulps_f32 : row->ulps_f64, 0, NULL};
-        EXPECT(dst, t, n, want, tol, "unary %s %s %s, %s", row->name, gdt_dtype_name(t), c->name, form_names[form]);
+        expect_dest(dst, before, t, n, want, tol, "unary", row->name, c, form);
     }
-    if (form == OUT_IS_A) restore(pa, t);
+    if (dst == pa) restore(pa, t);
     free(want);
+    free(before);
 }
 
-static void run_binary(const binop_row *row, const ewise_case *c, gd_dtype t, placed *pa, placed *pb, void *out,
-                       int form)
+/* out and strided are in the result's dtype ot: t, or bool for comparisons */
+static void run_binary(const binop_row *row, const ewise_case *c, gd_dtype t, gd_dtype ot, placed *pa, placed *pb,
+                       placed *out, placed *strided, int form)
 {
     int64_t n = case_size(c);
     gd_operand a, b;
-    operand_for(&a, pa, form == SCALAR_A, scalar_for(t, 0, row), c->ndim);
-    operand_for(&b, pb, form == SCALAR_B, scalar_for(t, 1, row), c->ndim);
-    gd_ewise ew = ewise_for(c, &a, &b, pa, pb);
-    void *dst = form == OUT_IS_A ? pa->dev : form == OUT_IS_B ? pb->dev : out;
-    if (dst == out) poison(out, n, t);
-    void *want = gdt_ref_new(n, t);
+    operand_for(&a, pa, form == SCALAR_A, scalar_for(t, 0, row), c->ndim, t);
+    operand_for(&b, pb, form == SCALAR_B, scalar_for(t, 1, row), c->ndim, t);
+    placed *dst = dest_for(form, pa, pb, out, strided, ot);
+    gd_ewise ew = ewise_for(c, &a, &b, pa, pb, dst);
+    void *before = snapshot(dst, ot);
+    void *want = gdt_ref_new(n, ot);
     for (int64_t i = 0; i < n; i++) {
-        if (t == GD_INT64)
+        if (t == GD_INT64 && ot == GD_INT64)
             ((int64_t *)want)[i] = row->iref(ivalue_of(pa, &a, i), ivalue_of(pb, &b, i));
+        else if (t == GD_INT64)
+            ((double *)want)[i] = (double)row->iref(ivalue_of(pa, &a, i), ivalue_of(pb, &b, i));
         else
             ((double *)want)[i] = row->ref(value_of(pa, &a, t, i), value_of(pb, &b, t, i));
     }
-    if (OK(gdt_be->binary(dst, row->op, t, &ew, &a, &b, gdt_dev, &gdt_err))) {
+    if (OK(gdt_be->binary(at_base(dst, ot), row->op, t, &ew, &a, &b, gdt_dev, &gdt_err))) {
         gdt_tol tol = {t == GD_FLOAT32 ? row->ulps_f32 : row->ulps_f64, 0, NULL};
-        EXPECT(dst, t, n, want, tol, "binary %s %s %s, %s", row->name, gdt_dtype_name(t), c->name, form_names[form]);
+        expect_dest(dst, before, ot, n, want, tol, "binary", row->name, c, form);
     }
-    if (form == OUT_IS_A) restore(pa, t);
-    if (form == OUT_IS_B) restore(pb, t);
+    if (dst == pa || dst == pb) restore(dst, t);
     free(want);
+    free(before);
 }
 
 /* int64 b as exponents 0..8: gpudev.h covers exponents >= 0 only (the value rows have large
@@ -314,27 +408,36 @@ static void fill_exponents(placed *p)
  * the section
  * ---------------------------------------------------------------------------------------- */
 
+/* Whether `form` applies: in place needs an operand without repeated elements. */
+static int form_applies(int form, const placed *pa, const placed *pb)
+{
+    return !((form == OUT_IS_A && !pa->writable) || (form == OUT_IS_B && !pb->writable));
+}
+
 static void check_case(const ewise_case *c, gd_dtype t)
 {
-    int64_t n = case_size(c);
-    void *out = gdt_alloc((size_t)n * gd_dtype_size(t));
-    placed pa, pb;
+    const layout plain = PLAIN(0);
+    placed pa, pb, out, strided, bout, bstrided; /* bout, bstrided: bool results */
     place(&pa, &c->a, c, t);
     place(&pb, &c->b, c, t);
+    place(&out, &plain, c, t);
+    place(&strided, &strided_out, c, t);
+    place(&bout, &plain, c, GD_BOOL);
+    place(&bstrided, &strided_out, c, GD_BOOL);
     for (int u = 0; u < NUM_UNOPS; u++) {
-        if (t == GD_INT64 && !unops[u].iref) continue;
-        run_unary(&unops[u], c, t, &pa, out, ARRAYS);
-        run_unary(&unops[u], c, t, &pa, out, SCALAR_A);
-        if (pa.full) run_unary(&unops[u], c, t, &pa, out, OUT_IS_A);
+        if (!gd_unop_defined(unops[u].op, t)) continue;
+        for (int form = ARRAYS; form < NUM_FORMS; form++)
+            if (form != SCALAR_B && form != OUT_IS_B && form_applies(form, &pa, &pb))
+                run_unary(&unops[u], c, t, &pa, &out, &strided, form);
     }
     for (int o = 0; o < NUM_BINOPS; o++) {
         const binop_row *row = &binops[o];
-        if (t == GD_INT64 && !row->iref) continue;
+        if (!gd_binop_defined(row->op, t)) continue;
+        const gd_dtype ot = gd_binop_has(row->op, GD_OP_BOOL_OUT) ? GD_BOOL : t;
         if (t == GD_INT64 && row->exponent_b) fill_exponents(&pb);
-        for (int form = ARRAYS; form < NUM_FORMS; form++) {
-            if ((form == OUT_IS_A && !pa.full) || (form == OUT_IS_B && !pb.full)) continue;
-            run_binary(row, c, t, &pa, &pb, out, form);
-        }
+        for (int form = ARRAYS; form < NUM_FORMS; form++)
+            if (form_applies(form, &pa, &pb) && (ot == t || (form != OUT_IS_A && form != OUT_IS_B)))
+                run_binary(row, c, t, ot, &pa, &pb, ot == t ? &out : &bout, ot == t ? &strided : &bstrided, form);
         if (t == GD_INT64 && row->exponent_b) {
             gdt_fill_edge(pb.host, t, pb.storage);
             restore(&pb, t);
@@ -342,7 +445,10 @@ static void check_case(const ewise_case *c, gd_dtype t)
     }
     unplace(&pa, t);
     unplace(&pb, t);
-    gdt_free(out, (size_t)n * gd_dtype_size(t));
+    unplace(&out, t);
+    unplace(&strided, t);
+    unplace(&bout, GD_BOOL);
+    unplace(&bstrided, GD_BOOL);
 }
 
 /* a += a and a = a * a: both operands and the output are one buffer */
@@ -354,10 +460,10 @@ static void check_self_alias(gd_dtype t)
     place(&pa, &c->a, c, t);
     for (int o = 0; o < NUM_BINOPS; o++) {
         const binop_row *row = &binops[o];
-        if (row->op != GD_ADD && row->op != GD_MUL) continue;
+        if ((row->op != GD_ADD && row->op != GD_MUL && row->op != GD_OR) || !gd_binop_defined(row->op, t)) continue;
         gd_operand a;
-        operand_for(&a, &pa, 0, scalar_for(t, 0, row), c->ndim);
-        gd_ewise ew = ewise_for(c, &a, &a, &pa, &pa);
+        operand_for(&a, &pa, 0, scalar_for(t, 0, row), c->ndim, t);
+        gd_ewise ew = ewise_for(c, &a, &a, &pa, &pa, &pa);
         void *want = gdt_ref_new(n, t);
         for (int64_t i = 0; i < n; i++) {
             if (t == GD_INT64)

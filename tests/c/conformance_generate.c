@@ -23,7 +23,9 @@ static void check_astype_pair(gd_dtype from, gd_dtype to, int64_t n)
     void *in = gdt_host(n, from), *want = gdt_ref_new(n, to);
     gdt_fill_edge(in, from, n);
     for (int64_t i = 0; i < n; i++) {
-        if (to == GD_INT64)
+        if (to == GD_BOOL) /* nonzero (NaN too) is true */
+            ((double *)want)[i] = from == GD_INT64 ? ((int64_t *)in)[i] != 0 : gdt_getf(in, from, i) != 0.0;
+        else if (to == GD_INT64)
             ((int64_t *)want)[i] = from == GD_INT64 ? ((int64_t *)in)[i] : to_int64(gdt_getf(in, from, i));
         else if (from == GD_INT64) /* one rounding, straight from int64 */
             ((double *)want)[i] = to == GD_FLOAT32 ? (double)(float)((int64_t *)in)[i] : (double)((int64_t *)in)[i];

@@ -106,7 +106,7 @@ void gdt_sync(void)
 
 const char *gdt_dtype_name(gd_dtype t)
 {
-    return t == GD_FLOAT32 ? "float32" : t == GD_FLOAT64 ? "float64" : t == GD_INT64 ? "int64" : "?";
+    return (unsigned)t < GD_NUM_DTYPES ? gd_dtype_name(t) : "?";
 }
 
 void *gdt_host_bytes(size_t nbytes)
@@ -125,6 +125,7 @@ double gdt_getf(const void *p, gd_dtype t, int64_t i)
 {
     if (t == GD_FLOAT32) return ((const float *)p)[i];
     if (t == GD_FLOAT64) return ((const double *)p)[i];
+    if (t == GD_BOOL) return (double)((const uint8_t *)p)[i];
     return (double)((const int64_t *)p)[i];
 }
 
@@ -134,6 +135,8 @@ void gdt_put(void *p, gd_dtype t, int64_t i, double f, int64_t v)
         ((float *)p)[i] = (float)f;
     else if (t == GD_FLOAT64)
         ((double *)p)[i] = f;
+    else if (t == GD_BOOL)
+        ((uint8_t *)p)[i] = v != 0;
     else
         ((int64_t *)p)[i] = v;
 }
@@ -174,7 +177,9 @@ void gdt_fill_edge(void *p, gd_dtype t, int64_t n)
                                     ((int64_t)1 << 53) + 1, -((int64_t)1 << 24) - 1};
     const int64_t nf = sizeof fedge / sizeof fedge[0], ni = sizeof iedge / sizeof iedge[0];
     for (int64_t i = 0; i < n; i++) {
-        if (t == GD_INT64)
+        if (t == GD_BOOL)
+            gdt_put(p, t, i, 0, i < 2 ? i : (int64_t)(gdt_rand_u64() >> 63));
+        else if (t == GD_INT64)
             gdt_put(p, t, i, 0, i < ni ? iedge[i] : (int64_t)(gdt_rand_u64() % 2001) - 1000);
         else
             gdt_put(p, t, i, i < nf ? fedge[i] : gdt_rand_normal() * 4, 0);

@@ -1,7 +1,8 @@
 /* conformance_linalg.c - the gemm and permute entries. gemm: batched row-major products in
- * float32 and float64 with odd sizes, k = 0, empty products, broadcast batches (stride 0),
- * padded batch strides, and results that must overwrite whatever the output held. permute:
- * every permutation of every rank from 0 to 5, odd and empty shapes, and all 16 axes.
+ * float32, float64 and int64 with odd sizes, k = 0, empty products, broadcast batches (stride
+ * 0), padded batch strides, transposed operands and leading dimensions longer than a row, and
+ * results that must overwrite whatever the output held. permute: every permutation of every
+ * rank from 0 to 5, odd and empty shapes, and all 16 axes.
  */
 #include "conformance.h"
 
@@ -14,74 +15,130 @@
  *
  * Tolerance: for any order of summation, with or without fused multiply-adds, a dot product
  * of length k is within (k + 1) u sum |a_il b_lj| of the exact one (u = 2^-24 for float32,
- * 2^-53 for float64); the reference is computed in long double.
+ * 2^-53 for float64); the reference is computed in long double. int64 products are exact,
+ * wrapping as NumPy's do, over edge values (INT64_MIN, INT64_MAX, ...).
  * ---------------------------------------------------------------------------------------- */
 
 typedef struct gemm_case {
     int64_t batch, m, n, k;
-    int broadcast; /* 1: a is one matrix for every batch (stride_a 0), 2: b is, 3: both */
+    int broadcast; /* 1: a is one matrix for every batch (stride 0), 2: b is, 3: both */
     int padded;    /* batch strides larger than a matrix: the gaps must stay untouched */
+    int trans;     /* 1: a is stored transposed, 2: b is, 3: both */
+    int ld_pad;    /* stored rows this many elements longer than the matrix needs */
 } gemm_case;
 
 static const gemm_case gemm_cases[] = {
-    {1, 1, 1, 1, 0, 0},    {1, 7, 5, 3, 0, 0},     {1, 33, 17, 65, 0, 0},   {1, 37, 45, 19, 0, 0},
-    {1, 72, 73, 74, 0, 0}, {1, 257, 129, 300, 0, 0}, {1, 1, 300, 1, 0, 0},  {1, 300, 1, 7, 0, 0},
-    {1, 1, 1, 1000, 0, 0}, {5, 4, 6, 3, 0, 0},     {2, 65, 33, 129, 0, 0}, {7, 9, 11, 13, 1, 0},
-    {6, 9, 11, 13, 2, 0},  {3, 37, 45, 19, 1, 0},  {4, 8, 1, 300, 2, 0},   {5, 6, 7, 8, 3, 0},
-    {300, 5, 7, 9, 0, 0},  {8, 130, 120, 110, 0, 0}, {9, 70, 75, 80, 1, 0}, {4, 5, 6, 7, 0, 1},
-    {3, 5, 7, 0, 0, 0},    {2, 5, 6, 0, 0, 1},     {1, 0, 5, 3, 0, 0},     {2, 5, 0, 3, 0, 0},
-    {0, 5, 6, 7, 0, 0},
+    {1, 1, 1, 1, 0, 0, 0, 0},      {1, 7, 5, 3, 0, 0, 0, 0},      {1, 33, 17, 65, 0, 0, 0, 0},
+    {1, 37, 45, 19, 0, 0, 0, 0},   {1, 72, 73, 74, 0, 0, 0, 0},   {1, 257, 129, 300, 0, 0, 0, 0},
+    {1, 1, 300, 1, 0, 0, 0, 0},    {1, 300, 1, 7, 0, 0, 0, 0},    {1, 1, 1, 1000, 0, 0, 0, 0},
+    {5, 4, 6, 3, 0, 0, 0, 0},      {2, 65, 33, 129, 0, 0, 0, 0},  {7, 9, 11, 13, 1, 0, 0, 0},
+    {6, 9, 11, 13, 2, 0, 0, 0},    {3, 37, 45, 19, 1, 0, 0, 0},   {4, 8, 1, 300, 2, 0, 0, 0},
+    {5, 6, 7, 8, 3, 0, 0, 0},      {300, 5, 7, 9, 0, 0, 0, 0},    {8, 130, 120, 110, 0, 0, 0, 0},
+    {9, 70, 75, 80, 1, 0, 0, 0},   {4, 5, 6, 7, 0, 1, 0, 0},      {3, 5, 7, 0, 0, 0, 0, 0},
+    {2, 5, 6, 0, 0, 1, 0, 0},      {1, 0, 5, 3, 0, 0, 0, 0},      {2, 5, 0, 3, 0, 0, 0, 0},
+    {0, 5, 6, 7, 0, 0, 0, 0},
+    /* transposed operands (a @ a.T), leading dimensions of sliced views (a[:, :k]) */
+    {1, 37, 45, 19, 0, 0, 1, 0},   {1, 37, 45, 19, 0, 0, 2, 0},   {1, 37, 45, 19, 0, 0, 3, 0},
+    {1, 72, 73, 74, 0, 0, 2, 3},   {1, 1, 300, 7, 0, 0, 3, 0},    {1, 300, 1, 7, 0, 0, 1, 2},
+    {5, 9, 11, 13, 0, 0, 1, 1},    {4, 8, 6, 5, 2, 1, 2, 2},      {6, 9, 11, 13, 1, 0, 3, 5},
+    {1, 33, 17, 65, 0, 0, 0, 4},   {3, 5, 7, 0, 0, 0, 3, 1},
 };
 
-static void check_gemm_case(const gemm_case *g, gd_dtype t)
+/* One stored operand: rows x cols per matrix (the transpose of the matrix when stored
+ * transposed), ld elements per stored row, `stride` elements per matrix of the batch. */
+typedef struct stored {
+    int trans;
+    int64_t rows, cols, ld, stride, n;
+} stored;
+
+static stored store_of(int trans, int64_t r, int64_t c, int ld_pad, int bcast, int padded, int64_t batch)
 {
-    const size_t es = gd_dtype_size(t);
-    const int64_t pad = g->padded ? 3 : 0;
-    const int64_t sa = g->broadcast & 1 ? 0 : g->m * g->k + pad, sb = g->broadcast & 2 ? 0 : g->k * g->n + pad;
-    const int64_t sc = g->m * g->n + pad;
-    const int64_t na = g->batch > 0 ? (g->batch - 1) * sa + g->m * g->k : 0;
-    const int64_t nb = g->batch > 0 ? (g->batch - 1) * sb + g->k * g->n : 0;
-    /* 4 elements past the last product: they, too, must stay untouched */
-    const int64_t nc = (g->batch > 0 ? (g->batch - 1) * sc + g->m * g->n : 0) + 4;
-    void *a = gdt_host(na, t), *b = gdt_host(nb, t), *c = gdt_host(nc, t);
-    gdt_fill_normal(a, t, na, 1.0);
-    gdt_fill_normal(b, t, nb, 1.0);
-    memset(c, 0xff, (size_t)nc * es); /* NaN: the products must replace it, the rest keep it */
-    double *want = gdt_ref_new(nc, t), *slack = malloc((size_t)nc * sizeof(double));
-    for (int64_t i = 0; i < nc; i++) want[i] = gdt_getf(c, t, i), slack[i] = 0; /* gaps keep their NaN */
+    stored x = {trans, trans ? c : r, trans ? r : c, 0, 0, 0};
+    x.ld = (x.cols > 1 ? x.cols : 1) + ld_pad;
+    x.stride = bcast ? 0 : x.rows * x.ld + (padded ? 3 : 0);
+    x.n = batch > 0 && x.rows > 0 ? (batch - 1) * x.stride + (x.rows - 1) * x.ld + x.cols : 0;
+    return x;
+}
+
+/* element (i, j) of matrix p */
+static int64_t at(const stored *x, int64_t p, int64_t i, int64_t j)
+{
+    return p * x->stride + (x->trans ? j * x->ld + i : i * x->ld + j);
+}
+
+static void gemm_reference(const gemm_case *g, gd_dtype t, const void *a, const stored *sa, const void *b,
+                           const stored *sb, void *want, double *slack, int64_t sc)
+{
     const double u = t == GD_FLOAT32 ? 0x1p-24 : 0x1p-53;
     for (int64_t p = 0; p < g->batch; p++)
         for (int64_t i = 0; i < g->m; i++)
             for (int64_t j = 0; j < g->n; j++) {
                 long double s = 0, mag = 0;
+                uint64_t is = 0;
                 for (int64_t l = 0; l < g->k; l++) {
-                    long double x = (long double)gdt_getf(a, t, p * sa + i * g->k + l) *
-                                    gdt_getf(b, t, p * sb + l * g->n + j);
+                    if (t == GD_INT64) {
+                        is += (uint64_t)((const int64_t *)a)[at(sa, p, i, l)] *
+                              (uint64_t)((const int64_t *)b)[at(sb, p, l, j)];
+                        continue;
+                    }
+                    long double x = (long double)gdt_getf(a, t, at(sa, p, i, l)) * gdt_getf(b, t, at(sb, p, l, j));
                     s += x;
                     mag += fabsl(x);
                 }
-                want[p * sc + i * g->n + j] = (double)s;
+                if (t == GD_INT64) ((int64_t *)want)[p * sc + i * g->n + j] = (int64_t)is;
+                else ((double *)want)[p * sc + i * g->n + j] = (double)s;
                 slack[p * sc + i * g->n + j] = (double)(g->k + 1) * u * (double)mag;
             }
-    void *da = gdt_upload_new(a, (size_t)na * es), *db = gdt_upload_new(b, (size_t)nb * es);
-    void *dc = gdt_upload_new(c, (size_t)nc * es);
-    if (OK(gdt_be->gemm(dc, t, da, db, g->batch, g->m, g->n, g->k, sa, sb, sc, gdt_dev, &gdt_err))) {
-        gdt_tol tol = {0, 0, slack};
-        EXPECT(dc, t, nc, want, tol, "gemm %s batch %lld (%lld, %lld) @ (%lld, %lld), strides %lld %lld %lld",
-               gdt_dtype_name(t), (long long)g->batch, (long long)g->m, (long long)g->k, (long long)g->k,
-               (long long)g->n, (long long)sa, (long long)sb, (long long)sc);
+}
+
+static void check_gemm_case(const gemm_case *g, gd_dtype t)
+{
+    const size_t es = gd_dtype_size(t);
+    const stored sa = store_of(g->trans & 1, g->m, g->k, g->ld_pad, g->broadcast & 1, g->padded, g->batch);
+    const stored sb = store_of((g->trans & 2) != 0, g->k, g->n, g->ld_pad, g->broadcast & 2, g->padded, g->batch);
+    const int64_t sc = g->m * g->n + (g->padded ? 3 : 0);
+    /* 4 elements past the last product: they, too, must stay untouched */
+    const int64_t nc = (g->batch > 0 ? (g->batch - 1) * sc + g->m * g->n : 0) + 4;
+    void *a = gdt_host(sa.n, t), *b = gdt_host(sb.n, t), *c = gdt_host(nc, t);
+    if (t == GD_INT64) {
+        gdt_fill_edge(a, t, sa.n);
+        gdt_fill_edge(b, t, sb.n);
+    } else {
+        gdt_fill_normal(a, t, sa.n, 1.0);
+        gdt_fill_normal(b, t, sb.n, 1.0);
     }
-    gdt_free(da, (size_t)na * es);
-    gdt_free(db, (size_t)nb * es);
+    memset(c, 0xff, (size_t)nc * es); /* NaN (-1 in int64): the products must replace it, the rest keep it */
+    void *want = gdt_ref_new(nc, t);
+    double *slack = calloc((size_t)nc, sizeof(double));
+    for (int64_t i = 0; i < nc; i++) { /* gaps keep their value */
+        if (t == GD_INT64) ((int64_t *)want)[i] = -1;
+        else ((double *)want)[i] = gdt_getf(c, t, i);
+    }
+    gemm_reference(g, t, a, &sa, b, &sb, want, slack, sc);
+    void *da = gdt_upload_new(a, (size_t)sa.n * es), *db = gdt_upload_new(b, (size_t)sb.n * es);
+    void *dc = gdt_upload_new(c, (size_t)nc * es);
+    gd_matrix ma = {da, sa.trans, sa.ld, sa.stride}, mb = {db, sb.trans, sb.ld, sb.stride};
+    if (OK(gdt_be->gemm(dc, t, &ma, &mb, g->batch, g->m, g->n, g->k, sc, gdt_dev, &gdt_err))) {
+        gdt_tol tol = {0, 0, slack};
+        EXPECT(dc, t, nc, want, tol,
+               "gemm %s batch %lld (%lld, %lld) @ (%lld, %lld), trans %d, ld %lld %lld, strides %lld %lld %lld",
+               gdt_dtype_name(t), (long long)g->batch, (long long)g->m, (long long)g->k, (long long)g->k,
+               (long long)g->n, g->trans, (long long)sa.ld, (long long)sb.ld, (long long)sa.stride,
+               (long long)sb.stride, (long long)sc);
+    }
+    gdt_free(da, (size_t)sa.n * es);
+    gdt_free(db, (size_t)sb.n * es);
     gdt_free(dc, (size_t)nc * es);
     free(a), free(b), free(c), free(want), free(slack);
 }
 
 void gdt_check_gemm(void)
 {
-    for (int dt = GD_FLOAT32; dt <= GD_FLOAT64; dt++)
+    for (int dt = 0; dt < GD_NUM_DTYPES; dt++) {
+        if (dt != GD_FLOAT32 && dt != GD_FLOAT64 && dt != GD_INT64) continue;
         for (size_t i = 0; i < sizeof gemm_cases / sizeof gemm_cases[0]; i++)
             check_gemm_case(&gemm_cases[i], (gd_dtype)dt);
+    }
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -174,6 +231,7 @@ static void check_all_permutations(gd_dtype t, int nd)
 void gdt_check_permute(void)
 {
     for (int dt = 0; dt < GD_NUM_DTYPES; dt++) {
+        if (gd_dtype_size((gd_dtype)dt) != 4 && gd_dtype_size((gd_dtype)dt) != 8) continue; /* the contract */
         for (int nd = 0; nd <= 5; nd++) check_all_permutations((gd_dtype)dt, nd);
         for (size_t i = 0; i < sizeof permute_cases / sizeof permute_cases[0]; i++)
             check_permutation((gd_dtype)dt, permute_cases[i].ndim, permute_cases[i].shape, permute_cases[i].perm);

@@ -158,10 +158,12 @@ static void check_cpu_messages(void)
     int rc = gdt_be->unary(i4, GD_EXP, GD_INT64, &ew, &a, 0, &err);
     CHECK(rc == GD_ERR_VALUE && strstr(err.message, "exp") && strstr(err.message, "int64"), "int64 exp: %s",
           err.message);
-    rc = gdt_be->gemm(&c, GD_FLOAT32, &one, &one, 1, (int64_t)INT_MAX + 1, 1, 1, 0, 0, 0, 0, &err);
+    gd_matrix m1 = {&one, 0, 1, 0};
+    rc = gdt_be->gemm(&c, GD_FLOAT32, &m1, &m1, 1, (int64_t)INT_MAX + 1, 1, 1, 0, 0, &err);
     CHECK(rc == GD_ERR_VALUE && strstr(err.message, "2147483648"), "m > INT_MAX: %s", err.message);
-    rc = gdt_be->gemm(&c, GD_INT64, &one, &one, 1, 1, 1, 1, 0, 0, 0, 0, &err);
-    CHECK(rc == GD_ERR_VALUE && strstr(err.message, "int64"), "int64 gemm: %s", err.message);
+    gd_matrix wide = {&one, 0, (int64_t)INT_MAX + 1, 0};
+    rc = gdt_be->gemm(&c, GD_FLOAT32, &wide, &m1, 1, 1, 1, 1, 0, 0, &err);
+    CHECK(rc == GD_ERR_VALUE && strstr(err.message, "lda=2147483648"), "lda > INT_MAX: %s", err.message);
     CHECK(c == 5.0f, "refused products wrote their output");
 }
 
@@ -210,10 +212,11 @@ static void *worker(void *p)
         double s = 0;
         if (gdt_be->reduce(&s, GD_FLOAT64, GD_RED_SUM, x, GD_FLOAT32, 1, N, 1, 0, &err) != GD_OK || s != expect)
             w->failures++;
-        if (gdt_be->gemm(c, GD_FLOAT32, a, x, 1, M, M, M, 0, 0, 0, 0, &err) != GD_OK || memcmp(c, x, M * M * 4) != 0)
+        gd_matrix ma = {a, 0, M, 0}, mx = {x, 0, M, 0}, mx8 = {x, 0, M, M * M};
+        if (gdt_be->gemm(c, GD_FLOAT32, &ma, &mx, 1, M, M, M, 0, 0, &err) != GD_OK || memcmp(c, x, M * M * 4) != 0)
             w->failures++;
         /* a batch of 8 mid-size products: OpenBLAS held at one thread by every worker at once */
-        if (gdt_be->gemm(c8, GD_FLOAT32, a, x, 8, M, M, M, 0, M * M, M * M, 0, &err) != GD_OK ||
+        if (gdt_be->gemm(c8, GD_FLOAT32, &ma, &mx8, 8, M, M, M, M * M, 0, &err) != GD_OK ||
             memcmp(c8, x, 8 * M * M * 4) != 0)
             w->failures++;
     }

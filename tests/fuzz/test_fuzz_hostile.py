@@ -242,6 +242,9 @@ SIGNATURES: dict[str, tuple[P, ...]] = {
     "exp": (ONE,), "abs": (ONE,), "allclose": TWO + (P("rtol", "number", lambda: 1e-5), P("atol", "number", lambda: 1e-8)),
     "maximum": TWO, "matmul": (P("a", "array", arr(2, 3), "positional"), P("b", "array", arr(3, 2), "positional")),
     "norm": (P("a", "array", arr(2, 3)),) + REDUCE,
+    "any": (P("a", "array", arr(2, 3)),) + REDUCE, "isnan": (ONE,),
+    "zeros_like": (P("a", "array", arr(2, 3)), DTYPE, DEVICE),
+    "full_like": (P("a", "array", arr(2, 3)), P("fill_value", "number", lambda: 1.5), DTYPE, DEVICE),
     "concatenate": (P("arrays", "arrays", lambda: [gd.ones((2, 3)), gd.zeros((2, 3))]), P("axis", "axis", lambda: 0)),
     # devices, threads, seeds, synchronization, memory
     "cpu": (), "gpu": (P("i", "gpu index", lambda: 0),), "try_all_gpus": (), "num_gpus": (), "cuda_available": (),
@@ -265,7 +268,9 @@ SIGNATURES: dict[str, tuple[P, ...]] = {
 }
 for _same, _as in [("log", "exp"), ("sqrt", "exp"), ("tanh", "exp"), ("relu", "exp"), ("minimum", "maximum"),
                    ("stack", "concatenate"), ("randn", "rand"), ("try_gpu", "gpu"), ("asarray", "array"),
-                   ("float64", "float32"), ("int64", "float32")]:
+                   ("float64", "float32"), ("int64", "float32"), ("bool", "float32"), ("bool_", "float32"),
+                   ("all", "any"), ("isfinite", "isnan"), ("ones_like", "zeros_like"), ("empty_like", "zeros_like"),
+                   ("tensor", "array")]:
     SIGNATURES[_same] = SIGNATURES[_as]
 for _exc in ("GpudevError", "CudaError", "DeviceMismatchError", "DeviceUnavailableError", "OutOfMemoryError"):
     SIGNATURES[_exc] = (P("message", "any", lambda: "message", "positional"),)
@@ -290,13 +295,21 @@ METHODS: dict[str, tuple[P, ...]] = {
     "__pow__": (P("other", "array", lambda: 2, "positional"), P("mod", "any", lambda: None, "positional")),
     "__new__": (P("cls", "any", lambda: gd.Array, "positional"),),
 }
-for _name in ("add", "sub", "mul", "truediv", "matmul"):
+for _name in ("add", "sub", "mul", "truediv", "matmul", "and", "or", "xor"):
     for _form in ("__{}__", "__r{}__", "__i{}__"):
         if _form.format(_name) != "__imatmul__":
             METHODS[_form.format(_name)] = OTHER
+for _name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
+    METHODS[_name] = OTHER
+METHODS["any"] = METHODS["all"] = REDUCE
+METHODS["permute"] = METHODS["transpose"]
+METHODS["swapaxes"] = (P("axis1", "axis", lambda: 0, "positional"), P("axis2", "axis", lambda: -1, "positional"))
+METHODS["__array_function__"] = (P("func", "any", lambda: np.sum, "positional"), P("types", "any", lambda: (gd.Array,), "positional"),
+                                 P("args", "any", lambda: (), "positional"), P("kwargs", "any", lambda: {}, "positional"))
 METHODS["__rpow__"] = METHODS["__pow__"]
 METHODS["__ipow__"] = OTHER
-for _name in ("__len__", "__bool__", "__float__", "__int__", "__neg__", "__pos__", "__abs__", "__repr__", "__str__"):
+for _name in ("__len__", "__bool__", "__float__", "__int__", "__neg__", "__pos__", "__abs__", "__repr__", "__str__",
+              "__invert__", "__hash__", "contiguous", "is_contiguous", "ravel"):
     METHODS[_name] = ()
 
 # The arrays each method is called on: one per dtype, 0-d, empty, a view.

@@ -870,12 +870,14 @@ cublasStatus_t gemm(const char *call, cublasHandle_t handle, cublasOperation_t t
     if (!h.stream) die("%s: the handle is not bound to a stream, so it would use the legacy default stream", call);
     if (h.device != t_device)
         die("%s: a handle of device %d used while device %d is current", call, h.device, t_device);
-    if (ta != CUBLAS_OP_N || tb != CUBLAS_OP_N) die("%s: transposed operands are not emulated", call);
-    if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < std::max(1, m) || ldb < std::max(1, k) || ldc < std::max(1, m))
+    /* op(A) is m x k and op(B) k x n; a transposed operand is stored the other way round */
+    const int ar = ta == CUBLAS_OP_N ? m : k, ac = ta == CUBLAS_OP_N ? k : m;
+    const int br = tb == CUBLAS_OP_N ? k : n, bc = tb == CUBLAS_OP_N ? n : k;
+    if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < std::max(1, ar) || ldb < std::max(1, br) || ldc < std::max(1, m))
         return CUBLAS_STATUS_INVALID_VALUE;
     if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
-    check_matrices(call, "A", A, m, k, lda, sa, batch, h.device);
-    check_matrices(call, "B", B, k, n, ldb, sb, batch, h.device);
+    check_matrices(call, "A", A, ar, ac, lda, sa, batch, h.device);
+    check_matrices(call, "B", B, br, bc, ldb, sb, batch, h.device);
     check_matrices(call, "C", (const T *)C, m, n, ldc, sc, batch, h.device);
     for (int p = 0; p < batch; p++) {
         const T *a = A + p * sa, *b = B + p * sb;
@@ -883,7 +885,11 @@ cublasStatus_t gemm(const char *call, cublasHandle_t handle, cublasOperation_t t
         for (long long j = 0; j < n; j++)
             for (long long i = 0; i < m; i++) {
                 double acc = 0;
-                for (long long l = 0; l < k; l++) acc += (double)a[i + l * lda] * (double)b[l + j * ldb];
+                for (long long l = 0; l < k; l++) {
+                    const T x = ta == CUBLAS_OP_N ? a[i + l * lda] : a[l + i * lda];
+                    const T y = tb == CUBLAS_OP_N ? b[l + j * ldb] : b[j + l * ldb];
+                    acc += (double)x * (double)y;
+                }
                 /* beta == 0: C is not read, as in cuBLAS (it may hold NaNs) */
                 const double old = *beta == 0 ? 0.0 : (double)*beta * (double)c[i + j * ldc];
                 c[i + j * ldc] = (T)((double)*alpha * acc + old);

@@ -5,8 +5,8 @@
  * semantics. The products are plain column-major reference loops (tools/cuda_emu/emu.cpp), so
  * the row-major to column-major operand swap in csrc/cuda/gemm.cu is really checked, and
  * leading dimensions, strides and every matrix's extent are validated against the device
- * allocations. Not emulated: TF32 rounding (products accumulate in double whatever the math
- * mode) and transposed operands.
+ * allocations, for plain and transposed operands. Not emulated: TF32 rounding (products
+ * accumulate in double whatever the math mode).
  */
 #ifndef GPUDEV_CUDA_EMU_CUBLAS_V2_H
 #define GPUDEV_CUDA_EMU_CUBLAS_V2_H
