@@ -261,8 +261,9 @@ def benchmark(
     is timed on the host with ``perf_counter`` up to the end of a synchronization, and on
     each timed GPU with CUDA events recorded around the call. ``n_repeat`` runs exactly that
     many repeats; without it repeats go on until they have taken ``max_duration`` seconds
-    (at least one repeat). ``devices=None`` times the GPUs that had work queued during the
-    warm-up; pass ``devices=`` to choose, e.g. when ``n_warmup=0``.
+    (at least one repeat). ``devices=None`` times the GPUs that got work during the warm-up
+    (whether or not ``fn`` waited for it); pass ``devices=`` to choose, e.g. when
+    ``n_warmup=0``.
 
     Example:
         >>> import gpudev as gd
@@ -287,10 +288,12 @@ def benchmark(
     if requested is not None:  # checked before the warm-up spends any time
         gpus = list(dict.fromkeys(d for d in requested if d.type == "cuda"))
         _check_gpus(gpus, op)
+    _C._take_touched_devices()  # forget work queued before the warm-up
     for _ in range(n_warmup):
         fn(*args, **kwargs)
     if requested is None:
-        gpus = list(_C._pending_devices())
+        # every GPU the warm-up queued work on, also when fn synchronized it (.item())
+        gpus = list(_C._take_touched_devices())
         _check_gpus(gpus, op)
     # CUDA events, recorded on each GPU's stream, time the GPU on its own clock
     events = [(_C._event_create(d), _C._event_create(d)) for d in gpus]
