@@ -13,7 +13,8 @@ SOURCES := $(wildcard csrc/*.h csrc/core/* csrc/cpu/* csrc/cuda/*) setup.py pypr
 BUILT   := $(VENV)/.built
 INSTALLED := $(VENV)/.installed
 
-.PHONY: all build demo test sanitize cuda-emu gpu-check bench clean
+.PHONY: all build demo test fuzz sanitize cuda-emu gpu-check bench lab clean
+.PHONY: test-pool test-pool-tsan test-pool-asan bench-pool
 
 all: test
 
@@ -51,11 +52,29 @@ demo: $(BUILT)
 bench: $(BUILT)
 	$(PY) -m gpudev bench
 
+# JupyterLab on notebooks/: the `notebooks` extra of pyproject.toml installed into .venv (its
+# packages only, so the extension is not rebuilt), a kernel named gpudev that runs .venv's
+# Python, registered inside .venv, then the server. LAB_DRY_RUN=1 does the installing and
+# prints the command instead of starting the server.
+LAB_EXTRA = $$($(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml','rb'))['project']['optional-dependencies']['notebooks']))")
+lab: $(BUILT)
+	$(PY) -m pip install -q $(LAB_EXTRA)
+	$(PY) -m ipykernel install --sys-prefix --name gpudev --display-name "Python (gpudev .venv)"
+	$(if $(LAB_DRY_RUN),@echo "would run:" )$(BIN)/jupyter lab --notebook-dir=notebooks
+
+# The long fuzz profile (README, "Fuzzing"): tens of thousands of hostile files against the
+# normal build, then against the sanitizer build. GPUDEV_FUZZ_FILES sets the files per
+# mutation kind, GPUDEV_FUZZ_SEED the random seed.
+fuzz: $(BUILT)
+	GPUDEV_FUZZ=long $(PY) -m pytest -q -p no:cacheprovider -m fuzz tests
+	GPUDEV_FUZZ=long $(MAKE) sanitize SANITIZE_TESTS='$(CURDIR)/tests -m fuzz'
+
 # The C core built with AddressSanitizer + UndefinedBehaviorSanitizer into build/asan (next to
 # a copy of the package's Python files, subpackages included), then the test suite run against
 # that build. Python's own allocations are not leak-checked.
 ASAN_LIB = $(shell gcc -print-file-name=libasan.so)
 UBSAN_LIB = $(shell gcc -print-file-name=libubsan.so)
+SANITIZE_TESTS = $(CURDIR)/tests -m "not slow"
 sanitize: $(DEPS)
 	rm -rf build/asan && mkdir -p build/asan/gpudev
 	cd gpudev && cp --parents $$(find . -name '*.py' -not -path '*/__pycache__/*') $(CURDIR)/build/asan/gpudev/
@@ -64,7 +83,7 @@ sanitize: $(DEPS)
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  PYTHONPATH=$(CURDIR)/build/asan GPUDEV_SANITIZE_RUN=1 \
-	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(CURDIR)/tests -m "not slow"
+	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(SANITIZE_TESTS)
 
 # The backend conformance test (tests/c) with the real CUDA backend (csrc/cuda) compiled for
 # the CPU against the emulation of CUDA and cuBLAS in tools/cuda_emu, then run: the kernels'
@@ -94,6 +113,47 @@ ctest-cuda:
 GPU_LOG_DIR ?= build/gpu-check
 gpu-check:
 	bash tools/gpu_check.sh $(GPU_LOG_DIR)
+
+# The CPU worker pool (csrc/cpu/pool.c) checked on its own, built into build/pool: the
+# futex and the condition-variable builds, then each under ThreadSanitizer and under
+# AddressSanitizer + UndefinedBehaviorSanitizer. `make bench-pool` times it against a
+# serial loop and the OpenMP scheme, quiet and with busy processes (it starts them).
+POOL_DIR    := build/pool
+POOL_DEPS   := csrc/cpu/pool.c csrc/cpu/pool.h tests/c/test_pool.c tests/c/busy_procs.h
+POOL_CFLAGS := -std=c11 -Wall -Wextra -Werror -g -pthread -Icsrc/cpu -DGD_POOL_TEST_HOOKS
+POOL_SAN    := -O1 -fno-omit-frame-pointer
+POOL_BUILD   = @mkdir -p $(POOL_DIR) && $(CC) $(POOL_CFLAGS) $(1) csrc/cpu/pool.c tests/c/test_pool.c -o $@
+
+$(POOL_DIR)/test_pool: $(POOL_DEPS)
+	$(call POOL_BUILD,-O2)
+$(POOL_DIR)/test_pool_condvar: $(POOL_DEPS)
+	$(call POOL_BUILD,-O2 -DGD_POOL_NO_FUTEX)
+$(POOL_DIR)/test_pool_tsan: $(POOL_DEPS)
+	$(call POOL_BUILD,$(POOL_SAN) -fsanitize=thread)
+$(POOL_DIR)/test_pool_condvar_tsan: $(POOL_DEPS)
+	$(call POOL_BUILD,$(POOL_SAN) -fsanitize=thread -DGD_POOL_NO_FUTEX)
+$(POOL_DIR)/test_pool_asan: $(POOL_DEPS)
+	$(call POOL_BUILD,$(POOL_SAN) -fsanitize=address,undefined -fno-sanitize-recover=all)
+$(POOL_DIR)/bench_pool: csrc/cpu/pool.c csrc/cpu/pool.h tests/c/bench_pool.c tests/c/busy_procs.h csrc/philox.h
+	@mkdir -p $(POOL_DIR)
+	$(CC) -std=c11 -Wall -Wextra -Werror -O3 -fno-math-errno -fopenmp -pthread -Icsrc/cpu -Icsrc \
+	  csrc/cpu/pool.c tests/c/bench_pool.c -o $@ -lm
+
+test-pool: $(POOL_DIR)/test_pool $(POOL_DIR)/test_pool_condvar
+	$(POOL_DIR)/test_pool
+	$(POOL_DIR)/test_pool_condvar
+
+# die_after_fork=0: the fork checks start threads in a child of a threaded process.
+test-pool-tsan: $(POOL_DIR)/test_pool_tsan $(POOL_DIR)/test_pool_condvar_tsan
+	TSAN_OPTIONS="halt_on_error=1 die_after_fork=0" $(POOL_DIR)/test_pool_tsan
+	TSAN_OPTIONS="halt_on_error=1 die_after_fork=0" $(POOL_DIR)/test_pool_condvar_tsan
+
+test-pool-asan: $(POOL_DIR)/test_pool_asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(POOL_DIR)/test_pool_asan
+
+bench-pool: $(POOL_DIR)/bench_pool
+	$(POOL_DIR)/bench_pool
 
 clean:
 	rm -rf build $(VENV) gpudev/*.so gpudev/_build_info.py *.egg-info results

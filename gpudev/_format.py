@@ -3,6 +3,8 @@ JSON-ready values, and the repr() of arrays.
 
     >>> format_seconds(0.0123), format_bytes(43048), format_ratio(1234.5), format_count(1, "copy")
     ('12.3 ms', '42.0 KiB', '1,234x', '1 copy')
+    >>> format_gflops(13700.0), format_percent(-0.25)
+    ('13.7 TFLOP/s', '-25%')
 """
 
 from __future__ import annotations
@@ -72,6 +74,27 @@ def format_ratio(ratio: float) -> str:
     ('3.14x', '1,234x')
     """
     return f"{ratio:,.0f}x" if ratio >= 100 else f"{ratio:.3g}x"
+
+
+def format_gflops(gflops: float) -> str:
+    """A rate given in GFLOP/s, in GFLOP/s, TFLOP/s or PFLOP/s with 3 significant digits.
+
+    >>> format_gflops(137.2), format_gflops(13700.0), format_gflops(1.37e7)
+    ('137 GFLOP/s', '13.7 TFLOP/s', '13.7 PFLOP/s')
+    """
+    for unit, scale in (("PFLOP/s", 1e6), ("TFLOP/s", 1e3)):
+        if abs(gflops) >= scale:
+            return f"{gflops / scale:.3g} {unit}"
+    return f"{gflops:.3g} GFLOP/s"
+
+
+def format_percent(fraction: float) -> str:
+    """A signed whole percentage, without a '-0%' for a tiny negative.
+
+    >>> format_percent(0.031), format_percent(-1e-9), format_percent(-0.25)
+    ('+3%', '+0%', '-25%')
+    """
+    return f"{round(100 * fraction):+d}%"
 
 
 def format_count(count: int, word: str) -> str:

@@ -17,16 +17,20 @@ from __future__ import annotations
 import ast
 import contextlib
 import errno
+import math
 import os
 import secrets
 import struct
+import warnings
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import IO, Any, Union
 
 import numpy as np
 
 import gpudev as gd
+
+from ._devices import as_device, require
 
 __all__ = ["save", "load"]
 
@@ -46,6 +50,18 @@ _ALIGN = 64
 _MAX_HEADER_BYTES = 10_000
 _HEADER_KEYS = {"descr", "fortran_order", "shape"}
 _MAX_NDIM = 16  # GD_MAX_NDIM of the C core; NumPy allows 64
+
+# A zip member's name is at most 65535 bytes (a 16-bit length field).
+_MAX_NAME_BYTES = 0xFFFF
+
+# Data is read _CHUNK bytes at a time, so no read needs a second buffer as big as the array.
+_CHUNK = 1 << 20
+# Deflate codes at most 258 bytes with one 2-bit pair (a length and a distance code), so a
+# deflated member never expands beyond 1032:1: a member claiming more is refused unread.
+_MAX_RATIO = 1032
+_LOCAL_HEADER = 30  # fixed part of a zip member's local header, before its name
+# NumPy and the C core address bytes with signed 64-bit offsets.
+_MAX_BYTES = 2**63 - 1
 
 # Integer-like dtype kinds (bool, signed, unsigned): all load as int64, without loss (uint64
 # only when every value fits).
@@ -82,6 +98,23 @@ def _host_view(a: Any) -> np.ndarray:
     return a.cpu().numpy()
 
 
+def _key_problem(key: str) -> str | None:
+    """Why `key` cannot name a member that loads back as `key` on every platform, or None."""
+    if "\x00" in key:
+        # zipfile cuts names at the first NUL: 'a\x00b' and 'a\x00c' would both become 'a'
+        return "it contains a NUL character, which ends a name inside a zip archive"
+    if "\\" in key:
+        return "it contains a backslash, which zipfile on Windows turns into '/'"
+    try:
+        size = len(key.encode("utf-8")) + len(".npy")
+    except UnicodeEncodeError:
+        return "it is not valid Unicode (a lone surrogate), so it has no UTF-8 form"
+    if size > _MAX_NAME_BYTES:
+        return (f"its member name would be {size} bytes of UTF-8 and zip allows at most "
+                f"{_MAX_NAME_BYTES}")
+    return None
+
+
 def _validate_state_dict(obj: Mapping) -> None:
     for key, value in obj.items():
         if not isinstance(key, str) or not key:
@@ -89,6 +122,11 @@ def _validate_state_dict(obj: Mapping) -> None:
                 f"save: dict keys must be non-empty strings (they name the arrays in the .npz), "
                 f"got {key!r}"
             )
+        problem = _key_problem(key)
+        if problem:
+            shown = repr(key) if len(key) <= 40 else f"{key[:20]!r}... ({len(key)} characters)"
+            raise ValueError(f"save: key {shown} cannot name an array in a .npz archive: "
+                             f"{problem}; rename it")
         if not isinstance(value, gd.Array):
             raise TypeError(
                 f"save: value for key {key!r} is not a gpudev Array (got "
@@ -151,7 +189,10 @@ def save(obj: Any, path: PathLike) -> None:
 
     ``path`` is used exactly as given: unlike ``np.save``, no suffix is ever appended, so the
     file you name is the file you get. A ``.npy`` path for a dict, or a ``.npz`` path for an
-    Array, is refused as a likely mistake; any other name is fine.
+    Array, is refused as a likely mistake; any other name is fine. A dict key becomes the
+    member name ``key + ".npy"``, so a key that could not come back unchanged is refused with
+    a ValueError: one holding a NUL character or a backslash, one that is not valid Unicode,
+    or one whose name would exceed zip's 65535 bytes.
 
     The write is atomic: the data goes to a temporary file in the same folder, is flushed to
     disk and then renamed over ``path``. An interrupted or failed save (for instance a dict
@@ -230,16 +271,52 @@ def _read_exact(f: IO[bytes], n: int, what: str) -> bytes:
     return data
 
 
-def _read_into(f: IO[bytes], flat: np.ndarray) -> int:
-    """Fill `flat` from `f`; returns the bytes read (fewer only at end of stream)."""
-    view = memoryview(flat).cast("B")
+def _read_data(f: IO[bytes], dtype: np.dtype, count: int, backed: bool) -> np.ndarray:
+    """Read `count` items of `dtype` from `f` into a new flat array, _CHUNK bytes at a time.
+
+    When the bytes are `backed` (the file's size, or a stored member's place in the archive,
+    shows they are there) the array is allocated at once. A compressed member's size is only
+    a claim: its buffer starts at one chunk and doubles as decompression really yields bytes,
+    so a lie costs at most about twice what the file holds, never what it claims.
+    """
+    nbytes = count * dtype.itemsize
+    buf = np.empty(nbytes if backed else min(nbytes, _CHUNK), np.uint8)
     got = 0
-    while got < len(view):
-        n = f.readinto(view[got:])
+    while got < nbytes:
+        if got == buf.size:
+            grown = np.empty(min(nbytes, 2 * buf.size), np.uint8)
+            grown[:got] = buf
+            buf = grown
+        # A zip member verifies its CRC as its last byte is read: corrupt data raises here.
+        n = f.readinto(buf[got:got + _CHUNK])
         if not n:
             break
         got += n
-    return got
+    if got != nbytes:
+        raise _Corrupt(f"truncated: the data ends after {got} of the {nbytes} bytes its header "
+                       f"promises")
+    return buf.view(dtype)
+
+
+def _literal(text: str) -> Any:
+    # literal_eval builds only literals (no names, calls or attribute access), so a hostile
+    # header can at worst be refused. Invalid escapes in it must not turn into warnings.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.literal_eval(text)
+
+
+def _dtype(descr: str) -> np.dtype:
+    # np.dtype parses a mini-language whose failures are no closed set (TypeError, ValueError,
+    # SyntaxError for ',i8', ...): any failure means the header names no valid dtype.
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # deprecated aliases still parse
+            return np.dtype(descr)
+    except MemoryError:
+        raise
+    except Exception:
+        raise _Corrupt(f"header has an invalid dtype {descr!r}") from None
 
 
 def _parse_header(f: IO[bytes]) -> tuple[np.dtype, tuple[int, ...], bool, int]:
@@ -260,9 +337,7 @@ def _parse_header(f: IO[bytes]) -> tuple[np.dtype, tuple[int, ...], bool, int]:
         raise _Corrupt(f"header length {header_len} exceeds the {_MAX_HEADER_BYTES}-byte limit")
     raw = _read_exact(f, header_len, "header")
     try:
-        # literal_eval builds only literals (no names, calls or attribute access), so a
-        # hostile header can at worst be refused.
-        header = ast.literal_eval(raw.decode(encoding))
+        header = _literal(raw.decode(encoding))
     except (UnicodeDecodeError, SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
         raise _Corrupt(f"header is not a Python dict literal: {raw[:80]!r}") from None
     if not isinstance(header, dict) or set(header) != _HEADER_KEYS:
@@ -272,10 +347,7 @@ def _parse_header(f: IO[bytes]) -> tuple[np.dtype, tuple[int, ...], bool, int]:
     descr, fortran_order, shape = header["descr"], header["fortran_order"], header["shape"]
     if not isinstance(descr, str):
         raise _Corrupt(f"structured or unusual dtype {descr!r}: gpudev reads plain numbers only")
-    try:
-        dtype = np.dtype(descr)
-    except (TypeError, ValueError):
-        raise _Corrupt(f"header has an invalid dtype {descr!r}") from None
+    dtype = _dtype(descr)
     if not isinstance(fortran_order, bool):
         raise _Corrupt(f"header's fortran_order must be True or False, got {fortran_order!r}")
     if not (isinstance(shape, tuple)
@@ -305,12 +377,12 @@ def _target_dtype(dtype: np.dtype) -> np.dtype:
     )
 
 
-def _read_array(f: IO[bytes], payload_bytes: int) -> np.ndarray:
+def _read_array(f: IO[bytes], payload_bytes: int, backed: bool = True) -> np.ndarray:
     """Read one complete .npy stream of `payload_bytes` bytes (header and data) into a
-    C-contiguous host array of a gpudev dtype."""
+    C-contiguous host array of a gpudev dtype. `backed`: see _read_data."""
     dtype, shape, fortran_order, header_bytes = _parse_header(f)
     target = _target_dtype(dtype)
-    count = int(np.prod(shape, dtype=object))  # Python ints: no overflow on hostile shapes
+    count = math.prod(shape)  # Python ints: no overflow on hostile shapes
     expected = count * dtype.itemsize
     actual = payload_bytes - header_bytes
     if actual != expected:
@@ -319,46 +391,119 @@ def _read_array(f: IO[bytes], payload_bytes: int) -> np.ndarray:
             f"{state}: shape {shape} of {dtype.str} needs {expected} bytes of data but "
             f"{actual} follow the header"
         )
-    flat = np.empty(count, dtype=dtype)
-    # A zip member verifies its CRC as its last byte is read: corrupt data raises here.
-    got = _read_into(f, flat) if expected else 0
-    if got != expected:  # the file shrank after its size was read
-        raise _Corrupt(f"data is {got} bytes, not the {expected} its header promises")
-
-    host = flat.reshape(shape, order="F" if fortran_order else "C")
+    # Only an empty array gets here with a huge shape. NumPy and the C core still compute
+    # every dimension's byte stride in int64, so zeros count as ones (as in NumPy's check).
+    span = math.prod(max(n, 1) for n in shape) * max(dtype.itemsize, target.itemsize)
+    if span > _MAX_BYTES:
+        raise _Corrupt(f"shape {shape} is too big: its strides would span {span} bytes, more "
+                       f"than the {_MAX_BYTES} an array can address")
+    host = _read_data(f, dtype, count, backed).reshape(shape, order="F" if fortran_order else "C")
     if dtype.kind == "u" and dtype.itemsize == 8 and count and host.max() > np.iinfo(np.int64).max:
         raise _Corrupt("uint64 values above 2**63 - 1 do not fit in gpudev's int64")
     if host.dtype == target and not fortran_order:
         return host
-    # Byte swapping, widening and Fortran order all come down to one C-ordered copy.
-    return np.ascontiguousarray(host, dtype=target)
+    # Byte swapping, widening and Fortran order all come down to one C-ordered copy
+    # (astype, not ascontiguousarray, which would make a 0-d array 1-d).
+    return host.astype(target, order="C")
+
+
+# ---------------------------------------------------------------------------------------------
+# reading a .npz archive: zipfile parses it, gpudev checks every claim before trusting it
+# ---------------------------------------------------------------------------------------------
+
+
+class _ZipFailure(Exception):
+    """zipfile failed on the archive; the message says how."""
+
+
+def _zip_call(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call into zipfile, which parses the untrusted archive.
+
+    zipfile's failures on malformed input are no closed set (BadZipFile, zlib.error,
+    EOFError, NotImplementedError, struct.error, UnicodeDecodeError, ... and they change
+    between Python versions): every one becomes a _ZipFailure here, the one door through
+    which reading an archive calls zipfile. A MemoryError stays what it is.
+    """
+    try:
+        return fn(*args)
+    except MemoryError:
+        raise
+    except Exception as e:
+        text = str(e) if isinstance(e, zipfile.BadZipFile) else f"{type(e).__name__}: {e}"
+        raise _ZipFailure(text) from None
+
+
+class _MemberReader:
+    """A zip member whose reads fail only with _ZipFailure (corrupt data, a wrong CRC)."""
+
+    def __init__(self, member: IO[bytes]) -> None:
+        self._member = member
+
+    def read(self, n: int) -> bytes:
+        return _zip_call(self._member.read, n)
+
+    def readinto(self, buffer: Any) -> int:
+        return _zip_call(self._member.readinto, buffer)
+
+
+def _check_names(path: str, infos: list[zipfile.ZipInfo]) -> None:
+    names = [info.filename for info in infos]
+    if len(set(names)) != len(names):
+        raise ValueError(f"load: {path!r} has duplicate member names; the archive is corrupt")
+    for name in names:
+        if not name.endswith(".npy"):
+            raise ValueError(
+                f"load: {path!r} has a member {name!r} that is not a .npy array; gpudev "
+                f"reads only archives written by gd.save or np.savez"
+            )
+
+
+def _check_claims(path: str, infos: list[zipfile.ZipInfo], archive_bytes: int) -> None:
+    """Refuse sizes and places no honest archive has, before anything is allocated."""
+    for info in infos:
+        where = f"load: {path!r}, member {info.filename!r}"
+        method, size, csize = info.compress_type, info.file_size, info.compress_size
+        if method not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise ValueError(
+                f"{where} uses compression method {method}; gpudev reads stored and deflated "
+                f"members (what np.savez and np.savez_compressed write)"
+            )
+        if method == zipfile.ZIP_STORED and csize != size:
+            raise ValueError(f"{where} is stored uncompressed but its sizes disagree: {csize} "
+                             f"bytes in the archive for {size} bytes of content")
+        if size > _MAX_RATIO * csize:
+            raise ValueError(f"{where} claims {size} bytes from {csize} compressed bytes, more "
+                             f"than deflate's limit of {_MAX_RATIO}:1")
+    # Each member's bytes must be its own and inside the file: overlapping members would let
+    # a small archive decompress the same bytes again and again.
+    spans = sorted((info.header_offset, info.header_offset + _LOCAL_HEADER + info.compress_size,
+                    info.filename) for info in infos)
+    for (_, end, name), (start, _, next_name) in zip(spans, spans[1:] + [(archive_bytes, 0, "")]):
+        if end > start:
+            what = f"overlaps member {next_name!r}" if next_name else "ends beyond the archive"
+            raise ValueError(f"load: {path!r}, member {name!r} {what}; each member's bytes "
+                             f"must be its own, inside the {archive_bytes}-byte file")
 
 
 def _read_npz(path: str, f: IO[bytes]) -> dict[str, np.ndarray]:
     try:
-        zf = zipfile.ZipFile(f)
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
+        zf = _zip_call(zipfile.ZipFile, f)
+    except _ZipFailure as e:
         raise ValueError(f"load: {path!r} is not a valid .npz archive ({e})") from None
     with zf:
         infos = zf.infolist()
-        names = [info.filename for info in infos]
-        if len(set(names)) != len(names):
-            raise ValueError(f"load: {path!r} has duplicate member names; the archive is corrupt")
-        for name in names:
-            if not name.endswith(".npy"):
-                raise ValueError(
-                    f"load: {path!r} has a member {name!r} that is not a .npy array; gpudev "
-                    f"reads only archives written by gd.save or np.savez"
-                )
+        _check_names(path, infos)
+        _check_claims(path, infos, os.fstat(f.fileno()).st_size)
         out: dict[str, np.ndarray] = {}
         for info in infos:
             key = info.filename[: -len(".npy")]
+            stored = info.compress_type == zipfile.ZIP_STORED
             try:
-                with zf.open(info) as member:
-                    out[key] = _read_array(member, info.file_size)
+                with _zip_call(zf.open, info) as member:
+                    out[key] = _read_array(_MemberReader(member), info.file_size, backed=stored)
             except _Corrupt as e:
                 raise ValueError(f"load: {path!r}, member {info.filename!r}: {e}") from None
-            except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as e:
+            except _ZipFailure as e:
                 # CRC mismatches, bad compressed streams, encrypted members.
                 problem = f"load: {path!r}, member {info.filename!r} is corrupt ({e})"
                 raise ValueError(problem) from None
@@ -366,16 +511,8 @@ def _read_npz(path: str, f: IO[bytes]) -> dict[str, np.ndarray]:
 
 
 def _parse_device(device: Any) -> gd.Device:
-    if device is None:
-        return gd.cpu()
-    dev = device if isinstance(device, gd.Device) else gd.Device(device)
-    # Checked before reading so a bad device costs nothing and creates nothing.
-    if dev.type == "cuda" and dev.index >= gd.num_gpus():
-        raise gd.DeviceUnavailableError(
-            f"load: device {dev} is not available ({gd.num_gpus()} GPUs found); "
-            f"load onto the CPU with device='cpu'"
-        )
-    return dev
+    dev = as_device(device, "load", default=gd.cpu())
+    return require(dev, "load", "load onto the CPU with device='cpu'")
 
 
 def load(path: PathLike, device: Any = None) -> gd.Array | dict[str, gd.Array]:
@@ -392,6 +529,13 @@ def load(path: PathLike, device: Any = None) -> gd.Array | dict[str, gd.Array]:
     dtype, data shorter or longer than the shape) raises ValueError naming the file and the
     problem. Every array of an archive is read and checked before any Array is created, so a
     failed load creates nothing.
+
+    A hostile file gets the same ValueError, never another exception, and memory follows
+    what the file really holds, never what it claims: sizes are checked against the file
+    before anything is allocated, archive members must not overlap, compressed members must
+    be deflated (as ``np.savez_compressed`` writes them) and claim at most 1032 times their
+    compressed size (deflate's limit), and a compressed member's buffer grows only as its
+    data really decompresses.
 
     Example:
         >>> import gpudev as gd

@@ -55,7 +55,8 @@ def _as_device(device: DeviceLike) -> gd.Device:
 
 
 def _float_dtype(op: str, dtype: Any) -> np.dtype:
-    dt = np.dtype(dtype)
+    # None means gpudev's default dtype, as in gd.zeros (np.dtype(None) would be float64).
+    dt = np.dtype(np.float32 if dtype is None else dtype)
     if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise TypeError(f"{op}: dtype must be gd.float32 or gd.float64, got {dt}")
     return dt
@@ -268,8 +269,9 @@ class Module:
 class Linear(Module):
     """y = x @ weight.T + bias, with weight of shape (out_features, in_features) as in PyTorch.
 
-    Weight and bias start uniform in [-1/sqrt(in_features), 1/sqrt(in_features)), drawn with
-    ``gd.rand``: ``gd.manual_seed`` makes them the same on every device.
+    ``dtype`` is float32 (the default, also for None) or float64. Weight and bias start
+    uniform in [-1/sqrt(in_features), 1/sqrt(in_features)), drawn with ``gd.rand``:
+    ``gd.manual_seed`` makes them the same on every device.
 
     Example:
         >>> gd.manual_seed(0)
@@ -279,7 +281,7 @@ class Linear(Module):
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
-                 device: DeviceLike | None = None, dtype: Any = np.float32) -> None:
+                 device: DeviceLike | None = None, dtype: Any = None) -> None:
         for name, value in (("in_features", in_features), ("out_features", out_features)):
             if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"Linear: {name} must be a positive int, got {value!r}")
@@ -372,6 +374,10 @@ class ReLU(Module):
         if grad_out.shape != y.shape:
             raise ValueError(f"ReLU.backward: grad_out has shape {grad_out.shape} but the "
                              f"output had shape {y.shape}")
+        if y.dtype.kind != "f":
+            raise TypeError(f"ReLU.backward: gradients need a float dtype but the layer's output "
+                            f"is {y.dtype}; run the forward pass on a float input, e.g. "
+                            f"x.astype(gd.float32)")
         self._saved = None
         return grad_out * _positive_mask(y)
 

@@ -100,8 +100,9 @@ def bars(ax: Axes, items: Sequence[dict[str, Any]], *, ylabel: str, log: bool | 
     """Grouped bars with min-max whiskers; returns ({(group, series): x}, bar width, y scale).
 
     Each item: ``group`` (x tick), ``series`` (legend entry), ``median``, ``min``, ``max`` in
-    seconds, optional ``color``, ``hatch`` and ``note`` (text above the bar). ``log=None``
-    switches to a log axis when the values span more than two decades; the y scale is what
+    seconds, optional ``color``, ``hatch`` and ``note`` (text above the whisker). ``log=None``
+    switches to a log axis when the values span more than two decades or a whisker reaches
+    past 4 times the tallest bar; every whisker stays inside the axes. The y scale is what
     seconds are divided by on the axis (1 on a log axis, 1e-3 for ms...).
 
     Example:
@@ -113,11 +114,12 @@ def bars(ax: Axes, items: Sequence[dict[str, Any]], *, ylabel: str, log: bool | 
     groups = list(dict.fromkeys(it["group"] for it in items))
     series = list(dict.fromkeys(it["series"] for it in items))
     values = [it["median"] for it in items if it["median"] > 0]
+    top = max(it["max"] for it in items)
     if log is None:
-        log = bool(values) and max(values) / min(values) > 100
-    # On a linear axis one slow outlier repeat would flatten every bar: the axis stops at
-    # twice the largest median and longer whiskers run off the top.
-    lin_top = min(max(it["max"] for it in items), 2 * max(it["median"] for it in items)) * 1.3
+        # a log axis when the bars span two decades, or when a slow outlier repeat would
+        # flatten every bar on a linear one (the whiskers always stay inside the axes)
+        log = bool(values) and (max(values) / min(values) > 100 or top > 4 * max(values))
+    lin_top = top * 1.35  # room for the notes above the whiskers
     scale, unit = (1.0, "s") if log else time_unit([lin_top])
     width = 0.8 / max(len(series), 1)
     drawn = set()
@@ -135,9 +137,8 @@ def bars(ax: Axes, items: Sequence[dict[str, Any]], *, ylabel: str, log: bool | 
                hatch=it.get("hatch"), edgecolor="white" if not it.get("hatch") else "0.2")
         if annotate:
             text = it.get("note") or format_seconds(it["median"], micro=MICRO)
-            y = it["max"] if log else min(it["max"], lin_top / 1.3)
-            ax.annotate(text, (x, y / scale), xytext=(0, 3), textcoords="offset points",
-                        ha="center", va="bottom", fontsize=7, rotation=90 if len(series) > 2 else 0)
+            ax.annotate(text, (x, it["max"] / scale), xytext=(0, 3), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=7, rotation=90 if len(series) > 1 else 0)
     ax.set_xticks(range(len(groups)), [wrap(g) for g in groups], fontsize=8)
     if log:
         ax.set_yscale("log")
@@ -160,11 +161,13 @@ def bars(ax: Axes, items: Sequence[dict[str, Any]], *, ylabel: str, log: bool | 
 
 def roofline(ax: Axes, points: Sequence[dict[str, Any]], roofs: dict[str, dict[str, Any]], *,
              title: str, legend: Sequence[tuple[str, str]] = ()) -> None:
-    """Achieved GFLOP/s of `points` against each device's roof, on log-log axes.
+    """Achieved GFLOP/s of `points` against each device's roofs, on log-log axes.
 
     Each point: ``device``, ``intensity`` (FLOP per byte), ``gflops``, ``label`` and
-    ``marker``. `roofs` maps a device to its ``gflops`` and ``gbps`` peaks and where each
-    comes from (``gflops_source``, ``gbps_source``); its roof is min(gflops, gbps x intensity).
+    ``marker``; points are numbered on the chart and listed under it. `roofs` maps a device
+    to its ``gflops`` and ``gbps`` peaks and where each comes from (``gflops_source``,
+    ``gbps_source``), drawn as min(gflops, gbps x intensity), and optionally ``bandwidths``,
+    faster memories (caches) as dicts of ``name``, ``gbps`` and ``source``, drawn dashed.
     `legend` lists (text, marker) entries that explain the markers.
 
     Example:
@@ -172,41 +175,54 @@ def roofline(ax: Axes, points: Sequence[dict[str, Any]], roofs: dict[str, dict[s
         >>> roofline(ax, [{"device": "cpu", "intensity": 0.25, "gflops": 5.0, "label": "sum",
         ...                "marker": "o"}],
         ...          {"cpu": {"gflops": 200.0, "gflops_source": "sgemm", "gbps": 20.0,
-        ...                   "gbps_source": "sum"}}, title="CPU roofline")
+        ...                   "gbps_source": "add", "bandwidths": [
+        ...                       {"name": "L2", "gbps": 90.0, "source": "add in L2"}]}},
+        ...          title="CPU roofline")
     """
     xs = [p["intensity"] for p in points] or [1.0]
     x_lo, x_hi = min(xs + [0.01]) / 3, max(xs + [100.0]) * 3
     grid = np.logspace(math.log10(x_lo), math.log10(x_hi), 200)
     for dev, pk in roofs.items():
-        roof = np.minimum(pk["gflops"], pk["gbps"] * grid)
-        ax.plot(grid, roof, color=device_color(dev), linewidth=2, alpha=0.7,
-                label=f"{dev} roof: {pk['gflops']:.3g} GFLOP/s ({pk['gflops_source']}), "
+        color = device_color(dev)
+        ax.plot(grid, np.minimum(pk["gflops"], pk["gbps"] * grid), color=color, linewidth=2, alpha=0.7,
+                label=f"{dev}: {pk['gflops']:.3g} GFLOP/s ({pk['gflops_source']}); main memory "
                       f"{pk['gbps']:.3g} GB/s ({pk['gbps_source']})")
-    _roofline_points(ax, points)
+        for k, bw in enumerate(pk.get("bandwidths", ())):
+            ax.plot(grid, np.minimum(pk["gflops"], bw["gbps"] * grid), color=color, linewidth=1, alpha=0.6,
+                    linestyle=("--", ":", "-.")[k % 3], label=f"{dev} {bw['name']}: {bw['gbps']:.3g} GB/s ({bw['source']})")
+    roof_legend = ax.legend(fontsize=6, loc="upper left") if roofs else None
+    handles = _roofline_points(ax, points)
     for text, marker in legend:
-        ax.scatter([], [], marker=marker, color="0.6", edgecolor="black", label=text)
+        handles.append(ax.scatter([], [], marker=marker, color="0.6", edgecolor="black", label=text))
+    if handles:
+        ax.legend(handles=handles, fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2,
+                  frameon=False)
+        if roof_legend is not None:
+            ax.add_artist(roof_legend)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(x_lo, x_hi)
+    ys = [p["gflops"] for p in points] + [pk["gflops"] for pk in roofs.values()]
+    if ys:
+        ax.set_ylim(min(ys) / 5, max(ys) * 8)  # room above the roofs for their legend
     ax.set_xlabel("arithmetic intensity (FLOP per byte of least memory traffic)")
     ax.set_ylabel("achieved GFLOP/s (log scale)")
     ax.set_title(title)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=6, loc="upper left")
-    if roofs:
-        # the memory roof is main-memory bandwidth; small arrays stay in the caches
-        ax.text(0.99, 0.01, "points above the memory roof ran from the caches, faster than main memory",
-                transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="0.3")
 
 
-def _roofline_points(ax: Axes, points: Sequence[dict[str, Any]]) -> None:
+def _roofline_points(ax: Axes, points: Sequence[dict[str, Any]]) -> list[Any]:
+    """Each point, numbered next to its marker; returns legend handles 'number: label (device)'."""
+    handles = []
     placed: list[tuple[float, float]] = []
-    for p in points:
-        ax.scatter(p["intensity"], p["gflops"], color=device_color(p["device"]),
-                   marker=p["marker"], edgecolor="black", linewidth=0.5, zorder=3)
-        # labels of points that (nearly) coincide go one under the other instead of on top
+    for k, p in enumerate(points, start=1):
+        handles.append(ax.scatter(p["intensity"], p["gflops"], color=device_color(p["device"]),
+                                  marker=p["marker"], edgecolor="black", linewidth=0.5, zorder=3,
+                                  label=f"{k}: {p['label']} ({p['device']}), {p['gflops']:.3g} GFLOP/s"))
+        # the numbers of points that (nearly) coincide go one under the other
         where = (math.log10(p["intensity"]), math.log10(p["gflops"]))
-        stacked = sum(abs(where[0] - x) < 0.3 and abs(where[1] - y) < 0.08 for x, y in placed)
+        stacked = sum(abs(where[0] - x) < 0.3 and abs(where[1] - y) < 0.15 for x, y in placed)
         placed.append(where)
-        ax.annotate(f"{p['label']} ({p['device']})", (p["intensity"], p["gflops"]),
-                    xytext=(4, -2 - 8 * stacked), textcoords="offset points", fontsize=6, color="0.25")
+        ax.annotate(str(k), (p["intensity"], p["gflops"]), xytext=(5, 2 - 8 * stacked),
+                    textcoords="offset points", ha="left", fontsize=7, color="0.2")
+    return handles

@@ -8,6 +8,9 @@ before they read the clock, and ``benchmark()`` also times each GPU with CUDA ev
 from __future__ import annotations
 
 import dataclasses
+import functools
+import gc
+import itertools
 import math
 import time
 from collections.abc import Callable, Iterable
@@ -16,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import _C
+from ._format import TIME_SCALES, format_seconds, time_unit
 
 __all__ = ["BenchmarkResult", "Timer", "benchmark"]
 
@@ -48,41 +52,6 @@ def _device_list(devices: DevicesArg, op: str) -> list | None:
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{op}: bad entry {d!r} in devices: {exc}") from None
     return out
-
-
-def format_seconds(seconds: float, unit: str | None = None) -> str:
-    """`seconds` with 3 significant digits in s, ms, us or ns (or the `unit` given).
-
-    >>> format_seconds(0.0123)
-    '12.3 ms'
-    """
-    unit = unit or _unit_for(seconds)
-    value = seconds / _UNITS[unit]
-    return f"{value:.3g} {unit}"
-
-
-_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-
-
-def format_bytes(n: float) -> str:
-    """A byte count in B, KiB, MiB, GiB or TiB.
-
-    >>> format_bytes(43048)
-    '42.0 KiB'
-    """
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024:
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"
-
-
-def _unit_for(seconds: float) -> str:
-    for unit in ("s", "ms", "us"):
-        if abs(seconds) >= _UNITS[unit]:
-            return unit
-    return "ns"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -177,33 +146,46 @@ class Timer:
 # benchmark
 # ---------------------------------------------------------------------------------------------
 
+# A repeat of a tiny callable is a batch of calls lasting at least this long, and at least
+# 100 times the fixed cost of one measurement (clock reads, events, synchronization), so that
+# cost is under 1% of what a repeat reports. timeit sizes its loops the same way (autorange),
+# with 0.2 s per measurement; a millisecond leaves room for many repeats in max_duration.
+_MIN_REPEAT_S = 1e-3
+_FIXED_COST_SHARE = 100
+_OVERHEAD_REPEATS = 5  # measurements of an empty call (and of no call) for the overhead
+
 
 @dataclasses.dataclass
 class BenchmarkResult:
-    """What ``benchmark()`` measured. Times are in seconds, one entry per repeat.
+    """What ``benchmark()`` measured. Times are in seconds per call, one entry per repeat.
 
+    Each repeat is ``n_calls`` calls in a row, timed together and divided by ``n_calls``.
     ``median`` is the figure to quote: the GPU event time when a GPU was timed (the slowest
     timed GPU per repeat, when there are several), else the host time. ``mean``, ``std``,
     ``min`` and ``max`` describe the same series (``times``); ``std`` is the sample standard
-    deviation (0.0 for a single repeat).
+    deviation (0.0 for a single repeat). ``overhead`` is what the same measurement reports
+    per call for an empty callable (``lambda: None``) at the same ``n_calls``: times near it
+    say more about the timing than about ``fn``.
     """
 
     name: str
     n: int
     n_warmup: int
+    n_calls: int
     median: float
     mean: float
     std: float
     min: float
     max: float
+    overhead: float
     clock: str  # 'gpu' (CUDA events) or 'host' (perf_counter)
     times: list[float] = dataclasses.field(repr=False)
     cpu_times: list[float] = dataclasses.field(repr=False)
     gpu_times: dict[str, list[float]] = dataclasses.field(repr=False)
 
     def __str__(self) -> str:
-        unit = _unit_for(self.median)
-        scale = _UNITS[unit]
+        unit = time_unit(self.median)
+        scale = TIME_SCALES[unit]
         text = (
             f"{self.name}  n={self.n}  median {self.median / scale:.3g} {unit} "
             f"(min {self.min / scale:.3g}, max {self.max / scale:.3g})"
@@ -212,7 +194,8 @@ class BenchmarkResult:
             text += f"  gpu {device} {format_seconds(float(np.median(times)))}"
         if self.gpu_times:
             text += f"  host {format_seconds(float(np.median(self.cpu_times)))}"
-        return text
+        calls = f"{self.n_calls:,} calls per repeat, " if self.n_calls > 1 else ""
+        return text + f"  [{calls}empty call {format_seconds(self.overhead)}]"
 
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain Python values (for JSON)."""
@@ -246,6 +229,86 @@ def _check_gpus(gpus: list, op: str) -> None:
             )
 
 
+def _is_count(value: Any, minimum: int) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and value >= minimum
+
+
+def _check_arguments(fn: Any, n_warmup: Any, n_repeat: Any, max_duration: Any, n_calls: Any, op: str) -> None:
+    if not callable(fn):
+        raise TypeError(f"{op}: fn must be callable, got {type(fn).__name__}; e.g. benchmark(gd.matmul, a, b)")
+    if not _is_count(n_warmup, 0):
+        raise ValueError(f"{op}: n_warmup must be an int >= 0, got {n_warmup!r}")
+    if n_repeat is not None and not _is_count(n_repeat, 1):
+        raise ValueError(f"{op}: n_repeat must be an int >= 1 or None, got {n_repeat!r}")
+    if n_calls is not None and not _is_count(n_calls, 1):
+        raise ValueError(f"{op}: n_calls must be an int >= 1 or None (sized automatically), got {n_calls!r}")
+    if isinstance(max_duration, bool) or not isinstance(max_duration, (int, float)) or not max_duration > 0:
+        raise ValueError(f"{op}: max_duration must be a number of seconds > 0, got {max_duration!r}")
+    if n_repeat is None and math.isinf(max_duration):
+        raise ValueError(f"{op}: max_duration={max_duration!r} with n_repeat=None would never stop; "
+                         f"give a finite max_duration or an n_repeat, e.g. n_repeat=100")
+
+
+class _Measurement:
+    """Times batches of calls on the host clock (up to the end of a synchronization) and on
+    each timed GPU with a pair of CUDA events."""
+
+    def __init__(self, gpus: list, op: str) -> None:
+        self.gpus, self.op = gpus, op
+        # CUDA events, recorded on each GPU's stream, time the GPU on its own clock
+        self.events = [(_C._event_create(d), _C._event_create(d)) for d in gpus]
+
+    def sync(self) -> None:
+        # The timed GPUs (their end events must be complete) and any other GPU with queued
+        # work, so the host time covers everything fn started.
+        pending = [d for d in _C._pending_devices() if d not in self.gpus]
+        _C._sync(self.op, (self.gpus + pending) or None)
+
+    def __call__(self, call: Callable[[], Any], n_calls: int) -> tuple[float, list[float]]:
+        """(host seconds, [seconds on each timed GPU]) of `n_calls` calls of `call`. The
+        garbage collector is off while they run, as in timeit."""
+        events = self.events
+        gc_was_on = gc.isenabled()
+        gc.disable()
+        try:
+            for start, _end in events:
+                _C._event_record(start)
+            t0 = time.perf_counter()
+            for _ in itertools.repeat(None, n_calls):
+                call()
+            for _start, end in events:
+                _C._event_record(end)
+            self.sync()
+            t1 = time.perf_counter()
+        finally:
+            if gc_was_on:
+                gc.enable()
+        return t1 - t0, [_C._event_elapsed_ms(start, end) / 1e3 for start, end in events]
+
+    def reported(self, sample: tuple[float, list[float]]) -> float:
+        """The figure a sample reports: the slowest timed GPU, else the host time."""
+        host, gpu = sample
+        return max(gpu) if gpu else host
+
+
+def _autorange(measure: _Measurement, call: Callable[[], Any], deadline: float) -> tuple[int, tuple]:
+    """Calls per repeat, sized like timeit.autorange (1, 2, 5, 10, 20, 50... calls) until a
+    batch lasts _MIN_REPEAT_S and 100 times the fixed cost of a measurement; returns that
+    count and its measurement, which counts as the first repeat."""
+    fixed = float(np.median([measure.reported(measure(call, 0)) for _ in range(_OVERHEAD_REPEATS)]))
+    target = max(_MIN_REPEAT_S, _FIXED_COST_SHARE * fixed)
+    n_calls = 1
+    while True:
+        sample = measure(call, n_calls)
+        if measure.reported(sample) >= target or time.perf_counter() >= deadline:
+            return n_calls, sample
+        n_calls = n_calls * 5 // 2 if str(n_calls)[0] == "2" else n_calls * 2  # 1, 2, 5, 10, 20...
+
+
+def _empty_call() -> None:
+    return None
+
+
 def benchmark(
     fn: Callable[..., Any],
     *args: Any,
@@ -253,17 +316,21 @@ def benchmark(
     n_repeat: int | None = None,
     max_duration: float = 1.0,
     devices: DevicesArg = None,
+    n_calls: int | None = None,
     **kwargs: Any,
 ) -> BenchmarkResult:
     """Time ``fn(*args, **kwargs)``: warm up, then repeat, timing host and GPUs.
 
     ``n_warmup`` calls run first (caches, allocator pools, cuBLAS handles). Then each repeat
-    is timed on the host with ``perf_counter`` up to the end of a synchronization, and on
-    each timed GPU with CUDA events recorded around the call. ``n_repeat`` runs exactly that
-    many repeats; without it repeats go on until they have taken ``max_duration`` seconds
-    (at least one repeat). ``devices=None`` times the GPUs that got work during the warm-up
-    (whether or not ``fn`` waited for it); pass ``devices=`` to choose, e.g. when
-    ``n_warmup=0``.
+    runs ``n_calls`` calls in a row, timed on the host with ``perf_counter`` up to the end of
+    a synchronization, and on each timed GPU with CUDA events recorded around the calls;
+    every figure is per call. ``n_calls=None`` sizes the batch like ``timeit.autorange``, so
+    a tiny callable is not swamped by the cost of reading clocks and synchronizing (a call
+    that takes a millisecond or more runs once per repeat). As in
+    ``cupyx.profiler.benchmark``, ``n_repeat`` and ``max_duration`` are both limits and the
+    first one reached ends the run (at least one repeat runs); ``n_repeat=None`` leaves only
+    the time limit. ``devices=None`` times the GPUs that got work during the warm-up (whether
+    or not ``fn`` waited for it); pass ``devices=`` to choose, e.g. when ``n_warmup=0``.
 
     Example:
         >>> import gpudev as gd
@@ -272,71 +339,45 @@ def benchmark(
         >>> r.n, r.median > 0
         (10, True)
         >>> print(r)  # doctest: +SKIP
-        matmul  n=10  median 412 us (min 398, max 455)
+        matmul  n=10  median 412 us (min 398, max 455)  [2 calls per repeat, empty call 1.1 us]
     """
     op = "benchmark"
-    if not callable(fn):
-        raise TypeError(f"{op}: fn must be callable, got {type(fn).__name__}; e.g. benchmark(gd.matmul, a, b)")
-    if isinstance(n_warmup, bool) or not isinstance(n_warmup, int) or n_warmup < 0:
-        raise ValueError(f"{op}: n_warmup must be an int >= 0, got {n_warmup!r}")
-    if n_repeat is not None and (isinstance(n_repeat, bool) or not isinstance(n_repeat, int) or n_repeat < 1):
-        raise ValueError(f"{op}: n_repeat must be an int >= 1 or None, got {n_repeat!r}")
-    if n_repeat is None and not (isinstance(max_duration, (int, float)) and max_duration > 0):
-        raise ValueError(f"{op}: max_duration must be a number of seconds > 0, got {max_duration!r}")
-
+    _check_arguments(fn, n_warmup, n_repeat, max_duration, n_calls, op)
     requested = _device_list(devices, op)
     if requested is not None:  # checked before the warm-up spends any time
         gpus = list(dict.fromkeys(d for d in requested if d.type == "cuda"))
         _check_gpus(gpus, op)
+    call = functools.partial(fn, *args, **kwargs) if args or kwargs else fn
     _C._take_touched_devices()  # forget work queued before the warm-up
     for _ in range(n_warmup):
-        fn(*args, **kwargs)
+        call()
     if requested is None:
         # every GPU the warm-up queued work on, also when fn synchronized it (.item())
         gpus = list(_C._take_touched_devices())
         _check_gpus(gpus, op)
-    # CUDA events, recorded on each GPU's stream, time the GPU on its own clock
-    events = [(_C._event_create(d), _C._event_create(d)) for d in gpus]
+    measure = _Measurement(gpus, op)
+    measure.sync()  # the warm-up's work must not land in the first repeat
 
-    def sync_all() -> None:
-        # The timed GPUs (their end events must be complete) and any other GPU with queued
-        # work, so the host time covers everything fn started.
-        pending = [d for d in _C._pending_devices() if d not in gpus]
-        targets = gpus + pending
-        _C._sync(op, targets or None)
+    deadline = time.perf_counter() + max_duration
+    samples = []
+    if n_calls is None:
+        n_calls, first = _autorange(measure, call, deadline)
+        samples.append(first)
+    limit = n_repeat if n_repeat is not None else math.inf
+    while len(samples) < limit and not (samples and time.perf_counter() >= deadline):
+        samples.append(measure(call, n_calls))
+    empty = [measure.reported(measure(_empty_call, n_calls)) / n_calls for _ in range(_OVERHEAD_REPEATS)]
 
-    sync_all()  # the warm-up's work must not land in the first repeat
-    cpu_times: list[float] = []
-    gpu_times: dict[str, list[float]] = {str(d): [] for d in gpus}
-    budget_end = time.perf_counter() + (max_duration if n_repeat is None else math.inf)
-    while True:
-        for start, _end in events:
-            _C._event_record(start)
-        t0 = time.perf_counter()
-        fn(*args, **kwargs)
-        for _start, end in events:
-            _C._event_record(end)
-        sync_all()
-        t1 = time.perf_counter()
-        cpu_times.append(t1 - t0)
-        for d, (start, end) in zip(gpus, events):
-            gpu_times[str(d)].append(_C._event_elapsed_ms(start, end) / 1e3)
-        if n_repeat is not None:
-            if len(cpu_times) >= n_repeat:
-                break
-        elif t1 >= budget_end:
-            break
-
-    if gpu_times:
-        times = np.max(np.array(list(gpu_times.values())), axis=0).tolist()
-        clock = "gpu"
-    else:
-        times, clock = cpu_times, "host"
+    cpu_times = [host / n_calls for host, _gpu in samples]
+    gpu_times = {str(d): [gpu[i] / n_calls for _host, gpu in samples] for i, d in enumerate(gpus)}
+    times = [measure.reported(s) / n_calls for s in samples]
     return BenchmarkResult(
         name=_fn_name(fn),
-        n=len(cpu_times),
+        n=len(samples),
         n_warmup=n_warmup,
-        clock=clock,
+        n_calls=n_calls,
+        overhead=float(np.median(empty)),
+        clock="gpu" if gpus else "host",
         times=times,
         cpu_times=cpu_times,
         gpu_times=gpu_times,

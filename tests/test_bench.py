@@ -12,7 +12,8 @@ import gpudev as gd
 from gpudev import bench
 from gpudev.__main__ import info_text, main
 
-CPU_ROWS = {"b += b", "a + b", "a.sum().item()", "b += b x1000", "sum", "mean", "norm", "sgemm", "batched @", "looped @"}
+CPU_ROWS = {"b += b", "a + b", "a.sum().item()", "benchmark(a.sum)", "b += b x1000", "sum", "mean", "norm", "sgemm",
+            "batched @", "looped @"}
 
 
 def _run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -33,6 +34,13 @@ def test_bench_quick_writes_json_with_every_row(tmp_path):
     rows = data["rows"]
     assert {r["row"] for r in rows} == CPU_ROWS
     assert data["setup"]["repeats"] == 7 and data["setup"]["quick"] is True
+    # gd.benchmark's figure for a.sum() against timeit's, taken in alternation
+    (tool,) = [r for r in rows if r["row"] == "benchmark(a.sum)"]
+    rows = [r for r in rows if r is not tool]
+    assert set(tool["times"]) == {"gpudev", "timeit"} and all(len(t) == 7 for t in tool["times"].values())
+    assert tool["ratio"]["timeit"] == pytest.approx(tool["median"]["gpudev"] / tool["median"]["timeit"])
+    assert tool["target"] == "<= 1.5x timeit" and tool["verdict"] in ("PASS", "FAIL")
+    assert any(line.startswith("benchmark(a.sum)") for line in proc.stdout.splitlines())
     for r in rows:
         assert r["device"] == "cpu"
         assert len(r["times"]["gpudev"]) == 7 and all(t > 0 for t in r["times"]["gpudev"])

@@ -76,39 +76,55 @@ def check_plot(res: ex.Result, tmp_path) -> None:
 
 def test_matmul_vs_small_cpu(tmp_path):
     n = 192
-    res = ex.matmul_vs_small(n=n, devices=["cpu"], calls=50, repeats=3, bandwidth_elements=1 << 16)
+    res = ex.matmul_vs_small(n=n, devices=["cpu"], repeats=3, bandwidth_elements=1 << 16, peak_n=256)
     check_rows(res)
-    tasks = {(r["task"], r["timing"]) for r in res.rows}
-    assert tasks == {("setup", "first call"), ("matmul", "first call"), ("matmul", "synchronized"),
+    tasks = {(r["task"], r["timing"].split(" of ")[0]) for r in res.rows}
+    assert tasks == {("setup", "first call"), ("peak sgemm", "best"), ("stream add", "best"),
+                     ("matmul", "first call"), ("matmul", "synchronized"),
                      ("sum", "first call"), ("sum", "synchronized"), ("sum+item", "first call"),
                      ("sum+item", "synchronized"), ("add1", "first call"), ("add1", "synchronized"),
                      ("bandwidth", "synchronized")}
     mm = next(r for r in res.rows if r["task"] == "matmul" and r["timing"] == "synchronized")
-    assert mm["flops"] == 2.0 * n**3
+    assert mm["flops"] == 2.0 * n**3 and mm["gbps"] is None  # a product is rated in GFLOP/s only
     assert mm["gflops"] == pytest.approx(mm["flops"] / mm["seconds"] / 1e9)
     assert all(r["repeats"] == 1 for r in res.rows if r["timing"] == "first call")
-    # the CPU has nothing to show for the unsynchronized timer: no such row, and a note why
+    tiny = next(r for r in res.rows if r["task"] == "sum" and r["timing"] == "synchronized")
+    assert tiny["gflops"] is None and tiny["gbps"] > 0 and tiny["overhead_s"] > 0 and tiny["calls"] >= 1
+    # the CPU has nothing to show for the unsynchronized timer: no such row; arithmetic instead
     assert not any(r["timing"] == "unsynchronized (wrong)" for r in res.rows)
     peak = res.meta["peaks"]["cpu"]
-    assert peak["gflops"] == pytest.approx(mm["flops"] / mm["min_s"] / 1e9)
-    assert peak["gbps"] > 0 and "measured" in peak["gflops_source"]
+    sgemm = next(r for r in res.rows if r["task"] == "peak sgemm")
+    assert peak["gflops"] == pytest.approx(sgemm["flops"] / sgemm["min_s"] / 1e9)
+    assert sgemm["seconds"] == sgemm["min_s"]  # a roof is the best repeat
+    memory = next(r for r in res.rows if r["task"] == "stream add" and "main memory" in r["label"])
+    assert peak["gbps"] == pytest.approx(memory["bytes"] / memory["min_s"] / 1e9)
+    assert [c["level"] for c in peak["caches"]] == [c["level"] for c in ex.peaks.cache_levels(gd.cpu())]
+    assert "125 TFLOP/s" in res.conclusion and f"{peak['gflops']:.3g} GFLOP/s measured on cpu" in res.conclusion
     # the conclusion quotes this run's numbers, not canned text
     assert format_seconds(mm["seconds"]) in res.conclusion
     assert f"{mm['gflops']:.3g} GFLOP/s" in res.conclusion
     check_plot(res, tmp_path)
 
 
+def test_matmul_vs_small_skips_the_warm_product_past_the_budget():
+    res = ex.matmul_vs_small(n=300, devices=["cpu"], repeats=2, bandwidth_elements=1 << 12, peak_n=64,
+                             budget_s=1e-9)
+    assert not any(r["task"] == "matmul" and r["timing"] == "synchronized" for r in res.rows)
+    assert any("the warm matmul 300x300 on cpu was not timed" in n_ for n_ in res.notes)
+    assert "first call: no warm repeat fit in the time budget" in res.conclusion
+
+
 @pytest.mark.gpu
 def test_matmul_vs_small_gpu_shows_the_wrong_timing(cuda0):
-    res = ex.matmul_vs_small(n=2048, devices=["cpu", cuda0], calls=50, repeats=3,
-                             bandwidth_elements=1 << 22)
+    res = ex.matmul_vs_small(n=2048, devices=["cpu", cuda0], repeats=3, bandwidth_elements=1 << 22,
+                             peak_n=1024)
     check_rows(res)
     right = next(r for r in res.rows if r["device"] == str(cuda0) and r["task"] == "matmul"
                  and r["timing"] == "synchronized")
     wrong = next(r for r in res.rows if r["timing"] == "unsynchronized (wrong)")
     assert right["clock"] == "gpu"
     assert wrong["seconds"] < right["seconds"]
-    assert "seems to take" in res.conclusion and "faster than" in res.conclusion
+    assert "seems to take" in res.conclusion and "TFLOP/s peak measured on cuda:0" in res.conclusion
 
 
 # ---------------------------------------------------------------------------------------------
@@ -126,6 +142,12 @@ def test_params_on_device_cpu(tmp_path):
     assert res.meta["loss_after_steps"] < res.meta["loss_first"]
     save = next(r for r in res.rows if r["action"].startswith("gd.save"))
     assert save["bytes"] == res.meta["file_bytes"]
+    # on the CPU, loading onto the device is loading onto the CPU: one row, and .cpu() of host
+    # memory copies nothing, so it has no bytes moved and no MB/s
+    assert [r["action"] for r in res.rows].count("gd.load onto the CPU") == 1
+    assert not any(r["action"] == "gd.load onto cpu" for r in res.rows)
+    to_host = next(r for r in res.rows if r["action"].startswith("parameters to the host"))
+    assert to_host["bytes"] is None and to_host["mbps"] is None
     assert f"{res.meta['file_bytes']:,}-byte" in res.conclusion
     check_plot(res, tmp_path)
 
@@ -163,7 +185,10 @@ def test_norm_logging_cpu(tmp_path):
     assert [r["syncs"] for r in res.rows] == [n, 1, 1]  # one per .item(), then one .tolist()
     assert [r["copies"] for r in res.rows] == [0, 0, 0]  # the CPU copies nothing to itself
     assert res.rows[0]["speedup"] == 1.0
-    assert res.rows[1]["speedup"] == pytest.approx(res.rows[0]["seconds"] / res.rows[1]["seconds"])
+    # the variants ran in alternation: the speedup is the median of the rounds' ratios
+    a, b = (np.array(r["times"]) for r in res.rows[:2])
+    assert res.rows[1]["speedup"] == pytest.approx(float(np.median(a / b)))
+    assert len(a) == len(b) == 3
     assert res.ok and len(res.checks) == 2, res.checks
     # the logged norms are those of the products, computed independently with NumPy
     gd.manual_seed(0)
@@ -228,36 +253,25 @@ def test_small_op_sweep_cpu(tmp_path):
     res = ex.small_op_sweep(sizes=(64, 4, 16), iters=50, devices=["cpu"], repeats=3)
     check_rows(res)
     assert [r["size"] for r in res.rows] == [4, 16, 64]  # sorted
+    levels = ex.peaks.cache_levels(gd.cpu())
     for r in res.rows:
-        assert r["per_op_s"] == pytest.approx(r["seconds"] / 50)
-        assert r["elements"] == r["size"] ** 2 and r["iters"] == 50
+        assert r["calls"] == 50 and r["elements"] == r["size"] ** 2
+        assert r["footprint"] == 4 * r["elements"] and r["bytes"] == 8 * r["elements"]
+        assert r["level"] == ex.peaks.level_of(r["footprint"], levels)
+        assert r["ns_per_element"] == pytest.approx(r["seconds"] / r["elements"] * 1e9)
     assert res.meta["crossovers"] == {}
-    assert res.meta["fits"]["cpu"]["t0_s"] == res.rows[0]["per_op_s"]
+    assert res.meta["caches"]["cpu"] == levels
+    assert res.meta["break_even"]["cpu"]["t0_s"] == min(r["min_s"] for r in res.rows)  # the fastest op
     assert "no GPU to compare with" in res.conclusion or NUM_GPUS
     check_plot(res, tmp_path)
 
 
-def test_crossover_and_cost_model_on_known_curves():
-    sizes = [4, 40, 400, 4000]
-    elements = np.array([s * s for s in sizes], dtype=float)
-    # CPU: 0.1 us + 8 bytes per element at 20 GB/s; GPU: 5 us + 8 bytes at 2000 GB/s
-    cpu_t = 1e-7 + 8 * elements / 20e9
-    gpu_t = 5e-6 + 8 * elements / 2000e9
-
-    def rows(ts):
-        return [{"elements": e, "size": s, "per_op_s": t, "bytes": 8 * e * 10, "iters": 10}
-                for s, e, t in zip(sizes, elements, ts)]
-
-    c = ex._crossover(rows(cpu_t), rows(gpu_t))
-    assert c["status"] == "crossover" and c["between"] == [1600, 160000]
-    # the exact crossing of the two straight lines, against the log-log interpolation
-    exact = (5e-6 - 1e-7) / (8 / 20e9 - 8 / 2000e9)
-    assert 0.3 * exact < c["elements"] < 3 * exact
-    assert ex._crossover(rows(cpu_t), rows(cpu_t * 2))["status"] == "cpu wins at every size"
-    assert ex._crossover(rows(cpu_t), rows(cpu_t / 2))["status"] == "gpu wins at every size"
-    fit = ex._fit_cost(rows(cpu_t))
-    assert fit["t0_s"] == pytest.approx(cpu_t[0])
-    assert fit["bandwidth_gbps"] == pytest.approx(20, rel=1e-3)
+def test_small_op_sweep_sizes_its_batches():
+    res = ex.small_op_sweep(sizes=(4, 512), devices=["cpu"], repeats=2)
+    small, big = res.rows
+    assert small["calls"] > 1  # a 4x4 op is timed in batches, as timeit would
+    # the batch's size comes from its first repeat, which lasted at least a millisecond
+    assert small["max_s"] * small["calls"] >= 1e-3 * (1 - 1e-9)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -267,6 +281,7 @@ def test_crossover_and_cost_model_on_known_curves():
 
 def test_result_table_and_markdown():
     res = ex.small_op_sweep(sizes=(4, 8), iters=10, devices="cpu", repeats=2)
+    assert res.columns[0][0] == "device"
     text = res.table()
     assert text.splitlines()[0].split()[:3] == ["device", "size", "elements"]
     assert len(text.splitlines()) == 2 + len(res.rows)
@@ -372,93 +387,6 @@ def test_cli_bad_arguments(argv, words, capsys, tmp_path):
 def test_run_picks_exercises_and_devices():
     (res,) = ex.run(only=[5], devices=[gd.cpu()], quick=True)
     assert res.number == 5 and {r["device"] for r in res.rows} == {"cpu"}
-    assert res.meta["iters"] == ex.settings(quick=True)[5]["iters"]
+    assert res.meta["sizes"] == list(ex.settings(quick=True)[5]["sizes"])
     with pytest.raises(ValueError, match=r"run: no exercise \[9\]"):
         ex.run(only=[9])
-
-
-# ---------------------------------------------------------------------------------------------
-# GPU and two-GPU reports, from synthetic measurements (runs without a GPU)
-# ---------------------------------------------------------------------------------------------
-
-
-def _timed(seconds: float, clock: str = "host") -> dict:
-    return ex._stats([seconds * 0.9, seconds, seconds * 1.2], clock)
-
-
-def _ex1_rows(device: str, scale: float) -> list[dict]:
-    dev = gd.Device(device)
-    rows = [ex._ex1_row(dev, "setup", "first allocation on the device", "first call", _timed(0.2 * scale),
-                        0, 0)]
-    for timing, t in (("first call", 2.0), ("synchronized", 1.0)):
-        rows.append(ex._ex1_row(dev, "matmul", "matmul 4096x4096", timing, _timed(t * scale), 2.0 * 4096**3,
-                                3.0 * 4 * 4096**2))
-    if dev.type == "cuda":
-        rows.append(ex._ex1_row(dev, "matmul", "matmul 4096x4096", "unsynchronized (wrong)",
-                                _timed(1e-5, "host, unsynchronized"), 2.0 * 4096**3, 3.0 * 4 * 4096**2))
-    for task in ("sum", "sum+item", "add1"):
-        for timing in ("first call", "synchronized"):
-            rows.append(ex._ex1_row(dev, task, task, timing, _timed(1e-7 / scale), 16, 68.0))
-    rows.append(ex._ex1_row(dev, "bandwidth", "sum", "synchronized", _timed(1e-3 * scale), 1e6, 4e6))
-    return rows
-
-
-def test_gpu_reports_read_their_numbers(tmp_path):
-    cpu, gpu = gd.cpu(), gd.Device("cuda:0")
-    rows = _ex1_rows("cpu", 1.0) + _ex1_rows("cuda:0", 0.01)
-    text = ex._ex1_conclusion(rows, [cpu, gpu], 4096, 4)
-    assert "cuda:0 is 100x faster than the CPU" in text  # 1 s vs 10 ms, for the product
-    assert "the CPU is 100x faster than cuda:0" in text  # 0.1 us vs 10 us, for the tiny sum
-    assert "seems to take 10 us, 1,000x less than its real 10 ms" in text
-    res = ex.Result(number=1, name="matmul_vs_small", title="t", question="q", fields=ex._EX1_FIELDS,
-                    columns=ex._EX1_COLUMNS, rows=rows, conclusion=text,
-                    meta={"peaks": {"cpu": {"gflops": 100, "gflops_source": "measured: x", "gbps": 20,
-                                            "gbps_source": "measured: y"},
-                                    "cuda:0": {"gflops": 5e4, "gflops_source": "measured: x", "gbps": 4e3,
-                                               "gbps_source": "measured: y"}}})
-    check_plot(res, tmp_path)
-
-
-def test_two_gpu_report_from_synthetic_rows(tmp_path):
-    g0, g1 = gd.Device("cuda:0"), gd.Device("cuda:1")
-    rows = []
-    for d, t_dev in ((g0, 0.04), (g1, 0.04)):
-        rows += [
-            {"device": str(d), "n": 8192, "part": "overlap", "scenario": "two products", **_timed(t_dev)},
-            {"device": str(d), "n": 8192, "part": "overlap", "scenario": "host work alone (NumPy)",
-             **_timed(0.04)},
-            {"device": str(d), "n": 8192, "part": "overlap", "scenario": "both", **_timed(0.045),
-             "overlap": 0.875, "overlap_raw": 0.875, "no_overlap_s": 0.08, "full_overlap_s": 0.04},
-        ]
-    rows += [
-        {"device": "cuda:0", "n": 8192, "part": "two GPUs", "scenario": "in sequence", **_timed(0.08)},
-        {"device": "cuda:0+cuda:1", "n": 8192, "part": "two GPUs", "scenario": "concurrently",
-         **_timed(0.042), "speedup": 0.08 / 0.042, "efficiency": 0.04 / 0.042},
-    ]
-    text = ex._ex4_conclusion(rows, [g0, g1], [g0, g1], None)
-    assert "88% of the shorter one was hidden" in text and "a 1.90x speedup, 95% of the ideal 2x" in text
-    res = ex.Result(number=4, name="two_devices", title="t", question="q", fields=ex._EX4_FIELDS,
-                    columns=ex._EX4_COLUMNS, rows=rows, conclusion=text)
-    assert "95%" in res.table()
-    check_plot(res, tmp_path)
-
-
-def test_crossover_report_and_plot(tmp_path):
-    sizes = [4, 40, 400, 4000]
-    rows = []
-    for device, t0, bw in (("cpu", 1e-7, 20e9), ("cuda:0", 5e-6, 2000e9)):
-        for s in sizes:
-            per_op = t0 + 8 * s * s / bw
-            rows.append({"device": device, "size": s, "elements": s * s, "iters": 10,
-                         **ex._stats([10 * per_op] * 3, "host"), "per_op_s": per_op,
-                         "flops": 10.0 * s * s, "bytes": 80.0 * s * s, "gbps": 8 * s * s / per_op / 1e9})
-    devs = [gd.cpu(), gd.Device("cuda:0")]
-    fits = {d: ex._fit_cost([r for r in rows if r["device"] == d]) for d in ("cpu", "cuda:0")}
-    cross = {"cuda:0": ex._crossover(rows[:4], rows[4:])}
-    text = ex._ex5_conclusion(rows, devs, fits, cross)
-    c = cross["cuda:0"]
-    assert f"cuda:0 is faster than the CPU from about {c['size']:.0f}x{c['size']:.0f}" in text
-    res = ex.Result(number=5, name="small_op_sweep", title="t", question="q", fields=ex._EX5_FIELDS,
-                    columns=ex._EX5_COLUMNS, rows=rows, conclusion=text,
-                    meta={"iters": 10, "fits": fits, "crossovers": cross})
-    check_plot(res, tmp_path)

@@ -4,11 +4,15 @@ own .npy/.npz files, atomic writes, and refusal of every corrupt, truncated or f
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import os
 import pickle
 import stat
 import struct
+import tracemalloc
 import zipfile
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -16,6 +20,7 @@ import pytest
 import gpudev as gd
 import gpudev.io as gio
 from conftest import CPU, DTYPE_IDS, DTYPES, NUM_GPUS, assert_array, host, is_gpu, sample
+from fuzz.zipforge import BZIP2, DEFLATED, STORED, UTF8_NAME, build, entry, local_record
 
 SHAPES = [(), (0,), (1,), (7,), (3, 4), (0, 3), (2, 3, 5)]
 
@@ -166,6 +171,8 @@ def test_load_onto_missing_gpu_fails_before_reading(tmp_path):
         (sample((4, 3), np.float64).astype(">f8"), np.float64),  # big-endian
         (np.asfortranarray(sample((4, 3), np.float32)), np.float32),  # fortran_order: True
         (np.ones((0, 4), np.float32), np.float32),
+        (np.array(7, np.uint8), np.int64),  # 0-d arrays stay 0-d when converted
+        (np.array(2.5, ">f8"), np.float64),
     ],
     ids=lambda v: v.dtype.str + ("F" if v.flags.f_contiguous and v.ndim > 1 else "")
     if isinstance(v, np.ndarray) else "",
@@ -288,13 +295,17 @@ def handmade_npy(header: str, data: bytes = b"", version: bytes = b"\x01\x00") -
         ("{'descr': '<f4', 'fortran_order': False, 'shape': [1]}\n", b"\0" * 4, "tuple"),
         ("{'descr': '<f4', 'fortran_order': 0, 'shape': (1,)}\n", b"\0" * 4, "fortran_order"),
         ("{'descr': 'nonsense', 'fortran_order': False, 'shape': (1,)}\n", b"\0" * 4, "invalid dtype"),
+        ("{'descr': ',i8', 'fortran_order': False, 'shape': (1,)}\n", b"\0" * 8, "invalid dtype"),
         ("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,)}\n", b"\0" * 4, "structured"),
         ("{'descr': '|O', 'fortran_order': False, 'shape': (1,)}\n", b"\x80\x04N.", "object"),
         (f"{{'descr': '<f4', 'fortran_order': False, 'shape': ({10**30},)}}\n", b"\0" * 4, "truncated"),
         ("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}\n", b"\0" * 12, "longer"),
+        (f"{{'descr': '<f8', 'fortran_order': False, 'shape': (0, {2**62}, {2**62})}}\n", b"",
+         "too big"),
     ],
     ids=["code", "list", "missing-key", "extra-key", "negative", "bool", "shape-list",
-         "fortran-int", "bad-descr", "structured", "object", "huge", "trailing"],
+         "fortran-int", "bad-descr", "syntax-descr", "structured", "object", "huge", "trailing",
+         "empty-but-huge"],
 )
 def test_bad_headers_are_refused(header, data, fragment, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -377,6 +388,127 @@ def test_missing_file_and_folder(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
+# refused: hostile archives (lying sizes, bombs, undecodable names), within a memory budget
+# ---------------------------------------------------------------------------------------------
+
+
+def npy_bytes(values: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    np.lib.format.write_array(out, values, allow_pickle=False)
+    return out.getvalue()
+
+
+def npy_claiming(count: int) -> bytes:
+    """A .npy header (no data) that promises `count` float64 values."""
+    return handmade_npy(f"{{'descr': '<f8', 'fortran_order': False, 'shape': ({count},)}}\n")
+
+
+@contextmanager
+def allocation_peak():
+    """Yields a callable giving the peak bytes allocated (NumPy's buffers included) so far."""
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        yield lambda: tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def assert_refused_or_same(path) -> None:
+    """gd.load(path) raises ValueError naming the file, or returns what np.load returns."""
+    try:
+        loaded = gd.load(path)
+    except ValueError as e:
+        assert os.fspath(path) in str(e), str(e)
+        return
+    with np.load(path) as npz:
+        assert list(loaded) == npz.files
+        for key in npz.files:
+            np.testing.assert_array_equal(host(loaded[key]), npz[key])
+
+
+@pytest.mark.parametrize("savez", [np.savez, np.savez_compressed], ids=["stored", "deflated"])
+def test_every_damaged_archive_byte_is_refused_or_harmless(savez, tmp_path):
+    # Damage anywhere (compressed data, central directory, end record) gives a ValueError
+    # naming the file, never zlib.error or NotImplementedError, or exactly NumPy's arrays.
+    savez(tmp_path / "m.npz", w=np.arange(40.0).reshape(5, 8), n=np.arange(3))
+    full = (tmp_path / "m.npz").read_bytes()
+    for offset in range(len(full)):
+        for mask in (0x01, 0x10, 0xFF):
+            damaged = bytearray(full)
+            damaged[offset] ^= mask
+            (tmp_path / "bad.npz").write_bytes(bytes(damaged))
+            assert_refused_or_same(tmp_path / "bad.npz")
+
+
+def test_undecodable_member_name_is_refused(tmp_path):
+    content = npy_bytes(np.ones(2))
+    (tmp_path / "m.npz").write_bytes(build([entry(b"\xff\xfe.npy", content, flags=UTF8_NAME)]))
+    assert_refused(tmp_path / "m.npz", "not a valid .npz archive")
+
+
+@pytest.mark.parametrize(
+    "method, lies",
+    [(STORED, {}), (STORED, {"csize": "size"}), (DEFLATED, {}), (BZIP2, {})],
+    ids=["stored", "stored-csize-too", "deflated", "bzip2"],
+)
+def test_a_claim_of_256_tib_is_refused_before_allocating(method, lies, tmp_path):
+    # The zip64 size and the .npy header agree on 2**45 float64 values in a tiny file.
+    header = npy_claiming(2**45)
+    size = len(header) + 8 * 2**45
+    lies = {key: size for key in lies}
+    (tmp_path / "m.npz").write_bytes(
+        build([entry("w.npy", header + bytes(64), method, size=size, zip64=True, **lies)]))
+    with allocation_peak() as peak:
+        assert_refused(tmp_path / "m.npz", "'w.npy'")
+    assert peak() < 2**20
+
+
+def test_compressed_memory_follows_the_data_not_the_claim(tmp_path):
+    # Incompressible data under a header claiming 1000 times more: the claim is within what
+    # deflate could expand to, so only reading tells the lie, and reading must not trust it.
+    data = np.random.default_rng(0).bytes(2**20)
+    header = npy_claiming(2**27)  # 1 GiB of float64
+    claim = len(header) + 8 * 2**27
+    (tmp_path / "m.npz").write_bytes(build([entry("w.npy", header + data, DEFLATED, size=claim)]))
+    with allocation_peak() as peak:
+        assert_refused(tmp_path / "m.npz", "'w.npy'", "truncated")
+    assert peak() < 16 * 2**20
+
+
+def test_a_claim_beyond_deflates_ratio_is_refused_unread(tmp_path):
+    zeros = entry("w.npy", npy_bytes(np.zeros(2**19)), DEFLATED)
+    lie = dataclasses.replace(zeros, size=1032 * zeros.csize + 1)
+    (tmp_path / "m.npz").write_bytes(build([lie]))
+    assert_refused(tmp_path / "m.npz", "'w.npy'", "1032:1")
+    (tmp_path / "m.npz").write_bytes(build([zeros]))
+    assert_array(gd.load(tmp_path / "m.npz")["w"], np.zeros(2**19))
+
+
+def test_bzip2_members_are_refused_unread(tmp_path):
+    # zipfile decompresses a bzip2 member without any bound on one read's output: these
+    # 32 MiB of zeros take a few hundred bytes and would be inflated at the first byte read.
+    (tmp_path / "m.npz").write_bytes(build([entry("w.npy", npy_bytes(np.zeros(2**22)), BZIP2)]))
+    with allocation_peak() as peak:
+        assert_refused(tmp_path / "m.npz", "'w.npy'", "compression method 12")
+    assert peak() < 2**20
+
+
+def test_overlapping_members_are_refused(tmp_path):
+    # Member a's data quotes member b's whole local record, so both parse and b's bytes
+    # are read twice: the trick behind zip bombs that need no nesting.
+    b = entry("b.npy", npy_bytes(np.arange(3.0)))
+    quoted = local_record(b)
+    a_header = npy_bytes(np.zeros(len(quoted), np.uint8))[: -len(quoted)]
+    a = entry("a.npy", a_header + quoted)
+    raw = build([a, b], offsets=[None, 30 + len(b"a.npy") + len(a_header)])
+    (tmp_path / "m.npz").write_bytes(raw)
+    with np.load(tmp_path / "m.npz") as npz:  # a valid archive to zipfile
+        np.testing.assert_array_equal(npz["b"], np.arange(3.0))
+    assert_refused(tmp_path / "m.npz", "overlap")
+
+
+# ---------------------------------------------------------------------------------------------
 # saving: argument checks and atomic replacement
 # ---------------------------------------------------------------------------------------------
 
@@ -397,6 +529,32 @@ def test_save_argument_errors(tmp_path):
     with pytest.raises(TypeError, match="save: path must be a str or os.PathLike"):
         gd.save(gd.ones(2), 3)
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "keys, rule",
+    [
+        (["a\x00b", "a\x00c"], "NUL"),
+        (["w\x00"], "NUL"),
+        (["k" * 70_000], "65535"),
+        (["\ud800"], "UTF-8"),
+        (["a\\b"], "backslash"),
+    ],
+    ids=["nul-collision", "nul-end", "too-long", "surrogate", "backslash"],
+)
+def test_keys_that_cannot_be_loaded_back_are_refused(keys, rule, tmp_path):
+    with pytest.raises(ValueError) as info:
+        gd.save({key: gd.ones(2) for key in keys}, tmp_path / "m.npz")
+    message = str(info.value)
+    assert message.startswith(f"save: key {keys[0][:20]!r}"[:-1]), message
+    assert rule in message, message
+    assert os.listdir(tmp_path) == []
+
+
+def test_longest_key_zip_allows_loads_back(tmp_path):
+    key = "k" * (0xFFFF - len(".npy"))
+    gd.save({key: gd.arange(3)}, tmp_path / "m.npz")
+    assert list(gd.load(tmp_path / "m.npz")) == [key]
 
 
 def test_failed_save_keeps_the_old_file(tmp_path):

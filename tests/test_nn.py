@@ -76,6 +76,20 @@ def test_relu_and_its_mask_are_exact(device):
         assert got[3] in (0.0, g[3])
 
 
+def test_linear_dtype_none_means_float32(device):
+    lin = nn.Linear(3, 2, device=device, dtype=None)
+    assert lin.weight.dtype == np.float32 and lin.bias.dtype == np.float32
+    assert lin(gd.ones((1, 3), device=device)).dtype == np.float32
+
+
+def test_relu_backward_needs_a_float_output():
+    relu = nn.ReLU()
+    assert relu(gd.array([-1, 2])).tolist() == [0, 2]  # integer inference is fine
+    with pytest.raises(TypeError, match=r"ReLU.backward: gradients need a float dtype but the "
+                                        r"layer's output is int64; .*x.astype\(gd.float32\)"):
+        relu.backward(gd.ones(2, dtype=gd.int64))
+
+
 def test_mse_loss_matches_numpy(device):
     p, y = sample((6, 4), np.float64, seed=1), sample((6, 4), np.float64, seed=2)
     loss_fn = nn.MSELoss()

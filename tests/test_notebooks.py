@@ -90,3 +90,24 @@ def test_notebook_runs(path, kernel_env, tmp_path, monkeypatch):
     assert "text/markdown" in kinds
     if path.name != "00_tour.ipynb":
         assert "image/png" in kinds, f"{path.name} showed no figure"
+
+
+def test_make_lab_installs_the_extra_registers_a_kernel_and_opens_the_notebooks():
+    """`make -n` prints the lab target's commands without running them (no server starts)."""
+    import os
+    import tomllib
+
+    # run as its own make, even when the tests themselves run under `make test`
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    proc = subprocess.run(["make", "--no-print-directory", "-n", "lab", "LAB_DRY_RUN=1"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    commands = proc.stdout.splitlines()
+    install = next(c for c in commands if "-m pip install" in c and "'notebooks'" in c)
+    kernel = next(c for c in commands if "-m ipykernel install" in c)
+    server = commands[-1]
+    assert commands.index(install) < commands.index(kernel) < commands.index(server)
+    assert "--sys-prefix" in kernel and "--name gpudev" in kernel
+    assert server == 'echo "would run:" .venv/bin/jupyter lab --notebook-dir=notebooks'
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["notebooks"]
+    assert {req.split(">")[0] for req in extra} >= {"jupyterlab", "ipykernel", "matplotlib"}

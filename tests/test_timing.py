@@ -12,7 +12,7 @@ import time
 import pytest
 
 import gpudev as gd
-from gpudev import _C
+from gpudev import _C, timing
 
 # ---------------------------------------------------------------------------------------------
 # Timer
@@ -144,10 +144,10 @@ def test_benchmark_honours_n_repeat_and_n_warmup():
         return (x * scale).sum()
 
     a = gd.ones((64, 64))
-    r = gd.benchmark(work, a, n_warmup=2, n_repeat=5, scale=3)
-    assert len(calls) == 7
+    r = gd.benchmark(work, a, n_warmup=2, n_repeat=5, n_calls=1, scale=3)
+    assert len(calls) == 7  # warm-up and repeats: the empty-call measurements do not call fn
     assert all(c[1] == 3 for c in calls)
-    assert r.n == 5 and r.n_warmup == 2
+    assert r.n == 5 and r.n_warmup == 2 and r.n_calls == 1
     assert len(r.cpu_times) == 5 and r.times == r.cpu_times
     assert r.clock == "host" and r.gpu_times == {}
     assert all(t > 0 for t in r.cpu_times)
@@ -178,8 +178,9 @@ def test_benchmark_runs_at_least_once_past_max_duration():
 def test_benchmark_synchronizes_after_warmup_and_each_repeat():
     a = gd.ones(10)
     with gd.trace() as tr:
-        gd.benchmark(a.sum, n_warmup=3, n_repeat=4)
-    assert tr.count("sync", "benchmark") == 4 + 1
+        gd.benchmark(a.sum, n_warmup=3, n_repeat=4, n_calls=1)
+    # after the warm-up, after each repeat, and after each measurement of an empty call
+    assert tr.count("sync", "benchmark") == 1 + 4 + timing._OVERHEAD_REPEATS
     assert tr.count("op", "sum") == 3 + 4
 
 
@@ -212,6 +213,79 @@ def test_benchmark_bad_input():
         gd.benchmark(time.sleep, 0, max_duration=0)
     with pytest.raises(ValueError, match="benchmark: bad entry 'gpu7'"):
         gd.benchmark(time.sleep, 0, devices=["gpu7"])
+
+
+@pytest.mark.parametrize("value", [float("nan"), 0, -1.0, True, "1"])
+def test_benchmark_refuses_a_bad_max_duration(value):
+    with pytest.raises(ValueError, match="benchmark: max_duration must be a number of seconds > 0"):
+        gd.benchmark(time.sleep, 0, max_duration=value)
+    with pytest.raises(ValueError, match="benchmark: max_duration must be a number of seconds > 0"):
+        gd.benchmark(time.sleep, 0, n_repeat=3, max_duration=value)
+
+
+def test_benchmark_refuses_an_endless_run():
+    calls = []
+    with pytest.raises(ValueError, match=r"benchmark: max_duration=inf with n_repeat=None would never stop; "
+                                         r"give a finite max_duration or an n_repeat"):
+        gd.benchmark(calls.append, 1, max_duration=float("inf"))
+    assert calls == []  # refused before the warm-up
+    r = gd.benchmark(lambda: None, n_repeat=3, max_duration=float("inf"))  # n_repeat bounds it
+    assert r.n == 3
+
+
+def test_benchmark_bad_n_calls():
+    for value in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match=r"benchmark: n_calls must be an int >= 1 or None"):
+            gd.benchmark(time.sleep, 0, n_calls=value)
+
+
+class FakeClock:
+    """perf_counter for benchmark(): time moves only when the timed function calls tick()."""
+
+    def __init__(self, per_call: float) -> None:
+        self.now, self.per_call, self.calls = 0.0, per_call, 0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def tick(self) -> None:
+        self.now += self.per_call
+        self.calls += 1
+
+
+@pytest.fixture
+def fake_clock(monkeypatch):
+    clock = FakeClock(2.0**-19)  # about 1.9 us; powers of two keep the sums exact
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    return clock
+
+
+def test_benchmark_batches_tiny_calls_like_autorange(fake_clock):
+    r = gd.benchmark(fake_clock.tick, n_warmup=0, n_repeat=4)
+    # 1, 2, 5, ... calls until a batch lasts _MIN_REPEAT_S = 1 ms: 500 calls take 0.95 ms,
+    # 1000 take 1.9 ms; that batch is the first of the 4 repeats
+    assert r.n_calls == 1000 and r.n == 4
+    assert r.times == [2.0**-19] * 4 and r.median == 2.0**-19
+    assert r.overhead == 0.0  # an empty call costs no fake time
+    assert "1,000 calls per repeat" in str(r)
+    assert fake_clock.calls == sum((1, 2, 5, 10, 20, 50, 100, 200, 500)) + 4 * 1000
+
+
+def test_benchmark_n_repeat_and_max_duration_are_both_limits(fake_clock):
+    fake_clock.per_call = 2.0**-9  # about 2 ms: one call is a whole repeat
+    r = gd.benchmark(fake_clock.tick, n_warmup=0, n_repeat=10**9, max_duration=0.25)
+    assert r.n_calls == 1 and r.n == 128  # 0.25 s / 2**-9 s: max_duration ended it, not n_repeat
+    r = gd.benchmark(fake_clock.tick, n_warmup=0, n_repeat=5, max_duration=0.25)
+    assert r.n == 5  # n_repeat ended it
+    r = gd.benchmark(fake_clock.tick, n_warmup=0, n_calls=4, max_duration=0.25)
+    assert r.n_calls == 4 and r.n == 32 and r.median == 2.0**-9
+
+
+def test_benchmark_reports_the_empty_call_overhead():
+    a = gd.ones((4, 4))
+    r = gd.benchmark(a.sum, max_duration=0.05)
+    assert r.overhead > 0 and r.n_calls >= 1
+    assert "empty call" in str(r) and r.to_dict()["overhead"] == r.overhead
 
 
 def test_benchmark_refuses_a_missing_gpu_before_running_anything():

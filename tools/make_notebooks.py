@@ -25,11 +25,13 @@ SETUP = """\
 %matplotlib inline
 import gpudev as gd
 from gpudev import exercises as ex
+from gpudev.exercises.catalog import quick_from_env
 from IPython.display import Markdown
 
-kw = ex.settings()[{k}]  # the book's sizes, or small ones when GPUDEV_QUICK=1
-print("sizes:", kw)
-print("devices here:", [gd.cpu()] + [gd.gpu(i) for i in range(gd.num_gpus())])"""
+QUICK = quick_from_env()  # True when Jupyter was started with GPUDEV_QUICK=1: small sizes
+kw = ex.settings()[{k}]   # the sizes of the full measurement below
+devices = [gd.cpu()] + [gd.gpu(i) for i in range(gd.num_gpus())]
+print("devices here:", devices, "| sizes of the full measurement:", kw)"""
 
 SHOW = """\
 print(res.table())
@@ -43,21 +45,33 @@ Markdown(res.conclusion + ("\\n\\n**Skipped:** " + res.skipped if res.skipped el
 QUICK_NOTE = ("Run it as it is for the book's sizes, or start Jupyter with `GPUDEV_QUICK=1` for "
               "small sizes that finish in seconds on a laptop.")
 
+CORE_INTRO = ("## The experiment, step by step\n\nThe cells below are the core of the measurement, "
+              "written out: change a size and re-run them. `gd.benchmark` warms up, repeats, "
+              "synchronizes and reports the median per call (tiny calls are timed in batches, as "
+              "`timeit` does); `gd.Timer` times a block; `gd.trace` counts operations, copies and "
+              "synchronizations.")
 
-def exercise(k: int, title: str, question: str, call: str, extra: list[tuple[str, str]],
-             try_it: str) -> list[tuple[str, str]]:
-    """The cells of one exercise notebook: the question, the run, the table and plot, what the
-    numbers say (computed), more analysis, and what to try next."""
+
+def exercise(k: int, title: str, question: str, core: list[tuple[str, str]], call: str,
+             extra: list[tuple[str, str]], try_it: str) -> list[tuple[str, str]]:
+    """The cells of one exercise notebook: the question, the experiment's core loop (cells a
+    student edits), the library's full run with its table and plot, what the numbers say
+    (computed), more analysis, and what to try next."""
     return [
         ("md", f"# Exercise {k}: {title}\n\n{question}\n\n{QUICK_NOTE}"),
         ("code", SETUP.format(k=k)),
+        ("md", CORE_INTRO),
+        *core,
+        ("md", "## The full measurement\n\nThe same experiment as the library runs it for "
+               "`python -m gpudev exercises`: every device, repeats, first calls, and the checks."),
         ("code", f"res = {call}"),
-        ("md", "## The measurements\n\nThe table lists every timed row (median, fastest and "
-               "slowest repeat); `res.rows` has every raw time and `res.fields` documents each "
-               "column."),
+        ("md", "The table lists every timed row (median, fastest and slowest repeat); `res.rows` "
+               "has every raw time and `res.fields` documents each column."),
         ("code", SHOW),
         ("md", "## What the numbers say\n\nThis paragraph is written by `gpudev.exercises` from "
-               "the numbers above, so it is about this machine and this run."),
+               "the numbers above, so it is about this machine and this run. Every comparison "
+               "comes with the interval of its ratio; when that interval includes 1 it says there "
+               "is no measurable difference."),
         ("code", CONCLUSION),
         *extra,
         ("md", f"## Try it yourself\n\n{try_it}"),
@@ -214,25 +228,53 @@ EX1 = exercise(
     "`ex.matmul_vs_small` times an n x n float32 product and three tiny tasks on every device, "
     "right (synchronized, warm-up excluded) and, on GPUs, wrong (unsynchronized). The first "
     "call of each task is its own row: one-time costs such as creating a CUDA context show up "
-    "there and nowhere else.",
+    "there and nowhere else. It also measures the peaks the roofline chart draws.",
+    [("code", """\
+n = 500 if QUICK else 2000      # change it: the product's time grows like n**3
+for dev in devices:
+    a, x = gd.randn(n, n, device=dev), gd.randn(4, 4, device=dev)
+    big = gd.benchmark(gd.matmul, a, a, n_repeat=5, max_duration=10)
+    tiny = gd.benchmark(x.sum, n_repeat=20)
+    print(f"{dev}: {n}x{n} product {big.median * 1e3:.3g} ms ({2 * n**3 / big.median / 1e9:.3g} GFLOP/s); "
+          f"4x4 sum {tiny.median * 1e9:.3g} ns per call, timed {tiny.n_calls:,} calls at a time "
+          f"(an empty call reads {tiny.overhead * 1e9:.3g} ns)")"""),
+     ("md", "A timer that does not wait for the GPU reads the time to *queue* the work. The "
+            "arithmetic exposes such a reading anywhere: compare the rate it implies with what "
+            "the device can do."),
+     ("code", """\
+dev = gd.try_gpu()
+a = gd.randn(n, n, device=dev)
+a @ a                            # warm-up
+gd.synchronize()
+with gd.Timer(sync=False) as wrong:
+    a @ a
+gd.synchronize()
+with gd.Timer() as right:
+    a @ a
+flops = 2 * n**3
+print(f"unsynchronized: {wrong.elapsed * 1e3:.3g} ms, implying {flops / wrong.elapsed / 1e9:,.0f} GFLOP/s")
+print(f"synchronized:   {right.elapsed * 1e3:.3g} ms, {flops / right.elapsed / 1e9:,.0f} GFLOP/s")
+print(f"the book's 0.016 s for n=10000 implies {2 * 10000**3 / 0.016 / 1e12:.0f} TFLOP/s")""")],
     "ex.matmul_vs_small(**kw)",
     [("md", "## Big vs tiny, device by device"),
      ("code", """\
 lines = []
 for dev in dict.fromkeys(r["device"] for r in res.rows):
     pick = {(r["task"], r["timing"]): r for r in res.rows if r["device"] == dev}
-    mm, tiny = pick[("matmul", "synchronized")], pick[("sum", "synchronized")]
-    first = pick[("matmul", "first call")]
+    tiny, first = pick[("sum", "synchronized")], pick[("matmul", "first call")]
+    mm = pick.get(("matmul", "synchronized"), first)
     lines.append(
         f"- **{dev}**: the product does {mm['flops'] / tiny['flops']:,.0f}x the arithmetic of the "
         f"tiny sum and takes {mm['seconds'] / tiny['seconds']:,.0f}x as long; it runs at "
-        f"{mm['gflops']:.3g} GFLOP/s, the tiny sum at {tiny['gflops']:.3g}. The first product "
-        f"took {first['seconds'] / mm['seconds']:.3g}x as long as a warm one.")
+        f"{mm['gflops'] or first['flops'] / first['seconds'] / 1e9:.3g} GFLOP/s, and the tiny sum "
+        f"moves its bytes at {tiny['gbps']:.3g} GB/s.")
 Markdown("\\n".join(lines))"""),
-     ("md", "The roofline panel puts the same rows against the peaks measured in this run: "
-            "points far below the roof are limited by the cost of a call, not by the hardware.")],
-    "Pass `n=4000` or `devices=['cpu']`; compare `small=4` with `small=200`. On a GPU machine, "
-    "look at the unsynchronized row: that is the number the book's timer would print.",
+     ("md", "The roofline panel puts the same rows against the roofs measured in this run (the "
+            "best of several products, and a stream-style add in each cache and in main memory): "
+            "points far below their roof are limited by the cost of a call, not by the hardware.")],
+    "Change `n` in the first cell and re-run it; pass `n=4000` or `devices=['cpu']` to "
+    "`ex.matmul_vs_small`. On a GPU machine, look at the unsynchronized row: that is the number "
+    "the book's timer would print.",
 )
 
 EX2 = exercise(
@@ -241,9 +283,7 @@ EX2 = exercise(
     "the 10-512-ReLU-10 model on the best device here, saves its state dict with `gd.save` (a "
     "NumPy `.npz` file), loads it onto the CPU and onto the device with `gd.load(path, "
     "device=...)`, and checks the loaded models predict exactly what the trained one does.",
-    "ex.params_on_device(**kw)",
-    [("md", "## The file is plain NumPy"),
-     ("code", """\
+    [("code", """\
 import os, tempfile
 import numpy as np
 from gpudev import nn
@@ -256,7 +296,13 @@ with tempfile.TemporaryDirectory() as folder:
     gd.save(net.state_dict(), path)
     with np.load(path) as f:        # no gpudev needed to read it
         shapes = {name: f[name].shape for name in f.files}
-shapes"""),
+    with gd.trace() as tr:          # what a copy to the host and a load onto the device cost
+        host = {k: v.cpu() for k, v in net.state_dict().items()}
+        loaded = gd.load(path, device=dev)
+    print(shapes)
+    print(tr)""")],
+    "ex.params_on_device(**kw)",
+    [("md", "## The checks"),
      ("code", """\
 Markdown("\\n".join(f"- check {'passed' if c['passed'] else 'FAILED'}: {c['check']} ({c['detail']})"
                    for c in res.checks)
@@ -274,19 +320,43 @@ EX3 = exercise(
     "`.item()` every step, (b) a log on the device copied once, and (c) one batched product with "
     "batched norms; it counts synchronizations and copies with `gd.trace()` and checks that all "
     "three log the same norms.",
-    "ex.norm_logging(**kw)",
-    [("md", "## Speedups and the price of each synchronization"),
+    [("code", """\
+n, size = (200, 100) if QUICK else (1000, 100)   # change them and re-run
+dev = gd.try_gpu()
+xs, w = gd.randn(n, size, size, device=dev), gd.randn(size, size, device=dev) * 0.1
+
+def per_item():                  # (a) copy each norm to the host as soon as it is computed
+    return [gd.norm(xs[i] @ w).item() for i in range(n)]
+
+def on_device():                 # (b) keep the log on the device, copy it once
+    log = gd.empty((n,), device=dev)
+    for i in range(n):
+        log[i] = gd.norm(xs[i] @ w)
+    return log.tolist()
+
+with gd.trace() as tr_a:
+    per_item()
+with gd.trace() as tr_b:
+    on_device()
+print("a:", tr_a.summary()["totals"])
+print("b:", tr_b.summary()["totals"])"""),
      ("code", """\
-a, b, c = res.rows
-per_sync = (a["seconds"] - b["seconds"]) / max(a["syncs"] - b["syncs"], 1)
+from gpudev.exercises.compare import compare
+
+a = gd.benchmark(per_item, n_warmup=1, n_repeat=5)
+b = gd.benchmark(on_device, n_warmup=1, n_repeat=5)
+print(a)
+print(b)
+compare("(b) on the device", b.times, "(a) .item() every step", a.times)""")],
+    "ex.norm_logging(**kw)",
+    [("md", "## The comparisons, round by round"),
+     ("code", """\
+a, b, c = res.rows   # the three variants ran in alternation, so round i of each saw the same load
 Markdown(
-    f"Variant b is {b['speedup']:.3g}x as fast as a, variant c {c['speedup']:.3g}x. Spread over "
-    f"the {a['syncs'] - b['syncs']:,} synchronizations that b avoids, the difference is "
-    f"{per_sync * 1e6:.3g} µs per `.item()` on {a['device']}"
-    + (" (negative: on this run the loop with `.item()` was the faster one; a synchronization "
-       "costs nothing on the CPU, so what is left is noise)." if per_sync < 0 else ".")
+    f"{compare('(b) on the device', b['times'], '(a) .item() every step', a['times'], paired=True)}; "
+    f"{compare('(c) batched', c['times'], '(b) on the device', b['times'], paired=True)}."
     + "\\n\\n" + "\\n".join(f"- check {'passed' if k['passed'] else 'FAILED'}: {k['check']}: {k['detail']}"
-                         for k in res.checks))""")],
+                           for k in res.checks))""")],
     "Change `size` to 10 and to 1000: where do synchronizations stop mattering? Wrap your own "
     "training loop in `with gd.trace() as tr:` and print `tr`.",
 )
@@ -297,6 +367,24 @@ EX4 = exercise(
     "the same time vs. in sequence on one GPU.*\n\n`ex.two_devices` does that when there are "
     "two GPUs. On every device it also measures whether two queued products overlap with work "
     "on the host: on a GPU they should, on the CPU they cannot.",
+    [("code", """\
+import numpy as np
+
+n = 384 if QUICK else 1024       # change it and re-run
+dev = gd.try_gpu()
+a = gd.randn(n, n, device=dev)
+host = np.empty(1_000_000)
+rng = np.random.default_rng(0)
+with gd.Timer() as products:
+    a @ a; a @ a
+with gd.Timer() as host_work:
+    rng.standard_normal(out=host)
+with gd.Timer() as both:         # queue the products, then do the host work
+    a @ a; a @ a
+    rng.standard_normal(out=host)
+print(f"products {products.elapsed * 1e3:.3g} ms, host work {host_work.elapsed * 1e3:.3g} ms, "
+      f"both {both.elapsed * 1e3:.3g} ms (no overlap would be "
+      f"{(products.elapsed + host_work.elapsed) * 1e3:.3g} ms)")""")],
     "ex.two_devices(**kw)",
     [("md", "## Overlap, device by device"),
      ("code", """\
@@ -313,30 +401,44 @@ Markdown("\\n".join(lines))""")],
 )
 
 EX5 = exercise(
-    5, "the b += b loop: where the GPU starts to win",
-    "*For a tiny elementwise operation repeated 1000 times, how does the time grow with the "
-    "array's size on each device, and from which size on is a GPU faster?*\n\n"
-    "`ex.small_op_sweep` times `b += b` for growing square arrays on each device and finds the "
-    "crossover size where each GPU starts to beat the CPU; without a GPU it reads the CPU's "
-    "fixed cost per operation and its bandwidth off the curve.",
+    5, "b += b for growing sizes: where the data starts to cost",
+    "*For a tiny elementwise operation, how does the time grow with the array's size on each "
+    "device, from which size on does the data cost more than the call, and from which size on "
+    "is a GPU faster?*\n\n`ex.small_op_sweep` times one `b += b` for growing square arrays on "
+    "each device, reads the break-even size off the measured curve, marks the machine's cache "
+    "sizes, fits `t = t0 + bytes / bandwidth` to the sizes that fit in cache (reporting its "
+    "residuals) and finds the crossover size where each GPU starts to beat the CPU.",
+    [("code", """\
+import operator
+
+sizes = [4, 16, 64, 256, 1024]   # change them and re-run
+for dev in devices:
+    for s in sizes:
+        b = gd.zeros((s, s), device=dev)
+        r = gd.benchmark(operator.iadd, b, b, n_repeat=5)   # one b += b, in batches
+        print(f"{dev} {s:5}x{s:<5} {r.median * 1e9:9.3g} ns per op, "
+              f"{r.median / (s * s) * 1e9:.3g} ns per element ({r.n_calls:,} ops per repeat)")""")],
     "ex.small_op_sweep(**kw)",
-    [("md", "## Fixed cost and bandwidth"),
+    [("md", "## Break-even, model and crossover"),
      ("code", """\
 lines = []
-for dev, fit in res.meta["fits"].items():
-    if fit["bandwidth_gbps"]:
-        lines.append(f"- **{dev}**: {fit['t0_s'] * 1e9:.3g} ns per operation plus the data at "
-                     f"{fit['bandwidth_gbps']:.3g} GB/s; the data costs as much as the call from "
-                     f"about {fit['break_even_elements']:,.0f} elements on.")
-    else:
-        lines.append(f"- **{dev}**: the largest size was not slower than the smallest, so this "
-                     f"run cannot separate the fixed cost from the bandwidth.")
+for dev, even in res.meta["break_even"].items():
+    fit = res.meta["fits"][dev]
+    line = f"- **{dev}**: fixed cost {even['t0_s'] * 1e9:.3g} ns; "
+    line += (f"an op takes twice that from about {even['elements']:,.0f} elements"
+             if even["status"] == "found" else "no size took twice as long")
+    if fit["t0_s"] is not None:
+        worst = max(abs(v) for v in fit["residuals"].values())
+        line += (f"; fitted to {fit['fitted_on']}: {fit['t0_s'] * 1e9:.3g} ns + bytes / "
+                 f"{fit['bandwidth_gbps']:.3g} GB/s (largest residual over all sizes {worst:.0%})")
+    lines.append(line)
 for gpu, c in res.meta["crossovers"].items():
     lines.append(f"- **{gpu} vs cpu**: " + (f"the GPU wins from about {c['size']:.0f}x{c['size']:.0f}"
                                            if c["status"] == "crossover" else c["status"]))
 Markdown("\\n".join(lines))""")],
-    "Add sizes (`sizes=(4, 16, 64, 256, 1024, 4096)`) to pin down the crossover; compare "
-    "`b += b` with `b = b + b`, which allocates a new array every step.",
+    "Add sizes to the first cell (`sizes = [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]`) to pin "
+    "down the break-even; compare `b += b` with `b = b + b`, which allocates a new array every "
+    "step; find your machine's cache sizes on the figure.",
 )
 
 NOTEBOOKS = {

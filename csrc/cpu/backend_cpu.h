@@ -29,14 +29,6 @@ const char *gd_cpu_simd_level(void);
  * MAX_THREADS=64". Static storage; never NULL. */
 const char *gd_cpu_blas_config(void);
 
-/* Host memory held by gpudev arrays: out[0] allocated_bytes (live, as requested),
- * out[1] peak_allocated_bytes (since start or the last reset), out[2] allocations (live
- * blocks), out[3] reserved_bytes (live, including alignment padding). gpudev keeps no
- * host cache, so freed memory goes straight back to the C library. */
-void gd_cpu_memory_stats(int64_t out[4]);
-/* Restart peak_allocated_bytes from the current allocated_bytes. */
-void gd_cpu_reset_peak(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -84,39 +84,25 @@ void gd_cpu_free(void *ptr, int device, size_t nbytes)
     free(ptr);
 }
 
-void gd_cpu_memory_stats(int64_t out[4])
-{
-    out[0] = atomic_load_explicit(&gd_mem_allocated, memory_order_relaxed);
-    out[1] = atomic_load_explicit(&gd_mem_peak, memory_order_relaxed);
-    out[2] = atomic_load_explicit(&gd_mem_count, memory_order_relaxed);
-    out[3] = atomic_load_explicit(&gd_mem_reserved, memory_order_relaxed);
-}
-
-void gd_cpu_reset_peak(void)
-{
-    atomic_store_explicit(&gd_mem_peak, atomic_load_explicit(&gd_mem_allocated, memory_order_relaxed),
-                          memory_order_relaxed);
-}
-
 /* ------------------------------------------------------------------------------------------
- * device services: memory statistics
+ * device services: memory statistics (gpudev keeps no host cache: freed memory goes straight
+ * back to the C library, so reserved is live blocks plus their alignment padding)
  * ---------------------------------------------------------------------------------------- */
 
 int gd_cpu_get_memory_stats(gd_memory_stats *out, int device, gd_error *err)
 {
     (void)device;
     (void)err;
-    int64_t s[4];
-    gd_cpu_memory_stats(s);
-    out->allocated_bytes = s[0];
-    out->peak_allocated_bytes = s[1];
-    out->allocations = s[2];
-    out->reserved_bytes = s[3];
+    out->allocated_bytes = atomic_load_explicit(&gd_mem_allocated, memory_order_relaxed);
+    out->peak_allocated_bytes = atomic_load_explicit(&gd_mem_peak, memory_order_relaxed);
+    out->allocations = atomic_load_explicit(&gd_mem_count, memory_order_relaxed);
+    out->reserved_bytes = atomic_load_explicit(&gd_mem_reserved, memory_order_relaxed);
     return GD_OK;
 }
 
 void gd_cpu_reset_peak_memory(int device)
 {
     (void)device;
-    gd_cpu_reset_peak();
+    atomic_store_explicit(&gd_mem_peak, atomic_load_explicit(&gd_mem_allocated, memory_order_relaxed),
+                          memory_order_relaxed);
 }

@@ -85,7 +85,7 @@ def run_cli(argv: list[str] | None = None) -> int:
     row_filter = [r.strip() for r in args.rows.split(",")] if args.rows else None
 
     setup, results = run(devices, peers, args.quick, args.repeat, row_filter, peak, gpu_peak)
-    shown = [p for p in PEERS if any(p in r.median for r in results)]
+    shown = [p for p in (*PEERS, "timeit") if any(p in r.median for r in results)]
     print(setup_text(setup))
     print()
     print(format_table(results, shown))

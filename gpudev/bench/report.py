@@ -40,7 +40,7 @@ def _metric_text(m: dict[str, float]) -> str:
     return " ".join(parts)
 
 
-_ABBREV = {"gpudev": "gd", "numpy": "np", "torch": "torch", "cupy": "cupy"}
+_ABBREV = {"gpudev": "gd", "numpy": "np", "torch": "torch", "cupy": "cupy", "timeit": "timeit"}
 
 
 def format_table(results: list[RowResult], peers: list[str]) -> str:

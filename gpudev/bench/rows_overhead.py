@@ -1,5 +1,6 @@
 """Rows that measure the fixed cost of a call: tiny operations on 4x4 arrays, per operation,
-and the ``b += b`` loop of 1000 iterations for growing sizes, per loop.
+the ``b += b`` loop of 1000 iterations for growing sizes, per loop, and gd.benchmark's own
+figure for a tiny call against timeit's.
 
     >>> [name for name, *_ in tiny_rows("cpu", 1000)]
     ['b += b', 'a + b', 'a.sum().item()']
@@ -12,10 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from .model import Row, Target
+import gpudev as gd
+
+from .model import Impl, Row, Target
 from .peers import Context, RowBuilder, per_peer
 
-__all__ = ["loop_rows", "tiny_rows"]
+__all__ = ["benchmark_rows", "loop_rows", "tiny_rows"]
 
 
 def tiny_rows(device: str, n: int) -> list[tuple[str, str, str, RowBuilder]]:
@@ -83,3 +86,22 @@ def loop_rows(device: str, sizes: list[int]) -> list[tuple[str, str, str, RowBui
 
         rows.append(("b += b x1000", f"{n}x{n}", device, build))
     return rows
+
+
+def benchmark_rows(device: str, n: int) -> list[tuple[str, str, str, RowBuilder]]:
+    """gd.benchmark(a.sum) on 4x4 against timeit of the same call, side by side: the median
+    per call gd.benchmark reports must be within 1.5x of timeit's time per call (a
+    per-repeat cost of clock reads and synchronization would show up here)."""
+
+    def build(ctx: Context) -> Row:
+        a = gd.ones((4, 4), device=device)
+
+        def reported(number: int) -> float:
+            return gd.benchmark(a.sum, n_warmup=1, max_duration=0.05).median * number
+
+        impls = {"gpudev": Impl(stmt="gd.benchmark(a.sum).median", env={"a": a}, measure_with=reported),
+                 "timeit": Impl(stmt="a.sum()", env={"a": a}, sync=ctx.sync("gpudev", device))}
+        return Row("benchmark(a.sum)", "4x4", device, impls, number=n,
+                   target=Target("<= 1.5x timeit", peer="timeit", max_ratio=1.5))
+
+    return [("benchmark(a.sum)", "4x4", device, build)]

@@ -19,7 +19,7 @@ from .peers import Context, RowBuilder, load_peers
 from .report import describe_setup
 from .rows_compute import batched_rows, sgemm_rows
 from .rows_memory import reduction_rows, transfer_rows
-from .rows_overhead import loop_rows, tiny_rows
+from .rows_overhead import benchmark_rows, loop_rows, tiny_rows
 
 __all__ = ["judge", "plan", "run", "run_row"]
 
@@ -35,12 +35,14 @@ def plan(devices: list[str], quick: bool) -> list[tuple[str, str, str, RowBuilde
     for device in devices:
         if device == "cpu":
             rows += tiny_rows(device, 4000 if quick else 20000)
+            rows += benchmark_rows(device, 4000 if quick else 20000)
             rows += loop_rows(device, [4, 40, 400] if quick else [4, 40, 400, 4000])
             rows += reduction_rows(device, 10**7 if quick else 10**8)
             rows += sgemm_rows(device, [1000] if quick else [1000, 4000])
             rows += batched_rows(device, quick)
         else:
             rows += tiny_rows(device, 2000 if quick else 10000)
+            rows += benchmark_rows(device, 2000 if quick else 10000)
             rows += loop_rows(device, [4, 40, 400, 4000])
             rows += transfer_rows(device, 2**26 if quick else 2**28)
             rows += reduction_rows(device, 10**8 if quick else 10**9)

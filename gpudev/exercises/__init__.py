@@ -8,23 +8,25 @@ the numbers, why a part was skipped (e.g. no second GPU), and ``.table()`` / ``.
 2. :func:`params_on_device`  a 10-512-10 model on a device: save, load onto CPU and device
 3. :func:`norm_logging`      logging a norm with ``.item()`` each step vs keeping it on the device
 4. :func:`two_devices`       two products on two GPUs vs one; overlap of GPU and host work
-5. :func:`small_op_sweep`    the ``b += b`` loop per size: where the GPU starts to win
+5. :func:`small_op_sweep`    one ``b += b`` per size: where the data starts to cost, where a GPU wins
 
 ``python -m gpudev exercises`` runs them all (see :func:`run_cli`).
 
     >>> from gpudev import exercises as ex
-    >>> res = ex.small_op_sweep(sizes=(4, 64), iters=100)
+    >>> res = ex.small_op_sweep(sizes=(4, 64))
     >>> print(res.table())       # doctest: +SKIP
     >>> res.conclusion           # doctest: +SKIP
     >>> fig = res.plot("sweep.png")
 
 The modules, in reading order:
 
+    compare         every "A vs B" of a conclusion: the interval of a ratio, noisy repeats
     result          Result: rows, checks, conclusion; its table, JSON and figure lookup
     measure         what every exercise shares: devices, argument checks, timing statistics
+    peaks           the roofs: peak GFLOP/s, and GB/s per cache level and main memory
     ex1_matmul ... ex5_sweep
                     one module per exercise: its measurement, its conclusion and its figure
-    roofline_chart  achieved GFLOP/s of several exercises against the measured peaks
+    roofline_chart  achieved GFLOP/s of several exercises under the measured roofs
     catalog         the exercises by number, their sizes (settings) and run()
     report          results.json and report.md
     cli             python -m gpudev exercises

@@ -2,7 +2,7 @@
 
     >>> kw = settings(quick=True)[5]
     >>> (res,) = run(only=[5], quick=True)
-    >>> res.number, res.meta["iters"] == kw["iters"]
+    >>> res.number, res.meta["sizes"] == list(kw["sizes"])
     (5, True)
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import gpudev as gd
 
-from . import ex4_two_devices
+from . import ex4_two_devices, ex5_sweep
 from .ex1_matmul import matmul_vs_small
 from .ex2_params import params_on_device
 from .ex3_norm import norm_logging
@@ -47,14 +47,16 @@ def settings(quick: bool | None = None) -> dict[int, dict[str, Any]]:
         quick = quick_from_env()
     if quick:
         return {
-            1: {"n": 1000, "calls": 200, "repeats": 5, "bandwidth_elements": 2**22, "budget_s": 1.0},
+            1: {"n": 1000, "repeats": 5, "bandwidth_elements": 2**22, "budget_s": 2.0, "peak_n": 1024},
             2: {"steps": 5, "repeats": 3},
             3: {"n": 200, "size": 100, "repeats": 3},
             4: {"n": {"cpu": 384, "cuda": 4096}, "repeats": 5},
-            5: {"sizes": (4, 40, 400, 1000), "iters": 100, "repeats": 5},
+            5: {"sizes": (4, 16, 64, 256, 1024), "repeats": 5},
         }
-    return {1: {"n": 10000}, 2: {}, 3: {"n": 1000, "size": 100}, 4: {"n": dict(ex4_two_devices.SIZES)},
-            5: {"sizes": (4, 40, 400, 4000), "iters": 1000}}
+    # the 10000 x 10000 product takes ~10 s on two CPU cores: its first call and warm repeats
+    # stay within budget_s (one warm repeat there; more on faster machines)
+    return {1: {"n": 10000, "budget_s": 25.0}, 2: {}, 3: {"n": 1000, "size": 100},
+            4: {"n": dict(ex4_two_devices.SIZES)}, 5: {"sizes": ex5_sweep.SIZES}}
 
 
 def run(only: Iterable[int] | None = None, devices: list[gd.Device] | None = None,

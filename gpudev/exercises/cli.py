@@ -74,13 +74,40 @@ def _parse_devices(text: str, parser: argparse.ArgumentParser) -> list[gd.Device
     return out
 
 
-def _progress_bar(total: int) -> Any:
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, file=sys.stderr, unit="exercise", leave=False, dynamic_ncols=True,
-                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}] {postfix}")
+class _Progress:
+    """Which measurement runs now, on stderr: on a terminal a tqdm counter that moves with
+    each measurement, elsewhere (a log, a pipe, a notebook) one plain line per measurement."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.started, self.bar = total, time.perf_counter(), None
+        if sys.stderr.isatty():
+            try:
+                from tqdm import tqdm
+            except ImportError:
+                tqdm = None
+            if tqdm is not None:
+                self.bar = tqdm(file=sys.stderr, unit=" measurements", leave=False, dynamic_ncols=True,
+                                bar_format="{desc} {n_fmt}{unit} [{elapsed}] {postfix}")
+
+    def exercise(self, k: int, i: int) -> None:
+        if self.bar is not None:
+            self.bar.set_description(f"exercise {k} ({i}/{self.total}):")
+
+    def step(self, label: str) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(label, refresh=False)
+            self.bar.update()
+        else:
+            print(f"[{time.perf_counter() - self.started:5.1f} s] exercise {label}", file=sys.stderr, flush=True)
+
+    def clear(self) -> None:
+        """Before printing a result: the counter's line must not mix with it."""
+        if self.bar is not None:
+            self.bar.clear()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _run_each(numbers: list[int], kwargs: dict[int, dict[str, Any]], devices: list[gd.Device] | None,
@@ -90,34 +117,26 @@ def _run_each(numbers: list[int], kwargs: dict[int, dict[str, Any]], devices: li
     results: list[Result] = []
     errors: dict[int, str] = {}
     plot_files: dict[int, str] = {}
-    bar = _progress_bar(len(numbers))
-    if bar is not None:
-        set_progress(lambda label: bar.set_postfix_str(label, refresh=True))
+    progress = _Progress(len(numbers))
+    set_progress(progress.step)
     try:
-        for k in numbers:
-            if bar is not None:
-                bar.set_description(f"exercise {k}")
+        for i, k in enumerate(numbers, start=1):
+            progress.exercise(k, i)
             try:
                 res = EXERCISES[k](**kwargs[k], **device_kwargs(k, devices))
             except Exception as exc:  # one failing exercise must not hide the others' results
                 errors[k] = f"{type(exc).__name__}: {exc}"
-                if bar is not None:
-                    bar.update()
                 continue
             results.append(res)
             if plots is not None:
                 name = f"exercise{k}_{res.name}.png"
                 res.plot(os.path.join(out, name))
                 plot_files[k] = name
-            if bar is not None:
-                bar.clear()
+            progress.clear()
             print(res, end="\n\n", flush=True)
-            if bar is not None:
-                bar.update()
     finally:
         set_progress(None)
-        if bar is not None:
-            bar.close()
+        progress.close()
     return results, errors, plot_files
 
 

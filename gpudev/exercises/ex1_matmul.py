@@ -1,58 +1,73 @@
-"""Exercise 1: a big matrix product vs tiny tasks on each device, and the wrong way to time
-GPU work (a timer that does not wait for the GPU).
+"""Exercise 1: a big matrix product vs tiny tasks on each device, the peaks of the roofline
+chart, and the wrong way to time GPU work (a timer that does not wait for the GPU).
 
-    >>> res = matmul_vs_small(n=256, calls=100)
+    >>> res = matmul_vs_small(n=256, peak_n=256)
     >>> sorted({r["task"] for r in res.rows})
-    ['add1', 'bandwidth', 'matmul', 'setup', 'sum', 'sum+item']
+    ['add1', 'bandwidth', 'matmul', 'peak sgemm', 'setup', 'stream add', 'sum', 'sum+item']
     >>> fig = res.plot()     # time per call, and the roofline of the measured peaks
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import gpudev as gd
 
 from .._devices import DeviceLike
-from .._format import format_ratio, format_seconds
-from .measure import (
-    device_meta, devices_to_run, faster, first_call, positive_int, repeats_for, stats, step, time_repeats,
-)
+from .._format import format_count, format_gflops, format_ratio, format_seconds
+from .compare import compare, ratio, single_vs_sample
+from .measure import device_meta, devices_to_run, first_call, positive_int, stats, step, time_repeats
+from .peaks import measure_peaks
 from .result import TIMING_FIELDS, Result, bar_item, figure_of, notes_text
 from .roofline_chart import point_label, roofline
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["COLUMNS", "FIELDS", "conclusion", "matmul_vs_small", "plot", "row"]
+__all__ = ["BOOK_READING", "COLUMNS", "FIELDS", "conclusion", "matmul_vs_small", "plot", "row"]
 
 NUMBER = 1
+# What a timer that does not wait for the GPU reads for the book's 10000 x 10000 float32
+# product on a GPU: the time to queue the work, not to do it.
+BOOK_READING = {"n": 10000, "seconds": 0.016}
 FIELDS = {
     **TIMING_FIELDS,
-    "task": "'setup', 'matmul', 'sum', 'sum+item', 'add1' or 'bandwidth'",
+    "task": "'setup', 'peak sgemm', 'stream add', 'matmul', 'sum', 'sum+item', 'add1' or 'bandwidth'",
     "label": "the task in words, with its size",
-    "timing": "'first call' (one call, one-time costs included), 'synchronized' (warm, right) "
-              "or 'unsynchronized (wrong)' (GPUs: a timer that does not wait for the GPU)",
+    "timing": "'first call' (one call, one-time costs included), 'synchronized' (warm, right), "
+              "'best of n' (the peaks) or 'unsynchronized (wrong)' (GPUs: a timer that does not "
+              "wait for the GPU)",
     "flops": "floating-point operations of one call",
     "bytes": "the least memory traffic of one call (inputs read once, output written once)",
-    "gflops": "flops / seconds / 1e9 (achieved GFLOP/s)",
-    "gbps": "bytes / seconds / 1e9 (achieved GB/s)",
+    "footprint": "bytes the call works on: which cache level it can run from",
+    "gflops": "flops / seconds / 1e9 (achieved GFLOP/s; products only)",
+    "gbps": "bytes / seconds / 1e9 (achieved GB/s; sums and adds only)",
 }
 COLUMNS = [("device", "device", "text"), ("label", "task", "text"), ("timing", "timing", "text"),
            ("seconds", "time/call", "time"), ("min_s", "min", "time"), ("max_s", "max", "time"),
-           ("repeats", "n", "int"), ("gflops", "GFLOP/s", "rate"), ("gbps", "GB/s", "rate")]
-# rows that say nothing about throughput: left off the roofline chart
-NOT_STEADY = ("first call", "unsynchronized (wrong)")
+           ("repeats", "n", "int"), ("calls", "calls/repeat", "int"), ("gflops", "GFLOP/s", "rate"),
+           ("gbps", "GB/s", "rate")]
+COMPUTE_TASKS = ("matmul", "peak sgemm")  # rated in GFLOP/s; the other tasks in GB/s
+# rows that say nothing about steady throughput, and the peaks (they are the roofs): not points
+NOT_POINTS = ("first call", "unsynchronized (wrong)")
 
 
 def row(device: gd.Device, task: str, label: str, timing: str, timed: dict[str, Any],
-        flops: float, nbytes: float) -> dict[str, Any]:
-    """One row: the task, its timing statistics `timed`, and its GFLOP/s and GB/s."""
+        flops: float, nbytes: float, footprint: float | None = None) -> dict[str, Any]:
+    """One row: the task, its timing statistics `timed`, and its GFLOP/s or GB/s."""
     sec = timed["seconds"]
+    compute = task in COMPUTE_TASKS
     return {"device": str(device), "task": task, "label": label, "timing": timing, **timed,
-            "flops": flops, "bytes": nbytes, "gflops": flops / sec / 1e9 if flops else None,
-            "gbps": nbytes / sec / 1e9 if nbytes else None}
+            "flops": flops, "bytes": nbytes, "footprint": footprint,
+            "gflops": flops / sec / 1e9 if flops and compute else None,
+            "gbps": nbytes / sec / 1e9 if nbytes and not compute else None}
+
+
+def pick(rows: list[dict[str, Any]], **match: Any) -> dict[str, Any] | None:
+    """The first row whose fields equal `match`, None if there is none."""
+    return next((r for r in rows if all(r.get(k) == v for k, v in match.items())), None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -61,109 +76,144 @@ def row(device: gd.Device, task: str, label: str, timing: str, timed: dict[str, 
 
 
 def matmul_vs_small(n: int = 10000, devices: DeviceLike | Iterable[DeviceLike] | None = None, *,
-                    small: int = 4, calls: int = 1000, repeats: int = 7,
-                    bandwidth_elements: int = 2**26, budget_s: float = 30.0) -> Result:
+                    small: int = 4, calls: int | None = None, repeats: int = 7,
+                    bandwidth_elements: int = 2**26, budget_s: float = 25.0,
+                    peak_n: int | None = None) -> Result:
     """Exercise 1: a big matrix product and tiny tasks on each device, timed right.
 
-    On each device: the first allocation (on a GPU: context creation), the first and the warm
-    ``n x n`` float32 product, a ``small x small`` sum (result left on the device), the same
-    with ``.item()`` (a copy to the host and a synchronization), a 1-element add, and the sum
-    of ``bandwidth_elements`` floats (the measured memory bandwidth of the roofline chart; the
-    product's GFLOP/s is its measured compute peak). Tiny tasks are timed as loops of
-    ``calls`` calls; a unit is one call. On GPUs the product is also timed the wrong way, with
-    ``gd.Timer(sync=False)``, next to the right time. ``budget_s`` bounds the warm product's
-    repeats (at least 3).
+    On each device: the first allocation (on a GPU: context creation); the roofs of the
+    roofline chart (the best of several ``peak_n`` products, default
+    ``peaks.PEAK_N``, and a stream-style add in each cache level and in main memory); the
+    first and the warm ``n x n`` float32 product (a smaller size when, at the measured peak,
+    one product would take more than ``budget_s``: see :func:`product_size`); a
+    ``small x small`` sum (result left on the
+    device), the same with ``.item()`` (a copy to the host and a synchronization), a
+    1-element add, and the sum of ``bandwidth_elements`` floats. Tiny tasks are timed by
+    gd.benchmark in batches of ``calls`` calls (None: sized automatically); a row's unit is
+    one call. The first product and its warm repeats stay within ``budget_s`` seconds: warm
+    repeats run while the budget allows (up to ``repeats``; none when one product takes more
+    than half of it). On GPUs the product is also timed the wrong way, with
+    ``gd.Timer(sync=False)``.
 
     Row fields: see ``Result.fields``.
 
     Example:
-        >>> res = matmul_vs_small(n=256, calls=100)
-        >>> sorted({r["task"] for r in res.rows})
-        ['add1', 'bandwidth', 'matmul', 'setup', 'sum', 'sum+item']
+        >>> res = matmul_vs_small(n=256, peak_n=256)
+        >>> res.meta["peaks"]["cpu"]["gflops"] > 0
+        True
     """
     op = "matmul_vs_small"
     n = positive_int(op, "n", n)
     small = positive_int(op, "small", small)
-    calls = positive_int(op, "calls", calls)
+    calls = None if calls is None else positive_int(op, "calls", calls)
     repeats = positive_int(op, "repeats", repeats)
     bandwidth_elements = positive_int(op, "bandwidth_elements", bandwidth_elements)
+    peak_n = None if peak_n is None else positive_int(op, "peak_n", peak_n)
     devs, notes = devices_to_run(devices, op)
     rows: list[dict[str, Any]] = []
     peaks: dict[str, dict[str, Any]] = {}
     for d in devs:
-        _product(d, n, repeats, budget_s, rows)
+        step(f"1: first use of {d}")
+        rows.append(row(d, "setup", "first allocation on the device", "first call",
+                        first_call(lambda d=d: gd.zeros((1,), device=d)), 0, 0))
+        peaks[str(d)] = _peaks(d, peak_n, rows)
+    asked, n = n, product_size(n, peaks, budget_s)
+    if n != asked:
+        slowest = min(peaks.values(), key=lambda p: p["gflops"])
+        notes.append(f"the product was timed at {n}x{n}, not {asked}x{asked}: at the measured peak of "
+                     f"{format_gflops(slowest['gflops'])} one {asked}x{asked} product would take about "
+                     f"{format_seconds(2.0 * asked**3 / slowest['gflops'] / 1e9)}, more than the time "
+                     f"budget of {format_seconds(budget_s)}; pass budget_s= to time it")
+    for d in devs:
+        _product(d, n, repeats, budget_s, rows, notes)
         _tiny(d, small, calls, repeats, rows)
-        bw = _bandwidth(d, bandwidth_elements, repeats, rows)
-        warm = pick(rows, device=str(d), task="matmul", timing="synchronized")
-        peaks[str(d)] = {
-            "gflops": warm["flops"] / warm["min_s"] / 1e9, "gflops_source": f"measured: sgemm n={n}",
-            "gbps": bw["bytes"] / bw["min_s"] / 1e9,
-            "gbps_source": f"measured: sum of {bandwidth_elements:,} float32",
-        }
-    if gd.num_gpus() == 0:
-        notes.append("the unsynchronized-timer demonstration needs a GPU: on the CPU every call "
-                     "finishes before it returns, so a timer reads the same with or without "
-                     "synchronizing")
+        _bandwidth(d, bandwidth_elements, repeats, rows)
     return Result(
         number=NUMBER, name="matmul_vs_small", title="A big matrix product vs tiny tasks",
         question="How much faster is a GPU than the CPU for a big matrix product, and for a "
                  "tiny task? What goes wrong when GPU work is timed without synchronizing?",
         fields=FIELDS, columns=COLUMNS, rows=rows,
-        conclusion=conclusion(rows, devs, n, small),
+        conclusion=conclusion(rows, devs, n, small, peaks),
         notes=notes,
-        meta={"n": n, "small": small, "calls": calls, "repeats": repeats,
-              "bandwidth_elements": bandwidth_elements, "peaks": peaks,
+        meta={"n": n, "n_asked": asked, "small": small, "calls": calls, "repeats": repeats, "budget_s": budget_s,
+              "bandwidth_elements": bandwidth_elements, "peaks": peaks, "book_reading": BOOK_READING,
               "devices": device_meta(devs)},
     )
 
 
-def _product(d: gd.Device, n: int, repeats: int, budget_s: float, rows: list[dict[str, Any]]) -> None:
-    """First use of the device, then the n x n product: first call, warm, and on GPUs wrong."""
+def product_size(n: int, peaks: dict[str, dict[str, Any]], budget_s: float) -> int:
+    """`n`, when one n x n product takes at most `budget_s` seconds at every device's measured
+    peak; else the largest multiple of 500 (at least 500) whose product takes half of it on the
+    slowest device, so that it leaves room for warm repeats.
+
+    >>> product_size(10000, {"cpu": {"gflops": 200.0}}, 25.0), product_size(10000, {"cpu": {"gflops": 20.0}}, 25.0)
+    (10000, 5000)
+    """
+    slowest = min((p["gflops"] for p in peaks.values()), default=math.inf)
+    if 2.0 * n**3 / (slowest * 1e9) <= budget_s:
+        return n
+    fits = (budget_s / 2 * slowest * 1e9 / 2.0) ** (1 / 3) * (1 + 1e-9)  # no 4999.99 for 5000
+    return int(min(n, max(500, fits // 500 * 500)))
+
+
+def _peaks(d: gd.Device, peak_n: int | None, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The device's roofs (peaks.measure_peaks), each measurement a row."""
+    measured, peak = measure_peaks(d, n=peak_n)
+    for m in measured:
+        timed = stats(m["times"], m["clock"])
+        timed.update(seconds=m["best_s"])  # a roof is the best repeat, not the median
+        rows.append(row(d, m["task"], m["label"], f"best of {len(m['times'])}", timed, m["flops"],
+                        m["bytes"], m["footprint"]))
+    return peak
+
+
+def _product(d: gd.Device, n: int, repeats: int, budget_s: float, rows: list[dict[str, Any]],
+             notes: list[str]) -> None:
+    """The n x n product: first call, warm repeats within the budget, and on GPUs wrong."""
     label, flops, nbytes = f"matmul {n}x{n}", 2.0 * n**3, 3.0 * 4 * n * n
-    step(f"1: first use of {d}")
-    rows.append(row(d, "setup", "first allocation on the device", "first call",
-                    first_call(lambda: gd.zeros((1,), device=d)), 0, 0))
-    a, b = gd.randn(n, n, device=d), gd.randn(n, n, device=d)
+    # the values do not change a product's time, and ones are far cheaper to make than
+    # normal samples (two 10000 x 10000 randn take seconds on a small CPU)
+    a, b = gd.ones((n, n), device=d), gd.ones((n, n), device=d)
     gd.synchronize(d)
     step(f"1: first {label} on {d}")
     first = first_call(lambda: a @ b)
-    rows.append(row(d, "matmul", label, "first call", first, flops, nbytes))
-    step(f"1: {label} on {d}")
-    warm = time_repeats(lambda: a @ b, repeats_for(first["seconds"], budget_s, hi=repeats), warmup=0)
-    rows.append(row(d, "matmul", label, "synchronized", warm, flops, nbytes))
+    rows.append(row(d, "matmul", label, "first call", first, flops, nbytes, nbytes))
+    warm_repeats = min(repeats, int((budget_s - first["seconds"]) // first["seconds"]))
+    if warm_repeats < 1:
+        notes.append(f"the warm {label} on {d} was not timed: one product took "
+                     f"{format_seconds(first['seconds'])}, more than half the time budget of "
+                     f"{format_seconds(budget_s)}; pass budget_s= to time it")
+        return
+    step(f"1: {label} on {d}, {warm_repeats} warm repeat(s)")
+    warm = time_repeats(lambda: a @ b, warm_repeats, warmup=0, calls=1)
+    rows.append(row(d, "matmul", label, "synchronized", warm, flops, nbytes, nbytes))
     if d.type == "cuda":
         rows.append(row(d, "matmul", label, "unsynchronized (wrong)",
-                        _unsynchronized(lambda: a @ b, d, warm["repeats"]), flops, nbytes))
+                        _unsynchronized(lambda: a @ b, d, warm["repeats"]), flops, nbytes, nbytes))
 
 
-def _tiny(d: gd.Device, small: int, calls: int, repeats: int, rows: list[dict[str, Any]]) -> None:
-    """Tiny tasks: first call, then loops of `calls` calls (a row's unit is one call)."""
+def _tiny(d: gd.Device, small: int, calls: int | None, repeats: int, rows: list[dict[str, Any]]) -> None:
+    """Tiny tasks: their first call, then gd.benchmark per call."""
     x, one = gd.randn(small, small, device=d), gd.ones((1,), device=d)
     sum_bytes = 4.0 * (small * small + 1)
-    tiny = [
-        ("sum", f"sum {small}x{small}", lambda: x.sum(), small * small, sum_bytes),
+    tiny: list[tuple[str, str, Callable[[], Any], float, float]] = [
+        ("sum", f"sum {small}x{small}", x.sum, small * small, sum_bytes),
         ("sum+item", f"sum {small}x{small} + .item()", lambda: x.sum().item(), small * small, sum_bytes),
         ("add1", "1-element add", lambda: one + 1.0, 1, 8.0),
     ]
     for task, label, fn, flops, nbytes in tiny:
         step(f"1: {label} on {d}")
-        rows.append(row(d, task, label, "first call", first_call(fn), flops, nbytes))
-
-        def loop(fn: Callable[[], Any] = fn) -> None:
-            for _ in range(calls):
-                fn()
-
-        rows.append(row(d, task, label, "synchronized", time_repeats(loop, repeats, per=calls), flops, nbytes))
+        rows.append(row(d, task, label, "first call", first_call(fn), flops, nbytes, nbytes))
+        rows.append(row(d, task, label, "synchronized", time_repeats(fn, repeats, calls=calls), flops,
+                        nbytes, nbytes))
 
 
-def _bandwidth(d: gd.Device, elements: int, repeats: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The sum of a big array: the memory bandwidth the roofline chart uses."""
-    step(f"1: bandwidth on {d}")
+def _bandwidth(d: gd.Device, elements: int, repeats: int, rows: list[dict[str, Any]]) -> None:
+    """The sum of a big array: the same task as the tiny sum, with data to move."""
+    step(f"1: sum of {elements:,} floats on {d}")
     v = gd.ones((elements,), device=d)
-    summed = row(d, "bandwidth", f"sum of {elements:,} floats", "synchronized", time_repeats(v.sum, repeats),
-                 float(elements), 4.0 * elements)
-    rows.append(summed)
-    return summed
+    rows.append(row(d, "bandwidth", f"sum of {elements:,} floats", "synchronized",
+                    time_repeats(v.sum, repeats), float(elements), 4.0 * elements, 4.0 * elements))
 
 
 def _unsynchronized(fn: Callable[[], Any], device: gd.Device, repeats: int) -> dict[str, Any]:
@@ -178,55 +228,79 @@ def _unsynchronized(fn: Callable[[], Any], device: gd.Device, repeats: int) -> d
     return stats(times, "host, unsynchronized")
 
 
-def pick(rows: list[dict[str, Any]], **match: Any) -> dict[str, Any] | None:
-    """The first row whose fields equal `match`, None if there is none."""
-    return next((r for r in rows if all(r.get(k) == v for k, v in match.items())), None)
-
-
 # ---------------------------------------------------------------------------------------------
 # the conclusion
 # ---------------------------------------------------------------------------------------------
 
 
-def conclusion(rows: list[dict[str, Any]], devs: list[gd.Device], n: int, small: int) -> str:
-    """What the rows say: per device, then each GPU against the CPU and its wrong timing."""
-    text = [_device_text(rows, str(d), n, small) for d in devs]
+def conclusion(rows: list[dict[str, Any]], devs: list[gd.Device], n: int, small: int,
+               peaks: dict[str, dict[str, Any]]) -> str:
+    """What the rows say: per device, each GPU against the CPU, and the timer lesson."""
+    text = [_device_text(rows, str(d), n, small, peaks.get(str(d))) for d in devs]
     cpu = "cpu" if gd.cpu() in devs else None
     for d in devs:
         if d.type == "cuda":
-            text += _gpu_text(rows, str(d), cpu, small)
-    if not any(d.type == "cuda" for d in devs):
-        text.append("No GPU was measured, so there is no GPU/CPU ratio here (the notes say why); "
-                    "on a machine with a GPU the same call adds its rows and the comparison.")
-    return "\n\n".join(text)
+            text += _gpu_text(rows, str(d), cpu, small, peaks.get(str(d)))
+    text.append(_book_reading_text(peaks))
+    return "\n\n".join(t for t in text if t)
 
 
-def _device_text(rows: list[dict[str, Any]], dev: str, n: int, small: int) -> str:
+def _device_text(rows: list[dict[str, Any]], dev: str, n: int, small: int, peak: dict[str, Any] | None) -> str:
     mm = pick(rows, device=dev, task="matmul", timing="synchronized")
     first = pick(rows, device=dev, task="matmul", timing="first call")
+    if mm is None:
+        s = (f"On {dev} one {n}x{n} product took {format_seconds(first['seconds'])} "
+             f"({format_gflops(first['flops'] / first['seconds'] / 1e9)}, first call: no warm repeat fit "
+             f"in the time budget). ")
+    else:
+        s = f"On {dev} the {n}x{n} product takes {format_seconds(mm['seconds'])} ({format_gflops(mm['gflops'])}"
+        if peak and mm["gflops"] <= peak["gflops"]:
+            s += (f", {mm['gflops'] / peak['gflops']:.0%} of the peak of {format_gflops(peak['gflops'])}, "
+                  f"the {peak['gflops_source']}")
+        elif peak:
+            s += (f", faster than the {format_gflops(peak['gflops'])} of the {peak['gflops_source']}: "
+                  f"the machine was busier during that measurement, so the roofline takes this "
+                  f"product's rate as the roof")
+        s += "). " + _first_call_text(first, mm)
+    return s + _tiny_text(rows, dev, small)
+
+
+def _first_call_text(first: dict[str, Any], warm: dict[str, Any]) -> str:
+    """The first call against the warm repeats: a single first call has no spread of its own,
+    so it is judged against theirs, and fewer than 3 warm repeats have too little of it."""
+    took = f"The first product took {format_seconds(first['seconds'])}"
+    if warm["repeats"] < 3:
+        return (f"{took} and {format_count(warm['repeats'], 'warm repeat')} {format_seconds(warm['seconds'])} "
+                f"(median): too few warm repeats to tell a one-time cost from the noise. ")
+    where = single_vs_sample(first["seconds"], warm["times"])
+    warm_text = (f"the {warm['repeats']} warm ones ({format_seconds(warm['min_s'])} to "
+                 f"{format_seconds(warm['max_s'])})")
+    if where == "above":
+        return (f"{took}, more than {warm_text}: one-time costs that a benchmark must leave out "
+                f"of its repeats. ")
+    if where == "below":
+        return f"{took}, less than {warm_text}: the machine was busier during the warm repeats. "
+    return f"{took}, as long as {warm_text}: no measurable one-time cost here. "
+
+
+def _tiny_text(rows: list[dict[str, Any]], dev: str, small: int) -> str:
     tiny = pick(rows, device=dev, task="sum", timing="synchronized")
-    bw = pick(rows, device=dev, task="bandwidth")
-    s = (f"On {dev} the {n}x{n} product takes {format_seconds(mm['seconds'])} ({mm['gflops']:.3g} "
-         f"GFLOP/s) and a {small}x{small} sum {format_seconds(tiny['seconds'])} per call. ")
-    extra = first["seconds"] - mm["seconds"]
-    if extra > 0.1 * mm["seconds"]:
-        s += (f"The first product took {format_seconds(first['seconds'])}, {format_seconds(extra)} more "
-              f"than a warm one: one-time costs that a benchmark must leave out of its repeats. ")
-    else:
-        s += f"The first product cost about as much as a warm one ({format_seconds(first['seconds'])}). "
-    # the tiny sum's bandwidth against the big sum's: overhead, not memory, limits it
-    s += f"The tiny sum moves {tiny['bytes']:.0f} bytes at {tiny['gbps']:.3g} GB/s, "
-    if bw["gbps"] > 3 * tiny["gbps"]:
-        s += (f"{format_ratio(bw['gbps'] / tiny['gbps'])} below the {bw['gbps']:.3g} GB/s a big sum "
-              f"reaches: for tiny tasks the fixed cost of each call, not the hardware, sets the time.")
-    else:
-        s += (f"close to the {bw['gbps']:.3g} GB/s the big sum reached: the big sum ran far "
-              f"below this device's memory bandwidth here (a busy machine?), so this run "
-              f"cannot separate the fixed cost of a call from the cost of the data.")
-    return s
+    big = pick(rows, device=dev, task="bandwidth")
+    s = (f"A {small}x{small} sum takes {format_seconds(tiny['seconds'])} per call (timed in batches of "
+         f"{tiny['calls']:,} calls; an empty call reads {format_seconds(tiny['overhead_s'])} the same "
+         f"way). It moves {tiny['bytes']:.0f} bytes at {tiny['gbps']:.3g} GB/s; the sum of "
+         f"{big['flops']:,.0f} floats reaches {big['gbps']:.3g} GB/s")
+    # seconds per byte: the tiny sum's against the big sum's
+    r = ratio([t / tiny["bytes"] for t in tiny["times"]], [t / big["bytes"] for t in big["times"]])
+    if r.differs and r.ratio > 1:
+        return s + (f", {format_ratio(r.ratio)} more ({r.interval_text()}): for tiny tasks the fixed "
+                    f"cost of each call, not the hardware, sets the time.")
+    return s + (": no measurable difference per byte, so this run cannot separate the fixed cost "
+                "of a call from the cost of the data (a busy machine?).")
 
 
-def _gpu_text(rows: list[dict[str, Any]], g: str, cpu: str | None, small: int) -> list[str]:
+def _gpu_text(rows: list[dict[str, Any]], g: str, cpu: str | None, small: int,
+              peak: dict[str, Any] | None) -> list[str]:
     text = []
     mm_g = pick(rows, device=g, task="matmul", timing="synchronized")
     wrong = pick(rows, device=g, task="matmul", timing="unsynchronized (wrong)")
@@ -235,23 +309,44 @@ def _gpu_text(rows: list[dict[str, Any]], g: str, cpu: str | None, small: int) -
         mm_c = pick(rows, device=cpu, task="matmul", timing="synchronized")
         t_c = pick(rows, device=cpu, task="sum", timing="synchronized")
         t_g = pick(rows, device=g, task="sum", timing="synchronized")
-        text.append(f"For the big product, {faster(g, mm_g['seconds'], 'the CPU', mm_c['seconds'])}; "
-                    f"for the {small}x{small} sum, "
-                    f"{faster(g, t_g['seconds'], 'the CPU', t_c['seconds'])}. "
-                    f"A GPU pays off when there is enough work per call to hide the cost of "
-                    f"launching it.")
-    if wrong["seconds"] < 0.5 * mm_g["seconds"]:
-        s = (f"Timed without synchronizing, the product on {g} seems to take "
-             f"{format_seconds(wrong['seconds'])}, {format_ratio(mm_g['seconds'] / wrong['seconds'])} "
-             f"less than its real {format_seconds(mm_g['seconds'])}: that timer measured only the "
-             f"launch, the book's mistake. ")
-    else:
-        s = (f"Timed without synchronizing, the product on {g} read {format_seconds(wrong['seconds'])}, "
-             f"close to its real {format_seconds(mm_g['seconds'])}: this time the call itself waited "
-             f"for the GPU, which a timer cannot count on. ")
-    text.append(s + f"The first allocation on {g} took {format_seconds(setup['seconds'])} (CUDA context "
-                    f"creation when it is the process's first use of the GPU).")
+        big = (f"For the big product, {compare(g, mm_g['times'], 'the CPU', mm_c['times'])}; "
+               if mm_g and mm_c else "")
+        text.append(big + f"for the {small}x{small} sum, {compare(g, t_g['times'], 'the CPU', t_c['times'])}. "
+                    f"A GPU pays off when there is enough work per call to hide the cost of launching it.")
+    if mm_g and wrong:
+        r = ratio(mm_g["times"], wrong["times"])
+        implied = wrong["flops"] / wrong["seconds"] / 1e9
+        s = (f"Timed without synchronizing, the product on {g} seems to take {format_seconds(wrong['seconds'])}, "
+             f"{format_ratio(r.ratio)} less than its real {format_seconds(mm_g['seconds'])}"
+             + (f" ({r.interval_text()})" if r.known else "") + f": an implied {format_gflops(implied)}")
+        if peak:
+            s += f", {format_ratio(implied / peak['gflops'])} the {format_gflops(peak['gflops'])} peak measured on {g}"
+        s += (". That timer measured only the launch, the book's mistake. " if r.differs and r.ratio > 1 else
+              ". This time the call itself waited for the GPU, which a timer cannot count on. ")
+        text.append(s + f"The first allocation on {g} took {format_seconds(setup['seconds'])} (CUDA context "
+                        f"creation when it is the process's first use of the GPU).")
     return text
+
+
+def _book_reading_text(peaks: dict[str, dict[str, Any]]) -> str:
+    """The unsynchronized timer's lesson by arithmetic: the rate a reading of 0.016 s implies."""
+    n, sec = BOOK_READING["n"], BOOK_READING["seconds"]
+    implied = 2.0 * n**3 / sec / 1e9  # GFLOP/s
+    s = (f"A timer that does not wait for the GPU can read {format_seconds(sec)} for a {n}x{n} product. "
+         f"That would be {2.0 * n**3:.2g} FLOP in {format_seconds(sec)}, {format_gflops(implied)}: "
+         ).replace("e+", "e")
+    parts = [f"{format_ratio(implied / p['gflops'])} the {format_gflops(p['gflops'])} measured on {dev}"
+             for dev, p in peaks.items()]
+    s += "; ".join(parts) + ". "
+    if all(implied > p["gflops"] for p in peaks.values()):
+        s += ("No device here comes near it, so that reading cannot be the product: it is the time to "
+              "queue it. ")
+    else:
+        s += "A device here could reach that rate, so on it the arithmetic alone cannot expose the reading. "
+    if not any(dev.startswith("cuda") for dev in peaks):
+        s += ("On the CPU every call finishes before it returns, so a CPU timer reads the same with or "
+              "without synchronizing; a GPU machine measures the wrong reading next to the right one.")
+    return s
 
 
 # ---------------------------------------------------------------------------------------------
@@ -261,7 +356,9 @@ def _gpu_text(rows: list[dict[str, Any]], g: str, cpu: str | None, small: int) -
 
 @point_label(NUMBER)
 def _roofline_label(r: dict[str, Any]) -> str | None:
-    return None if r.get("timing") in NOT_STEADY else r["label"]
+    if r.get("timing") in NOT_POINTS or r.get("task") in ("peak sgemm", "stream add"):
+        return None
+    return r["label"]
 
 
 @figure_of(NUMBER)
@@ -269,16 +366,20 @@ def plot(res: Result) -> Figure:
     """Time per call of every row (log scale), and the roofline chart of the measured peaks."""
     from gpudev import plots
 
-    fig, (left, right) = plots.new_figure(15, 5.5, ncols=2)
+    fig, (left, right) = plots.new_figure(15, 6, ncols=2)
     items = []
     hatches = {"first call": "//", "unsynchronized (wrong)": "xx"}
     for r in res.rows:
+        if r["task"] in ("peak sgemm", "stream add"):
+            continue  # the roofline panel shows them as roofs
         series = r["device"] + ("" if r["timing"] == "synchronized" else f" {r['timing']}")
         items.append(bar_item(r, r["label"], series, color=plots.device_color(r["device"]),
                               hatch=hatches.get(r["timing"])))
     plots.bars(left, items, ylabel="time per call", log=True)
-    left.set_title("Exercise 1: time per call (median, whiskers min-max); hatched: first call, "
-                   "crossed: timed without synchronizing", fontsize=9)
+    shown = {r["timing"] for r in res.rows}
+    keys = ["median, whiskers min-max"] + [f"{h}: {t}" for t, h in (("first call", "hatched"),
+                                           ("unsynchronized (wrong)", "crossed")) if t in shown]
+    left.set_title("Exercise 1: time per call (" + "; ".join(keys) + ")", fontsize=9)
     notes_text(left, res)
     roofline(res, ax=right)
     return fig

@@ -18,6 +18,7 @@ import gpudev as gd
 
 from .._devices import DeviceLike
 from .._format import format_count, format_seconds
+from .compare import LEVEL, compare, ratio
 from .measure import device_meta, one_device, positive_int, step, time_repeats
 from .result import TIMING_FIELDS, Result, bar_item, figure_of, notes_text
 
@@ -78,12 +79,15 @@ class _Training:
 
 
 def _timed_row(d: gd.Device, action: str, fn: Callable[[], Any], nbytes: float | None,
-               repeats: int) -> dict[str, Any]:
-    """`fn` timed, and traced once for its copies and synchronizations."""
+               repeats: int, copy: bool = False) -> dict[str, Any]:
+    """`fn` timed, and traced once for its copies and synchronizations. A `copy` between
+    devices moves `nbytes` only when the trace saw copies (.cpu() of host memory moves none)."""
     step(f"2: {action}")
     timed = time_repeats(fn, repeats, wall=True)  # file I/O and copies: the time the user waits
     with gd.trace() as tr:
         fn()
+    if copy and not tr.count("copy"):
+        nbytes = None
     return {"action": action, "device": str(d), **timed, "bytes": nbytes,
             "mbps": nbytes / timed["seconds"] / 1e6 if nbytes else None,
             "copies": tr.count("copy"), "syncs": tr.count("sync")}
@@ -122,15 +126,16 @@ def params_on_device(device: DeviceLike | None = None, *, steps: int = 20, batch
     loss_last = model.loss().item()
     pred = net(model.x_test).cpu().numpy().copy()
     rows.append(_timed_row(d, "parameters to the host (.cpu())",
-                           lambda: [a.cpu() for a in net.state_dict().values()], param_bytes, repeats))
+                           lambda: [a.cpu() for a in net.state_dict().values()], param_bytes, repeats,
+                           copy=True))
     size, on_cpu, on_dev = _save_and_load(net, d, repeats, rows)
     checks = [same_predictions(f"loaded onto {d}, predicts as the trained model",
                                on_dev(model.x_test).cpu().numpy(), pred, exact=True),
               same_predictions("loaded onto the CPU, predicts as the trained model",
                                on_cpu(model.x_test.cpu()).numpy(), pred, exact=d.type == "cpu")]
     if d.type == "cpu":
-        notes.append("the device is the CPU, so 'load onto the CPU' and 'load onto the device' are "
-                     "the same operation and .cpu() returns the arrays themselves (no copy)")
+        notes.append("the device is the CPU, so loading onto the device is loading onto the CPU (one "
+                     "row), and .cpu() returns the arrays themselves (no copy, so no MB/s)")
     return Result(
         number=NUMBER, name="params_on_device", title="Model parameters on a device: save and load",
         question="How do you read and write a model's parameters when it lives on a GPU, and "
@@ -157,7 +162,8 @@ def _save_and_load(net: gd.nn.Module, d: gd.Device, repeats: int,
         size = os.path.getsize(path)
         rows[-1].update(bytes=size, mbps=size / rows[-1]["seconds"] / 1e6)
         rows.append(_timed_row(d, "gd.load onto the CPU", lambda: gd.load(path, device="cpu"), size, repeats))
-        rows.append(_timed_row(d, f"gd.load onto {d}", lambda: gd.load(path, device=d), size, repeats))
+        if d.type != "cpu":  # on the CPU that is the row above
+            rows.append(_timed_row(d, f"gd.load onto {d}", lambda: gd.load(path, device=d), size, repeats))
         on_cpu, on_dev = _make_net(gd.cpu(), seed=2), _make_net(d, seed=3)
         on_cpu.load_state_dict(gd.load(path, device="cpu"))
         on_dev.load_state_dict(gd.load(path, device=d))
@@ -189,7 +195,8 @@ def same_predictions(what: str, got: np.ndarray, want: np.ndarray, exact: bool) 
 def conclusion(rows: list[dict[str, Any]], d: gd.Device, size: int, param_bytes: int,
                loss_first: float, loss_last: float, steps: int, checks: list[dict[str, Any]]) -> str:
     """What the rows say: the file, the cost of saving and loading, and the copies."""
-    sgd, to_host, save, load_cpu, load_dev = rows
+    sgd, to_host, save, load_cpu = rows[:4]
+    load_dev = rows[4] if len(rows) > 4 else load_cpu
     s = (f"The model's {param_bytes:,} bytes of parameters make a {size:,}-byte .npz file. "
          f"Training for {steps} steps took the loss from {loss_first:.3g} to {loss_last:.3g}. ")
     s += (f"Saving took {format_seconds(save['seconds'])} ({save['mbps']:.3g} MB/s, "
@@ -200,7 +207,12 @@ def conclusion(rows: list[dict[str, Any]], d: gd.Device, size: int, param_bytes:
               f"device). ")
     else:
         s += f"loading it back took {format_seconds(load_cpu['seconds'])}. "
-    s += f"One save costs as much as {save['seconds'] / sgd['seconds']:.3g} training steps. "
+    r = ratio(save["times"], sgd["times"])
+    if r.differs:
+        s += (f"One save costs as much as {r.ratio:.3g} training steps ({LEVEL:.0%} interval "
+              f"{r.lo:.3g} to {r.hi:.3g}). ")
+    else:
+        s += f"Against a training step: {compare('a save', save['times'], 'a step', sgd['times'])}. "
     if d.type == "cuda":
         s += (f"Copying the parameters to the host took {format_seconds(to_host['seconds'])} "
               f"({to_host['mbps']:.3g} MB/s, {to_host['copies']} copies, {to_host['syncs']} "

@@ -18,7 +18,8 @@ import gpudev as gd
 
 from .._devices import DeviceLike
 from .._format import format_count, format_seconds
-from .measure import device_meta, faster, one_device, positive_int, step, time_repeats
+from .compare import compare, ratio
+from .measure import device_meta, interleaved, one_device, positive_int, step
 from .result import TIMING_FIELDS, Result, bar_item, figure_of, notes_text
 
 if TYPE_CHECKING:
@@ -27,18 +28,20 @@ if TYPE_CHECKING:
 __all__ = ["COLUMNS", "FIELDS", "conclusion", "norm_logging", "plot"]
 
 NUMBER = 3
+SLOW_SYNC_S = 20e-6  # an .item() that costs more than this waited for something
 FIELDS = {
     **TIMING_FIELDS,
     "variant": "'a' .item() every step, 'b' log on the device copied once, 'c' one batched product",
     "label": "the variant in words",
     "per_step_s": "seconds / n: time per logged norm",
-    "speedup": "variant a's time / this variant's time",
+    "speedup": "variant a's time / this variant's time (median of the rounds' ratios)",
     "syncs": "synchronizations in one run (gd.trace())",
     "copies": "copies between devices in one run (gd.trace())",
     "copy_bytes": "bytes those copies moved",
     "ops": "operations in one run (gd.trace())",
     "flops": "floating-point operations of the products in one run",
     "bytes": "the least memory traffic of the products in one run",
+    "footprint": "bytes one step's product works on (inputs and output)",
 }
 COLUMNS = [("variant", "", "text"), ("label", "variant", "text"), ("seconds", "time", "time"),
            ("min_s", "min", "time"), ("max_s", "max", "time"), ("per_step_s", "per step", "time"),
@@ -72,13 +75,15 @@ def _variants(xs: gd.Array, w: gd.Array, d: gd.Device) -> list[tuple[str, str, C
 
 
 def norm_logging(n: int = 1000, size: int = 100, device: DeviceLike | None = None, *,
-                 repeats: int = 5, rtol: float = 1e-4) -> Result:
+                 repeats: int = 5, rtol: float = 1e-4, budget_s: float = 10.0) -> Result:
     """Exercise 3: ``n`` products of ``size x size`` matrices, logging each one's Frobenius norm.
 
     (a) ``gd.norm(c).item()`` every step: one copy to the host and one synchronization each;
     (b) ``log[i] = gd.norm(c)`` into a preallocated array on the device, copied once at the
-    end with ``.tolist()``; (c) one batched product and batched norms. Each variant is timed
-    (`repeats` runs) and traced once; the three logs must agree (``allclose`` with `rtol`).
+    end with ``.tolist()``; (c) one batched product and batched norms. Each variant is traced
+    once, then the three are timed in alternation, `repeats` rounds (fewer, but at least 3,
+    once the rounds have taken `budget_s` seconds); the three logs must agree (``allclose``
+    with `rtol`).
 
     Example:
         >>> res = norm_logging(n=50, size=16, repeats=3)
@@ -95,18 +100,26 @@ def norm_logging(n: int = 1000, size: int = 100, device: DeviceLike | None = Non
     w = gd.randn(size, size, device=d) * (1.0 / math.sqrt(size))
     rows, logs = [], {}
     flops, nbytes = 2.0 * n * size**3, 3.0 * 4 * n * size * size
-    for key, label, fn in _variants(xs, w, d):
-        step(f"3: variant {key} on {d}")
-        timed = time_repeats(fn, repeats, wall=True)  # host and device together: the time the user waits
+    variants = _variants(xs, w, d)
+    step(f"3: variants a, b, c on {d}, traced once (the warm-up)")
+    traces = []
+    for key, _, fn in variants:
         with gd.trace() as tr:
             logs[key] = np.asarray(fn(), dtype=np.float64)
-        summary = tr.summary()["totals"]
-        rows.append({"variant": key, "label": label, "device": str(d), **timed,
-                     "per_step_s": timed["seconds"] / n, "syncs": summary["syncs"],
+        traces.append(tr.summary()["totals"])
+    step(f"3: variants a, b, c on {d}, {repeats} rounds in alternation")
+    # in alternation, so that each round's three runs see the same load on the machine; one
+    # run is one unit (each takes far more than a millisecond); host and device together:
+    # the time the user waits
+    timed = interleaved([fn for _, _, fn in variants], repeats, warmup=0, calls=1, wall=True, max_s=budget_s)
+    for (key, label, fn), t, summary in zip(variants, timed, traces):
+        rows.append({"variant": key, "label": label, "device": str(d), **t,
+                     "per_step_s": t["seconds"] / n, "syncs": summary["syncs"],
                      "copies": summary["copies"], "copy_bytes": summary["copy_bytes"],
-                     "ops": summary["ops"], "flops": flops, "bytes": nbytes})
+                     "ops": summary["ops"], "flops": flops, "bytes": nbytes,
+                     "footprint": 3.0 * 4 * size * size})
     for r in rows:
-        r["speedup"] = rows[0]["seconds"] / r["seconds"]
+        r["speedup"] = ratio(rows[0]["times"], r["times"], paired=True).ratio
     return Result(
         number=NUMBER, name="norm_logging", title="Logging a norm every step: .item() vs on the device",
         question=f"What does logging the norm of each of {n} products cost when each entry is "
@@ -137,32 +150,52 @@ def _same_logs(logs: dict[str, np.ndarray], rtol: float) -> list[dict[str, Any]]
 
 
 def conclusion(rows: list[dict[str, Any]], d: gd.Device, n: int, size: int) -> str:
-    """What the rows say: the synchronizations each variant made and what they cost."""
+    """What the rows say: the synchronizations each variant made and what they cost, each
+    comparison with its interval (the variants ran in alternation: paired rounds)."""
     a, b, c = rows
+    ab = ratio(a["times"], b["times"], paired=True)
     s = (f"On {d}, logging with .item() every step made {format_count(a['syncs'], 'synchronization')} "
-         f"and {format_count(a['copies'], 'copy')} and took {format_seconds(a['seconds'])} "
-         f"({format_seconds(a['per_step_s'])} per step); keeping the log on the device made "
+         f"and {format_count(a['copies'], 'copy')}; keeping the log on the device made "
          f"{format_count(b['syncs'], 'synchronization')} and {format_count(b['copies'], 'copy')}: "
-         f"{faster('variant b', b['seconds'], 'variant a', a['seconds'])}. ")
+         f"{compare('variant b', b['times'], 'variant a', a['times'], paired=True)}. ")
     s += (f"One batched product of all {n} matrices with batched norms "
           f"({format_count(c['ops'], 'operation')} instead of {b['ops']:,}): "
-          f"{faster('variant c', c['seconds'], 'variant b', b['seconds'])}. ")
+          f"{compare('variant c', c['times'], 'variant b', b['times'], paired=True)}. ")
     if d.type == "cuda":
         s += ("Each .item() makes the host wait until the GPU has finished everything queued, so "
               "the GPU idles while Python prepares the next step; a log kept on the device lets "
               "the GPU run ahead of Python. ")
+    elif ab.differs:
+        extra = a["syncs"] - b["syncs"]
+        per_sync = (a["seconds"] - b["seconds"]) / max(extra, 1)
+        if per_sync < 0:
+            s += (f"Here the loop with .item() was the faster one, by {format_seconds(-per_sync)} per "
+                  f"step: on the CPU the indexed store into the log cost more than reading one value. ")
+        elif per_sync < SLOW_SYNC_S:
+            s += (f"On the CPU an .item() waits for nothing (the work is done before it returns), so "
+                  f"the {format_seconds(per_sync)} per step between a and b is the cost of reading one "
+                  f"value back; on a GPU each of a's {extra:,} extra synchronizations would also stall "
+                  f"the device. ")
+        else:
+            s += (f"Each of a's {extra:,} extra synchronizations cost {format_seconds(per_sync)}: far more "
+                  f"than reading one value, although on the CPU the work is done before .item() is "
+                  f"called, so the synchronization itself waited (for worker threads on a busy "
+                  f"machine). On a GPU each one would also stall the device. ")
     else:
-        s += ("On the CPU an .item() waits for nothing (the work is already done), so the gap "
-              "between a and b is only the per-call cost of the two loops; on a GPU each of "
-              "those synchronizations would stall the device. ")
-    if c["seconds"] < 0.9 * b["seconds"]:
+        s += ("On the CPU an .item() has nothing to wait for (the work is done before it returns), "
+              "and this run could not tell the two loops apart from the noise; on a GPU each of "
+              "a's synchronizations would stall the device. ")
+    bc = ratio(b["times"], c["times"], paired=True)
+    if bc.differs and bc.ratio > 1:
         s += (f"Batching wins here: {n} calls' fixed costs became {c['ops']}, and each call "
               f"got more work to spread over the device.")
+    elif bc.differs:
+        s += (f"Batching was slower here: the batched product of {n} {size}x{size} matrices ran "
+              f"below the speed of the loop's products, which the call costs saved could not make up.")
     else:
-        s += (f"Batching did not pay here: a {size}x{size} product already takes "
+        s += (f"Batching did not measurably pay here: a {size}x{size} product already takes "
               f"{format_seconds(b['per_step_s'])} per step, so the {n} calls' fixed costs were a "
-              f"small part of the time, and the batched operations ran no faster per product than "
-              f"the loop's.")
+              f"small part of the time.")
     return s
 
 

@@ -18,7 +18,8 @@ import gpudev as gd
 
 from .._devices import DeviceLike
 from .._format import format_seconds
-from .measure import device_meta, devices_to_run, positive_int, step, time_repeats
+from .compare import LEVEL, interval, ratio
+from .measure import device_meta, devices_to_run, interleaved, positive_int, step, time_repeats
 from .result import TIMING_FIELDS, Result, bar_item, figure_of, notes_text
 
 if TYPE_CHECKING:
@@ -36,7 +37,8 @@ FIELDS = {
                "shorter one was fully hidden, 0 means they ran one after the other",
     "speedup": "for the two-GPU row: one GPU's time / two GPUs' time (ideal 2)",
     "efficiency": "speedup / 2",
-    "overlap_raw": "the overlap before clipping to [0, 1] (noise can push it outside)",
+    "overlap_raw": "the overlap before clipping to [0, 1] (noise can push it outside); from the "
+                   "medians of rounds that ran the three scenarios in alternation",
     "no_overlap_s": "t_products + t_host: what 'both' takes when nothing overlaps",
     "full_overlap_s": "max(t_products, t_host): what 'both' takes when the shorter is fully hidden",
     "flops": "floating-point operations of the two products",
@@ -137,19 +139,17 @@ def _overlap_rows(d: gd.Device, n: int, repeats: int) -> list[dict[str, Any]]:
         a @ b
 
     step(f"4: two products on {d}")
-    dev = time_repeats(products, repeats, wall=True)
-    host_work = _HostWork(dev["seconds"])
-    step("4: host work alone")
-    host = time_repeats(host_work, repeats, wall=True)
+    sizing = time_repeats(products, 3, wall=True)
+    host_work = _HostWork(sizing["seconds"])
 
     def both() -> None:
         products()
         host_work()
 
-    step(f"4: two products on {d} with host work")
-    together = time_repeats(both, repeats, wall=True)
-    t_dev, t_host, t_both = dev["seconds"], host["seconds"], together["seconds"]
-    overlap = (t_dev + t_host - t_both) / min(t_dev, t_host)
+    step(f"4: products, host work, and both on {d}, {repeats} rounds in alternation")
+    dev, host, together = interleaved([products, host_work, both], repeats, wall=True)
+    t_dev, t_host = dev["seconds"], host["seconds"]
+    overlap, _ = overlap_of(dev["times"], host["times"], together["times"])
     base = {"device": str(d), "n": n, "part": "overlap"}
     return [
         {**base, "scenario": "two products", **dev, "flops": 4.0 * n**3},
@@ -158,6 +158,20 @@ def _overlap_rows(d: gd.Device, n: int, repeats: int) -> list[dict[str, Any]]:
          "overlap": float(min(max(overlap, 0.0), 1.0)), "overlap_raw": overlap,
          "no_overlap_s": t_dev + t_host, "full_overlap_s": max(t_dev, t_host)},
     ]
+
+
+def overlap_of(products: list[float], host: list[float], both: list[float]) -> tuple[float, tuple[float, float] | None]:
+    """(t_products + t_host - t_both) / min(t_products, t_host) from the medians of rounds
+    taken in alternation, and its bootstrap interval (None with a single round).
+
+    >>> overlap_of([1.0, 1.1, 0.9], [1.0, 1.0, 1.0], [1.5, 1.6, 1.4])[0]
+    0.5
+    """
+    def stat(p: np.ndarray, h: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return (p + h - b) / np.minimum(p, h)
+
+    medians = [np.median(np.asarray(x, dtype=np.float64)) for x in (products, host, both)]
+    return float(stat(*medians)), interval(stat, products, host, both, paired=True)
 
 
 def _two_gpu_rows(g0: gd.Device, g1: gd.Device, n: int, repeats: int) -> list[dict[str, Any]]:
@@ -174,11 +188,9 @@ def _two_gpu_rows(g0: gd.Device, g1: gd.Device, n: int, repeats: int) -> list[di
         a0 @ b0  # queued on g0, returns at once
         a1 @ b1  # queued on g1 while g0 works
 
-    step(f"4: two products in sequence on {g0}")
-    seq = time_repeats(sequential, repeats, wall=True)
-    step(f"4: one product on each of {g0} and {g1}")
-    par = time_repeats(concurrent, repeats, wall=True)
-    speedup = seq["seconds"] / par["seconds"]
+    step(f"4: two products in sequence on {g0}, and one on each of {g0} and {g1}, in alternation")
+    seq, par = interleaved([sequential, concurrent], repeats, wall=True)
+    speedup = ratio(seq["times"], par["times"], paired=True).ratio
     return [
         {"device": str(g0), "n": n, "part": "two GPUs", "scenario": "two products in sequence, one GPU",
          **seq},
@@ -200,37 +212,49 @@ def conclusion(rows: list[dict[str, Any]], devs: list[gd.Device], gpus: list[gd.
         text.append(f"The two-GPU comparison was skipped: it {skipped}.")
     else:
         seq, par = rows[-2], rows[-1]
-        text.append(f"Two products in sequence on {gpus[0]} took {format_seconds(seq['seconds'])}; one on "
-                    f"each of {gpus[0]} and {gpus[1]} took {format_seconds(par['seconds'])}: a "
-                    f"{par['speedup']:.2f}x speedup, {100 * par['efficiency']:.0f}% of the ideal 2x. "
-                    + ("Both GPUs worked at the same time, because each call only queued its work."
-                       if par["efficiency"] >= 0.8 else
-                       "Far from ideal: the products were too small to hide launch and "
-                       "synchronization costs, or one GPU waited for the other."))
+        r = ratio(seq["times"], par["times"], paired=True)
+        s = (f"Two products in sequence on {gpus[0]} took {format_seconds(seq['seconds'])}; one on "
+             f"each of {gpus[0]} and {gpus[1]} took {format_seconds(par['seconds'])}: a "
+             f"{r.ratio:.2f}x speedup, {100 * r.ratio / 2:.0f}% of the ideal 2x")
+        s += f" ({r.interval_text()}). " if r.known else ". "
+        if r.known and not r.differs:
+            s += "No measurable speedup: the products were too small to hide launch and synchronization costs."
+        elif r.ratio / 2 >= 0.8:
+            s += "Both GPUs worked at the same time, because each call only queued its work."
+        else:
+            s += ("Far from ideal: the products were too small to hide launch and synchronization "
+                  "costs, or one GPU waited for the other.")
+        text.append(s)
     return "\n\n".join(text)
 
 
 def _overlap_text(rows: list[dict[str, Any]], d: gd.Device) -> str:
     prod, host, both = (r for r in rows if r["device"] == str(d) and r["part"] == "overlap")
+    overlap, bounds = overlap_of(prod["times"], host["times"], both["times"])
     s = (f"On {d}, two {prod['n']}x{prod['n']} products took {format_seconds(prod['seconds'])}, the host "
          f"work {format_seconds(host['seconds'])}, and both together {format_seconds(both['seconds'])}: "
-         f"{100 * both['overlap']:.0f}% of the shorter one was hidden. ")
+         f"{100 * min(max(overlap, 0.0), 1.0):.0f}% of the shorter one was hidden")
+    if bounds is None:
+        return s + " (a single round: no interval). "
+    lo, hi = bounds
+    s += f" ({LEVEL:.0%} interval {100 * lo:.0f}% to {100 * hi:.0f}%). "
     if d.type == "cuda":
         s += ("The products were queued and the host went on with its own work while the GPU "
               "computed: this is why code that does not synchronize needlessly is fast."
-              if both["overlap"] >= 0.5 else
-              "Little of it overlapped: something in the loop waited for the GPU before the "
-              "host work started.")
-    elif both["overlap_raw"] < -0.2:
+              if lo > 0.5 else
+              "Little of it measurably overlapped: something in the loop waited for the GPU before "
+              "the host work started.")
+    elif hi < 0:
         s += (f"On the CPU a product runs before its call returns, so nothing overlaps; here "
-              f"the two together even took longer than one after the other "
+              f"the two together even took measurably longer than one after the other "
               f"({format_seconds(both['no_overlap_s'])}): on a busy machine, or with the product's "
               f"threads still holding the cores, the host work runs slower right after a product.")
+    elif lo <= 0:
+        s += ("No measurable overlap: on the CPU a product runs before its call returns, so the "
+              "host work can only start afterwards and the times add up.")
     else:
-        s += ("On the CPU a product runs before its call returns, so the host work can only "
-              "start afterwards: the times add up." if both["overlap"] < 0.5 else
-              "The host work overlapped with the products here even though CPU work runs "
-              "before each call returns: the timings are noisy on this machine.")
+        s += ("The interval excludes 0 although a CPU product runs before its call returns: the "
+              "load on this machine changed within the rounds, so read this overlap as noise.")
     return s
 
 
@@ -263,7 +287,7 @@ def plot(res: Result) -> Figure:
                           label=label if not ax.get_legend_handles_labels()[1].count(label) else None)
         ax.set_ylim(0, top / scale * 1.3)
         ax.legend(fontsize=8, loc="upper right")
-    ax.set_title("Exercise 4: two products with host work, and on two GPUs (median, whiskers min-max)",
-                 fontsize=9)
+    two_gpus = ", and on two GPUs" if any(r.get("part") == "two GPUs" for r in res.rows) else ""
+    ax.set_title(f"Exercise 4: two products with host work{two_gpus} (median, whiskers min-max)", fontsize=9)
     notes_text(ax, res)
     return fig

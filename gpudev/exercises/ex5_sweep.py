@@ -1,14 +1,17 @@
-"""Exercise 5: the ``b += b`` loop for growing sizes on each device, the cost of one small
-operation, and the size from which a GPU beats the CPU.
+"""Exercise 5: one ``b += b`` for growing sizes on each device: the fixed cost of a small
+operation, the size from which the data costs more than the call (read off the measured
+curve), the cache sizes of the machine, and the size from which a GPU beats the CPU.
 
-    >>> res = small_op_sweep(sizes=(4, 64), iters=100, repeats=2)
-    >>> [(r["size"], r["iters"]) for r in res.rows]
-    [(4, 100), (64, 100)]
+    >>> res = small_op_sweep(sizes=(4, 64), repeats=2)
+    >>> [(r["size"], r["calls"] >= 1) for r in res.rows]
+    [(4, True), (64, True)]
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +20,10 @@ import numpy as np
 import gpudev as gd
 
 from .._devices import DeviceLike
-from .._format import format_ratio, format_seconds
+from .._format import format_bytes, format_percent, format_ratio, format_seconds
+from .compare import ratio
 from .measure import device_meta, devices_to_run, positive_int, step, time_repeats
+from .peaks import cache_levels, level_of
 from .result import TIMING_FIELDS, Result, figure_of, notes_text
 from .roofline_chart import point_label
 
@@ -26,22 +31,28 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["COLUMNS", "FIELDS", "conclusion", "crossover", "fit_cost", "plot", "small_op_sweep", "sweep"]
+__all__ = ["COLUMNS", "FIELDS", "SIZES", "break_even", "conclusion", "crossover", "fit_cost", "plot",
+           "small_op_sweep", "sweep"]
 
 NUMBER = 5
+SIZES = (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+MODEL_TOLERANCE = 0.3  # a model whose residuals exceed this (relative) on its own points is not drawn
+JUMP = 10.0  # a step of the curve this many times steeper than the elements' growth is not memory
 FIELDS = {
     **TIMING_FIELDS,
     "size": "side of the square array b",
     "elements": "size * size",
-    "iters": "b += b operations in one timed loop (seconds is the whole loop)",
-    "per_op_s": "seconds / iters: time of one b += b",
-    "flops": "floating-point operations of the timed loop (one add per element per op)",
-    "bytes": "the least memory traffic of the timed loop (each op reads and writes b once)",
+    "footprint": "bytes of b (4 per element): which cache level it fits in",
+    "level": "the smallest cache level that holds b, or 'memory'",
+    "flops": "floating-point operations of one b += b (one add per element)",
+    "bytes": "the least memory traffic of one b += b (b read and written once)",
     "gbps": "bytes / seconds / 1e9",
+    "ns_per_element": "seconds / elements, in ns",
 }
 COLUMNS = [("device", "device", "text"), ("size", "size", "int"), ("elements", "elements", "int"),
-           ("seconds", "loop time", "time"), ("per_op_s", "per op", "time"),
-           ("min_s", "loop min", "time"), ("max_s", "loop max", "time"), ("gbps", "GB/s", "rate")]
+           ("level", "fits in", "text"), ("seconds", "per op", "time"), ("min_s", "min", "time"),
+           ("max_s", "max", "time"), ("calls", "ops/repeat", "int"), ("ns_per_element", "ns/element", "rate"),
+           ("gbps", "GB/s", "rate")]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -49,21 +60,24 @@ COLUMNS = [("device", "device", "text"), ("size", "size", "int"), ("elements", "
 # ---------------------------------------------------------------------------------------------
 
 
-def small_op_sweep(sizes: Sequence[int] = (4, 40, 400, 4000), iters: int = 1000,
+def small_op_sweep(sizes: Sequence[int] = SIZES, iters: int | None = None,
                    devices: DeviceLike | Iterable[DeviceLike] | None = None, *,
                    repeats: int = 5) -> Result:
-    """Exercise 5: the ``b += b`` loop of `iters` operations per size and device.
+    """Exercise 5: the time of one ``b += b`` on an s x s float32 array, per size and device.
 
-    Finds the crossover size where each GPU starts to beat the CPU per operation (estimated
-    between the measured sizes, in log-log), or, without a GPU, reports the CPU's curve, its
-    fixed cost per operation and its bandwidth (``t = t0 + bytes / bandwidth`` read off the
-    smallest and largest sizes).
-    b starts as zeros, so the loop computes 0 + 0 and never overflows.
+    Each size is timed with gd.benchmark in batches of `iters` operations (None: sized so a
+    batch lasts at least a millisecond), `repeats` times. From the measured curve (each
+    size's fastest repeat) it reads the break-even size (where one operation takes twice its
+    fixed cost: from there on the data costs more than the call) and fits
+    ``t = t0 + bytes / bandwidth`` to the sizes that fit in the second cache level, reporting
+    its residuals; with a GPU it finds where the GPU's curve (medians, with their intervals)
+    crosses the CPU's. b starts as zeros, so the
+    operations compute 0 + 0 and never overflow.
 
     Example:
-        >>> res = small_op_sweep(sizes=(4, 64), iters=100, repeats=2)
-        >>> [(r["size"], r["iters"]) for r in res.rows]
-        [(4, 100), (64, 100)]
+        >>> res = small_op_sweep(sizes=(4, 64), repeats=2)
+        >>> res.meta["break_even"]["cpu"]["status"] in ("found", "not reached")
+        True
     """
     op = "small_op_sweep"
     if isinstance(sizes, (int, np.integer)):
@@ -71,84 +85,125 @@ def small_op_sweep(sizes: Sequence[int] = (4, 40, 400, 4000), iters: int = 1000,
     sizes = sorted({positive_int(op, "each size", s) for s in sizes})
     if not sizes:
         raise ValueError(f"{op}: sizes is empty; pass at least one size, e.g. sizes=(4, 40, 400)")
-    iters = positive_int(op, "iters", iters)
+    iters = None if iters is None else positive_int(op, "iters", iters)
     repeats = positive_int(op, "repeats", repeats)
     devs, notes = devices_to_run(devices, op)
-    rows = [_loop_row(d, s, iters, repeats) for d in devs for s in sizes]
-    fits = {str(d): fit_cost([r for r in rows if r["device"] == str(d)]) for d in devs}
+    caches = {str(d): cache_levels(d) for d in devs}
+    rows = [_op_row(d, s, iters, repeats, caches[str(d)]) for d in devs for s in sizes]
+    mine = {str(d): [r for r in rows if r["device"] == str(d)] for d in devs}
+    fits = {dev: fit_cost(r, caches[dev]) for dev, r in mine.items()}
+    evens = {dev: break_even(r) for dev, r in mine.items()}
     crossovers = {}
     if gd.cpu() in devs:
-        cpu_rows = [r for r in rows if r["device"] == "cpu"]
         for g in (d for d in devs if d.type == "cuda"):
-            crossovers[str(g)] = crossover(cpu_rows, [r for r in rows if r["device"] == str(g)])
+            crossovers[str(g)] = crossover(mine["cpu"], mine[str(g)])
     elif any(d.type == "cuda" for d in devs):
         notes.append("no crossover: the CPU was not among the devices, so there is nothing to compare with")
+    notes += [f"{dev}: cache sizes unknown (nothing in /sys), so no cache is marked" for dev, c in caches.items()
+              if not c and dev == "cpu"]
     return Result(
-        number=NUMBER, name="small_op_sweep", title="b += b for growing sizes: where the GPU starts to win",
-        question="For an elementwise operation, from which array size on is a GPU faster than "
-                 "the CPU, and what does one small operation cost?",
+        number=NUMBER, name="small_op_sweep", title="b += b for growing sizes: where the data starts to cost",
+        question="For an elementwise operation, what does one small operation cost, from which "
+                 "size on does the data cost more than the call, and from which size on is a GPU "
+                 "faster than the CPU?",
         fields=FIELDS, columns=COLUMNS, rows=rows,
-        conclusion=conclusion(rows, devs, fits, crossovers), notes=notes,
-        meta={"sizes": sizes, "iters": iters, "repeats": repeats, "fits": fits,
-              "crossovers": crossovers, "devices": device_meta(devs)},
+        conclusion=conclusion(rows, devs, fits, crossovers, evens), notes=notes,
+        meta={"sizes": sizes, "iters": iters, "repeats": repeats, "fits": fits, "break_even": evens,
+              "crossovers": crossovers, "caches": caches, "devices": device_meta(devs)},
     )
 
 
-def _loop_row(d: gd.Device, s: int, iters: int, repeats: int) -> dict[str, Any]:
-    """The loop of `iters` b += b on an s x s array on `d`, timed."""
+def _op_row(d: gd.Device, s: int, iters: int | None, repeats: int, caches: list[dict[str, Any]]) -> dict[str, Any]:
+    """One b += b on an s x s array on `d`, timed by gd.benchmark."""
     step(f"5: b += b, {s}x{s} on {d}")
     b = gd.zeros((s, s), device=d)
-
-    def loop() -> None:
-        nonlocal b
-        for _ in range(iters):
-            b += b
-
-    b += b  # the first operation's one-time costs stay out of the timed loops
-    timed = time_repeats(loop, repeats, warmup=0)
-    per_op = timed["seconds"] / iters
-    op_bytes = 2.0 * 4 * s * s
-    return {"device": str(d), "size": s, "elements": s * s, "iters": iters, **timed,
-            "per_op_s": per_op, "flops": float(s * s) * iters, "bytes": op_bytes * iters,
-            "gbps": op_bytes / per_op / 1e9}
+    timed = time_repeats(functools.partial(operator.iadd, b, b), repeats, calls=iters, max_s=10.0)
+    nbytes, footprint = 8.0 * s * s, 4.0 * s * s
+    return {"device": str(d), "size": s, "elements": s * s, "footprint": footprint,
+            "level": level_of(footprint, caches), **timed, "flops": float(s * s), "bytes": nbytes,
+            "gbps": nbytes / timed["seconds"] / 1e9, "ns_per_element": timed["seconds"] / (s * s) * 1e9}
 
 
-def fit_cost(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The two numbers of t = t0 + bytes / bandwidth, read off the ends of the curve.
+# ---------------------------------------------------------------------------------------------
+# reading the curve
+# ---------------------------------------------------------------------------------------------
 
-    t0 is the time at the smallest size (its data costs next to nothing) and the bandwidth
-    comes from the largest size after t0 is taken away. A least-squares fit over all sizes
-    would be skewed by the middle sizes, which fit in cache and run faster than memory."""
-    lo, hi = rows[0], rows[-1]
-    t0 = float(lo["per_op_s"])
-    hi_bytes = hi["bytes"] / hi["iters"]
-    moving = float(hi["per_op_s"]) - t0
-    if len(rows) < 2 or moving <= 0:
-        return {"t0_s": t0, "bandwidth_gbps": None, "break_even_elements": None,
-                "from_sizes": [lo["size"], hi["size"]]}
-    bandwidth = hi_bytes / moving  # bytes per second
-    return {"t0_s": t0, "bandwidth_gbps": bandwidth / 1e9,
-            # the size where moving the data costs as much as the fixed cost of a call
-            "break_even_elements": t0 * bandwidth / 8.0, "from_sizes": [lo["size"], hi["size"]]}
+
+def _log_interp(x0: float, x1: float, y0: float, y1: float, y: float) -> float:
+    """The x at which the straight line through (x0, y0), (x1, y1) in log-log reaches y."""
+    lx0, lx1, ly0, ly1 = map(math.log, (x0, x1, y0, y1))
+    return math.exp(lx0 + (math.log(y) - ly0) * (lx1 - lx0) / (ly1 - ly0))
+
+
+def break_even(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where one operation takes twice its fixed cost: there the data costs as much as the
+    call. The curve is read from each size's fastest repeat (the least disturbed by other
+    work on the machine, as timeit advises); the fixed cost is the fastest operation of the
+    sweep (a small size, whose data costs next to nothing), and the size is interpolated in
+    log-log between the two measured sizes around the doubling; 'not reached' when no
+    larger size took twice as long.
+
+    >>> rows = [{"elements": e, "min_s": t} for e, t in ((16, 29e-9), (1600, 60e-9), (160000, 4e-6))]
+    >>> round(break_even(rows)["elements"])
+    1291
+    """
+    start = min(range(len(rows)), key=lambda i: rows[i]["min_s"])
+    t0 = rows[start]["min_s"]
+    out: dict[str, Any] = {"t0_s": t0, "from_elements": rows[start]["elements"]}
+    for lo, hi in zip(rows[start:], rows[start + 1:]):
+        if hi["min_s"] >= 2 * t0 > lo["min_s"]:
+            cross = _log_interp(lo["elements"], hi["elements"], lo["min_s"], hi["min_s"], 2 * t0)
+            return {**out, "status": "found", "elements": cross, "size": math.sqrt(cross),
+                    "between": [lo["elements"], hi["elements"]]}
+    return {**out, "status": "not reached", "elements": None, "size": None}
+
+
+def fit_cost(rows: list[dict[str, Any]], caches: list[dict[str, Any]]) -> dict[str, Any]:
+    """t = t0 + bytes / bandwidth, fitted (least squares of the relative error) to the fastest
+    repeats of the sizes that fit in the second cache level (or, without cache sizes, of
+    every size), with each size's residual (fastest repeat / model - 1). ``drawn`` is False
+    when the fit misses its own points by more than MODEL_TOLERANCE, or when it needs a
+    negative cost."""
+    limit = caches[1]["bytes"] if len(caches) > 1 else (caches[0]["bytes"] if caches else math.inf)
+    used = [r for r in rows if r["footprint"] <= limit]
+    where = f"the sizes that fit in {caches[1]['level'] if len(caches) > 1 else caches[0]['level']}" if caches \
+        else "every size"
+    out: dict[str, Any] = {"t0_s": None, "bandwidth_gbps": None, "fitted_on": where,
+                           "fitted_elements": [r["elements"] for r in used], "residuals": {}, "drawn": False}
+    if len(used) < 2:
+        return out
+    y = np.array([r["min_s"] for r in used])
+    x = np.array([r["bytes"] for r in used])
+    (t0, per_byte), *_ = np.linalg.lstsq(np.stack([1 / y, x / y], axis=1), np.ones_like(y), rcond=None)
+    if t0 < 0 or per_byte <= 0:
+        return out
+    residuals = {int(r["elements"]): float(r["min_s"] / (t0 + per_byte * r["bytes"]) - 1) for r in rows}
+    worst = max(abs(residuals[int(r["elements"])]) for r in used)
+    return {**out, "t0_s": float(t0), "bandwidth_gbps": float(1 / per_byte / 1e9), "residuals": residuals,
+            "max_residual_fitted": worst, "drawn": worst <= MODEL_TOLERANCE}
 
 
 def crossover(cpu: list[dict[str, Any]], gpu: list[dict[str, Any]]) -> dict[str, Any]:
-    """The size from which on the GPU is faster per op, estimated between measured sizes."""
-    elements = np.array([r["elements"] for r in cpu], dtype=np.float64)
-    log_ratio = np.log(np.array([r["per_op_s"] for r in gpu]) / np.array([r["per_op_s"] for r in cpu]))
-    wins = log_ratio < 0
-    if not wins[-1]:
-        return {"status": "cpu wins at every size", "elements": None, "size": None}
-    losing = np.flatnonzero(~wins)
-    if losing.size == 0:
-        return {"status": "gpu wins at every size", "elements": None, "size": None,
-                "below": int(elements[0])}
-    i = int(losing[-1])
-    x0, x1 = np.log(elements[i]), np.log(elements[i + 1])
-    y0, y1 = log_ratio[i], log_ratio[i + 1]
-    cross = float(np.exp(x0 + (0.0 - y0) * (x1 - x0) / (y1 - y0)))
-    return {"status": "crossover", "elements": cross, "size": math.sqrt(cross),
-            "between": [int(elements[i]), int(elements[i + 1])]}
+    """Where the GPU's time per op crosses the CPU's, and which side measurably wins at each
+    size ('gpu', 'cpu' or 'tie' when the ratio's interval includes 1)."""
+    winners = []
+    for c, g in zip(cpu, gpu):
+        r = ratio(g["times"], c["times"])
+        winners.append("tie" if not r.differs else ("gpu" if r.ratio < 1 else "cpu"))
+    base = {"winners": dict(zip((int(r["elements"]) for r in cpu), winners))}
+    if all(w == "gpu" for w in winners):
+        return {**base, "status": "gpu wins at every size", "elements": None, "size": None,
+                "below": int(cpu[0]["elements"])}
+    if winners[-1] != "gpu":
+        return {**base, "status": "cpu wins at every size" if "gpu" not in winners else "no steady winner",
+                "elements": None, "size": None}
+    i = max(k for k, w in enumerate(winners) if w != "gpu")  # the last size the GPU did not win
+    c0, c1, g0, g1 = cpu[i], cpu[i + 1], gpu[i], gpu[i + 1]
+    ratios = (g0["seconds"] / c0["seconds"], g1["seconds"] / c1["seconds"])
+    cross = _log_interp(c0["elements"], c1["elements"], *ratios, 1.0) if ratios[0] > 1 > ratios[1] \
+        else float(c1["elements"])
+    return {**base, "status": "crossover", "elements": cross, "size": math.sqrt(cross),
+            "between": [int(c0["elements"]), int(c1["elements"])]}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -156,10 +211,14 @@ def crossover(cpu: list[dict[str, Any]], gpu: list[dict[str, Any]]) -> dict[str,
 # ---------------------------------------------------------------------------------------------
 
 
-def conclusion(rows: list[dict[str, Any]], devs: list[gd.Device],
-               fits: dict[str, dict[str, float]], crossovers: dict[str, dict[str, Any]]) -> str:
-    """What the rows say: each device's cost per operation, and where each GPU wins."""
-    text = [_cost_text([r for r in rows if r["device"] == str(d)], d, fits[str(d)]) for d in devs]
+def conclusion(rows: list[dict[str, Any]], devs: list[gd.Device], fits: dict[str, dict[str, Any]],
+               crossovers: dict[str, dict[str, Any]], evens: dict[str, dict[str, Any]]) -> str:
+    """What the rows say: each device's cost per operation, where the data starts to cost,
+    how well the model fits, and where each GPU wins."""
+    text = []
+    for d in devs:
+        mine = [r for r in rows if r["device"] == str(d)]
+        text.append(_cost_text(mine, d, evens[str(d)]) + _jumps_text(mine) + _model_text(mine, fits[str(d)]))
     text += [_crossover_text(g, c) for g, c in crossovers.items()]
     if not any(d.type == "cuda" for d in devs):
         text.append("There is no GPU to compare with (the notes say why): the CPU's curve above is "
@@ -167,33 +226,93 @@ def conclusion(rows: list[dict[str, Any]], devs: list[gd.Device],
     return "\n\n".join(text)
 
 
-def _cost_text(mine: list[dict[str, Any]], d: gd.Device, fit: dict[str, Any]) -> str:
+def _cost_text(mine: list[dict[str, Any]], d: gd.Device, even: dict[str, Any]) -> str:
     lo, hi = mine[0], mine[-1]
-    s = (f"On {d}, one b += b takes {format_seconds(lo['per_op_s'])} at {lo['size']}x{lo['size']} and "
-         f"{format_seconds(hi['per_op_s'])} at {hi['size']}x{hi['size']} ({hi['gbps']:.3g} GB/s): ")
-    if len(mine) >= 2:
-        s += (f"{format_ratio(hi['elements'] / lo['elements'])} the elements cost "
-              f"{format_ratio(hi['per_op_s'] / lo['per_op_s'])} the time. ")
-    if fit["bandwidth_gbps"]:
-        side = math.sqrt(fit["break_even_elements"])
-        s += (f"Read as t = t0 + bytes / bandwidth, that is a fixed cost of {format_seconds(fit['t0_s'])} "
-              f"per operation and {fit['bandwidth_gbps']:.3g} GB/s, so below about "
-              f"{fit['break_even_elements']:,.0f} elements ({side:.0f}x{side:.0f}) the fixed cost of a "
-              f"call outweighs the work.")
+    s = (f"On {d}, one b += b takes {format_seconds(lo['seconds'])} at {lo['size']}x{lo['size']} and "
+         f"{format_seconds(hi['seconds'])} at {hi['size']}x{hi['size']} ({hi['gbps']:.3g} GB/s)")
+    if len(mine) < 2:
+        return s + ". "
+    s += (f": {format_ratio(hi['elements'] / lo['elements'])} the elements cost "
+          f"{format_ratio(hi['seconds'] / lo['seconds'])} the time. ")
+    best = min(mine, key=lambda r: r["ns_per_element"])
+    if best is not lo:
+        s += (f"The time per element falls as the fixed cost is shared by more elements, to "
+              f"{best['ns_per_element']:.3g} ns at {best['size']}x{best['size']}. ")
+    base = next(r for r in mine if r["elements"] == even["from_elements"])
+    base_text = f"its fixed cost, the {format_seconds(even['t0_s'])} of {base['size']}x{base['size']}"
+    if even["status"] == "found":
+        a, b = (next(r for r in mine if r["elements"] == e) for e in even["between"])
+        s += (f"Read from each size's fastest repeat, one operation takes twice {base_text}, at about "
+              f"{even['elements']:,.0f} elements ({even['size']:.0f}x{even['size']:.0f}; fastest "
+              f"{format_seconds(a['min_s'])} at {a['elements']:,} and {format_seconds(b['min_s'])} at "
+              f"{b['elements']:,}): below that the fixed cost of a call outweighs the work on the data. ")
+    else:
+        s += (f"No larger size's fastest repeat took twice {base_text}: the fixed cost of a call "
+              f"outweighs the data at every size measured. ")
     return s
 
 
+def _span(values: list[float]) -> str:
+    """Residuals (measured / model - 1) in words: '-6% to +3%', or as ratios when some are
+    far off ('0.77x to 3,630x the model').
+
+    >>> _span([-0.06, 0.03]), _span([1e-9, -1e-9]), _span([-0.23, 3629.0])
+    ('-6% to +3%', '+0%', '0.77x to 3,630x the model')
+    """
+    lo, hi = min(values), max(values)
+    far = hi > 1.0
+    words = [format_ratio(v + 1) if far else format_percent(v) for v in (lo, hi)]
+    text = words[0] if words[0] == words[1] else f"{words[0]} to {words[1]}"
+    return text + (" the model" if far else "")
+
+
+def _model_text(mine: list[dict[str, Any]], fit: dict[str, Any]) -> str:
+    if fit["t0_s"] is None:
+        return f"No straight line t = t0 + bytes / bandwidth fits {fit['fitted_on']} (too few, or a negative cost)."
+    res = fit["residuals"]
+    fitted = [res[r["elements"]] for r in mine if r["elements"] in fit["fitted_elements"]]
+    beyond = [res[r["elements"]] for r in mine if r["elements"] not in fit["fitted_elements"]]
+    s = (f"Fitted to the fastest repeats of {fit['fitted_on']}, t = t0 + bytes / bandwidth gives "
+         f"t0 = {format_seconds(fit['t0_s'])} and {fit['bandwidth_gbps']:.3g} GB/s, with residuals of "
+         f"{_span(fitted)} on those {len(fitted)} sizes")
+    s += "." if fit["drawn"] else ": too far off to describe them, so the model is not drawn."
+    if beyond:
+        s += f" The larger sizes sit at {_span(beyond)}"
+        s += (": their data no longer fits in that cache, and the memory beyond it is slower."
+              if fit["drawn"] and min(beyond) > 0 else ".")
+    return s
+
+
+def _jumps_text(mine: list[dict[str, Any]]) -> str:
+    """Steps of the curve that the data cannot explain: the fastest repeat grew more than
+    JUMP times faster than the elements did."""
+    odd = [(lo, hi) for lo, hi in zip(mine, mine[1:])
+           if hi["min_s"] / lo["min_s"] > JUMP * hi["elements"] / lo["elements"]]
+    if not odd:
+        return ""
+    lo, hi = odd[0]
+    return (f"From {lo['size']}x{lo['size']} to {hi['size']}x{hi['size']} the fastest repeat grew "
+            f"{format_ratio(hi['min_s'] / lo['min_s'])} for {format_ratio(hi['elements'] / lo['elements'])} the "
+            f"elements, which no memory explains: those operations waited (e.g. for a worker thread "
+            f"on a busy machine), so the curve beyond says little about the hardware. ")
+
+
 def _crossover_text(g: str, c: dict[str, Any]) -> str:
+    ties = [e for e, w in c["winners"].items() if w == "tie"]
+    tie_text = (f" At {', '.join(f'{e:,}' for e in ties)} elements there is no measurable difference."
+                if ties else "")
     if c["status"] == "crossover":
         return (f"{g} is faster than the CPU from about {c['size']:.0f}x{c['size']:.0f} "
                 f"({c['elements']:,.0f} elements, between the measured "
                 f"{c['between'][0]:,} and {c['between'][1]:,}) on: below that, launching a "
-                f"kernel costs more than the CPU needs for the whole operation.")
+                f"kernel costs more than the CPU needs for the whole operation.{tie_text}")
     if c["status"] == "gpu wins at every size":
         return (f"{g} beats the CPU at every measured size, even {c['below']:,} elements: "
                 f"the crossover lies below the smallest size measured.")
-    return (f"The CPU beats {g} at every measured size: the arrays never grew large "
-            f"enough to repay the GPU's fixed cost per operation.")
+    if c["status"] == "no steady winner":
+        return f"Neither {g} nor the CPU wins from some size on: the lead changes between sizes.{tie_text}"
+    return (f"{g} does not beat the CPU at any measured size: the arrays never grew large "
+            f"enough to repay the GPU's fixed cost per operation.{tie_text}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -215,15 +334,44 @@ def plot(res: Result) -> Figure:
 
 
 def sweep(res: Result, ax: Axes | None = None) -> Figure:
-    """Log-log time of one ``b += b`` vs elements, one line per device, crossovers marked."""
+    """Log-log time of one ``b += b`` vs elements, one line per device, with the break-even,
+    the crossovers and the cache sizes marked."""
     from gpudev import plots
 
     fig = ax.figure if ax is not None else None
     if ax is None:
-        fig, (ax,) = plots.new_figure(7.5, 5)
+        fig, (ax,) = plots.new_figure(8, 5.5)
     devices = list(dict.fromkeys(r["device"] for r in res.rows))
     for dev in devices:
         _device_curve(ax, res, dev)
+    _marks(ax, res)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("elements in b (size x size, float32)")
+    ax.set_ylabel("time of one b += b (s, log scale)")
+    ax.set_title("Exercise 5: b += b per size (median, whiskers min-max)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="upper left")
+    return fig
+
+
+def _marks(ax: Axes, res: Result) -> None:
+    """Cache sizes (as elements of b), break-evens and crossovers, as vertical lines."""
+    from gpudev import plots
+
+    for dev, levels in res.meta.get("caches", {}).items():
+        for c in levels:
+            ax.axvline(c["bytes"] / 4, color=plots.device_color(dev), linestyle=":", alpha=0.5)
+            ax.annotate(f"{dev} {c['level']} {format_bytes(c['bytes'])}", (c["bytes"] / 4, 0.98),
+                        xycoords=("data", "axes fraction"), rotation=90, ha="right", va="top",
+                        fontsize=7, color="0.35")
+    for dev, even in res.meta.get("break_even", {}).items():
+        if even.get("status") == "found":
+            ax.axvline(even["elements"], color=plots.device_color(dev), linestyle="-.", alpha=0.7)
+            ax.annotate(f"{dev}: an op takes twice its fixed cost from ~{even['elements']:,.0f}",
+                        (even["elements"], 0.02),
+                        xycoords=("data", "axes fraction"), rotation=90, ha="right", va="bottom",
+                        fontsize=7, color=plots.device_color(dev))
     for g, c in res.meta.get("crossovers", {}).items():
         if c.get("status") == "crossover":
             ax.axvline(c["elements"], color=plots.device_color(g), linestyle="--")
@@ -231,35 +379,27 @@ def sweep(res: Result, ax: Axes | None = None) -> Figure:
                         xycoords=("data", "axes fraction"), rotation=90, ha="right", va="center",
                         fontsize=8, color=plots.device_color(g))
         else:
-            ax.text(0.02, 0.02, f"{g}: {c.get('status')}", transform=ax.transAxes, fontsize=8)
-    if not res.meta.get("crossovers") and not any(d.startswith("cuda") for d in devices):
-        ax.text(0.02, 0.02, "no GPU measured: no crossover to mark", transform=ax.transAxes,
-                fontsize=8, color="0.3")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("elements in b (size x size, float32)")
-    ax.set_ylabel("time of one b += b (s, log scale)")
-    ax.set_title(f"Exercise 5: b += b, {res.meta.get('iters')} iterations per timed loop")
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-    return fig
+            ax.text(0.98, 0.02, f"{g}: {c.get('status')}", transform=ax.transAxes, ha="right", fontsize=8)
 
 
 def _device_curve(ax: Axes, res: Result, dev: str) -> None:
-    """One device's time per op with min-max whiskers, and its cost model when it has one."""
+    """One device's time per op with min-max whiskers, and its cost model over the sizes it
+    was fitted to (when it describes them)."""
     from gpudev import plots
 
     rows = [r for r in res.rows if r["device"] == dev]
     x = np.array([r["elements"] for r in rows], dtype=float)
-    y = np.array([r["per_op_s"] for r in rows])
-    # clipped at 0: rounding can put min_s / iters a hair above the per-op median
-    lo = np.maximum(y - np.array([r["min_s"] / r["iters"] for r in rows]), 0)
-    hi = np.maximum(np.array([r["max_s"] / r["iters"] for r in rows]) - y, 0)
+    y = np.array([r["seconds"] for r in rows])
+    lo = np.maximum(y - np.array([r["min_s"] for r in rows]), 0)
+    hi = np.maximum(np.array([r["max_s"] for r in rows]) - y, 0)
     ax.errorbar(x, y, yerr=[lo, hi], marker="o", capsize=3, color=plots.device_color(dev), label=dev)
     fit = res.meta.get("fits", {}).get(dev)
-    if fit and fit.get("bandwidth_gbps"):
-        grid = np.logspace(math.log10(x.min()), math.log10(x.max()), 100)
+    if fit and fit.get("drawn"):
+        fx = np.array(sorted(fit["fitted_elements"]), dtype=float)
+        grid = np.logspace(math.log10(fx.min()), math.log10(fx.max()), 100)
         model = fit["t0_s"] + 8.0 * grid / (fit["bandwidth_gbps"] * 1e9)
-        ax.plot(grid, model, linestyle=":", color=plots.device_color(dev), alpha=0.8,
-                label=f"{dev} model: {format_seconds(fit['t0_s'], micro=plots.MICRO)} + bytes / "
-                      f"{fit['bandwidth_gbps']:.3g} GB/s")
+        worst = fit["max_residual_fitted"]
+        ax.plot(grid, model, linestyle=":", color=plots.device_color(dev), alpha=0.9,
+                label=f"{dev} model, fastest repeats of {fit['fitted_on']}: "
+                      f"{format_seconds(fit['t0_s'], micro=plots.MICRO)} + bytes / {fit['bandwidth_gbps']:.3g} GB/s "
+                      f"(residuals within {100 * worst:.0f}%)")

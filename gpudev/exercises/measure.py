@@ -1,5 +1,5 @@
-"""What every exercise shares: progress labels, argument checks, the devices to run on,
-timing statistics, and the sentence that compares two times.
+"""What every exercise shares: progress labels, argument checks, the devices to run on, and
+timing statistics (one callable, or several in alternation).
 
     >>> timed = time_repeats(lambda: gd.ones((4, 4)).sum(), repeats=5)
     >>> timed["repeats"], timed["clock"]
@@ -8,6 +8,8 @@ timing statistics, and the sentence that compares two times.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -18,7 +20,7 @@ import gpudev as gd
 from .._devices import (
     DeviceLike, all_devices, as_device, as_devices, gpus_here, no_gpu_reason, present_and_missing, require,
 )
-from .._format import format_ratio, format_seconds, jsonable
+from .._format import jsonable
 
 # ---------------------------------------------------------------------------------------------
 # progress: the command line shows which measurement is running
@@ -105,7 +107,7 @@ def device_meta(devices: Iterable[gd.Device]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def stats(times: Sequence[float], clock: str) -> dict[str, Any]:
+def stats(times: Sequence[float], clock: str, *, calls: int = 1, overhead: float | None = None) -> dict[str, Any]:
     """The timing fields of a row (TIMING_FIELDS but 'device') for the repeats `times`.
 
     >>> stats([2.0, 1.0, 3.0], "host")["seconds"]
@@ -118,21 +120,51 @@ def stats(times: Sequence[float], clock: str) -> dict[str, Any]:
         "max_s": float(arr.max()),
         "std_s": float(arr.std(ddof=1)) if arr.size > 1 else 0.0,
         "repeats": int(arr.size),
+        "calls": int(calls),
+        "overhead_s": overhead,
         "clock": clock,
         "times": arr.tolist(),
     }
 
 
-def time_repeats(fn: Callable[[], Any], repeats: int, *, warmup: int = 1, per: int = 1,
-                 wall: bool = False) -> dict[str, Any]:
-    """gd.benchmark's statistics of `fn`, divided by `per` (calls inside one timed unit).
+def time_repeats(fn: Callable[[], Any], repeats: int, *, warmup: int = 1, calls: int | None = None,
+                 wall: bool = False, max_s: float = 120.0) -> dict[str, Any]:
+    """gd.benchmark's statistics of `fn` per call: `repeats` repeats, or fewer when they
+    would take more than `max_s` seconds; `calls` calls per repeat (None: gd.benchmark sizes
+    the batch so a tiny call is not swamped by the cost of reading the clock).
 
     `wall=True` uses the host clock up to the end of the synchronization (elapsed time a user
     waits) even when a GPU was timed with events."""
-    r = gd.benchmark(fn, n_warmup=warmup, n_repeat=repeats)
-    times = r.cpu_times if wall else r.times
-    clock = "host" if wall else r.clock
-    return stats([t / per for t in times], clock)
+    r = gd.benchmark(fn, n_warmup=warmup, n_repeat=repeats, max_duration=max_s, n_calls=calls)
+    return stats(r.cpu_times if wall else r.times, "host" if wall else r.clock, calls=r.n_calls,
+                 overhead=r.overhead)
+
+
+def interleaved(fns: Sequence[Callable[[], Any]], repeats: int, *, warmup: int = 1,
+                calls: int | None = None, wall: bool = False, max_s: float = math.inf) -> list[dict[str, Any]]:
+    """The statistics of several callables timed in alternation: round r times each once,
+    starting with a different one each round, so that round r of every callable saw the
+    same load on the machine and their ratios can be taken round by round
+    (compare.ratio(..., paired=True)). `calls` per repeat: None sizes each callable's batch
+    with one more (untimed) run first. Rounds stop after `repeats`, or once they have taken
+    `max_s` seconds and at least 3 rounds ran."""
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    sizes = [calls or gd.benchmark(fn, n_warmup=0, n_repeat=1).n_calls for fn in fns]
+    times: list[list[float]] = [[] for _ in fns]
+    overhead: list[list[float]] = [[] for _ in fns]
+    clock = "host"
+    started = time.perf_counter()
+    for r in range(repeats):
+        if r >= 3 and time.perf_counter() - started >= max_s:
+            break
+        for i in [(r + k) % len(fns) for k in range(len(fns))]:
+            res = gd.benchmark(fns[i], n_warmup=0, n_repeat=1, n_calls=sizes[i])
+            times[i].append(res.cpu_times[0] if wall else res.times[0])
+            overhead[i].append(res.overhead)
+            clock = "host" if wall else res.clock
+    return [stats(t, clock, calls=n, overhead=float(np.median(o))) for t, o, n in zip(times, overhead, sizes)]
 
 
 def first_call(fn: Callable[[], Any]) -> dict[str, Any]:
@@ -140,28 +172,3 @@ def first_call(fn: Callable[[], Any]) -> dict[str, Any]:
     timer = gd.Timer()
     fn()
     return stats([timer.stop()], "host")
-
-
-def repeats_for(seconds: float, budget: float, lo: int = 3, hi: int = 20) -> int:
-    """Repeats that fit in `budget` seconds for a unit that takes `seconds`, within [lo, hi].
-
-    >>> repeats_for(0.5, 4.0)
-    8
-    """
-    return int(min(hi, max(lo, budget // max(seconds, 1e-9))))
-
-
-def faster(a_name: str, a_s: float, b_name: str, b_s: float) -> str:
-    """'a is 3.2x faster than b (...)' / 'b is ...' / '... take about the same time (...)'.
-
-    >>> faster("the GPU", 0.01, "the CPU", 1.0)
-    'the GPU is 100x faster than the CPU (10 ms vs 1 s)'
-    """
-    if max(a_s, b_s) <= 1.1 * min(a_s, b_s):
-        return (f"{a_name} and {b_name} take about the same time "
-                f"({format_seconds(a_s)} vs {format_seconds(b_s)})")
-    if a_s < b_s:
-        return (f"{a_name} is {format_ratio(b_s / a_s)} faster than {b_name} "
-                f"({format_seconds(a_s)} vs {format_seconds(b_s)})")
-    return (f"{b_name} is {format_ratio(a_s / b_s)} faster than {a_name} "
-            f"({format_seconds(b_s)} vs {format_seconds(a_s)})")

@@ -19,7 +19,10 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .._format import format_bytes, format_seconds, jsonable
+from .compare import noisy
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -34,6 +37,8 @@ TIMING_FIELDS = {
     "max_s": "slowest repeat, seconds",
     "std_s": "sample standard deviation of the repeats, seconds (0 for one repeat)",
     "repeats": "how many repeats were timed",
+    "calls": "calls timed together in one repeat (gd.benchmark's n_calls); times are per unit",
+    "overhead_s": "what the same timing reports per call for an empty callable (None: not measured)",
     "clock": "'gpu' (CUDA events), 'host' (perf_counter, ending after a synchronization) "
              "or 'host, unsynchronized' (the wrong way, shown on purpose)",
     "times": "every repeat's time, seconds",
@@ -53,7 +58,7 @@ class Result:
     Example:
         >>> from gpudev.exercises import small_op_sweep
         >>> res = small_op_sweep(sizes=(4, 64), iters=50)
-        >>> [r["per_op_s"] > 0 for r in res.rows]
+        >>> [r["seconds"] > 0 for r in res.rows]
         [True, True]
         >>> fig = res.plot()
     """
@@ -76,6 +81,25 @@ class Result:
         for row in self.rows:
             for key in self.fields:
                 row.setdefault(key, None)
+        note = self._noisy_note()
+        if note and note not in self.notes:
+            self.notes = [*self.notes, note]
+
+    def _noisy_note(self) -> str | None:
+        """'noisy repeats: ...' naming each row whose slowest repeat is far above its median."""
+        # a row is named by its columns before the first time column (device, task, size...)
+        first_time = next((i for i, (_, _, kind) in enumerate(self.columns) if kind == "time"), 0)
+        flagged = []
+        for row in self.rows:
+            spread = noisy(row.get("times") or [])
+            if spread is not None:
+                name = " ".join(_format_cell(row.get(key), kind) for key, _, kind in self.columns[:first_time])
+                flagged.append(f"{name.strip() or 'a row'} (slowest {format_seconds(max(row['times']))}, "
+                               f"{spread:.1f}x the median {format_seconds(float(np.median(row['times'])))})")
+        if not flagged:
+            return None
+        return ("noisy repeats, the slowest far above the median (a busy machine, or a descheduled "
+                "thread): " + "; ".join(flagged))
 
     @property
     def ok(self) -> bool:
@@ -212,10 +236,15 @@ def bar_item(row: dict[str, Any], group: str, series: str, **extra: Any) -> dict
 
 
 def notes_text(ax: Any, res: Result) -> None:
-    """Why parts were skipped and the notes, in small print at the top left of `ax`."""
+    """Why parts were skipped and the notes, in small print at the foot of `ax`'s figure (a
+    list of noisy rows is only counted: the report and the table have them)."""
     from gpudev import plots
 
-    lines = ([f"skipped: {res.skipped}"] if res.skipped else []) + [f"note: {n}" for n in res.notes]
-    if lines:
-        ax.text(0.01, 0.99, "\n".join(plots.wrap(l_, 90) for l_ in lines), transform=ax.transAxes,
-                va="top", ha="left", fontsize=7, color="0.3")
+    lines = ([f"skipped: {res.skipped}"] if res.skipped else [])
+    for n_ in res.notes:
+        if n_.startswith("noisy repeats"):
+            n_ = f"noisy repeats in {n_.count('(slowest ')} row(s): the report lists them"
+        lines.append(f"note: {n_}")
+    if lines:  # at the foot of the figure, where the layout keeps room for it under the tick labels
+        ax.figure.supxlabel("\n".join(plots.wrap(l_, 160) for l_ in lines), x=0.01, ha="left",
+                            fontsize=7, color="0.3")

@@ -106,8 +106,10 @@ static void check_cpu_memory(void)
 {
     static const size_t sizes[] = {1, 7, 64, 1000, (size_t)4 << 20, ((size_t)4 << 20) + 3};
     enum { N = sizeof sizes / sizeof sizes[0] };
-    int64_t s0[4], s1[4], s2[4];
-    gd_cpu_memory_stats(s0);
+    gd_memory_stats s0, s1, s2;
+    gd_error err;
+    memset(&err, 0, sizeof err);
+    OK(gdt_be->memory_stats(&s0, 0, &err));
     void *p[N];
     size_t total = 0;
     for (int i = 0; i < N; i++) {
@@ -117,22 +119,24 @@ static void check_cpu_memory(void)
         memset(p[i], 0xab, sizes[i]); /* writable to the last byte (AddressSanitizer checks) */
         total += sizes[i];
     }
-    gd_cpu_memory_stats(s1);
-    CHECK(s1[0] - s0[0] == (int64_t)total && s1[2] - s0[2] == N && s1[3] - s0[3] >= (int64_t)total &&
-              s1[1] >= s1[0],
+    OK(gdt_be->memory_stats(&s1, 0, &err));
+    CHECK(s1.allocated_bytes - s0.allocated_bytes == (int64_t)total && s1.allocations - s0.allocations == N &&
+              s1.reserved_bytes - s0.reserved_bytes >= (int64_t)total && s1.peak_allocated_bytes >= s1.allocated_bytes,
           "after %zu bytes in %d blocks: allocated +%lld, allocations +%lld, reserved +%lld, peak %lld", total, N,
-          (long long)(s1[0] - s0[0]), (long long)(s1[2] - s0[2]), (long long)(s1[3] - s0[3]), (long long)s1[1]);
+          (long long)(s1.allocated_bytes - s0.allocated_bytes), (long long)(s1.allocations - s0.allocations),
+          (long long)(s1.reserved_bytes - s0.reserved_bytes), (long long)s1.peak_allocated_bytes);
     for (int i = 0; i < N; i++) gdt_free(p[i], sizes[i]);
-    gd_cpu_memory_stats(s2);
-    CHECK(s2[0] == s0[0] && s2[2] == s0[2] && s2[3] == s0[3] && s2[1] == s1[1],
-          "after freeing: allocated %lld, allocations %lld, reserved %lld, peak %lld -> %lld", (long long)s2[0],
-          (long long)s2[2], (long long)s2[3], (long long)s1[1], (long long)s2[1]);
-    gd_cpu_reset_peak();
-    gd_cpu_memory_stats(s2);
-    CHECK(s2[1] == s2[0], "reset: peak %lld, allocated %lld", (long long)s2[1], (long long)s2[0]);
+    OK(gdt_be->memory_stats(&s2, 0, &err));
+    CHECK(s2.allocated_bytes == s0.allocated_bytes && s2.allocations == s0.allocations &&
+              s2.reserved_bytes == s0.reserved_bytes && s2.peak_allocated_bytes == s1.peak_allocated_bytes,
+          "after freeing: allocated %lld, allocations %lld, reserved %lld, peak %lld -> %lld",
+          (long long)s2.allocated_bytes, (long long)s2.allocations, (long long)s2.reserved_bytes,
+          (long long)s1.peak_allocated_bytes, (long long)s2.peak_allocated_bytes);
+    gdt_be->reset_peak_memory(0);
+    OK(gdt_be->memory_stats(&s2, 0, &err));
+    CHECK(s2.peak_allocated_bytes == s2.allocated_bytes, "reset: peak %lld, allocated %lld",
+          (long long)s2.peak_allocated_bytes, (long long)s2.allocated_bytes);
 
-    gd_error err;
-    memset(&err, 0, sizeof err);
     void *huge = NULL;
     int rc = gdt_be->alloc(&huge, 0, (size_t)1 << 62, &err);
     CHECK(rc == GD_ERR_HOST_OOM && huge == NULL && strstr(err.message, "out of host memory allocating 4.0 EiB"),
