@@ -59,3 +59,5 @@ static const gd_backend gd_cuda_table = {
 };
 
 extern "C" const gd_backend *gd_cuda_backend(void) { return &gd_cuda_table; }
+
+extern "C" void gd_cuda_set_tf32(int enabled) { gd_cuda_tf32.store(enabled != 0); }

@@ -225,6 +225,9 @@ int gd_cuda_device_wait_stream(int device, uint64_t stream, gd_error *err);
 
 /* The finished table (backend_cuda.cu); module.cu wraps it in the capsule. */
 extern "C" const gd_backend *gd_cuda_backend(void);
+/* Allow (1) or forbid (0) TF32 in float32 products, from each device's next product on
+ * (gd.set_tf32, and the conformance test, which has no Python). */
+extern "C" void gd_cuda_set_tf32(int enabled);
 
 /* runtime.cu: GD_ERR_DEVICE_UNAVAILABLE with a message naming the device and the GPU count
  * (and why there are none) unless 0 <= device < gd_cuda_device_count(). */

@@ -3,10 +3,11 @@
  * checks: device indices the machine does not have are refused; memory exported to another
  * library's stream is ordered both ways (export and release); allocations come from gpudev's
  * own pool, which keeps little after a synchronization; the thread's current device survives
- * every call; reduction scratch is counted. Built for the emulation it also checks what only
- * the emulation can stage: cuBLAS handle creation on a full device, a stale error left by a
- * failed cuBLAS call, a device that cannot be entered while freeing, and that the stream
- * ordering checks do fail when the ordering calls are left out.
+ * every call; reduction scratch is counted; TF32 switches on and off again. Built for the
+ * emulation it also checks what only the emulation can stage: cuBLAS handle creation on a
+ * full device, a stale error left by a failed cuBLAS call, a device that cannot be entered
+ * while freeing, and that the stream ordering checks do fail when the ordering calls are
+ * left out.
  */
 #include "conformance.h"
 #include "cuda_probe.h"
@@ -23,6 +24,7 @@
 
 /* Defined in csrc/cuda/backend_cuda.cu with C linkage (its header is C++ only). */
 const gd_backend *gd_cuda_backend(void);
+void gd_cuda_set_tf32(int enabled);
 
 /* A helper of cuda_probe.cu that must succeed (0), counted as a check. */
 #define PROBE(call) gdt_probe((call), #call, __FILE__, __LINE__)
@@ -242,6 +244,38 @@ static void check_device_restored(void)
 }
 
 /* ------------------------------------------------------------------------------------------
+ * TF32
+ * ---------------------------------------------------------------------------------------- */
+
+/* A (n, n) @ (n, n) product of 1 + 2^-12 by ones, with TF32 off, on, and off again. In
+ * float32 every sum is exact (n + n / 4096); TF32 keeps 10 mantissa bits, so the operand
+ * reads as 1 and the sum as n. Off must give the exact value both times (a stale math mode
+ * fails the second); on must give n where TF32 is known to be used (the emulation) and one
+ * of the two elsewhere (cuBLAS may pick a kernel without tensor cores). */
+static void check_tf32_switch(void)
+{
+    enum { n = 256 };
+    const size_t bytes = (size_t)n * n * sizeof(float);
+    static float a[n * n], ones[n * n], c[n * n];
+    for (int i = 0; i < n * n; i++) a[i] = 1.0f + 1.0f / 4096, ones[i] = 1.0f;
+    float *da = gdt_upload_new(a, bytes), *db = gdt_upload_new(ones, bytes), *dc = gdt_alloc(bytes);
+    const float exact = n + n / 4096.0f;
+    float got[3] = {0};
+    for (int step = 0; step < 3; step++) {
+        gd_cuda_set_tf32(step == 1);
+        OK(gdt_be->gemm(dc, GD_FLOAT32, da, db, 1, n, n, n, 0, 0, 0, gdt_dev, &gdt_err));
+        gdt_download(c, dc, bytes);
+        got[step] = c[n * n - 1];
+        CHECK(c[0] == got[step], "step %d: c[0][0] = %.9g but c[-1][-1] = %.9g", step, c[0], got[step]);
+    }
+    gd_cuda_set_tf32(0);
+    gdt_free(da, bytes), gdt_free(db, bytes), gdt_free(dc, bytes);
+    CHECK(got[0] == exact && got[2] == exact, "TF32 off gave %.9g, off again %.9g, not %.9g", got[0], got[2], exact);
+    CHECK(got[1] == (float)n || (!EMULATED && got[1] == exact), "TF32 on gave %.9g, not %d", got[1], n);
+    printf("  TF32 off %.9g, on %.9g, off again %.9g\n", got[0], got[1], got[2]);
+}
+
+/* ------------------------------------------------------------------------------------------
  * what only the emulation can stage
  * ---------------------------------------------------------------------------------------- */
 
@@ -338,6 +372,7 @@ static const gdt_section cuda_sections[] = {
     {"cuda: release threshold", check_release_threshold},
     {"cuda: scratch counted", check_scratch_counted},
     {"cuda: device restored", check_device_restored},
+    {"cuda: TF32 switch", check_tf32_switch},
 #if EMULATED
     {"cuda: cuBLAS creation", check_blas_creation},
     {"cuda: no stale error", check_no_stale_error},

@@ -2,7 +2,10 @@
  * stream, with a workspace, and column-major reference products queued on the handle's stream
  * like kernels. Leading dimensions, strides and every matrix's extent are checked against live
  * device allocations when a product is issued, so the row-major to column-major operand swap
- * of gpudev's gemm is really checked. A handle takes 4 MiB of device memory outside any pool
+ * of gpudev's gemm is really checked. Products accumulate in their own type, as cuBLAS's do
+ * (float32 sums are float32's, not a float64 reference's), and in TF32 math mode float32
+ * operands are first rounded to TF32's 10 mantissa bits, as tensor cores read them, so a
+ * forgotten or stale math mode shows in the values. A handle takes 4 MiB of device memory outside any pool
  * (cublasCreate fails with CUBLAS_STATUS_ALLOC_FAILED when the device cannot give them).
  */
 #undef _FORTIFY_SOURCE /* as in every file of the emulation (emu_runtime.cpp) */
@@ -10,7 +13,10 @@
 #include "emu.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <type_traits>
 
 struct gd_emu_blas {
     int device;
@@ -145,21 +151,36 @@ void check_matrices(const char *call, const char *name, const T *p, long long ro
             die("%s: matrix %s of product %d reaches outside device memory", call, name, b);
 }
 
-/* C = alpha A B + beta C for each of `batch` products, in double. */
+/* x rounded to TF32 (8 exponent bits, 10 mantissa bits), to nearest with ties away from
+ * zero as cvt.rna.tf32.f32 does; infinities and NaNs stay as they are. */
+float to_tf32(float x)
+{
+    uint32_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    if ((bits & 0x7f800000u) != 0x7f800000u) bits = (bits + 0x1000u) & 0xffffe000u;
+    std::memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
+/* C = alpha A B + beta C for each of `batch` products, accumulated in T; float operands
+ * rounded to TF32 first when `tf32`. */
 template <class T>
 void products(int m, int n, int k, T alpha, const T *A, int lda, long long sa, const T *B, int ldb, long long sb,
-              T beta, T *C, int ldc, long long sc, int batch)
+              T beta, T *C, int ldc, long long sc, int batch, bool tf32)
 {
+    auto in = [tf32](T v) -> T {
+        if constexpr (std::is_same<T, float>::value) return tf32 ? to_tf32(v) : v;
+        else return v;
+    };
     for (int p = 0; p < batch; p++) {
         const T *a = A + p * sa, *b = B + p * sb;
         T *c = C + p * sc;
         for (long long j = 0; j < n; j++)
             for (long long i = 0; i < m; i++) {
-                double acc = 0;
-                for (long long l = 0; l < k; l++) acc += (double)a[i + l * lda] * (double)b[l + j * ldb];
+                T acc = 0;
+                for (long long l = 0; l < k; l++) acc += in(a[i + l * lda]) * in(b[l + j * ldb]);
                 /* beta == 0: C is not read, as in cuBLAS (it may hold NaNs) */
-                const double old = beta == 0 ? 0.0 : (double)beta * (double)c[i + j * ldc];
-                c[i + j * ldc] = (T)((double)alpha * acc + old);
+                c[i + j * ldc] = beta == 0 ? alpha * acc : alpha * acc + beta * c[i + j * ldc];
             }
     }
 }
@@ -184,8 +205,9 @@ cublasStatus_t gemm(const char *call, cublasHandle_t handle, cublasOperation_t t
     check_matrices(call, "A", A, m, k, lda, sa, batch, h.device);
     check_matrices(call, "B", B, k, n, ldb, sb, batch, h.device);
     check_matrices(call, "C", (const T *)C, m, n, ldc, sc, batch, h.device);
+    const bool tf32 = h.mode == CUBLAS_TF32_TENSOR_OP_MATH; /* the mode when the product is issued */
     enqueue(stream_of(h.stream, call), [=, a = *alpha, b = *beta] {
-        products<T>(m, n, k, a, A, lda, sa, B, ldb, sb, b, C, ldc, sc, batch);
+        products<T>(m, n, k, a, A, lda, sa, B, ldb, sb, b, C, ldc, sc, batch, tf32);
     });
     return CUBLAS_STATUS_SUCCESS;
 }
