@@ -149,6 +149,9 @@ static void array_dealloc(PyObject *self)
             Py_END_ALLOW_THREADS
         }
         if (be) be->free(a->alloc_ptr, a->device.index, a->alloc_bytes);
+        /* a GPU's free is queued on its stream: the next synchronize() waits for it, and
+         * that is when the pool gives memory above its threshold back to the driver */
+        if (be && a->device.type == GD_CUDA) st->pending_gpus |= (uint64_t)1 << a->device.index;
     }
     tp->tp_free(self);
     Py_DECREF(tp);
