@@ -49,7 +49,8 @@ def test_every_test_taking_a_gpu_fixture_is_marked(request):
     author forgot the marker: the conftest marks them from their fixtures."""
     items = request.session.items
     takers = [i for i in items if "cuda0" in getattr(i, "fixturenames", ())]
-    assert takers, "no collected test takes the cuda0 fixture"
+    if not takers:  # e.g. under -m "not gpu"
+        pytest.skip("no selected test takes the cuda0 fixture")
     unmarked = [i.nodeid for i in takers if i.get_closest_marker("gpu") is None]
     assert not unmarked, unmarked
     pairs = [i for i in items if "cuda01" in getattr(i, "fixturenames", ())]
