@@ -87,10 +87,13 @@ sanitize: $(DEPS)
 
 # The backend conformance test (tests/c) with the real CUDA backend (csrc/cuda) compiled for
 # the CPU against the emulation of CUDA and cuBLAS in tools/cuda_emu, then run: the kernels'
-# logic is checked without a GPU (not their speed). Fails if any check fails.
+# logic is checked without a GPU (not their speed), with 2 multiprocessors per GPU (long
+# grid-stride loops) and then 132 (launch plans as on an H200). Fails if any check fails.
 cuda-emu:
 	bash tools/cuda_emu/build.sh
 	build/cuda_emu/conformance_cuda
+	@echo "== again with an H200's 132 multiprocessors: grids and reduction splits as sized there"
+	GD_EMU_MULTIPROCESSORS=132 build/cuda_emu/conformance_cuda
 
 # The same conformance test on the CPU backend (built natively into build/ctest, with
 # OpenBLAS from the wheel in .venv), under AddressSanitizer + UBSan, its timings, and on this

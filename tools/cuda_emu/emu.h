@@ -29,7 +29,7 @@
 namespace gd_emu {
 
 constexpr int kDevices = 2;
-constexpr int kMultiprocessors = 2;
+constexpr int kDefaultMultiprocessors = 2;
 constexpr size_t kDefaultDeviceBytes = (size_t)80 << 30;
 constexpr size_t kMaxPitch = 2147483647;
 
@@ -44,6 +44,10 @@ cudaError_t fail(cudaError_t e);
 
 extern thread_local int t_device; /* the calling host thread's current device */
 bool valid_device(int d);
+/* Multiprocessors per emulated device: 2, or GD_EMU_MULTIPROCESSORS (1..1024; 132 is an
+ * H200), so that launch plans sized by the multiprocessor count (grid sizes, how reductions
+ * split a row) take the shapes they take on a real GPU. */
+int multiprocessors();
 
 /* The emulation's one lock. */
 std::recursive_mutex &lock();

@@ -84,8 +84,8 @@ struct Statistics {
     ~Statistics()
     {
         if (launches)
-            printf("cuda_emu: %lld kernel launches, %lld blocks, %lld threads on %d emulated GPUs\n", launches, blocks,
-                   threads, kDevices);
+            printf("cuda_emu: %lld kernel launches, %lld blocks, %lld threads on %d emulated GPUs of %d "
+                   "multiprocessors\n", launches, blocks, threads, kDevices, multiprocessors());
     }
 } g_stats;
 

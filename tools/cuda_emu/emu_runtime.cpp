@@ -48,6 +48,19 @@ cudaError_t fail(cudaError_t e)
 
 bool valid_device(int d) { return d >= 0 && d < kDevices; }
 
+int multiprocessors()
+{
+    static const int count = [] {
+        const char *s = getenv("GD_EMU_MULTIPROCESSORS");
+        if (!s || !*s) return kDefaultMultiprocessors;
+        char *end = nullptr;
+        const long n = strtol(s, &end, 10);
+        if (*end || n < 1 || n > 1024) die("GD_EMU_MULTIPROCESSORS=%s: give a count from 1 to 1024, e.g. 132", s);
+        return (int)n;
+    }();
+    return count;
+}
+
 std::recursive_mutex &lock()
 {
     static std::recursive_mutex m;
@@ -179,7 +192,7 @@ cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device)
     switch (attr) {
     case cudaDevAttrMaxPitch: *value = (int)kMaxPitch; break;
     case cudaDevAttrClockRate: *value = 1980000; break;       /* kHz */
-    case cudaDevAttrMultiProcessorCount: *value = kMultiprocessors; break;
+    case cudaDevAttrMultiProcessorCount: *value = multiprocessors(); break;
     case cudaDevAttrMemoryClockRate: *value = 2619000; break; /* kHz */
     case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
     default: return fail(cudaErrorInvalidValue);
@@ -200,7 +213,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device)
     prop->totalGlobalMem = total_bytes;
     prop->major = 9;
     prop->minor = 0;
-    prop->multiProcessorCount = kMultiprocessors;
+    prop->multiProcessorCount = multiprocessors();
     prop->memoryBusWidth = 5120;
     prop->l2CacheSize = 50 << 20;
     return cudaSuccess;
