@@ -13,8 +13,8 @@ SOURCES := $(wildcard csrc/*.h csrc/core/* csrc/cpu/* csrc/cuda/*) setup.py pypr
 BUILT   := $(VENV)/.built
 INSTALLED := $(VENV)/.installed
 
-.PHONY: all build demo test fuzz sanitize cuda-emu gpu-check gpu-wheels bench lab clean
-.PHONY: test-pool test-pool-tsan test-pool-asan bench-pool
+.PHONY: all build demo test fuzz sanitize tsan cuda-emu gpu-check gpu-wheels bench lab clean
+.PHONY: test-pool test-pool-tsan test-pool-asan bench-pool check-aarch64
 
 all: test
 
@@ -85,6 +85,44 @@ sanitize: $(DEPS)
 	  PYTHONPATH=$(CURDIR)/build/asan GPUDEV_SANITIZE_RUN=1 \
 	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(SANITIZE_TESTS)
 
+# The C core built with ThreadSanitizer into build/tsan, then the tests that run gpudev from
+# several Python threads and change the thread count under them, with CPython and OpenBLAS
+# uninstrumented (TSan still sees their locks: its interceptors are in libc's pthread calls).
+# Suppressions: tools/tsan.supp. Not in .ci/run: it took 6 minutes on a 2-core machine shared
+# with other builds (5 of them in the tests, which run under TSan's 5-15x slowdown). The
+# pool alone runs under TSan in seconds: `make test-pool-tsan`.
+TSAN_LIB = $(shell gcc -print-file-name=libtsan.so)
+TSAN_TESTS = tests/test_threads.py tests/test_cpu_threads.py
+tsan: $(DEPS)
+	rm -rf build/tsan && mkdir -p build/tsan/gpudev
+	cd gpudev && cp --parents $$(find . -name '*.py' -not -path '*/__pycache__/*') $(CURDIR)/build/tsan/gpudev/
+	$(LOCK) env GPUDEV_SANITIZE=thread GPUDEV_CUDA=0 $(PY) setup.py -q build_ext --build-lib build/tsan --build-temp build/tsan-tmp --force
+	cd build/tsan && LD_PRELOAD="$(TSAN_LIB)" \
+	  TSAN_OPTIONS="halt_on_error=1 die_after_fork=0 suppressions=$(CURDIR)/tools/tsan.supp" \
+	  PYTHONPATH=$(CURDIR)/build/tsan GPUDEV_SANITIZE_RUN=1 \
+	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(addprefix $(CURDIR)/,$(TSAN_TESTS))
+
+# Compile-only check that the C core (csrc/core and csrc/cpu, not CUDA) builds for 64-bit
+# Arm Linux: setup.py's own compile of gpudev._C (its sources and flags) with Debian's cross
+# compiler (package gcc-aarch64-linux-gnu) and warnings as errors, into build/aarch64. The
+# link is left out (LDSHARED=true): there is no arm64 OpenBLAS or libpython here. Python's
+# and NumPy's headers are this machine's, which describe the same LP64 Linux. Without the
+# cross compiler it says so and is skipped.
+AARCH64_CC ?= aarch64-linux-gnu-gcc
+check-aarch64: $(DEPS)
+	@if ! command -v $(AARCH64_CC) >/dev/null 2>&1; then \
+	  echo "check-aarch64: SKIPPED: $(AARCH64_CC) not found (Debian/Ubuntu: apt-get install gcc-aarch64-linux-gnu)"; \
+	  exit 0; fi; \
+	set -e; rm -rf build/aarch64 build/aarch64-tmp; \
+	$(LOCK) env CC=$(AARCH64_CC) CFLAGS=-Werror LDSHARED=true GPUDEV_CUDA=0 \
+	  $(PY) setup.py -q build_ext --build-lib build/aarch64 --build-temp build/aarch64-tmp --force; \
+	objs=$$(find build/aarch64-tmp -name '*.o' | sort); \
+	n=$$(echo "$$objs" | grep -c .); srcs=$$(ls csrc/core/*.c csrc/cpu/*.c | wc -l); \
+	arm=$$(for o in $$objs; do readelf -h $$o; done | grep -c 'Machine:.*AArch64'); \
+	if [ "$$n" -ne "$$srcs" ] || [ "$$arm" -ne "$$srcs" ]; then \
+	  echo "check-aarch64: FAILED: $$srcs C sources, $$n objects, $$arm of them for AArch64"; exit 1; fi; \
+	echo "check-aarch64: OK: $$srcs C sources of the core compile for aarch64 with $(AARCH64_CC), no warnings"
+
 # The backend conformance test (tests/c) with the real CUDA backend (csrc/cuda) compiled for
 # the CPU against the emulation of CUDA and cuBLAS in tools/cuda_emu, then run: the kernels'
 # logic is checked without a GPU (not their speed), with 2 multiprocessors per GPU (long
@@ -136,7 +174,7 @@ gpu-wheels: | $(PY)
 # The CPU worker pool (csrc/cpu/pool.c) checked on its own, built into build/pool: the
 # futex and the condition-variable builds, then each under ThreadSanitizer and under
 # AddressSanitizer + UndefinedBehaviorSanitizer. `make bench-pool` times it against a
-# serial loop and the OpenMP scheme, quiet and with busy processes (it starts them).
+# serial loop, quiet and with busy processes (it starts them).
 POOL_DIR    := build/pool
 POOL_DEPS   := csrc/cpu/pool.c csrc/cpu/pool.h tests/c/test_pool.c tests/c/busy_procs.h
 POOL_CFLAGS := -std=c11 -Wall -Wextra -Werror -g -pthread -Icsrc/cpu -DGD_POOL_TEST_HOOKS
@@ -155,7 +193,7 @@ $(POOL_DIR)/test_pool_asan: $(POOL_DEPS)
 	$(call POOL_BUILD,$(POOL_SAN) -fsanitize=address,undefined -fno-sanitize-recover=all)
 $(POOL_DIR)/bench_pool: csrc/cpu/pool.c csrc/cpu/pool.h tests/c/bench_pool.c tests/c/busy_procs.h csrc/philox.h
 	@mkdir -p $(POOL_DIR)
-	$(CC) -std=c11 -Wall -Wextra -Werror -O3 -fno-math-errno -fopenmp -pthread -Icsrc/cpu -Icsrc \
+	$(CC) -std=c11 -Wall -Wextra -Werror -O3 -fno-math-errno -pthread -Icsrc/cpu -Icsrc \
 	  csrc/cpu/pool.c tests/c/bench_pool.c -o $@ -lm
 
 test-pool: $(POOL_DIR)/test_pool $(POOL_DIR)/test_pool_condvar

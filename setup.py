@@ -6,6 +6,7 @@ Environment:
     GPUDEV_CUDA_ARCH=...   nvcc targets, e.g. "sm_90" or "sm_80,sm_90" (default: sm_75..sm_90
                            machine code plus compute_90 PTX, so newer GPUs JIT from PTX)
     GPUDEV_SANITIZE=1      build the C core with AddressSanitizer + UndefinedBehaviorSanitizer
+    GPUDEV_SANITIZE=thread build the C core with ThreadSanitizer
     CUDA_HOME / CUDA_PATH  where the toolkit is (else `nvcc` on PATH, else /usr/local/cuda)
 """
 
@@ -180,7 +181,7 @@ class BuildExt(build_ext):
             "cuda_compiled": cuda_home is not None,
             "cuda_reason": reason,
             "cuda_archs": arch_list if cuda_home else "",
-            "sanitize": os.environ.get("GPUDEV_SANITIZE") == "1",
+            "sanitize": os.environ.get("GPUDEV_SANITIZE") in SANITIZERS,
             "machine": platform.machine(),
         }
         # next to the built _C, wherever this build puts it (in place, or a build folder)
@@ -196,13 +197,21 @@ class BuildExt(build_ext):
 # ---------------------------------------------------------------------------------------------
 
 
+# GPUDEV_SANITIZE values and their compiler flags
+SANITIZERS = {
+    "1": ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"],
+    "thread": ["-fsanitize=thread"],
+}
+
+
 def core_extension() -> Extension:
     blas_include, blas_lib_dir, blas_lib = openblas_paths()
-    sanitize = os.environ.get("GPUDEV_SANITIZE") == "1"
-    compile_args = ["-std=c11", "-Wall", "-Wextra", "-fopenmp", "-fno-strict-aliasing", "-fno-math-errno"]
-    link_args = ["-fopenmp"]
+    sanitize = SANITIZERS.get(os.environ.get("GPUDEV_SANITIZE", ""))
+    # C11 atomics and pthreads only (csrc/cpu/pool.c): no OpenMP, which Apple's clang lacks
+    compile_args = ["-std=c11", "-Wall", "-Wextra", "-pthread", "-fno-strict-aliasing", "-fno-math-errno"]
+    link_args = ["-pthread"]
     if sanitize:
-        flags = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"]
+        flags = [*sanitize, "-fno-omit-frame-pointer"]
         compile_args += ["-O1", "-g", *flags]
         link_args += flags
     else:

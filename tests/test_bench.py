@@ -12,8 +12,8 @@ import gpudev as gd
 from gpudev import bench
 from gpudev.__main__ import info_text, main
 
-CPU_ROWS = {"b += b", "a + b", "a.sum().item()", "benchmark(a.sum)", "b += b x1000", "sum", "mean", "norm", "sgemm",
-            "batched @", "looped @"}
+CPU_ROWS = {"b += b", "a + b", "a.sum().item()", "benchmark(a.sum)", "b += b x1000", "b += b; b *= .5", "sum", "mean",
+            "norm", "sgemm", "batched @", "looped @"}
 
 
 def _run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -56,7 +56,8 @@ def test_bench_quick_writes_json_with_every_row(tmp_path):
     assert by_name[("looped @", "1000x(100x100)")]["verdict"] == "INFO"
     lines = proc.stdout.splitlines()
     assert any(line.startswith("row ") and line.split()[-2:] == ["verdict", "notes"] for line in lines)
-    assert sum(line.startswith(("b += b", "sum ", "sgemm")) for line in lines) == 6
+    # b += b (4x4), b += b x1000 (3 sizes), b += b; b *= .5 (2 sizes), sum, sgemm
+    assert sum(line.startswith(("b += b", "sum ", "sgemm")) for line in lines) == 8
     assert lines[-1].endswith(" INFO") and " PASS, " in lines[-1]
 
 
@@ -66,7 +67,7 @@ def test_bench_rows_filter_and_peer_choice(tmp_path):
                 "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(out.read_text())["rows"]
-    assert [(r["row"], r["size"]) for r in rows] == [("a + b", "4x4")]
+    assert [(r["row"], r["size"]) for r in rows] == [("a + b", "4x4"), ("a + b", "200x200"), ("a + b", "1000x1000")]
     assert set(rows[0]["times"]) == {"gpudev", "numpy"}
     assert rows[0]["target"] == "<= 0.5x numpy time"
 

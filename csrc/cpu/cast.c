@@ -65,6 +65,6 @@ int gd_cpu_astype(void *out, gd_dtype out_dtype, const void *in, gd_dtype in_dty
     }
     gd_cast_job job = {gd_cast_kernels[out_dtype][in_dtype], out, in, gd_dtype_size(out_dtype),
                        gd_dtype_size(in_dtype)};
-    gd_parallel_for(gd_threads_for(n, GD_PAR_CHEAP), n, 16, gd_cast_range, &job);
+    gd_parallel_for(gd_threads_for(n, GD_PAR_ASTYPE), n, 16, gd_cast_range, &job);
     return GD_OK;
 }

@@ -1,12 +1,12 @@
-/* cpu.h - internals of the CPU backend shared by its files: the work sizes that are worth
- * threads, portability macros, the 8-byte word kernels accumulate in, and the vtable entries
- * each file defines (backend_cpu.c puts them in the table). Nothing here is seen outside
- * csrc/cpu; the core sees only backend_cpu.h.
+/* cpu.h - internals of the CPU backend shared by its files: portability macros, the 8-byte
+ * word kernels accumulate in, and the vtable entries each file defines (backend_cpu.c puts
+ * them in the table). Nothing here is seen outside csrc/cpu; the core sees only backend_cpu.h.
  *
  * Every entry computes and returns; the core has already checked shapes, dtypes and devices.
  * Small inputs run straight through a contiguous loop on the calling thread (a 4x4 add must
- * cost a few nanoseconds here); large ones are split over threads (threads.h). Results do
- * not depend on the thread count. Nothing here touches Python, so every entry may run
+ * cost a few nanoseconds here); large ones are split over threads (threads.h, which also
+ * holds the work sizes worth threads for each kind of operation). Results do not depend on
+ * the thread count. Nothing here touches Python, so every entry may run
  * without the GIL, from many threads.
  */
 #ifndef GPUDEV_CPU_H
@@ -17,20 +17,6 @@
 
 #include "gpudev.h"
 #include "threads.h"
-
-/* ------------------------------------------------------------------------------------------
- * work sizes worth threads
- *
- * Work below these element counts stays on the calling thread. A parallel region costs
- * about a microsecond on an idle machine; two threads measured 1.4x faster than one for an
- * add of 2^16 float32 and 0.8x for 2^14. Past the thresholds, a loop can also wait for a
- * thread that shares its core with another busy process.
- * ---------------------------------------------------------------------------------------- */
-
-#define GD_PAR_CHEAP ((int64_t)1 << 16)      /* memory-bound loops: add, copy, casts */
-#define GD_PAR_COSTLY ((int64_t)1 << 13)     /* libm calls, pow, random numbers */
-#define GD_PAR_REDUCE ((int64_t)1 << 16)
-#define GD_PAR_COPY_BYTES ((int64_t)8 << 20)
 
 /* ------------------------------------------------------------------------------------------
  * portability and arithmetic macros
@@ -47,12 +33,6 @@
 #define GD_NOINLINE __attribute__((noinline))
 #else
 #define GD_NOINLINE
-#endif
-
-#ifdef _OPENMP
-#define GD_PRAGMA(x) _Pragma(#x)
-#else
-#define GD_PRAGMA(x)
 #endif
 
 #define GD_MIN(a, b) ((a) < (b) ? (a) : (b))

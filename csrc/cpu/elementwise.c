@@ -275,7 +275,7 @@ int gd_cpu_unary(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, cons
     job.in[0] = gd_operand_data(a, dtype, &sbuf);
     job.in[1] = NULL;
     const gd_operand *ops[1] = {a};
-    gd_ewise_execute(&job, ops, (info->flags & GD_OP_COSTLY) ? GD_PAR_COSTLY : GD_PAR_CHEAP);
+    gd_ewise_execute(&job, ops, (info->flags & GD_OP_COSTLY) ? GD_PAR_LIBM : GD_PAR_ELEMENTWISE);
     return GD_OK;
 }
 
@@ -297,6 +297,6 @@ int gd_cpu_binary(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, co
     job.in[0] = gd_operand_data(a, dtype, &abuf);
     job.in[1] = gd_operand_data(b, dtype, &bbuf);
     const gd_operand *ops[2] = {a, b};
-    gd_ewise_execute(&job, ops, (info->flags & GD_OP_COSTLY) ? GD_PAR_COSTLY : GD_PAR_CHEAP);
+    gd_ewise_execute(&job, ops, (info->flags & GD_OP_COSTLY) ? GD_PAR_LIBM : GD_PAR_ELEMENTWISE);
     return GD_OK;
 }

@@ -16,14 +16,13 @@
  * matrix products (OpenBLAS, row-major CBLAS)
  *
  * One product: OpenBLAS threads it. A batch of small products (1000 of 100x100 is the
- * benchmark) is spread over gpudev's threads instead, one fork-join for the whole batch,
+ * benchmark) is spread over gpudev's threads instead, one parallel loop for the whole batch,
  * each product on one core: OpenBLAS's own batch call synchronizes its threads after every
  * `nthreads` products, which costs more than the products on a busy machine. Inside that
- * region OpenBLAS must run single-threaded: called from an OpenMP thread, a multi-threaded
- * OpenBLAS (pthreads build) warns and can deadlock. It already is for m*n*k <= 64^3; for
- * larger products its thread count is lowered to 1 for the duration (gd_blas_single_begin in
- * threads.c: a process-wide setting, so it is reference-counted and gd_cpu_set_num_threads
- * defers).
+ * loop OpenBLAS must run single-threaded, or each product would start OpenBLAS's threads
+ * too (nt * nt threads on nt cores). It already is for m*n*k <= 64^3; for larger products
+ * its thread count is lowered to 1 for the duration (gd_blas_single_begin in threads.c: a
+ * process-wide setting, so it is reference-counted and gd_cpu_set_num_threads defers).
  * ---------------------------------------------------------------------------------------- */
 
 typedef struct gd_gemm_job {

@@ -49,7 +49,7 @@ int gd_cpu_arange(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, in
     if ((unsigned)dtype >= GD_NUM_DTYPES) return gd_cpu_bad_dtype(err, "arange", dtype);
     if (n <= 0) return GD_OK;
     gd_arange_job job = {out, dtype, start, step};
-    gd_parallel_for(gd_threads_for(n, GD_PAR_CHEAP), n, 16, gd_arange_range, &job);
+    gd_parallel_for(gd_threads_for(n, GD_PAR_ELEMENTWISE), n, 16, gd_arange_range, &job);
     return GD_OK;
 }
 
@@ -96,6 +96,6 @@ int gd_cpu_random(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed,
     if (n <= 0) return GD_OK;
     gd_random_job job = {out, dtype == GD_FLOAT32, kind == GD_RAND_NORMAL, seed, offset, n};
     const int64_t per = GD_PHILOX_PER_BLOCK(job.f32);
-    gd_parallel_for(gd_threads_for(n, GD_PAR_COSTLY), (n + per - 1) / per, 16, gd_random_range, &job);
+    gd_parallel_for(gd_threads_for(n, GD_PAR_RANDOM), (n + per - 1) / per, 16, gd_random_range, &job);
     return GD_OK;
 }

@@ -129,7 +129,7 @@ int gd_cpu_permute(void *out, gd_dtype dtype, const void *in, int ndim, const in
         out_elems *= job.shape[k];
     }
     const int last = job.nd - 1;
-    const int nt = gd_threads_for(total, GD_PAR_CHEAP);
+    const int nt = gd_threads_for(total, GD_PAR_ELEMENTWISE);
     if (job.in_stride[last] == 1) {
         gd_parallel_for(nt, total / job.shape[last], 1, gd_permute_rows_range, &job);
         return GD_OK;

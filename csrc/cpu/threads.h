@@ -1,6 +1,7 @@
-/* threads.h - how the CPU backend spreads work over threads: the thread count, how many
- * threads a piece of work is worth, the parallel loops every kernel uses, and the section in
- * which OpenBLAS must stay single-threaded. Plain C11; no Python.
+/* threads.h - how the CPU backend spreads work over threads: the work sizes worth threads for
+ * each kind of operation, how many threads a piece of work is worth, the parallel loops every
+ * kernel uses (run on the worker pool of pool.h), and the section in which OpenBLAS stays
+ * single-threaded. Plain C11 + pthreads; no Python, no OpenMP.
  *
  * The count itself is set and read through gd_cpu_set_num_threads / gd_cpu_get_num_threads
  * (backend_cpu.h), which also set OpenBLAS's.
@@ -10,25 +11,99 @@
 
 #include <stdint.h>
 
-/* Threads worth using for `work` items when a thread should get at least min_work / 2:
- * 1 below min_work, in a child process after fork(), or when the count is 1. */
+/* ------------------------------------------------------------------------------------------
+ * work sizes worth threads, by kind of operation
+ *
+ * Work below a kind's size runs on the calling thread; from it on, gd_threads_for gives a
+ * second thread, and one more per half of it. A kernel names its kind, never a number:
+ *     gd_parallel_for(gd_threads_for(n, GD_PAR_ELEMENTWISE), n, 16, fn, &job);
+ *
+ * Chosen from `make bench-pool` (tests/c/bench_pool.c, part 3: each kind's loop as the
+ * backend writes it, serial against the pool on 2 threads, n = 2^10 .. 2^22, 11 repeats) on
+ * a 2-core AMD EPYC VM: with no busy process started, then 2 and 1 busy processes. Each
+ * size is where two threads start to win on the least disturbed calls with no busy process
+ * and, in medians, win or break even with 2. With 1 busy process (one core left for two threads) the
+ * ratios scatter from 0.6 to 1.6 with no trend for the memory-bound kinds: there the pool
+ * mostly falls back to the caller alone (pool.c: a loop never waits for a worker that has
+ * not started), so a threshold neither gains nor costs much.
+ *
+ * The figures: serial time / pool time at n elements, "fastest call | median" (above 1: the
+ * pool is faster), from one run. The machine was shared with other builds: load average
+ * 5-7 with no busy process started and 5-10 with them, so "quiet" is the least disturbed
+ * calls, and a median moves by 0.3-0.5 between neighbouring sizes (noise, not a trend).
+ * ---------------------------------------------------------------------------------------- */
+
+/* add, multiply, comparisons, where, clip, arange, permute (elements): memory-bound, ~0.17 ns
+ * per element (2^18: 46 us serial). Two threads win from 2^15 on the least disturbed calls,
+ * but with 2 busy processes their medians lose up to 2^17 (400x400 `b += b; b *= .5` took
+ * 1.6x NumPy's time in two runs with 2^16 as the size), so the size is 2^18.
+ *           2^16         2^17         2^18
+ *   quiet   1.79 | 1.42  1.81 | 1.01  1.94 | 1.00
+ *   2 busy  1.68 | 0.70  1.48 | 0.82  1.82 | 1.40
+ *   1 busy  0.88 | 1.00  0.96 | 0.93  0.98 | 1.18 */
+#define GD_PAR_ELEMENTWISE ((int64_t)1 << 18)
+/* sums, means, norms, max/min (elements read): ~0.08 ns per element (2^17: 11 us serial).
+ *           2^15         2^16         2^17
+ *   quiet   1.72 | 1.41  1.77 | 1.18  1.80 | 1.30
+ *   2 busy  0.98 | 0.89  1.59 | 1.17  1.68 | 1.05
+ *   1 busy  1.70 | 0.99  0.98 | 1.08  1.35 | 1.58 */
+#define GD_PAR_REDUCE ((int64_t)1 << 17)
+/* memcpy of host memory (bytes; the figures are per float32, 4 bytes): 2^20 bytes, 13 us.
+ *           2^17 floats  2^18 floats  2^20 floats
+ *   quiet   1.84 | 1.16  1.71 | 1.12  1.98 | 1.28
+ *   2 busy  0.94 | 0.99  1.59 | 1.17  1.66 | 1.11
+ *   1 busy  1.40 | 1.21  0.88 | 1.45  0.96 | 0.99 */
+#define GD_PAR_COPY_BYTES ((int64_t)1 << 20)
+/* dtype conversions (elements): float32 to float64, ~0.16 ns per element (2^16: 10 us).
+ *           2^15         2^16         2^18
+ *   quiet   1.36 | 0.76  1.82 | 0.94  1.63 | 1.37
+ *   2 busy  0.94 | 1.98  0.97 | 1.35  0.98 | 1.01
+ *   1 busy  0.91 | 0.94  1.02 | 0.63  1.30 | 0.90 */
+#define GD_PAR_ASTYPE ((int64_t)1 << 16)
+/* Philox random numbers (elements): normal float32, ~15 ns per element (2^10: 15 us).
+ *           2^10         2^12         2^14
+ *   quiet   1.47 | 1.55  1.94 | 1.27  1.79 | 1.65
+ *   2 busy  1.10 | 1.29  1.00 | 2.41  1.02 | 1.16
+ *   1 busy  1.57 | 1.06  1.59 | 1.40  1.47 | 1.14 */
+#define GD_PAR_RANDOM ((int64_t)1 << 10)
+/* one libm call or more per element: exp, log, tanh, pow, sigmoid (tables.h: GD_OP_COSTLY)
+ * (elements): exp of float32, ~3.7 ns per element (2^12: 15 us).
+ *           2^11         2^12         2^14
+ *   quiet   1.52 | 0.91  1.56 | 1.42  1.96 | 1.11
+ *   2 busy  1.72 | 0.88  1.85 | 1.28  1.96 | 1.30
+ *   1 busy  0.97 | 0.94  0.99 | 0.83  1.96 | 1.21 */
+#define GD_PAR_LIBM ((int64_t)1 << 12)
+
+/* Earlier names of two kinds, kept so kernels written against them still build. */
+#define GD_PAR_CHEAP GD_PAR_ELEMENTWISE
+#define GD_PAR_COSTLY GD_PAR_LIBM
+
+/* ------------------------------------------------------------------------------------------
+ * threads and parallel loops
+ * ---------------------------------------------------------------------------------------- */
+
+/* Threads worth using for `work` items when a thread should get at least min_work / 2
+ * (min_work: the kind's size above): 1 below min_work or when the count is 1. */
 int gd_threads_for(int64_t work, int64_t min_work);
 
 /* A piece of a parallel loop: items [begin, end) of the loop described by ctx. */
 typedef void (*gd_range_fn)(void *ctx, int64_t begin, int64_t end);
 
-/* fn(ctx, begin, end) over [0, n) on nt threads. Each thread owns one contiguous part of the
- * range (edges on multiples of `align` items) and works through it in pieces; a thread that
- * finishes early takes the remaining pieces of the others. The calling thread takes part. */
+/* fn(ctx, begin, end) over [0, n) on up to nt threads, the calling thread included, which
+ * never waits for a thread that has not started (pool.h). Each thread owns one contiguous
+ * part of the range (edges on multiples of `align` items) and works through it in pieces; a
+ * thread that finishes early takes the remaining pieces of the others. fn may run on any
+ * thread; every index is passed exactly once. */
 void gd_parallel_for(int nt, int64_t n, int64_t align, gd_range_fn fn, void *ctx);
 
 /* The same for independent items whose data is new each call (whole matrix products):
  * handed out `grain` at a time to whichever thread is free. */
 void gd_parallel_for_dynamic(int nt, int64_t n, int64_t grain, gd_range_fn fn, void *ctx);
 
-/* OpenBLAS single-threaded between begin and end, for products run on gpudev's own threads
- * (a multi-threaded OpenBLAS called from an OpenMP thread can deadlock). Nested and
- * concurrent sections share one count; a thread count set meanwhile applies at the end. */
+/* OpenBLAS single-threaded between begin and end, for products run one per pool thread
+ * (each product threaded again by OpenBLAS would put nt * nt threads on nt cores). Nested
+ * and concurrent sections share one count; a thread count set meanwhile applies at the
+ * end. */
 void gd_blas_single_begin(void);
 void gd_blas_single_end(void);
 

@@ -9,13 +9,18 @@ The verdict column checks gpudev's performance targets: its time against a peer'
 against the device-to-device copy bandwidth measured in the same run, and its relative error
 against a float64 reference; rows without a target say INFO.
 
+With ``--load N`` the same rows run while N busy processes (started and stopped by the bench)
+compete for the cores, as on a laptop or a shared server.
+
 Examples:
     python -m gpudev bench --quick
     python -m gpudev bench --vs numpy --device cpu --json bench.json
+    python -m gpudev bench --device cpu --vs numpy --load 2
 
 The modules: model (Row, Impl, Target, RowResult), peers (NumPy, PyTorch, CuPy and their
-data), rows_overhead / rows_memory / rows_compute (the rows by what limits them), runner
-(plan, run_row, judge, run), report (setup line, table, JSON) and cli.
+data), rows_overhead / rows_memory / rows_compute / rows_sized (the rows by what limits them),
+runner (plan, run_row, judge, run), report (setup line, table, JSON), load (busy processes)
+and cli.
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ from .peers import PEERS, Context, RowBuilder, load_peers
 from .report import describe_setup, format_table, setup_text
 from .rows_compute import batched_rows, sgemm_rows
 from .rows_memory import reduction_rows, transfer_rows
+from .load import busy_processes, load_average
 from .rows_overhead import loop_rows, tiny_rows
+from .rows_sized import sized_rows
 from .runner import judge, plan, run, run_row
 
 __all__ = ["RowResult", "run", "run_cli"]

@@ -2,6 +2,7 @@
 
     python -m gpudev bench --quick
     python -m gpudev bench --vs numpy --device cpu --json bench.json
+    python -m gpudev bench --device cpu --load 2     # with 2 busy processes on the machine
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 import gpudev as gd
 
 from .._devices import all_devices, cuda_reason, is_missing
+from .load import busy_processes, load_average
 from .peers import PEERS
 from .report import document, format_table, setup_text
 from .runner import run
@@ -42,7 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vs", default="numpy,torch,cupy", help="peers to compare with, comma-separated (default: all installed)")
     p.add_argument("--device", default="all", help="cpu, cuda, cuda:N or all (default: the CPU and every GPU)")
     p.add_argument("--json", metavar="FILE", help="write every raw time to FILE as JSON")
-    p.add_argument("--repeat", type=int, default=7, help="repeats per row; the median is reported (default 7)")
+    p.add_argument("--repeat", type=int, default=None,
+                   help="repeats per row; the median is reported (default 7, or 11 with --load)")
+    p.add_argument("--load", "--busy", type=int, default=0, metavar="N",
+                   help="run with N busy processes (started and stopped by the bench), as on a laptop or "
+                        "shared server where other programs keep the cores busy; e.g. one per core")
     p.add_argument("--rows", help="only rows whose name contains one of these, comma-separated (e.g. 'sgemm,sum')")
     p.add_argument("--peak-gflops", type=float, default=None,
                    help="the CPU's FP32 peak for the %% of peak column (default: $GPUDEV_PEAK_GFLOPS)")
@@ -77,14 +83,23 @@ def run_cli(argv: list[str] | None = None) -> int:
     unknown = [p for p in peers if p not in PEERS]
     if unknown:
         parser.error(f"--vs: unknown peer(s) {', '.join(unknown)}; choose from {', '.join(PEERS)}")
+    if args.repeat is None:
+        args.repeat = 11 if args.load else 7
     if args.repeat < 1:
         parser.error(f"--repeat must be >= 1, got {args.repeat}")
+    if args.load < 0:
+        parser.error(f"--load must be >= 0 busy processes, got {args.load}")
     devices = _devices(args.device, parser)
     peak = args.peak_gflops if args.peak_gflops is not None else _env_float("GPUDEV_PEAK_GFLOPS")
     gpu_peak = args.gpu_peak_tflops if args.gpu_peak_tflops is not None else _env_float("GPUDEV_GPU_PEAK_TFLOPS")
     row_filter = [r.strip() for r in args.rows.split(",")] if args.rows else None
 
-    setup, results = run(devices, peers, args.quick, args.repeat, row_filter, peak, gpu_peak)
+    before = load_average()
+    with busy_processes(args.load):
+        setup, results = run(devices, peers, args.quick, args.repeat, row_filter, peak, gpu_peak)
+        after = load_average()
+    setup["busy_processes"] = args.load
+    setup["load_average"] = {"before": before, "after": after}
     shown = [p for p in (*PEERS, "timeit") if any(p in r.median for r in results)]
     print(setup_text(setup))
     print()

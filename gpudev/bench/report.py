@@ -101,9 +101,22 @@ def setup_text(setup: dict[str, Any]) -> str:
         text += "\n% of peak: set GPUDEV_PEAK_GFLOPS (or --peak-gflops) to this machine's FP32 peak"
     else:
         text += f"\n% of peak against {setup['peak_gflops']:g} GFLOP/s (configured)"
+    text += "\n" + _load_text(setup)
     for note in setup["skipped_peers"]:
         text += f"\n{note}"
     return text + "\ntimes per op unless the row says /loop or /call; ratio < 1: gpudev is faster"
+
+
+def _load_text(setup: dict[str, Any]) -> str:
+    """How busy the machine was: the busy processes the bench started, and the 1-minute load
+    average before it started them and at the end of the last row."""
+    busy = setup.get("busy_processes", 0)
+    noun = "busy process" if busy == 1 else "busy processes"
+    text = f"{busy} {noun} started by the bench (--load)" if busy else "no busy processes started"
+    la = setup.get("load_average") or {}
+    if la.get("before") and la.get("after"):
+        text += f"; load average {la['before'][0]:.2f} before, {la['after'][0]:.2f} at the end"
+    return text
 
 
 def document(setup: dict[str, Any], results: list[RowResult]) -> dict[str, Any]:

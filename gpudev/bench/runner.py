@@ -20,6 +20,7 @@ from .report import describe_setup
 from .rows_compute import batched_rows, sgemm_rows
 from .rows_memory import reduction_rows, transfer_rows
 from .rows_overhead import benchmark_rows, loop_rows, tiny_rows
+from .rows_sized import QUICK_SIDES, SIDES, sized_rows
 
 __all__ = ["judge", "plan", "run", "run_row"]
 
@@ -37,6 +38,7 @@ def plan(devices: list[str], quick: bool) -> list[tuple[str, str, str, RowBuilde
             rows += tiny_rows(device, 4000 if quick else 20000)
             rows += benchmark_rows(device, 4000 if quick else 20000)
             rows += loop_rows(device, [4, 40, 400] if quick else [4, 40, 400, 4000])
+            rows += sized_rows(device, QUICK_SIDES if quick else SIDES)
             rows += reduction_rows(device, 10**7 if quick else 10**8)
             rows += sgemm_rows(device, [1000] if quick else [1000, 4000])
             rows += batched_rows(device, quick)

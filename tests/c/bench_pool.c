@@ -1,5 +1,6 @@
-/* bench_pool.c - times the CPU worker pool (csrc/cpu/pool.c) against a serial loop and the
- * OpenMP scheme it replaces, on a quiet machine and with busy processes it starts itself.
+/* bench_pool.c - times the CPU worker pool (csrc/cpu/pool.c) against a serial loop, on a
+ * quiet machine and with busy processes it starts itself: the figures behind the pool's spin
+ * lengths and the work sizes worth threads (csrc/cpu/threads.h).
  *
  *   bench_pool [quick | wake | sweep]   quick: fewer sizes; wake: part 1 only; sweep: the
  *                                       break-even sweep with no busy processes only
@@ -8,13 +9,15 @@
  *
  * 1. Wake-up: how long a worker takes to start a loop when it was spinning and when it
  *    was asleep (the figures behind the pool's spin lengths).
- * 2. float32 `out = a + b` and `a.sum()` at 200^2 .. 4000^2: serial, OpenMP (the backend's
- *    gd_parallel_for copied below), pool; quiet, then with `cores` and `cores - 1` busy
- *    processes. Median of 11 repeats, the schemes alternating; each repeat times a batch
- *    of calls (>= 10 ms) with a 1 us pause between calls, as an interpreter leaves, after
- *    15 ms asleep so that no thread of the previous scheme still spins.
+ * 2. float32 `out = a + b` and `a.sum()` at 200^2 .. 4000^2: serial and pool; quiet, then
+ *    with `cores` and `cores - 1` busy processes. Median of 11 repeats, the schemes
+ *    alternating; each repeat times a batch of calls (>= 10 ms) with a 1 us pause between
+ *    calls, as an interpreter leaves, after 15 ms asleep so that no thread of the previous
+ *    scheme still spins. (The OpenMP parallel-for the pool replaced measured 0.07-0.7x of
+ *    serial here with no busy process started at load average 6.6, and 10-800x slower than
+ *    NumPy with busy processes: threads.c.)
  * 3. Break-even per kind of operation (elementwise, reduction, copy, astype, random, exp):
- *    serial against the pool on all cores, n = 2^12 .. 2^22, as a ratio of the medians
+ *    serial against the pool on all cores, n = 2^10 .. 2^22, as a ratio of the medians
  *    and of the fastest single calls (the calls least disturbed by other processes: the
  *    nearest this machine gets to an idle one).
  * The load average is printed beside every table: on a shared machine "quiet" is not.
@@ -25,7 +28,6 @@
 #include "pool.h"
 
 #include <math.h>
-#include <omp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -37,9 +39,10 @@
 #include "busy_procs.h"
 
 #define REPEATS 11
-#define SETTLE_NS 15e6 /* between batches: OpenMP threads spin for a few ms after a region */
+#define SETTLE_NS 15e6 /* between batches: longer than any spin of the pool's threads */
 #define BATCH_NS 10e6
 #define GAP_NS 1000
+#define MIN_LOG2 10 /* break-even sweeps: n = 2^MIN_LOG2 .. */
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -89,43 +92,10 @@ static void print_load(const char *what)
 }
 
 /* ------------------------------------------------------------------------------------------
- * the OpenMP scheme of the current backend (gd_parallel_for), for comparison
+ * kernels, as the backend writes them
  * ---------------------------------------------------------------------------------------- */
 
 typedef void (*range_fn)(void *ctx, int64_t begin, int64_t end);
-
-static void omp_parallel_for(int nt, int64_t n, int64_t align, range_fn fn, void *ctx)
-{
-    if (nt <= 1 || n <= align) {
-        fn(ctx, 0, n);
-        return;
-    }
-    int64_t part = (n + nt - 1) / nt;
-    part = (part + align - 1) / align * align;
-    int64_t piece = (part + 8 - 1) / 8;
-    piece = (piece + align - 1) / align * align;
-    struct {
-        _Alignas(64) long long next;
-    } cursor[64];
-    for (int t = 0; t < nt; t++) cursor[t].next = 0;
-#pragma omp parallel num_threads(nt)
-    {
-        const int me = omp_get_thread_num();
-        for (int k = 0; k < nt; k++) {
-            const int owner = (me + k) % nt;
-            const int64_t begin = (int64_t)owner * part, end = MIN(n, begin + part);
-            for (;;) {
-                int64_t b = begin + piece * __atomic_fetch_add(&cursor[owner].next, 1, __ATOMIC_RELAXED);
-                if (b >= end) break;
-                fn(ctx, b, MIN(end, b + piece));
-            }
-        }
-    }
-}
-
-/* ------------------------------------------------------------------------------------------
- * kernels, as the backend writes them
- * ---------------------------------------------------------------------------------------- */
 
 typedef struct job {
     const float *a, *b;
@@ -194,14 +164,12 @@ static void sum_blocks_range(void *ctx, int64_t b, int64_t e)
  * operations: one call each, on nt threads of a scheme
  * ---------------------------------------------------------------------------------------- */
 
-enum { SERIAL, OMP, POOL, NSCHEMES };
+enum { SERIAL, POOL, NSCHEMES };
 
 static void run_loop(int scheme, int nt, int64_t n, int64_t align, range_fn fn, void *ctx)
 {
     if (scheme == SERIAL || nt <= 1)
         fn(ctx, 0, n);
-    else if (scheme == OMP)
-        omp_parallel_for(nt, n, align, fn, ctx);
     else
         gd_pool_for(nt, n, align, 0, fn, ctx);
 }
@@ -373,16 +341,16 @@ static void bench_table(int kind, int nt, const int64_t *sides, int nsides, cons
     snprintf(title, sizeof title, "float32 %s, %d threads, %s: median time per call (ratio to serial)",
              kind_names[kind], nt, load);
     print_load(title);
-    printf("| size | serial | OpenMP | pool |\n|---|---|---|---|\n");
-    static const int schemes[NSCHEMES] = {SERIAL, OMP, POOL};
+    printf("| size | serial | pool |\n|---|---|---|\n");
+    static const int schemes[NSCHEMES] = {SERIAL, POOL};
     for (int i = 0; i < nsides; i++) {
         job j = make_job(sides[i] * sides[i]);
         double r[NSCHEMES], best[NSCHEMES];
         time_schemes(kind, &j, nt, schemes, NSCHEMES, r, best);
         char c[NSCHEMES][32];
         for (int s = 0; s < NSCHEMES; s++) fmt_time(c[s], sizeof c[s], r[s]);
-        printf("| %lldx%lld | %s | %s (%.2fx) | %s (%.2fx) |\n", (long long)sides[i], (long long)sides[i], c[0], c[1],
-               r[0] / r[1], c[2], r[0] / r[2]);
+        printf("| %lldx%lld | %s | %s (%.2fx) |\n", (long long)sides[i], (long long)sides[i], c[0], c[1],
+               r[0] / r[1]);
         fflush(stdout);
         free_job(&j);
     }
@@ -399,21 +367,21 @@ static void print_ratios(const char *kind, const char *stat, const double *ratio
         if (ratio[l] <= 1.0) wins_from = -1;
     }
     if (wins_from >= 0)
-        printf(" 2^%d |\n", 12 + wins_from);
+        printf(" 2^%d |\n", MIN_LOG2 + wins_from);
     else
         printf(" never |\n");
 }
 
-/* Serial time / pool time for n = 2^12 .. 2^max_log2: of the medians, and of the fastest
+/* Serial time / pool time for n = 2^MIN_LOG2 .. 2^max_log2: of the medians, and of the fastest
  * calls (closest to an idle machine). */
 static void bench_break_even(int nt, const char *load, int max_log2)
 {
     char title[160];
     snprintf(title, sizeof title, "Break-even, %d threads, %s: serial time / pool time per n (elements)", nt, load);
     print_load(title);
-    const int nl = max_log2 - 12 + 1;
+    const int nl = max_log2 - MIN_LOG2 + 1;
     printf("| kind | of |");
-    for (int l = 0; l < nl; l++) printf(" 2^%d |", 12 + l);
+    for (int l = 0; l < nl; l++) printf(" 2^%d |", MIN_LOG2 + l);
     printf(" pool wins from |\n|---|---|");
     for (int l = 0; l < nl; l++) printf("---|");
     printf("---|\n");
@@ -422,7 +390,7 @@ static void bench_break_even(int nt, const char *load, int max_log2)
     for (int kind = 0; kind < NKINDS; kind++) {
         double med[32], fast[32], serial_ns[32];
         for (int l = 0; l < nl; l++) {
-            j.n = (int64_t)1 << (12 + l);
+            j.n = (int64_t)1 << (MIN_LOG2 + l);
             double r[2], best[2];
             time_schemes(kind, &j, nt, schemes, 2, r, best);
             med[l] = r[0] / r[1];

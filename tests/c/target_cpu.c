@@ -240,7 +240,7 @@ static void check_concurrency(void)
     CHECK(scipy_openblas_get_num_threads() == gd_cpu_get_num_threads(), "OpenBLAS left at %d threads, gpudev %d",
           scipy_openblas_get_num_threads(), gd_cpu_get_num_threads());
 
-    /* after the parallel work above, a forked child must still compute (serially) */
+    /* after the parallel work above, a forked child must still compute (its own pool starts) */
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
