@@ -114,8 +114,7 @@ static void check_cpu_memory(void)
     size_t total = 0;
     for (int i = 0; i < N; i++) {
         p[i] = gdt_alloc(sizes[i]);
-        size_t align = sizes[i] >= ((size_t)4 << 20) ? ((size_t)2 << 20) : 64;
-        CHECK((uintptr_t)p[i] % align == 0, "alloc(%zu) = %p is not %zu-aligned", sizes[i], p[i], align);
+        CHECK((uintptr_t)p[i] % 64 == 0, "alloc(%zu) = %p is not 64-byte aligned", sizes[i], p[i]);
         memset(p[i], 0xab, sizes[i]); /* writable to the last byte (AddressSanitizer checks) */
         total += sizes[i];
     }
