@@ -89,6 +89,7 @@ def _load_cuda() -> None:
 
 _load_cuda()
 
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from ._info import build_info, empty_cache, memory_stats, set_tf32  # noqa: E402
 from .io import load, save  # noqa: E402
 from .timing import BenchmarkResult, Timer, benchmark  # noqa: E402
@@ -109,10 +110,11 @@ __all__ = [
     "Array", "BenchmarkResult", "CudaError", "Device", "DeviceMismatchError",
     "DeviceUnavailableError", "GpudevError", "OutOfMemoryError", "Timer", "Trace",
     "abs", "allclose", "arange", "array", "asarray", "benchmark", "build_info",
-    "concatenate", "cpu", "cuda_available", "empty", "empty_cache", "exp", "float32",
-    "float64", "from_dlpack", "full", "get_num_threads", "gpu", "int64", "load", "log",
-    "manual_seed",
-    "matmul", "maximum", "memory_stats", "minimum", "nn", "norm", "num_gpus", "ones",
-    "rand", "randn", "relu", "save", "set_num_threads", "set_tf32", "sqrt", "stack",
+    "concatenate", "cpu", "cuda_available", "empty", "empty_cache", "enable_grad", "exp",
+    "float32",
+    "float64", "from_dlpack", "full", "get_num_threads", "gpu", "int64", "is_grad_enabled", "load",
+    "log", "manual_seed",
+    "matmul", "maximum", "memory_stats", "minimum", "nn", "no_grad", "norm", "num_gpus", "ones",
+    "rand", "randn", "relu", "save", "set_grad_enabled", "set_num_threads", "set_tf32", "sqrt", "stack",
     "synchronize", "tanh", "trace", "try_all_gpus", "try_gpu", "zeros",
 ]

@@ -12,6 +12,7 @@ only names); :func:`is_missing` is the check, against ``num_gpus()``, before one
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -35,7 +36,7 @@ def as_device(device: DeviceLike, op: str, default: Device | None = None) -> Dev
     try:
         return device if isinstance(device, Device) else Device(device)
     except (TypeError, ValueError) as exc:
-        raise type(exc)(f"{op}: bad device {device!r}: {exc}; use 'cpu', 'cuda' or 'cuda:N'") from None
+        raise type(exc)(f"{op}: bad device {reprlib.repr(device)}: {exc}; use 'cpu', 'cuda' or 'cuda:N'") from None
 
 
 def as_devices(devices: DeviceLike | Iterable[DeviceLike], op: str) -> list[Device]:

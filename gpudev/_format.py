@@ -143,18 +143,22 @@ def jsonable(obj: Any) -> Any:
 _DEFAULT_DTYPES = (np.dtype(np.float32), np.dtype(np.int64))
 
 
-def array_repr(arr: np.ndarray, device: str) -> str:
-    """`Array([[1., 2.]], dtype=float64, device='cuda:0')` for a host copy `arr` of the data.
+def array_repr(arr: np.ndarray, device: str, shape: tuple[int, ...] | None = None) -> str:
+    """`Array([[1., 2.]], dtype=float64, device='cuda:0')` for a host copy `arr` of the data;
+    `shape` is the Array's (by default arr's), which an empty `arr` may stand in for.
 
     >>> array_repr(np.zeros((0, 2), np.float64), "cpu")
     'Array([], shape=(0, 2), dtype=float64)'
+    >>> array_repr(np.zeros(0, np.float32), "cpu", (0, 2**62, 2**62))
+    'Array([], shape=(0, 4611686018427387904, 4611686018427387904), dtype=float32)'
     """
     prefix = "Array("
     extras = []
+    shape = arr.shape if shape is None else tuple(shape)
     if arr.size == 0:
         body = "[]"
-        if arr.ndim != 1:
-            extras.append(f"shape={arr.shape}")
+        if len(shape) != 1:
+            extras.append(f"shape={shape}")
         extras.append(f"dtype={arr.dtype}")
     else:
         body = np.array2string(arr, separator=", ", prefix=prefix, suffix=")")

@@ -12,6 +12,7 @@ import functools
 import gc
 import itertools
 import math
+import reprlib
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -50,7 +51,7 @@ def _device_list(devices: DevicesArg, op: str) -> list | None:
         try:
             out.append(d if isinstance(d, _C.Device) else _C.Device(d))
         except (TypeError, ValueError) as exc:
-            raise type(exc)(f"{op}: bad entry {d!r} in devices: {exc}") from None
+            raise type(exc)(f"{op}: bad entry {reprlib.repr(d)} in devices: {exc}") from None
     return out
 
 
@@ -237,15 +238,16 @@ def _check_arguments(fn: Any, n_warmup: Any, n_repeat: Any, max_duration: Any, n
     if not callable(fn):
         raise TypeError(f"{op}: fn must be callable, got {type(fn).__name__}; e.g. benchmark(gd.matmul, a, b)")
     if not _is_count(n_warmup, 0):
-        raise ValueError(f"{op}: n_warmup must be an int >= 0, got {n_warmup!r}")
+        raise ValueError(f"{op}: n_warmup must be an int >= 0, got {reprlib.repr(n_warmup)}")
     if n_repeat is not None and not _is_count(n_repeat, 1):
-        raise ValueError(f"{op}: n_repeat must be an int >= 1 or None, got {n_repeat!r}")
+        raise ValueError(f"{op}: n_repeat must be an int >= 1 or None, got {reprlib.repr(n_repeat)}")
     if n_calls is not None and not _is_count(n_calls, 1):
-        raise ValueError(f"{op}: n_calls must be an int >= 1 or None (sized automatically), got {n_calls!r}")
+        raise ValueError(f"{op}: n_calls must be an int >= 1 or None (sized automatically), "
+                         f"got {reprlib.repr(n_calls)}")
     if isinstance(max_duration, bool) or not isinstance(max_duration, (int, float)) or not max_duration > 0:
-        raise ValueError(f"{op}: max_duration must be a number of seconds > 0, got {max_duration!r}")
+        raise ValueError(f"{op}: max_duration must be a number of seconds > 0, got {reprlib.repr(max_duration)}")
     if n_repeat is None and math.isinf(max_duration):
-        raise ValueError(f"{op}: max_duration={max_duration!r} with n_repeat=None would never stop; "
+        raise ValueError(f"{op}: max_duration={reprlib.repr(max_duration)} with n_repeat=None would never stop; "
                          f"give a finite max_duration or an n_repeat, e.g. n_repeat=100")
 
 

@@ -13,7 +13,7 @@ from gpudev import bench
 from gpudev.__main__ import info_text, main
 
 CPU_ROWS = {"b += b", "a + b", "a.sum().item()", "benchmark(a.sum)", "b += b x1000", "b += b; b *= .5", "sum", "mean",
-            "norm", "sgemm", "batched @", "looped @"}
+            "norm", "sgemm", "batched @", "looped @", "train step"}
 
 
 def _run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -54,6 +54,7 @@ def test_bench_quick_writes_json_with_every_row(tmp_path):
     assert total["verdict"] in ("PASS", "FAIL")
     assert by_name[("sgemm", "n=1000")]["metrics"]["gpudev"]["GFLOP/s"] > 0
     assert by_name[("looped @", "1000x(100x100)")]["verdict"] == "INFO"
+    assert by_name[("train step", "10-512-10 b=64")]["unit"] == "step"
     lines = proc.stdout.splitlines()
     assert any(line.startswith("row ") and line.split()[-2:] == ["verdict", "notes"] for line in lines)
     # b += b (4x4), b += b x1000 (3 sizes), b += b; b *= .5 (2 sizes), sum, sgemm

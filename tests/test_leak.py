@@ -105,3 +105,35 @@ def test_millions_of_small_gpu_ops_leave_memory_flat(cuda0):
     gc.collect()
     gd.synchronize()
     assert gd.memory_stats(cuda0)["allocated_bytes"] == pool_before
+
+
+def _autograd_round(w, x) -> None:
+    """Graphs that are differentiated, dropped undifferentiated, rejected, and rebuilt in place."""
+    y = gd.tanh(x @ w) * 2.0
+    y += 1.0
+    y[0] = y[1]
+    loss = (y * y).mean() + gd.norm(w)
+    loss.backward()  # frees the graph
+    (gd.exp(x @ w) - (x @ w)[0]).sum()  # recorded, never differentiated: freed with its output
+    saved = x * 1.0
+    z = (w.sum() * saved).sum()
+    saved += 1.0
+    try:
+        z.backward()  # refused: saved was modified after its use
+    except RuntimeError:
+        pass
+    with gd.no_grad():
+        w -= 1e-3 * w.grad
+    w.grad = None
+
+
+def test_autograd_graphs_leave_memory_flat():
+    w = gd.randn(4, 2, dtype=gd.float64, requires_grad=True)
+    x = gd.randn(3, 4, dtype=gd.float64)
+    for _ in range(500):
+        _autograd_round(w, x)
+    before = _rss()
+    for _ in range(ROUNDS // 10):
+        _autograd_round(w, x)
+    grown = _rss() - before
+    assert grown < SLACK, f"resident memory grew by {grown / 2**20:.1f} MiB over {ROUNDS // 10} graphs"

@@ -27,7 +27,8 @@ CELL_TIMEOUT_S = 120  # a hang guard; a notebook must take well under 2 minutes 
 def test_every_notebook_is_there():
     names = [p.name for p in NOTEBOOKS]
     assert names == ["00_tour.ipynb", "01_matmul_vs_small.ipynb", "02_params_on_device.ipynb",
-                     "03_norm_logging.ipynb", "04_two_devices.ipynb", "05_small_op_sweep.ipynb"]
+                     "03_norm_logging.ipynb", "04_two_devices.ipynb", "05_small_op_sweep.ipynb",
+                     "06_training.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -441,6 +441,122 @@ Markdown("\\n".join(lines))""")],
     "step; find your machine's cache sizes on the figure.",
 )
 
+TRAINING = [
+    ("md", """\
+# Training a model PyTorch-style
+
+The CUDA tutorial's `SimpleModel` (Linear 10 -> 512, ReLU, Linear 512 -> 10) written as in
+PyTorch: a subclass of `nn.Module` with a `forward`, moved to the best device, trained with
+`loss.backward()` and an optimizer. gpudev's autograd records the operations on arrays that
+require grad and runs the backward pass on the same device. How long does an epoch take on the
+CPU, and on the GPU when there is one?
+
+Run it as it is, or start Jupyter with `GPUDEV_QUICK=1` for a smaller data set."""),
+    ("code", """\
+%matplotlib inline
+import math
+import gpudev as gd
+from gpudev import nn
+from gpudev.exercises.catalog import quick_from_env
+from IPython.display import Markdown
+
+QUICK = quick_from_env()
+N, BATCH, EPOCHS = (1024, 64, 5) if QUICK else (8192, 64, 10)
+best = gd.try_gpu()   # cuda:0 when there is a GPU, else the CPU
+devices = [gd.cpu()] + ([best] if best != gd.cpu() else [])
+print("training on:", devices, "| samples:", N, "| batch:", BATCH, "| epochs:", EPOCHS)"""),
+    ("md", "## The model and the data\n\nA regression problem whose answer is known: the targets "
+           "come from a random `tanh` network (the teacher), so the loss can go well below its "
+           "starting value."),
+    ("code", """\
+class SimpleModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(10, 512)
+        self.relu = nn.ReLU()
+        self.fc2 = nn.Linear(512, 10)
+
+    def forward(self, x):
+        return self.fc2(self.relu(self.fc1(x)))
+
+
+def make_data(device):
+    gd.manual_seed(0)   # the same numbers on every device
+    x = gd.randn(N, 10, device=device)
+    teacher = gd.randn(10, 10, device=device) * (1 / math.sqrt(10))
+    return x, gd.tanh(x @ teacher) * 2.0
+
+SimpleModel()"""),
+    ("md", """\
+## The training loop
+
+Each epoch walks the data in batches of 64: `zero_grad`, forward, loss, `backward`, `step`.
+`gd.Timer` synchronizes the device before reading the clock, so an epoch's time includes the
+GPU work it queued. The loss is read once per epoch (`.item()` synchronizes; reading it every
+step would add a synchronization per step)."""),
+    ("code", """\
+def train(device):
+    x, y = make_data(device)
+    gd.manual_seed(1)
+    model = SimpleModel().to(device)     # build the optimizer after moving the model
+    loss_fn, opt = nn.MSELoss(), nn.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    timer, losses = gd.Timer(), []
+    for epoch in range(EPOCHS):
+        timer.start()
+        total = gd.zeros((), device=device)
+        for i in range(0, N, BATCH):
+            opt.zero_grad()
+            loss = loss_fn(model(x[i:i + BATCH]), y[i:i + BATCH])
+            loss.backward()
+            opt.step()
+            with gd.no_grad():
+                total += loss
+        timer.stop()
+        losses.append(total.item() / (N // BATCH))
+    return losses, timer.times
+
+runs = {str(d): train(d) for d in devices}
+for name, (losses, times) in runs.items():
+    print(f"{name}: loss {losses[0]:.4f} -> {losses[-1]:.4f}; "
+          f"median epoch {sorted(times)[len(times) // 2] * 1e3:.1f} ms")"""),
+    ("md", "## The loss curve"),
+    ("code", """\
+import matplotlib.pyplot as plt
+
+fig, ax = plt.subplots(figsize=(6, 3.5))
+for name, (losses, _) in runs.items():
+    ax.plot(range(1, EPOCHS + 1), losses, marker="o", label=name)
+ax.set_xlabel("epoch"); ax.set_ylabel("mean training loss (MSE)"); ax.set_yscale("log")
+ax.set_title("SimpleModel trained with loss.backward()"); ax.legend()
+fig"""),
+    ("md", "## What the numbers say\n\nWritten from the times above (the first epoch includes "
+           "warm-up, so the median epoch is compared)."),
+    ("code", """\
+def median(v):
+    return sorted(v)[len(v) // 2]
+
+cpu_losses, cpu_times = runs["cpu"]
+text = (f"On the CPU an epoch of {N // BATCH} steps took {median(cpu_times) * 1e3:.1f} ms "
+        f"(median of {EPOCHS}), and the loss fell from {cpu_losses[0]:.4f} to {cpu_losses[-1]:.4f}.")
+if len(runs) > 1:
+    gpu_losses, gpu_times = runs[str(best)]
+    ratio = median(cpu_times) / median(gpu_times)
+    text += (f" On {best} an epoch took {median(gpu_times) * 1e3:.1f} ms: "
+             + (f"{ratio:.1f}x faster than the CPU." if ratio > 1 else
+                f"{1 / ratio:.1f}x slower than the CPU: batches of 64 are too small to keep a GPU busy.")
+             + f" Its final loss, {gpu_losses[-1]:.4f}, matches the CPU's to float rounding.")
+else:
+    text += " There is no GPU here: run this notebook on a machine with one to compare."
+Markdown(text)"""),
+    ("md", """\
+## Try it yourself
+
+Raise `BATCH` to 512 or 4096 and watch the GPU pull ahead (fewer, larger kernels); swap
+`nn.SGD` for `nn.Adam(model.parameters(), lr=1e-3)`; add `nn.Dropout(0.1)` after the ReLU and
+call `model.eval()` before evaluating; log `loss.item()` every step and time the epoch again
+to see what the extra synchronizations cost."""),
+]
+
 NOTEBOOKS = {
     "00_tour.ipynb": TOUR,
     "01_matmul_vs_small.ipynb": EX1,
@@ -448,6 +564,7 @@ NOTEBOOKS = {
     "03_norm_logging.ipynb": EX3,
     "04_two_devices.ipynb": EX4,
     "05_small_op_sweep.ipynb": EX5,
+    "06_training.ipynb": TRAINING,
 }
 
 # ---------------------------------------------------------------------------------------------

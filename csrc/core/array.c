@@ -135,6 +135,8 @@ static void array_dealloc(PyObject *self)
     ArrayObject *a = (ArrayObject *)self;
     PyTypeObject *tp = Py_TYPE(self);
     if (a->weakreflist) PyObject_ClearWeakRefs(self);
+    Py_XDECREF(a->ag);
+    Py_XDECREF(a->grad);
     if (a->base) {
         Py_DECREF(a->base);
     } else if (a->alloc_ptr) {
@@ -311,6 +313,8 @@ static PyMethodDef array_methods[] = {
     {"item", gd_array_item, METH_NOARGS, "item() -> the only element as a Python scalar (synchronizes)."},
     {"tolist", gd_array_tolist, METH_NOARGS, "tolist() -> nested Python lists (synchronizes)."},
     {"copy", gd_array_copy, METH_NOARGS, "copy() -> a new array with the same data on the same device."},
+    {"__copy__", gd_array_copy, METH_NOARGS, "copy.copy(a): a.copy()"},
+    {"__deepcopy__", gd_array_dunder_deepcopy, METH_O, "copy.deepcopy(a): a.copy() (no pickling involved)"},
     {"astype", GD_FN(gd_array_astype_method), GD_FASTKW, "astype(dtype, copy=True) -> the array converted to dtype."},
     {"reshape", GD_FN(gd_array_reshape), METH_FASTCALL,
      "reshape(*shape) -> a view with a new shape (one dimension may be -1).\n\n>>> gd.arange(6).reshape(2, -1)"},

@@ -103,6 +103,60 @@ static PyArrayObject *read_with_numpy(PyObject *obj, const char *op)
     return arr;
 }
 
+/* Python ints beyond int64 make NumPy infer uint64 or object. obj is read again as the dtype
+ * asked for (int64 when none was), so that such an int raises OverflowError saying it does not
+ * fit, and float dtypes take it as NumPy does. Returns the reading to use: the new one when a
+ * dtype was asked for, else arr (uint64 data stays refused with the caller's message); NULL
+ * with the OverflowError. Steals arr. */
+static PyArrayObject *reread_big_ints(gd_state *st, PyObject *obj, PyArrayObject *arr, gd_dtype dt, int has_dtype,
+                                      const char *op)
+{
+    const PyArray_Descr *got = PyArray_DESCR(arr);
+    if (!(got->kind == 'u' && PyDataType_ELSIZE(got) == 8) && got->kind != 'O') return arr;
+    gd_dtype want = has_dtype ? dt : GD_INT64;
+    PyArray_Descr *descr = (PyArray_Descr *)Py_NewRef(st->np_dtypes[want]);
+    PyArrayObject *again = (PyArrayObject *)PyArray_FromAny(obj, descr, 0, 0, 0, NULL);
+    if (again && !has_dtype) { /* ints that fit: uint64 data, refused with the caller's message */
+        Py_DECREF(again);
+        return arr;
+    }
+    if (again) {
+        Py_DECREF(arr);
+        return again;
+    }
+    if (!PyErr_ExceptionMatches(PyExc_OverflowError)) { /* not about ints: the first reading's message */
+        PyErr_Clear();
+        return arr;
+    }
+    PyErr_Clear();
+    PyErr_Format(PyExc_OverflowError, "%s: a Python int in the input does not fit in %s%s", op, gd_dtype_name(want),
+                 want == GD_INT64 ? " (gpudev's integer dtype); give dtype=gd.float64 to store it as a float" : "");
+    Py_DECREF(arr);
+    return NULL;
+}
+
+/* Python floats asked to become int64 are read by NumPy one by one (as np.array(obj,
+ * dtype=np.int64) does), not through float64 and a cast: infinities, NaN and floats past int64
+ * raise instead of becoming -2**63, and ints beside floats stay exact. Steals arr. */
+static PyArrayObject *reread_floats_as_int64(gd_state *st, PyObject *obj, PyArrayObject *arr, const char *op)
+{
+    if (PyArray_DESCR(arr)->kind != 'f') return arr;
+    Py_DECREF(arr);
+    PyArray_Descr *descr = (PyArray_Descr *)Py_NewRef(st->np_dtypes[GD_INT64]);
+    PyArrayObject *again = (PyArrayObject *)PyArray_FromAny(obj, descr, 0, 0, 0, NULL);
+    if (!again && (PyErr_ExceptionMatches(PyExc_OverflowError) || PyErr_ExceptionMatches(PyExc_ValueError))) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_Format(PyErr_GivenExceptionMatches(type, PyExc_OverflowError) ? PyExc_OverflowError : PyExc_ValueError,
+                     "%s: a float in the input does not fit in int64 (%S); give dtype=gd.float64 to keep it", op,
+                     value ? value : Py_None);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+    }
+    return again;
+}
+
 PyObject *gd_array_from_object(gd_state *st, PyObject *obj, PyObject *dtype_obj, gd_device dev, int has_device,
                                int copy, const char *op)
 {
@@ -115,6 +169,8 @@ PyObject *gd_array_from_object(gd_state *st, PyObject *obj, PyObject *dtype_obj,
     }
     int from_python = !PyArray_Check(obj) && !PyArray_IsScalar(obj, Generic);
     PyArrayObject *arr = read_with_numpy(obj, op);
+    if (arr && from_python) arr = reread_big_ints(st, obj, arr, dt, has_dtype, op);
+    if (arr && from_python && has_dtype && dt == GD_INT64) arr = reread_floats_as_int64(st, obj, arr, op);
     if (!arr) return NULL;
     if (!has_dtype) {
         int idt = infer_dtype(arr, from_python, op);

@@ -56,6 +56,7 @@ typedef struct gd_state {
     uint64_t touched_gpus;              /* bit i: work was queued on cuda:i since the last
                                          * _take_touched_devices() (benchmark's warm-up) */
     int gpu_count;                      /* GPUs of the CUDA backend; -1 until first asked */
+    PyObject *ag_hooks;                 /* gpudev.autograd's recorder (autograd.c), or NULL */
 } gd_state;
 
 /* ------------------------------------------------------------------------------------------
@@ -87,6 +88,10 @@ typedef struct ArrayObject {
     int64_t size;
     int64_t shape[GD_MAX_NDIM];
     PyObject *weakreflist;
+    PyObject *ag;          /* autograd: NULL outside any graph, Py_True for a leaf that requires
+                            * grad, else the node that computed the array (autograd.c) */
+    PyObject *grad;        /* autograd: the gradient backward() accumulated, or NULL */
+    uint32_t version;      /* owners: writes in place so far, which backward() checks */
     _Alignas(16) char inline_data[GD_INLINE_BYTES]; /* Python's allocator aligns objects to 16 */
 } ArrayObject;
 
@@ -200,6 +205,20 @@ int gd_trace_sync(gd_state *st, const char *cause, gd_device dev);
 
 /* ------------------------------------------------------------------------------------------
  * args.c: arguments of METH_FASTCALL | METH_KEYWORDS functions
+ *
+ * The rule for arguments that hold other objects (a shape, a list of arrays, axes, an index,
+ * a list of devices): own what you read before Python code runs or the GIL is released.
+ * Python code runs inside __index__, __float__, __bool__, __array__, __dlpack__, repr, a
+ * trace hook, any method of an argument; other threads run while the GIL is released
+ * (gd_run_begin for large CPU work, gd_wait, copies to the host). Either may change a list or
+ * drop the last reference to one of its items, and a C pointer into it then dangles. So:
+ *   - read a sequence through gd_tuple_of (a tuple that holds every item), never through
+ *     PySequence_Fast alone: for a list it returns the list itself, not a copy;
+ *   - keep a strong reference to any object used after a callback or with the GIL released;
+ *   - the FASTCALL args array and kwnames stay alive for the whole call, the containers they
+ *     reach do not.
+ * Each entry point that takes a sequence has a test with a mutating __index__ or another
+ * thread mutating it (tests/test_callbacks.py).
  * ---------------------------------------------------------------------------------------- */
 
 #define GD_MAX_PARAMS 6
@@ -224,6 +243,17 @@ int gd_parse_args(PyObject **out, const gd_params *p, PyObject *const *args, Py_
 
 /* obj's truth value into *out, leaving *out alone for NULL or None. -1 on error. */
 int gd_parse_bool(PyObject *obj, int *out);
+
+/* A tuple holding the items of any sequence or iterable `seq` (seq itself, with a new
+ * reference, when it is a tuple), so that Python code run later cannot change what the caller
+ * reads; NULL with TypeError `msg` when seq is not iterable. */
+PyObject *gd_tuple_of(PyObject *seq, const char *msg);
+
+/* repr(obj) for an error message (a new reference): cut to about GD_BRIEF_REPR characters,
+ * and "<list object>" when repr itself fails (a list nested past the recursion limit), so a
+ * hostile argument gets the message meant for it, of a readable length. */
+#define GD_BRIEF_REPR 200
+PyObject *gd_brief_repr(PyObject *obj);
 
 /* ------------------------------------------------------------------------------------------
  * dtypes.c: gpudev's dtypes as NumPy sees them
@@ -260,6 +290,9 @@ void gd_raise_broadcast(const char *op, int na, const int64_t *sa, int nb, const
 /* Normalise one axis (negative counts from the end) against ndim; numpy's AxisError if out
  * of range. */
 int gd_normalize_axis(int *out, int64_t axis, int ndim, const char *op);
+/* One axis argument: an int (or an object with __index__) without the normalising, clipped to
+ * int64 so that a huge value is out of range rather than truncated. -1 with TypeError. */
+int gd_parse_axis(int64_t *out, PyObject *obj, const char *op);
 /* Mark the reduced axes of an ndim-array; axis is None, an int or a tuple of ints. */
 int gd_parse_axes(uint8_t *reduced, PyObject *axis, int ndim, const char *op);
 
@@ -275,6 +308,9 @@ static inline int gd_same_shape(const ArrayObject *x, const ArrayObject *y)
 int gd_device_setup(PyObject *module, gd_state *st);
 /* Parse a Device, 'cpu', 'cuda', 'cuda:N' or None (-> *out unchanged, returns 0). -1 on error. */
 int gd_parse_device(gd_state *st, PyObject *obj, gd_device *out);
+/* A GPU index argument: an int (a bool is refused) in [0, GD_MAX_GPUS). -1 with TypeError or
+ * ValueError naming `op`. */
+int gd_parse_gpu_index(int *out, PyObject *obj, const char *op);
 PyObject *gd_device_object(gd_state *st, gd_device dev); /* new reference */
 /* Append the Device object for `dev` to `list`; -1 on error. */
 int gd_list_append_device(gd_state *st, PyObject *list, gd_device dev);
@@ -313,12 +349,24 @@ ArrayObject *gd_array_view(gd_state *st, ArrayObject *src, char *data, int ndim,
 ArrayObject *gd_array_borrow(gd_state *st, PyObject *owner, char *data, gd_device dev, gd_dtype dtype, int ndim,
                              const int64_t *shape, int64_t size);
 
+/* The array that owns a's storage (a itself unless a is a view of another Array): writes in
+ * place count on it, so every view of one storage shares the count. */
+static inline ArrayObject *gd_owner(gd_state *st, ArrayObject *a)
+{
+    return a->base && gd_is_array(st, a->base) ? (ArrayObject *)a->base : a;
+}
+static inline void gd_bump_version(gd_state *st, ArrayObject *a) { gd_owner(st, a)->version++; }
+
 /* ------------------------------------------------------------------------------------------
  * transfer.c: copies between devices and to NumPy; Array methods and slots
  * ---------------------------------------------------------------------------------------- */
 
 /* A copy of `a` on `dst` (records the copy when tracing). */
 ArrayObject *gd_array_to_device(gd_state *st, ArrayObject *a, gd_device dst, const char *op);
+/* 0 when NumPy can describe a (a view, a copy, a DLPack import), else -1 with `exc_type`
+ * naming op and the shape: an empty array whose nonzero dimensions span more than 2**63 - 1
+ * bytes has no NumPy twin. */
+int gd_check_host_extent(const ArrayObject *a, PyObject *exc_type, const char *op);
 /* `n` bytes from host memory into a's storage (a synchronizing upload for GPU arrays). */
 int gd_upload(gd_state *st, ArrayObject *a, const void *host, size_t n, const char *op);
 
@@ -330,6 +378,7 @@ PyObject *gd_array_dunder_array(PyObject *self, PyObject *const *args, Py_ssize_
 PyObject *gd_array_item(PyObject *self, PyObject *ignored);
 PyObject *gd_array_tolist(PyObject *self, PyObject *ignored);
 PyObject *gd_array_copy(PyObject *self, PyObject *ignored);
+PyObject *gd_array_dunder_deepcopy(PyObject *self, PyObject *memo);
 PyObject *gd_array_astype_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *gd_array_repr(PyObject *self);
 PyObject *gd_array_str(PyObject *self);
@@ -502,5 +551,55 @@ int gd_dlpack_setup(PyObject *module);
 PyObject *gd_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 /* a.__dlpack_device__() -> (1, 0) for the CPU, (2, i) for cuda:i */
 PyObject *gd_array_dlpack_device(PyObject *self, PyObject *ignored);
+
+/* ------------------------------------------------------------------------------------------
+ * autograd.c: recording operations for backward() (the tape is gpudev/autograd.py)
+ * ---------------------------------------------------------------------------------------- */
+
+/* The Array attributes requires_grad, grad, grad_fn, is_leaf and methods requires_grad_,
+ * detach, backward; grad mode; the recorder's registration. */
+int gd_autograd_setup(PyObject *module, gd_state *st);
+
+#if defined(__GNUC__)
+#define GD_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define GD_UNLIKELY(x) (x)
+#endif
+
+/* Grad mode of the calling thread, as in PyTorch: nonzero inside no_grad (only read once an
+ * input is part of a graph). */
+extern _Thread_local int gd_ag_off;
+
+/* Whether o (an operand: Array, scalar or NULL) is part of a graph. */
+static inline int gd_ag_has(gd_state *st, PyObject *o)
+{
+    return o && Py_TYPE(o) == st->array_type && ((ArrayObject *)o)->ag;
+}
+/* Whether an operation on a and b (b may be NULL) must be recorded. */
+static inline int gd_ag_wanted(gd_state *st, PyObject *a, PyObject *b)
+{
+    return GD_UNLIKELY(gd_ag_has(st, a) || gd_ag_has(st, b)) && !gd_ag_off;
+}
+/* Whether any Array of a PySequence_Fast sequence is part of a graph, with grad mode on. */
+int gd_ag_any(gd_state *st, PyObject *seq);
+
+/* Record out = op(a, b) (b may be NULL; a may be a tuple of inputs) with `extra` (a new
+ * reference or NULL, e.g. the axis of a reduction; NULL with an exception set is an error):
+ * out's producer becomes the recorder's node. Steals out; returns it, or NULL with an
+ * exception (the recorder names ops it cannot differentiate). */
+PyObject *gd_ag_record(gd_state *st, const char *op, PyObject *out, PyObject *a, PyObject *b, PyObject *extra);
+/* What every recorded operation returns: out, recorded when an input is part of a graph.
+ * out, a and b are evaluated more than once: pass variables; extra only when recording. */
+#define GD_AG_OUT(st, op, out, a, b, extra)                                                              \
+    ((out) && gd_ag_wanted((st), (PyObject *)(a), (PyObject *)(b))                                       \
+         ? gd_ag_record((st), (op), (PyObject *)(out), (PyObject *)(a), (PyObject *)(b), (extra))       \
+         : (PyObject *)(out))
+/* out with requires_grad set from a creation function's requires_grad= argument (NULL: not
+ * given); steals out, NULL with an exception for integer dtypes. */
+PyObject *gd_ag_created(PyObject *out, PyObject *requires_grad);
+/* a op= b when a or b is part of a graph: the recorder checks, computes and records it. */
+PyObject *gd_ag_inplace(gd_state *st, const char *op, PyObject *a, PyObject *b);
+/* a[key] = value when a or value is part of a graph. -1 with an exception. */
+int gd_ag_setitem(gd_state *st, PyObject *a, PyObject *key, PyObject *value);
 
 #endif /* GPUDEV_CORE_H */

@@ -6,6 +6,7 @@
 #include "philox.h"
 
 #include <math.h>
+#include <stdio.h>
 
 /* ------------------------------------------------------------------------------------------
  * zeros, ones, empty, full
@@ -59,7 +60,9 @@ static int fill_scalar(gd_scalar *out, const fill_value *v, gd_dtype dt, PyObjec
         return 0;
     }
     if (!v->is_int && (!isfinite(v->f) || v->f >= 9.2233720368547758e18 || v->f < -9.2233720368547758e18)) {
-        PyErr_Format(PyExc_OverflowError, "%s: fill_value %R does not fit in int64", op, value);
+        PyObject *shown = gd_brief_repr(value);
+        if (shown) PyErr_Format(PyExc_OverflowError, "%s: fill_value %U does not fit in int64", op, shown);
+        Py_XDECREF(shown);
         return -1;
     }
     out->i = v->is_int ? v->iv : (int64_t)v->f;
@@ -72,9 +75,10 @@ static PyObject *create_filled(PyObject *module, PyObject *const *args, Py_ssize
 {
     gd_state *st = PyModule_GetState(module);
     const char *op = params->fname;
-    PyObject *argv[4] = {NULL, Py_None, Py_None, Py_None};
+    PyObject *argv[5] = {NULL, Py_None, Py_None, Py_None, NULL};
     if (gd_parse_args(argv, params, args, nargs, kwnames) < 0) return NULL;
-    if (kind != FILL_FULL) { /* (shape, dtype, device) -> (shape, -, dtype, device) */
+    if (kind != FILL_FULL) { /* (shape, dtype, device, requires_grad) -> (shape, -, dtype, device, ...) */
+        argv[4] = argv[3];
         argv[3] = argv[2];
         argv[2] = argv[1];
         argv[1] = NULL;
@@ -95,7 +99,7 @@ static PyObject *create_filled(PyObject *module, PyObject *const *args, Py_ssize
     if ((kind != FILL_EMPTY && gd_run_fill(st, st->backends[dev.type], dev, a->data, dt, s, a->size, op) < 0) ||
         gd_trace_op(st, op, a, NULL, NULL) < 0)
         Py_CLEAR(a);
-    return (PyObject *)a;
+    return gd_ag_created((PyObject *)a, argv[4]);
 }
 
 #define GD_FILL_FN(fname, kind, usage, npos, ...)                                            \
@@ -104,11 +108,13 @@ static PyObject *create_filled(PyObject *module, PyObject *const *args, Py_ssize
         static const gd_params params = {#fname, usage, npos, npos, {__VA_ARGS__, NULL}};    \
         return create_filled(m, a, n, k, &params, kind);                                     \
     }
-GD_FILL_FN(zeros, FILL_ZEROS, "zeros(shape, dtype=None, device=None)", 1, "shape", "dtype", "device")
-GD_FILL_FN(ones, FILL_ONES, "ones(shape, dtype=None, device=None)", 1, "shape", "dtype", "device")
-GD_FILL_FN(empty, FILL_EMPTY, "empty(shape, dtype=None, device=None)", 1, "shape", "dtype", "device")
+GD_FILL_FN(zeros, FILL_ZEROS, "zeros(shape, dtype=None, device=None)", 1, "shape", "dtype", "device",
+           "requires_grad")
+GD_FILL_FN(ones, FILL_ONES, "ones(shape, dtype=None, device=None)", 1, "shape", "dtype", "device", "requires_grad")
+GD_FILL_FN(empty, FILL_EMPTY, "empty(shape, dtype=None, device=None)", 1, "shape", "dtype", "device",
+           "requires_grad")
 GD_FILL_FN(full, FILL_FULL, "full(shape, fill_value, dtype=None, device=None)", 2, "shape", "fill_value", "dtype",
-           "device")
+           "device", "requires_grad")
 #undef GD_FILL_FN
 
 /* ------------------------------------------------------------------------------------------
@@ -119,27 +125,27 @@ static PyObject *array_or_asarray(PyObject *module, PyObject *const *args, Py_ss
                                   const gd_params *params, int copy)
 {
     gd_state *st = PyModule_GetState(module);
-    PyObject *argv[4] = {NULL, Py_None, Py_None, NULL}; /* obj, dtype, device, copy */
+    PyObject *argv[5] = {NULL, Py_None, Py_None, NULL, NULL}; /* obj, dtype, device, copy, requires_grad */
     gd_device dev = GD_CPU_DEVICE;
     if (gd_parse_args(argv, params, args, nargs, kwnames) < 0 || gd_parse_bool(argv[3], &copy) < 0 ||
         gd_parse_device(st, argv[2], &dev) < 0)
         return NULL;
     PyObject *res = gd_array_from_object(st, argv[0], argv[1], dev, argv[2] != Py_None, copy, params->fname);
     if (res && gd_trace_op(st, params->fname, (ArrayObject *)res, NULL, NULL) < 0) Py_CLEAR(res);
-    return res;
+    return gd_ag_created(res, argv[4]);
 }
 
 static PyObject *mod_array(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
 {
     static const gd_params params = {"array", "array(obj, dtype=None, device=None)", 1, 1,
-                                     {"obj", "dtype", "device", "copy", NULL}};
+                                     {"obj", "dtype", "device", "copy", "requires_grad", NULL}};
     return array_or_asarray(m, a, n, k, &params, 1);
 }
 
 static PyObject *mod_asarray(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
 {
     static const gd_params params = {"asarray", "asarray(obj, dtype=None, device=None)", 1, 1,
-                                     {"obj", "dtype", "device", "copy", NULL}};
+                                     {"obj", "dtype", "device", "copy", "requires_grad", NULL}};
     return array_or_asarray(m, a, n, k, &params, 0);
 }
 
@@ -161,7 +167,9 @@ static int number_arg(PyObject *o, double *f, int64_t *i, int *is_int, const cha
         *i = PyLong_AsLongLongAndOverflow(o, &overflow);
         if (*i == -1 && PyErr_Occurred()) return -1;
         if (overflow) {
-            PyErr_Format(PyExc_OverflowError, "%s: %s=%R does not fit in int64", op, name, o);
+            PyObject *shown = gd_brief_repr(o);
+            if (shown) PyErr_Format(PyExc_OverflowError, "%s: %s=%U does not fit in int64", op, name, shown);
+            Py_XDECREF(shown);
             return -1;
         }
         *f = (double)*i;
@@ -194,33 +202,98 @@ static int parse_arange(arange_args *r, PyObject **vals)
     return 0;
 }
 
-/* The number of elements; -1 with ValueError for a zero step or infinite bounds. */
+/* The number of elements, ceil((stop - start) / step) as NumPy computes it: exactly for ints,
+ * in double otherwise (a difference of two ints exactly first, as Python subtracts them), and
+ * 1 when a nonzero span divided by the step underflows to +0 (a tiny span, an infinite step).
+ * -1 with ValueError for a zero step, a length that is not a number, or more than 2**63 - 1
+ * elements. */
 static int64_t arange_count(const arange_args *r, int all_int)
 {
     if (all_int ? r->iv[2] == 0 : r->f[2] == 0.0) {
         PyErr_SetString(PyExc_ValueError, "arange: step must not be zero");
         return -1;
     }
+    long double cnt;
     if (all_int) {
-        /* exact integer count: ceil((stop - start) / step), in 128-bit-safe steps */
+        /* int64 values are exact in long double, and so is their difference */
         long double span = (long double)r->iv[1] - (long double)r->iv[0];
-        long double cnt = ceill(span / (long double)r->iv[2]);
-        return cnt > 0 ? (int64_t)cnt : 0;
+        cnt = ceill(span / (long double)r->iv[2]);
+    } else {
+        double span = r->is_int[0] && r->is_int[1] ? (double)((long double)r->iv[1] - (long double)r->iv[0])
+                                                   : r->f[1] - r->f[0];
+        double q = span / r->f[2];
+        if (q == 0.0 && span != 0.0) return signbit(q) ? 0 : 1;
+        cnt = ceil(q);
     }
-    double cnt = ceil((r->f[1] - r->f[0]) / r->f[2]);
     if (!isfinite(cnt)) {
         PyErr_SetString(PyExc_ValueError, "arange: start, stop and step must be finite");
+        return -1;
+    }
+    if (cnt >= 0x1p63L) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%.3Lg", cnt);
+        PyErr_Format(PyExc_ValueError, "arange: the range holds %s elements, more than 2**63 - 1; use a larger step",
+                     buf);
         return -1;
     }
     return cnt > 0 ? (int64_t)cnt : 0;
 }
 
+/* trunc(v) into *out when it fits int64; 1 when it does not (NaN included). */
+static int f64_to_i64(int64_t *out, double v)
+{
+    if (!(v >= -0x1p63 && v < 0x1p63)) return 1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* *out = x - y; 1 instead when the difference does not fit int64. */
+static int sub_overflows(int64_t *out, int64_t x, int64_t y)
+{
+    if (y < 0 ? x > INT64_MAX + y : x < INT64_MIN + y) return 1;
+    *out = x - y;
+    return 0;
+}
+
+/* Whether a0 + k * delta (k >= 0) stays inside int64, without computing it. */
+static int steps_fit_i64(int64_t a0, int64_t k, int64_t delta)
+{
+    if (delta == 0 || k == 0) return 1;
+    uint64_t room = delta > 0 ? (uint64_t)INT64_MAX - (uint64_t)a0 : (uint64_t)a0 - (uint64_t)INT64_MIN;
+    uint64_t mag = delta > 0 ? (uint64_t)delta : 0 - (uint64_t)delta;
+    return (uint64_t)k <= room / mag;
+}
+
+/* start and step of an int64 arange of n elements. Ints are exact. Otherwise, as NumPy: the
+ * first two values are start and start + step converted to int64 (truncated), and the rest
+ * follow at their difference, so arange(0.5, 5, 1.5, dtype=int64) is [0, 2, 4]. -1 with
+ * OverflowError when a value does not fit int64 (where NumPy would wrap around). */
+static int arange_int_steps(gd_scalar *start, gd_scalar *step, const arange_args *r, int all_int, int64_t n)
+{
+    int64_t a0 = r->iv[0], a1 = 0, delta = all_int ? r->iv[2] : 0;
+    int ok = all_int || r->is_int[0] || !f64_to_i64(&a0, r->f[0]);
+    if (ok && !all_int && n > 1)
+        ok = !f64_to_i64(&a1, r->f[0] + r->f[2]) && !sub_overflows(&delta, a1, a0) && steps_fit_i64(a0, n - 1, delta);
+    if (!ok) {
+        char s0[32], s1[32];
+        snprintf(s0, sizeof s0, "%.17g", r->f[0]);
+        snprintf(s1, sizeof s1, "%.17g", r->f[2]);
+        PyErr_Format(PyExc_OverflowError,
+                     "arange: %lld values from start=%s in steps of %s do not fit in int64; use dtype=gd.float64",
+                     (long long)n, s0, s1);
+        return -1;
+    }
+    start->i = a0;
+    step->i = delta;
+    return 0;
+}
+
 static PyObject *mod_arange(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     static const gd_params params = {"arange", "arange(start, stop=None, step=1, dtype=None, device=None)", 3, 0,
-                                     {"start", "stop", "step", "dtype", "device", NULL}};
+                                     {"start", "stop", "step", "dtype", "device", "requires_grad", NULL}};
     gd_state *st = PyModule_GetState(module);
-    PyObject *argv[5] = {NULL, NULL, NULL, Py_None, Py_None};
+    PyObject *argv[6] = {NULL, NULL, NULL, Py_None, Py_None, NULL};
     arange_args r;
     if (gd_parse_args(argv, &params, args, nargs, kwnames) < 0) return NULL;
     if (!argv[0]) {
@@ -233,24 +306,19 @@ static PyObject *mod_arange(PyObject *module, PyObject *const *args, Py_ssize_t 
     gd_device dev = GD_CPU_DEVICE;
     if (gd_parse_dtype(argv[3], &dt, "arange") < 0 || gd_parse_device(st, argv[4], &dev) < 0) return NULL;
     int64_t n = arange_count(&r, all_int);
-    ArrayObject *a = n < 0 ? NULL : gd_array_new(st, dev, dt, 1, &n, "arange");
+    /* one element is start itself, whatever the step (0 * inf would be NaN) */
+    gd_scalar start = {.f = r.f[0]}, step = {.f = n > 1 ? r.f[2] : 0.0};
+    if (n < 0 || (!gd_dtype_is_float(dt) && arange_int_steps(&start, &step, &r, all_int, n) < 0)) return NULL;
+    ArrayObject *a = gd_array_new(st, dev, dt, 1, &n, "arange");
     if (!a) return NULL;
     if (n) {
-        gd_scalar start, step;
-        if (gd_dtype_is_float(dt)) {
-            start.f = r.f[0];
-            step.f = r.f[2];
-        } else {
-            start.i = all_int ? r.iv[0] : (int64_t)r.f[0];
-            step.i = all_int ? r.iv[2] : (int64_t)r.f[2];
-        }
         gd_error err;
         PyThreadState *ts = gd_run_begin(dev, (double)n);
         int rc = st->backends[dev.type]->arange(a->data, dt, start, step, n, dev.index, &err);
         if (gd_run_end(st, dev, ts, rc, &err, "arange") < 0) Py_CLEAR(a);
     }
     if (a && gd_trace_op(st, "arange", a, NULL, NULL) < 0) Py_CLEAR(a);
-    return (PyObject *)a;
+    return gd_ag_created((PyObject *)a, argv[5]);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -271,7 +339,7 @@ static PyObject *random_array(PyObject *module, PyObject *const *args, Py_ssize_
 {
     gd_state *st = PyModule_GetState(module);
     const char *op = params->fname;
-    PyObject *argv[2] = {Py_None, Py_None}; /* dtype, device: keyword-only after *shape */
+    PyObject *argv[3] = {Py_None, Py_None, NULL}; /* dtype, device, requires_grad: keyword-only */
     int ndim;
     int64_t shape[GD_MAX_NDIM];
     gd_dtype dt = GD_FLOAT32;
@@ -296,18 +364,18 @@ static PyObject *random_array(PyObject *module, PyObject *const *args, Py_ssize_
         if (gd_run_end(st, dev, ts, rc, &err, op) < 0) Py_CLEAR(a);
     }
     if (a && gd_trace_op(st, op, a, NULL, NULL) < 0) Py_CLEAR(a);
-    return (PyObject *)a;
+    return gd_ag_created((PyObject *)a, argv[2]);
 }
 
 static PyObject *mod_rand(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
 {
-    static const gd_params params = {"rand", "rand(*shape, dtype=None, device=None)", 0, 0, {"dtype", "device", NULL}};
+    static const gd_params params = {"rand", "rand(*shape, dtype=None, device=None)", 0, 0, {"dtype", "device", "requires_grad", NULL}};
     return random_array(m, a, n, k, &params, GD_RAND_UNIFORM);
 }
 
 static PyObject *mod_randn(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
 {
-    static const gd_params params = {"randn", "randn(*shape, dtype=None, device=None)", 0, 0, {"dtype", "device", NULL}};
+    static const gd_params params = {"randn", "randn(*shape, dtype=None, device=None)", 0, 0, {"dtype", "device", "requires_grad", NULL}};
     return random_array(m, a, n, k, &params, GD_RAND_NORMAL);
 }
 

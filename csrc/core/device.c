@@ -19,8 +19,15 @@ const char *gd_device_str(gd_device dev, char *buf)
     return buf;
 }
 
-static int parse_device_string(const char *s, gd_device *out)
+/* 'cpu', 'cuda' or 'cuda:N' as a device: 0, 1 when the string names none, -1 on error. The
+ * whole Python string counts: 'cpu\0junk' is no device, though C's string functions would
+ * stop at the NUL. */
+static int parse_device_string(PyObject *str, gd_device *out)
 {
+    Py_ssize_t len;
+    const char *s = PyUnicode_AsUTF8AndSize(str, &len);
+    if (!s) return -1;
+    if (strlen(s) != (size_t)len) return 1;
     if (strcmp(s, "cpu") == 0) {
         *out = GD_CPU_DEVICE;
         return 0;
@@ -37,7 +44,7 @@ static int parse_device_string(const char *s, gd_device *out)
             return 0;
         }
     }
-    return -1;
+    return 1;
 }
 
 int gd_parse_device(gd_state *st, PyObject *obj, gd_device *out)
@@ -48,18 +55,43 @@ int gd_parse_device(gd_state *st, PyObject *obj, gd_device *out)
         return 0;
     }
     if (PyUnicode_Check(obj)) {
-        const char *s = PyUnicode_AsUTF8(obj);
-        if (!s) return -1;
-        if (parse_device_string(s, out) == 0) return 0;
-        PyErr_Format(PyExc_ValueError,
-                     "Device: cannot parse %R; expected 'cpu', 'cuda' or 'cuda:N' with 0 <= N < %d",
-                     obj, GD_MAX_GPUS);
+        int r = parse_device_string(obj, out);
+        if (r <= 0) return r;
+        PyObject *shown = gd_brief_repr(obj);
+        if (shown)
+            PyErr_Format(PyExc_ValueError,
+                         "Device: cannot parse %U; expected 'cpu', 'cuda' or 'cuda:N' with 0 <= N < %d", shown,
+                         GD_MAX_GPUS);
+        Py_XDECREF(shown);
         return -1;
     }
     PyErr_Format(PyExc_TypeError,
                  "device must be a gd.Device or a string like 'cpu' or 'cuda:0', got %.100s",
                  Py_TYPE(obj)->tp_name);
     return -1;
+}
+
+int gd_parse_gpu_index(int *out, PyObject *obj, const char *op)
+{
+    /* True is an int to Python, but gpu(True) meaning cuda:1 is a mistake waiting to happen */
+    if (PyBool_Check(obj) || !PyIndex_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s: a GPU index must be an int, got %.100s", op, Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    PyObject *v = PyNumber_Index(obj);
+    if (!v) return -1;
+    int overflow;
+    long long i = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || i < 0 || i >= GD_MAX_GPUS) {
+        PyObject *shown = gd_brief_repr(v);
+        if (shown) PyErr_Format(PyExc_ValueError, "%s: GPU index must be in [0, %d), got %U", op, GD_MAX_GPUS, shown);
+        Py_XDECREF(shown);
+        Py_DECREF(v);
+        return -1;
+    }
+    Py_DECREF(v);
+    *out = (int)i;
+    return 0;
 }
 
 void gd_raise_device_mismatch(gd_state *st, const char *op, gd_device first, gd_device second)
@@ -112,16 +144,14 @@ static PyObject *device_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             return NULL;
         }
         if (PyUnicode_Check(spec) && strchr(PyUnicode_AsUTF8(spec), ':')) {
-            PyErr_Format(PyExc_ValueError, "Device: index given twice, in %R and as %R", spec, index);
+            PyObject *shown = gd_brief_repr(spec), *shown_index = shown ? gd_brief_repr(index) : NULL;
+            if (shown_index)
+                PyErr_Format(PyExc_ValueError, "Device: index given twice, in %U and as %U", shown, shown_index);
+            Py_XDECREF(shown);
+            Py_XDECREF(shown_index);
             return NULL;
         }
-        long i = PyLong_AsLong(index);
-        if (i == -1 && PyErr_Occurred()) return NULL;
-        if (i < 0 || i >= GD_MAX_GPUS) {
-            PyErr_Format(PyExc_ValueError, "Device: index must be in [0, %d), got %ld", GD_MAX_GPUS, i);
-            return NULL;
-        }
-        dev.index = (int)i;
+        if (gd_parse_gpu_index(&dev.index, index, "Device") < 0) return NULL;
     }
     return gd_device_object(st, dev);
 }
@@ -147,7 +177,7 @@ static PyObject *device_repr(PyObject *self)
 
 static Py_hash_t device_hash(PyObject *self)
 {
-    /* equal to the hash of the string, since Device('cpu') == 'cpu' */
+    /* equal to the hash of the string, since Device('cpu') == 'cpu' (and only that string) */
     PyObject *s = device_str(self);
     if (!s) return -1;
     Py_hash_t h = PyObject_Hash(s);
@@ -159,17 +189,19 @@ static PyObject *device_richcompare(PyObject *self, PyObject *other, int op)
 {
     if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
     gd_state *st = gd_state_of(self);
-    gd_device b;
+    int eq;
     if (Py_TYPE(other) == st->device_type) {
-        b = ((DeviceObject *)other)->dev;
+        eq = gd_device_eq(((DeviceObject *)self)->dev, ((DeviceObject *)other)->dev);
     } else if (PyUnicode_Check(other)) {
-        const char *s = PyUnicode_AsUTF8(other);
-        if (!s) return NULL;
-        if (parse_device_string(s, &b) < 0) return PyBool_FromLong(op == Py_NE);
+        /* Only the device's own name, str(d): equal objects must hash equal, and 'cuda' and
+         * 'cuda:0' are two strings with two hashes. */
+        PyObject *name = device_str(self);
+        if (!name) return NULL;
+        eq = PyUnicode_Compare(name, other) == 0;
+        Py_DECREF(name);
     } else {
         Py_RETURN_NOTIMPLEMENTED;
     }
-    int eq = gd_device_eq(((DeviceObject *)self)->dev, b);
     return PyBool_FromLong(op == Py_EQ ? eq : !eq);
 }
 
@@ -242,21 +274,13 @@ static PyType_Spec device_spec = {
  * ---------------------------------------------------------------------------------------- */
 
 /* The i=0 argument of gpu() and try_gpu(). */
-static int parse_gpu_index(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, long *out,
+static int parse_gpu_index(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, int *out,
                            const gd_params *params)
 {
     PyObject *arg = NULL;
     if (gd_parse_args(&arg, params, args, nargs, kwnames) < 0) return -1;
     *out = 0;
-    if (!arg) return 0;
-    *out = PyLong_AsLong(arg);
-    if (*out == -1 && PyErr_Occurred()) return -1;
-    if (*out < 0 || *out >= GD_MAX_GPUS) {
-        PyErr_Format(PyExc_ValueError, "%s: GPU index must be in [0, %d), got %ld", params->fname, GD_MAX_GPUS,
-                     *out);
-        return -1;
-    }
-    return 0;
+    return arg ? gd_parse_gpu_index(out, arg, params->fname) : 0;
 }
 
 static PyObject *mod_cpu(PyObject *module, PyObject *Py_UNUSED(ignored))
@@ -268,18 +292,18 @@ static PyObject *mod_cpu(PyObject *module, PyObject *Py_UNUSED(ignored))
 static PyObject *mod_gpu(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     static const gd_params params = {"gpu", "gpu(i=0) takes at most one argument", 1, 0, {"i", NULL}};
-    long i;
+    int i;
     if (parse_gpu_index(args, nargs, kwnames, &i, &params) < 0) return NULL;
-    return gd_device_object(PyModule_GetState(module), (gd_device){GD_CUDA, (int)i});
+    return gd_device_object(PyModule_GetState(module), (gd_device){GD_CUDA, i});
 }
 
 static PyObject *mod_try_gpu(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     static const gd_params params = {"try_gpu", "try_gpu(i=0) takes at most one argument", 1, 0, {"i", NULL}};
-    long i;
+    int i;
     if (parse_gpu_index(args, nargs, kwnames, &i, &params) < 0) return NULL;
     gd_state *st = PyModule_GetState(module);
-    if (gd_num_gpus(st) > i) return gd_device_object(st, (gd_device){GD_CUDA, (int)i});
+    if (gd_num_gpus(st) > i) return gd_device_object(st, (gd_device){GD_CUDA, i});
     return Py_NewRef(st->cpu_device);
 }
 

@@ -170,8 +170,11 @@ static int parse_max_version(PyObject *obj, int *versioned)
     if (obj == Py_None) return 0;
     if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2 || !PyLong_Check(PyTuple_GET_ITEM(obj, 0)) ||
         !PyLong_Check(PyTuple_GET_ITEM(obj, 1))) {
-        PyErr_Format(PyExc_TypeError, "__dlpack__: max_version must be None or a tuple (major, minor) of ints, got %R",
-                     obj);
+        PyObject *shown = gd_brief_repr(obj);
+        if (shown)
+            PyErr_Format(PyExc_TypeError,
+                         "__dlpack__: max_version must be None or a tuple (major, minor) of ints, got %U", shown);
+        Py_XDECREF(shown);
         return -1;
     }
     long major = PyLong_AsLong(PyTuple_GET_ITEM(obj, 0));
@@ -188,8 +191,11 @@ static int check_dl_device(PyObject *obj, ArrayObject *a)
     long type = 0, id = 0;
     if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2 || !PyLong_Check(PyTuple_GET_ITEM(obj, 0)) ||
         !PyLong_Check(PyTuple_GET_ITEM(obj, 1))) {
-        PyErr_Format(PyExc_TypeError,
-                     "__dlpack__: dl_device must be None or a tuple (device_type, device_id) of ints, got %R", obj);
+        PyObject *shown = gd_brief_repr(obj);
+        if (shown)
+            PyErr_Format(PyExc_TypeError,
+                         "__dlpack__: dl_device must be None or a tuple (device_type, device_id) of ints, got %U", shown);
+        Py_XDECREF(shown);
         return -1;
     }
     type = PyLong_AsLong(PyTuple_GET_ITEM(obj, 0));
@@ -334,7 +340,8 @@ PyObject *gd_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t narg
     }
     int versioned;
     if (parse_max_version(kw[MAX_VERSION], &versioned) < 0) return NULL;
-    if (check_dl_device(kw[DL_DEVICE], a) < 0) return NULL;
+    if (check_dl_device(kw[DL_DEVICE], a) < 0 || gd_check_host_extent(a, PyExc_BufferError, "__dlpack__") < 0)
+        return NULL;
     int copy = kw[COPY] == Py_None ? 0 : PyObject_IsTrue(kw[COPY]);
     if (copy < 0) return NULL;
     consumer_stream consumer = {STREAM_NONE, 0};
@@ -456,9 +463,12 @@ static int producer_device(gd_state *st, PyObject *x, gd_device *out)
             return -1;
         }
     } else {
-        PyErr_Format(PyExc_TypeError,
-                     "from_dlpack: %.100s.__dlpack_device__() returned %R; expected a tuple (device_type, device_id)",
-                     Py_TYPE(x)->tp_name, res);
+        PyObject *shown = gd_brief_repr(res);
+        if (shown)
+            PyErr_Format(PyExc_TypeError,
+                         "from_dlpack: %.100s.__dlpack_device__() returned %U; expected a tuple (device_type, device_id)",
+                         Py_TYPE(x)->tp_name, shown);
+        Py_XDECREF(shown);
     }
     Py_DECREF(res);
     if (!ok) return -1;

@@ -14,7 +14,9 @@ int gd_parse_dtype(PyObject *obj, gd_dtype *out, const char *op)
     PyArray_Descr *descr = NULL;
     if (!PyArray_DescrConverter2(obj, &descr) || !descr) {
         PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "%s: %R is not a dtype; use gd.float32, gd.float64 or gd.int64", op, obj);
+        PyObject *shown = gd_brief_repr(obj);
+        if (shown) PyErr_Format(PyExc_TypeError, "%s: %U is not a dtype; use gd.float32, gd.float64 or gd.int64", op, shown);
+        Py_XDECREF(shown);
         return -1;
     }
     int dt = gd_dtype_lookup(descr->kind, (size_t)PyDataType_ELSIZE(descr));

@@ -269,13 +269,17 @@ fail:
 
 PyObject *gd_binary(gd_state *st, gd_binop op, PyObject *ao, PyObject *bo, ArrayObject *inplace)
 {
+    const char *name = gd_binop_table[op].name;
+    if (inplace) {
+        if (gd_ag_wanted(st, ao, bo)) return gd_ag_inplace(st, name, ao, bo);
+        gd_bump_version(st, inplace);
+    }
     /* Hot path: operands that need no promotion, broadcasting or overlap handling go straight
      * to the backend; no Python objects besides the result, no strides to fill. */
-    if (!gd_tracing(st)) {
-        PyObject *res = binary_fast(st, op, ao, bo, inplace);
-        if (res || PyErr_Occurred()) return res;
-    }
-    return binary_general(st, op, ao, bo, inplace);
+    PyObject *res = NULL;
+    if (!gd_tracing(st)) res = binary_fast(st, op, ao, bo, inplace);
+    if (!res && !PyErr_Occurred()) res = binary_general(st, op, ao, bo, inplace);
+    return inplace ? res : GD_AG_OUT(st, name, res, ao, bo, NULL);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -304,7 +308,7 @@ PyObject *gd_unary(gd_state *st, gd_unop op, ArrayObject *a)
             Py_CLEAR(out);
     }
     if (out && gd_trace_op(st, name, out, a, NULL) < 0) Py_CLEAR(out);
-    return (PyObject *)out;
+    return GD_AG_OUT(st, name, out, a, NULL, NULL);
 }
 
 PyObject *gd_astype(gd_state *st, ArrayObject *a, gd_dtype dtype, int copy)
@@ -314,7 +318,7 @@ PyObject *gd_astype(gd_state *st, ArrayObject *a, gd_dtype dtype, int copy)
     if (!be) return NULL;
     ArrayObject *out = gd_converted(st, be, a, dtype, "astype");
     if (out && gd_trace_op(st, "astype", out, a, NULL) < 0) Py_CLEAR(out);
-    return (PyObject *)out;
+    return GD_AG_OUT(st, "astype", out, a, NULL, NULL);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -370,6 +374,7 @@ int gd_assign(gd_state *st, ArrayObject *dst, PyObject *value, const char *op)
     }
     const gd_backend *be = gd_backend_of(st, dst->device, op);
     if (!be) return -1;
+    gd_bump_version(st, dst);
     if (!x.arr) {
         gd_scalar s;
         if (gd_scalar_assign(&s, &x, dst->dtype, op) < 0 ||
@@ -406,11 +411,11 @@ static ArrayObject *host_f64(gd_state *st, ArrayObject *a)
     return f;
 }
 
-/* NumPy's isclose with equal_nan=False: infinities are close only to themselves. */
+/* NumPy's isclose with equal_nan=False, term for term: equal values are close whatever the
+ * tolerances (even rtol=inf, where inf * 0 is NaN), and an infinite y only to itself. */
 static inline int is_close(double x, double y, double rtol, double atol)
 {
-    if (isfinite(x) && isfinite(y)) return fabs(x - y) <= atol + rtol * fabs(y);
-    return x == y;
+    return (fabs(x - y) <= atol + rtol * fabs(y) && isfinite(y)) || x == y;
 }
 
 /* Whether every pair of the planned float64 operands is close; walks the output in C order

@@ -104,7 +104,11 @@ static int index_item(index_walk *w, PyObject *it, Py_ssize_t k, Py_ssize_t nite
         return -1;
     }
     if (PySlice_Check(it)) return index_slice(w, it);
-    if (PyIndex_Check(it) && !PyBool_Check(it)) return index_integer(w, it);
+    /* NumPy arrays of more than one index (or of bools) have an __index__ that raises NumPy's
+     * own TypeError; only a 0-d integer array is one integer */
+    if (PyArray_Check(it) && (PyArray_NDIM((PyArrayObject *)it) > 0 || !PyArray_ISINTEGER((PyArrayObject *)it)))
+        return index_refuse(w, it);
+    if (PyIndex_Check(it) && !PyBool_Check(it) && !PyArray_IsScalar(it, Bool)) return index_integer(w, it);
     return index_refuse(w, it);
 }
 
@@ -141,7 +145,9 @@ PyObject *gd_array_subscript(PyObject *self, PyObject *key)
     int ndim;
     int64_t shape[GD_MAX_NDIM];
     if (resolve_index(a, key, &data, &ndim, shape, "getitem") < 0) return NULL;
-    return (PyObject *)gd_array_view(gd_state_of(self), a, data, ndim, shape);
+    gd_state *st = gd_state_of(self);
+    ArrayObject *out = gd_array_view(st, a, data, ndim, shape);
+    return GD_AG_OUT(st, "getitem", out, a, NULL, Py_NewRef(key));
 }
 
 int gd_array_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
@@ -152,6 +158,7 @@ int gd_array_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
         return -1;
     }
     gd_state *st = gd_state_of(self);
+    if (gd_ag_wanted(st, self, value)) return gd_ag_setitem(st, self, key, value);
     char *data;
     int ndim;
     int64_t shape[GD_MAX_NDIM];
@@ -186,8 +193,10 @@ PyObject *gd_array_sq_item(PyObject *self, Py_ssize_t i)
         return NULL;
     }
     int64_t row = a->size / (a->shape[0] ? a->shape[0] : 1);
-    return (PyObject *)gd_array_view(gd_state_of(self), a, a->data + (int64_t)i * row * (int64_t)gd_dtype_size(a->dtype),
-                                     a->ndim - 1, a->shape + 1);
+    gd_state *st = gd_state_of(self);
+    ArrayObject *out =
+        gd_array_view(st, a, a->data + (int64_t)i * row * (int64_t)gd_dtype_size(a->dtype), a->ndim - 1, a->shape + 1);
+    return GD_AG_OUT(st, "getitem", out, a, NULL, PyLong_FromSsize_t(i));
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -241,11 +250,15 @@ PyObject *gd_array_reshape(PyObject *self, PyObject *const *args, Py_ssize_t nar
         return NULL;
     }
     if (gd_parse_shape(args, nargs, &ndim, shape, "reshape") < 0 || complete_shape(ndim, shape, a) < 0) return NULL;
-    return (PyObject *)gd_array_view(gd_state_of(self), a, a->data, ndim, shape);
+    gd_state *st = gd_state_of(self);
+    ArrayObject *out = gd_array_view(st, a, a->data, ndim, shape);
+    return GD_AG_OUT(st, "reshape", out, a, NULL, NULL);
 }
 
 PyObject *gd_array_flatten(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
     ArrayObject *a = (ArrayObject *)self;
-    return (PyObject *)gd_array_view(gd_state_of(self), a, a->data, 1, &a->size);
+    gd_state *st = gd_state_of(self);
+    ArrayObject *out = gd_array_view(st, a, a->data, 1, &a->size);
+    return GD_AG_OUT(st, "reshape", out, a, NULL, NULL);
 }

@@ -152,7 +152,7 @@ static PyObject *matmul_arrays(gd_state *st, ArrayObject *a, ArrayObject *b)
     Py_XDECREF(ta);
     Py_XDECREF(tb);
     if (out && gd_trace_op(st, "matmul", out, a, b) < 0) Py_CLEAR(out);
-    return (PyObject *)out;
+    return GD_AG_OUT(st, "matmul", out, a, b, NULL);
 }
 
 PyObject *gd_matmul(gd_state *st, PyObject *ao, PyObject *bo)

@@ -18,7 +18,7 @@ static int module_exec(PyObject *module)
         return -1;
     if (gd_trace_setup(module) < 0 || gd_creation_setup(module) < 0 || gd_elementwise_setup(module) < 0 ||
         gd_reduce_setup(module) < 0 || gd_matmul_setup(module) < 0 || gd_shape_ops_setup(module) < 0 ||
-        gd_services_setup(module) < 0 || gd_dlpack_setup(module) < 0)
+        gd_services_setup(module) < 0 || gd_dlpack_setup(module) < 0 || gd_autograd_setup(module, st) < 0)
         return -1;
     return 0;
 }
@@ -43,6 +43,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->cuda_capsule);
     Py_VISIT(st->cuda_reason);
     Py_VISIT(st->trace_hook);
+    Py_VISIT(st->ag_hooks);
     return 0;
 }
 
@@ -64,6 +65,7 @@ static int module_clear(PyObject *module)
     Py_CLEAR(st->cuda_capsule);
     Py_CLEAR(st->cuda_reason);
     Py_CLEAR(st->trace_hook);
+    Py_CLEAR(st->ag_hooks);
     return 0;
 }
 

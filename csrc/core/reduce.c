@@ -202,9 +202,12 @@ static int reduce_axes(reduce_job *j, const uint8_t *reduced, int keepdims)
     if (gd_shape_size(&out_size, ndim, shape, j->r->name) < 0 ||
         !(j->out = gd_array_new(j->st, j->dev, j->res_dt, ndim, shape, j->r->name)))
         return -1;
+    /* a reduced axis of length 0 leaves every result empty, even when there are no results:
+     * NumPy's max raises for zeros((0, 0)).max(axis=0) */
+    for (int k = 0; k < a->ndim; k++)
+        if (reduced[k] && a->shape[k] == 0) return reduce_empty(j, out_size);
     if (out_size == 0) return 0;
     int64_t count = a->size / out_size; /* elements reduced into each result */
-    if (count == 0) return reduce_empty(j, out_size);
     axis_runs runs;
     find_runs(&runs, a, reduced);
     if (runs.passes == 0) return reduce_nothing(j, out_size);
@@ -237,7 +240,7 @@ static PyObject *reduce_array(gd_state *st, reduction kind, ArrayObject *a, PyOb
     }
     if (rc == 0 && gd_trace_op(st, r->name, j.out, a, NULL) < 0) rc = -1;
     if (rc < 0) Py_CLEAR(j.out);
-    return (PyObject *)j.out;
+    return GD_AG_OUT(st, r->name, j.out, a, NULL, Py_BuildValue("(OO)", axis, keepdims ? Py_True : Py_False));
 }
 
 /* ------------------------------------------------------------------------------------------

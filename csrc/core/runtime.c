@@ -189,7 +189,8 @@ int gd_sync_device(gd_state *st, gd_device dev, const char *cause)
 /* Synchronize each device of the sequence `devices`; *synced counts them. */
 static int sync_devices(gd_state *st, PyObject *devices, const char *cause, int *synced)
 {
-    PyObject *seq = PySequence_Fast(devices, "_sync: devices must be a list of devices");
+    /* waiting releases the GIL and tracing calls Python: read a tuple (core.h) */
+    PyObject *seq = gd_tuple_of(devices, "_sync: devices must be a list of devices");
     if (!seq) return -1;
     int rc = 0;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && rc == 0; i++) {

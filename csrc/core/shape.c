@@ -45,7 +45,9 @@ static int parse_dim(PyObject *o, int64_t *out, const char *op)
     if (v == -1 && PyErr_Occurred()) {
         if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
             PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "%s: dimension %R is too large", op, o);
+            PyObject *shown = gd_brief_repr(o);
+            if (shown) PyErr_Format(PyExc_ValueError, "%s: dimension %U is too large", op, shown);
+            Py_XDECREF(shown);
         }
         return -1;
     }
@@ -58,15 +60,19 @@ int gd_parse_shape(PyObject *const *args, Py_ssize_t nargs, int *ndim, int64_t *
     /* one tuple or list holds the dimensions; else each argument is one */
     int packed = nargs == 1 && (PyTuple_Check(args[0]) || PyList_Check(args[0]));
     Py_ssize_t n = packed ? PySequence_Fast_GET_SIZE(args[0]) : nargs;
-    PyObject *const *dims = packed ? PySequence_Fast_ITEMS(args[0]) : args;
     if (n > GD_MAX_NDIM) {
         PyErr_Format(PyExc_ValueError, "%s: %zd dimensions given; gpudev supports at most %d", op, n, GD_MAX_NDIM);
         return -1;
     }
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (parse_dim(dims[i], &shape[i], op) < 0) return -1;
+    /* a dimension's __index__ may change a list of them: read a tuple (core.h) */
+    PyObject *held = packed ? gd_tuple_of(args[0], "shape: expected a tuple of ints") : NULL;
+    if (packed && !held) return -1;
+    PyObject *const *dims = packed ? PySequence_Fast_ITEMS(held) : args;
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < n && rc == 0; i++) rc = parse_dim(dims[i], &shape[i], op);
+    Py_XDECREF(held);
     *ndim = (int)n;
-    return 0;
+    return rc;
 }
 
 /* *out = x * y for sizes (>= 0); returns 1 instead when the product overflows int64. */
@@ -150,6 +156,18 @@ int gd_normalize_axis(int *out, int64_t axis, int ndim, const char *op)
     return 0;
 }
 
+int gd_parse_axis(int64_t *out, PyObject *obj, const char *op)
+{
+    if (!PyIndex_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s: axis must be an int, got %.100s", op, Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    Py_ssize_t v = PyNumber_AsSsize_t(obj, NULL); /* clips: huge values are out of range */
+    if (v == -1 && PyErr_Occurred()) return -1;
+    *out = v;
+    return 0;
+}
+
 int gd_parse_axes(uint8_t *reduced, PyObject *axis, int ndim, const char *op)
 {
     memset(reduced, axis == Py_None, (size_t)ndim);
@@ -168,9 +186,9 @@ int gd_parse_axes(uint8_t *reduced, PyObject *axis, int ndim, const char *op)
                          op, Py_TYPE(item)->tp_name);
             return -1;
         }
-        Py_ssize_t v = PyNumber_AsSsize_t(item, NULL); /* clips: huge values are out of range */
+        int64_t v;
         int k;
-        if ((v == -1 && PyErr_Occurred()) || gd_normalize_axis(&k, v, ndim, op) < 0) return -1;
+        if (gd_parse_axis(&v, item, op) < 0 || gd_normalize_axis(&k, v, ndim, op) < 0) return -1;
         if (reduced[k]) {
             PyErr_Format(PyExc_ValueError, "%s: duplicate value in 'axis' (axis %d given twice)", op, k);
             return -1;

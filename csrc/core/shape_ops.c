@@ -11,16 +11,18 @@
 
 static int parse_perm(int *perm, PyObject *axes, int ndim, const int64_t *shape)
 {
-    PyObject *fast = PySequence_Fast(axes, "transpose: axes must be a tuple of ints");
+    PyObject *fast = gd_tuple_of(axes, "transpose: axes must be a tuple of ints");
     if (!fast) return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
     uint8_t seen[GD_MAX_NDIM] = {0};
     int rc = -1;
     char s0[256];
+    PyObject *shown = NULL;
     if (n != ndim) {
-        PyErr_Format(PyExc_ValueError,
-                     "transpose: axes %R do not match an array of shape %s: give a permutation of its %d axes",
-                     axes, gd_shape_str(ndim, shape, s0), ndim);
+        if ((shown = gd_brief_repr(fast)))
+            PyErr_Format(PyExc_ValueError,
+                         "transpose: axes %U do not match an array of shape %s: give a permutation of its %d axes",
+                         shown, gd_shape_str(ndim, shape, s0), ndim);
         goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -32,14 +34,16 @@ static int parse_perm(int *perm, PyObject *axes, int ndim, const int64_t *shape)
         Py_ssize_t v = PyNumber_AsSsize_t(item, NULL);
         if ((v == -1 && PyErr_Occurred()) || gd_normalize_axis(&perm[i], v, ndim, "transpose") < 0) goto done;
         if (seen[perm[i]]++) {
-            PyErr_Format(PyExc_ValueError,
-                         "transpose: repeated axis %d in axes %R; give a permutation of (0, ..., %d)", perm[i],
-                         axes, ndim - 1);
+            if ((shown = gd_brief_repr(fast)))
+                PyErr_Format(PyExc_ValueError,
+                             "transpose: repeated axis %d in axes %U; give a permutation of (0, ..., %d)", perm[i],
+                             shown, ndim - 1);
             goto done;
         }
     }
     rc = 0;
 done:
+    Py_XDECREF(shown);
     Py_DECREF(fast);
     return rc;
 }
@@ -75,6 +79,18 @@ static int group_axes(int64_t *gshape, int *gperm, int nd, const int64_t *shape,
     return ng;
 }
 
+/* The permutation as a tuple of ints, what autograd's rule inverts. */
+static PyObject *perm_tuple(const int *perm, int nd)
+{
+    PyObject *t = PyTuple_New(nd);
+    for (int k = 0; t && k < nd; k++) {
+        PyObject *v = PyLong_FromLong(perm[k]);
+        if (!v) Py_CLEAR(t);
+        else PyTuple_SET_ITEM(t, k, v);
+    }
+    return t;
+}
+
 PyObject *gd_transpose(gd_state *st, ArrayObject *a, PyObject *axes)
 {
     const char *name = "transpose";
@@ -101,7 +117,7 @@ PyObject *gd_transpose(gd_state *st, ArrayObject *a, PyObject *axes)
         if (gd_run_end(st, dev, ts, rc, &err, name) < 0) Py_CLEAR(out);
     }
     if (out && gd_trace_op(st, name, out, a, NULL) < 0) Py_CLEAR(out);
-    return (PyObject *)out;
+    return GD_AG_OUT(st, name, out, a, NULL, perm_tuple(perm, nd));
 }
 
 PyObject *gd_array_transpose(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -218,7 +234,7 @@ static int concat_shape(const join *j, int ax, int64_t *shape)
 }
 
 /* The result's shape (out_nd axes) for joining along `axis`; *ax is the axis normalised. */
-static int join_shape(const join *j, int axis, int *ax, int *out_nd, int64_t *shape)
+static int join_shape(const join *j, int64_t axis, int *ax, int *out_nd, int64_t *shape)
 {
     const ArrayObject *a0 = join_item(j, 0);
     const int nd = a0->ndim;
@@ -261,11 +277,13 @@ static int join_copy(gd_state *st, const gd_backend *be, const join *j, ArrayObj
     return 0;
 }
 
-static PyObject *concatenate(gd_state *st, PyObject *seq, int axis, int stack)
+static PyObject *concatenate(gd_state *st, PyObject *seq, int64_t axis, int stack)
 {
     join j = {.name = stack ? "stack" : "concatenate", .stack = stack};
-    PyObject *fast = PySequence_Fast(seq, stack ? "stack: expected a sequence of Arrays"
-                                                : "concatenate: expected a sequence of Arrays");
+    /* the copies run without the GIL: a tuple keeps every array alive whatever happens to
+     * the caller's list meanwhile (core.h) */
+    PyObject *fast = gd_tuple_of(seq, stack ? "stack: expected a sequence of Arrays"
+                                            : "concatenate: expected a sequence of Arrays");
     if (!fast) return NULL;
     j.n = PySequence_Fast_GET_SIZE(fast);
     j.items = PySequence_Fast_ITEMS(fast);
@@ -283,6 +301,12 @@ static PyObject *concatenate(gd_state *st, PyObject *seq, int axis, int stack)
     if ((size > 0 && join_copy(st, be, &j, out, outer) < 0) ||
         gd_trace_op(st, j.name, out, a0, j.n > 1 ? join_item(&j, 1) : NULL) < 0)
         Py_CLEAR(out);
+    if (out && gd_ag_any(st, fast)) {
+        PyObject *items = PySequence_Tuple(fast);
+        out = items ? (ArrayObject *)gd_ag_record(st, j.name, (PyObject *)out, items, NULL, PyLong_FromLong(ax))
+                    : (Py_DECREF(out), NULL);
+        Py_XDECREF(items);
+    }
 done:
     Py_DECREF(fast);
     return (PyObject *)out;
@@ -294,12 +318,9 @@ static PyObject *join_fn(PyObject *module, PyObject *const *args, Py_ssize_t nar
 {
     PyObject *argv[2] = {NULL, NULL};
     if (gd_parse_args(argv, params, args, nargs, kwnames) < 0) return NULL;
-    long axis = 0;
-    if (argv[1]) {
-        axis = PyLong_AsLong(argv[1]);
-        if (axis == -1 && PyErr_Occurred()) return NULL;
-    }
-    return concatenate(PyModule_GetState(module), argv[0], (int)axis, stack);
+    int64_t axis = 0;
+    if (argv[1] && gd_parse_axis(&axis, argv[1], params->fname) < 0) return NULL;
+    return concatenate(PyModule_GetState(module), argv[0], axis, stack);
 }
 
 static PyObject *mod_stack(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)

@@ -91,10 +91,37 @@ ArrayObject *gd_array_to_device(gd_state *st, ArrayObject *a, gd_device dst, con
     return out;
 }
 
-/* A host NumPy array with a's contents: a zero-copy view for CPU arrays, a copy (one
- * synchronizing transfer) for GPU arrays. */
-static PyObject *host_ndarray(gd_state *st, ArrayObject *a, const char *cause)
+/* NumPy, and DLPack consumers that count bytes, describe an array only when the product of its
+ * nonzero dimensions times the item size fits in a signed 64-bit size, even when another
+ * dimension is 0 and it holds nothing. Arrays with elements always fit (they were allocated). */
+static int has_host_extent(const ArrayObject *a)
 {
+    int64_t bytes = (int64_t)gd_dtype_size(a->dtype);
+    for (int i = 0; i < a->ndim; i++) {
+        if (a->shape[i] == 0) continue;
+        if (bytes > INT64_MAX / a->shape[i]) return 0;
+        bytes *= a->shape[i];
+    }
+    return 1;
+}
+
+int gd_check_host_extent(const ArrayObject *a, PyObject *exc_type, const char *op)
+{
+    if (has_host_extent(a)) return 0;
+    char s[256];
+    PyErr_Format(exc_type,
+                 "%s: an empty array of shape %s and dtype %s spans more than 2**63 - 1 bytes counting its nonzero "
+                 "dimensions, which NumPy cannot describe although it holds no elements; reshape it first, e.g. "
+                 "a.reshape(0)",
+                 op, gd_shape_str(a->ndim, a->shape, s), gd_dtype_name(a->dtype));
+    return -1;
+}
+
+/* A host NumPy array with a's contents: a zero-copy view for CPU arrays, a copy (one
+ * synchronizing transfer) for GPU arrays. `op` names the operation in messages. */
+static PyObject *host_ndarray(gd_state *st, ArrayObject *a, const char *cause, const char *op)
+{
+    if (gd_check_host_extent(a, PyExc_ValueError, op) < 0) return NULL;
     npy_intp dims[GD_MAX_NDIM];
     for (int i = 0; i < a->ndim; i++) dims[i] = (npy_intp)a->shape[i];
     PyArray_Descr *descr = (PyArray_Descr *)Py_NewRef(st->np_dtypes[a->dtype]);
@@ -131,14 +158,17 @@ PyObject *gd_array_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
     gd_device dev = a->device;
     if (gd_parse_device(st, argv[0], &dev) < 0) return NULL;
     if (gd_device_eq(dev, a->device) && !copy) return Py_NewRef(self);
-    return (PyObject *)gd_array_to_device(st, a, dev, "to");
+    ArrayObject *out = gd_array_to_device(st, a, dev, "to");
+    return GD_AG_OUT(st, "to", out, a, NULL, NULL);
 }
 
 PyObject *gd_array_cpu(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
     ArrayObject *a = (ArrayObject *)self;
     if (a->device.type == GD_CPU) return Py_NewRef(self);
-    return (PyObject *)gd_array_to_device(gd_state_of(self), a, GD_CPU_DEVICE, "cpu");
+    gd_state *st = gd_state_of(self);
+    ArrayObject *out = gd_array_to_device(st, a, GD_CPU_DEVICE, "cpu");
+    return GD_AG_OUT(st, "to", out, a, NULL, NULL);
 }
 
 PyObject *gd_array_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -146,19 +176,13 @@ PyObject *gd_array_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     static const gd_params params = {"cuda", "cuda(i=0)", 1, 0, {"i", NULL}};
     ArrayObject *a = (ArrayObject *)self;
     PyObject *arg = NULL;
-    if (gd_parse_args(&arg, &params, args, nargs, kwnames) < 0) return NULL;
-    long i = 0;
-    if (arg) {
-        i = PyLong_AsLong(arg);
-        if (i == -1 && PyErr_Occurred()) return NULL;
-        if (i < 0 || i >= GD_MAX_GPUS) {
-            PyErr_Format(PyExc_ValueError, "cuda: GPU index must be in [0, %d), got %ld", GD_MAX_GPUS, i);
-            return NULL;
-        }
-    }
-    gd_device dev = {GD_CUDA, (int)i};
+    gd_device dev = {GD_CUDA, 0};
+    if (gd_parse_args(&arg, &params, args, nargs, kwnames) < 0 || (arg && gd_parse_gpu_index(&dev.index, arg, "cuda") < 0))
+        return NULL;
     if (gd_device_eq(dev, a->device)) return Py_NewRef(self);
-    return (PyObject *)gd_array_to_device(gd_state_of(self), a, dev, "cuda");
+    gd_state *st = gd_state_of(self);
+    ArrayObject *out = gd_array_to_device(st, a, dev, "cuda");
+    return GD_AG_OUT(st, "to", out, a, NULL, NULL);
 }
 
 PyObject *gd_array_copy(PyObject *self, PyObject *Py_UNUSED(ignored))
@@ -171,7 +195,28 @@ PyObject *gd_array_copy(PyObject *self, PyObject *Py_UNUSED(ignored))
                       "copy") < 0 ||
         gd_trace_op(st, "copy", out, a, NULL) < 0)
         Py_CLEAR(out);
-    return (PyObject *)out;
+    return GD_AG_OUT(st, "copy", out, a, NULL, NULL);
+}
+
+/* copy.deepcopy(a), as a.copy() (copy.copy(a) calls a.copy() through __copy__). Without
+ * these the copy module would fall back to pickling, which Arrays refuse. */
+PyObject *gd_array_dunder_deepcopy(PyObject *self, PyObject *memo)
+{
+    /* copy.deepcopy records the result in memo itself; a memo that is no dict is a misuse */
+    if (memo != Py_None && !PyDict_Check(memo)) {
+        PyErr_Format(PyExc_TypeError, "__deepcopy__: memo must be a dict or None, got %.100s", Py_TYPE(memo)->tp_name);
+        return NULL;
+    }
+    /* a model's deep copy keeps its parameters: a twin of an array that requires grad does
+     * too, as a new leaf (as in PyTorch) */
+    PyObject *requires_grad = PyObject_GetAttrString(self, "requires_grad");
+    PyObject *detached = requires_grad ? PyObject_CallMethod(self, "detach", NULL) : NULL;
+    PyObject *out = detached ? gd_ag_created(gd_array_copy(detached, NULL),
+                                             requires_grad == Py_True ? requires_grad : NULL)
+                             : NULL;
+    Py_XDECREF(detached);
+    Py_XDECREF(requires_grad);
+    return out;
 }
 
 PyObject *gd_array_astype_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -209,7 +254,19 @@ PyObject *gd_array_numpy(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
     ArrayObject *a = (ArrayObject *)self;
     if (refuse_gpu(a, "numpy") < 0) return NULL;
-    return host_ndarray(gd_state_of(self), a, NULL);
+    return host_ndarray(gd_state_of(self), a, NULL, "numpy");
+}
+
+/* NumPy's own error for a dtype it cannot read may hold the whole argument, or fail to show a
+ * deeply nested one (RecursionError): gpudev's names it briefly. */
+static PyObject *not_a_numpy_dtype(PyObject *dtype)
+{
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) return NULL;
+    PyErr_Clear();
+    PyObject *shown = gd_brief_repr(dtype);
+    if (shown) PyErr_Format(PyExc_TypeError, "__array__: NumPy does not understand dtype=%U", shown);
+    Py_XDECREF(shown);
+    return NULL;
 }
 
 PyObject *gd_array_dunder_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -221,12 +278,12 @@ PyObject *gd_array_dunder_array(PyObject *self, PyObject *const *args, Py_ssize_
     if (refuse_gpu(a, "__array__") < 0 || gd_parse_args(argv, &params, args, nargs, kwnames) < 0 ||
         gd_parse_bool(argv[1], &want_copy) < 0)
         return NULL;
-    PyObject *arr = host_ndarray(gd_state_of(self), a, NULL);
+    PyObject *arr = host_ndarray(gd_state_of(self), a, NULL, "__array__");
     if (!arr || (argv[0] == Py_None && !want_copy)) return arr;
     PyArray_Descr *descr = NULL;
     if (argv[0] != Py_None && !PyArray_DescrConverter(argv[0], &descr)) {
         Py_DECREF(arr);
-        return NULL;
+        return not_a_numpy_dtype(argv[0]);
     }
     PyObject *res = PyArray_FromAny(arr, descr, 0, 0, want_copy ? NPY_ARRAY_ENSURECOPY : 0, NULL);
     Py_DECREF(arr);
@@ -266,30 +323,43 @@ PyObject *gd_array_item(PyObject *self, PyObject *Py_UNUSED(ignored))
 
 PyObject *gd_array_tolist(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
-    PyObject *arr = host_ndarray(gd_state_of(self), (ArrayObject *)self, "tolist");
+    PyObject *arr = host_ndarray(gd_state_of(self), (ArrayObject *)self, "tolist", "tolist");
     if (!arr) return NULL;
     PyObject *res = PyArray_ToList((PyArrayObject *)arr);
     Py_DECREF(arr);
     return res;
 }
 
-/* NumPy formats the numbers; gpudev/_format.py adds gpudev's type name, dtype and device. */
+/* The host array repr and str format: an empty one of shape (0,) stands in for an empty array
+ * NumPy cannot describe (has_host_extent), whose shape repr then gives apart. */
+static PyObject *host_for_printing(gd_state *st, ArrayObject *a)
+{
+    if (has_host_extent(a)) return host_ndarray(st, a, "repr", "repr");
+    npy_intp none[1] = {0};
+    return PyArray_Zeros(1, none, (PyArray_Descr *)Py_NewRef(st->np_dtypes[a->dtype]), 0);
+}
+
+/* NumPy formats the numbers; gpudev/_format.py adds gpudev's type name, shape, dtype and device. */
 PyObject *gd_array_repr(PyObject *self)
 {
     ArrayObject *a = (ArrayObject *)self;
-    PyObject *arr = host_ndarray(gd_state_of(self), a, "repr");
+    PyObject *arr = host_for_printing(gd_state_of(self), a);
     if (!arr) return NULL;
     PyObject *mod = PyImport_ImportModule("gpudev._format");
+    PyObject *shape = gd_shape_tuple(a->ndim, a->shape);
     char dev[32];
-    PyObject *res = mod ? PyObject_CallMethod(mod, "array_repr", "Os", arr, gd_device_str(a->device, dev)) : NULL;
+    PyObject *res = mod && shape ? PyObject_CallMethod(mod, "array_repr", "OsO", arr, gd_device_str(a->device, dev),
+                                                       shape)
+                                 : NULL;
     Py_XDECREF(mod);
+    Py_XDECREF(shape);
     Py_DECREF(arr);
     return res;
 }
 
 PyObject *gd_array_str(PyObject *self)
 {
-    PyObject *arr = host_ndarray(gd_state_of(self), (ArrayObject *)self, "repr");
+    PyObject *arr = host_for_printing(gd_state_of(self), (ArrayObject *)self);
     if (!arr) return NULL;
     PyObject *s = PyObject_Str(arr);
     Py_DECREF(arr);
@@ -311,6 +381,8 @@ int gd_array_getbuffer(PyObject *self, Py_buffer *view, int flags)
                      gd_device_str(a->device, dev));
         return -1;
     }
+    /* the strides below would overflow */
+    if (gd_check_host_extent(a, PyExc_BufferError, "buffer protocol") < 0) return -1;
     Py_ssize_t *meta = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (size_t)(a->ndim ? a->ndim : 1));
     if (!meta) {
         PyErr_NoMemory();

@@ -21,6 +21,7 @@ from .rows_compute import batched_rows, sgemm_rows
 from .rows_memory import reduction_rows, transfer_rows
 from .rows_overhead import benchmark_rows, loop_rows, tiny_rows
 from .rows_sized import QUICK_SIDES, SIDES, sized_rows
+from .rows_training import training_rows
 
 __all__ = ["judge", "plan", "run", "run_row"]
 
@@ -42,6 +43,7 @@ def plan(devices: list[str], quick: bool) -> list[tuple[str, str, str, RowBuilde
             rows += reduction_rows(device, 10**7 if quick else 10**8)
             rows += sgemm_rows(device, [1000] if quick else [1000, 4000])
             rows += batched_rows(device, quick)
+            rows += training_rows(device, quick)
         else:
             rows += tiny_rows(device, 2000 if quick else 10000)
             rows += benchmark_rows(device, 2000 if quick else 10000)
@@ -50,6 +52,7 @@ def plan(devices: list[str], quick: bool) -> list[tuple[str, str, str, RowBuilde
             rows += reduction_rows(device, 10**8 if quick else 10**9)
             rows += sgemm_rows(device, [8192])
             rows += batched_rows(device, quick)
+            rows += training_rows(device, quick)
     return rows
 
 

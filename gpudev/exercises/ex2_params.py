@@ -70,9 +70,9 @@ class _Training:
 
     def sgd_step(self) -> gd.Array:
         """One training step; returns the loss before it."""
-        loss = self.loss()
         self.opt.zero_grad()
-        self.net.backward(self.loss_fn.backward())
+        loss = self.loss()
+        loss.backward()
         self.opt.step()
         self.steps += 1
         return loss
@@ -120,7 +120,7 @@ def params_on_device(device: DeviceLike | None = None, *, steps: int = 20, batch
     for _ in range(steps - 1):
         model.sgd_step()
     net = model.net
-    param_bytes = sum(p.data.nbytes for p in net.parameters())
+    param_bytes = sum(p.nbytes for p in net.parameters())
     rows = [_timed_row(d, f"one SGD step (batch {batch})", model.sgd_step, None, repeats)]
     # the timed steps trained the model further: the loss and reference come after them
     loss_last = model.loss().item()

@@ -1,8 +1,10 @@
 """Fuzz profiles, seed files and the tally printed after a fuzz run.
 
 GPUDEV_FUZZ=short (the default, inside `make test`) or long (`make fuzz`) sets the number of
-files per mutation kind and hypothesis examples per property; GPUDEV_FUZZ_FILES and
-GPUDEV_FUZZ_SEED override the file count and the random seed; GPUDEV_FUZZ_FAILURES names a
+files per mutation kind, hypothesis examples per property and hostile calls per argument
+sweep (under the sanitizer build, a fifth of the calls: it runs about ten times slower);
+GPUDEV_FUZZ_FILES, GPUDEV_FUZZ_EXAMPLES and GPUDEV_FUZZ_SEED override the file count, the
+examples and the random seed; GPUDEV_FUZZ_FAILURES names a
 folder that keeps every file that broke the contract (default: pytest's temporary folder).
 """
 
@@ -15,12 +17,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from .oracle import Verdict
+from .oracle import SANITIZED, Verdict
 from .seeds import Seed, make_seeds
 
 _FILES = {"short": 40, "long": 5000}
 _EXAMPLES = {"short": 40, "long": 2000}
 _BOMB_LOG2 = {"short": 23, "long": 26}  # honest zip bombs hold up to 8 MiB, 64 MiB
+_CALLS = {"short": 3000, "long": 10**9}  # long: every hostile case, and random pairs
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,7 @@ class Profile:
     name: str
     files: int  # per mutation kind
     examples: int  # per hypothesis property
+    calls: int  # hostile calls per argument sweep, at most
     bomb_log2: int
     seed: int
 
@@ -37,17 +41,21 @@ def _profile() -> Profile:
     if name not in _FILES:
         raise pytest.UsageError(f"GPUDEV_FUZZ must be one of {sorted(_FILES)}, got {name!r}")
     files = int(os.environ.get("GPUDEV_FUZZ_FILES", _FILES[name]))
+    examples = int(os.environ.get("GPUDEV_FUZZ_EXAMPLES", _EXAMPLES[name]))
     seed = int(os.environ.get("GPUDEV_FUZZ_SEED", "0"))
-    return Profile(name, files, _EXAMPLES[name], _BOMB_LOG2[name], seed)
+    calls = _CALLS[name] // (5 if SANITIZED else 1)
+    return Profile(name, files, examples, calls, _BOMB_LOG2[name], seed)
 
 
 PROFILE = _profile()
 
 
 class Tally:
-    """Files judged per mutation kind: outcomes, NumPy's view, failures, time, memory."""
+    """Files judged per mutation kind: outcomes, NumPy's view, failures, time, memory; and
+    the calls each hostile-argument sweep made."""
 
     def __init__(self) -> None:
+        self.calls: Counter = Counter()
         self.outcomes: dict[str, Counter] = defaultdict(Counter)
         self.seconds: Counter = Counter()
         self.peak: Counter = Counter()
@@ -141,9 +149,11 @@ def keep_failure(tmp_path_factory: pytest.TempPathFactory):
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if not TALLY.outcomes:
+    if not TALLY.outcomes and not TALLY.calls:
         return
     terminalreporter.section(f"fuzz: profile {PROFILE.name}, seed {PROFILE.seed}")
-    for line in TALLY.lines():
+    for line in TALLY.lines() if TALLY.outcomes else []:
         terminalreporter.write_line(line)
+    for sweep, n in sorted(TALLY.calls.items()):
+        terminalreporter.write_line(f"hostile calls, {sweep}: {n}")
     terminalreporter.write_line(f"wall time of the tests that fuzzed: {TALLY.wall:.0f} s")

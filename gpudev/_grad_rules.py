@@ -1,0 +1,312 @@
+"""The backward rules of autograd: one table, ``RULES``, keyed by the operation's name.
+
+A rule receives the :class:`gpudev.autograd.Node` (``inputs``: the operands, Arrays only
+where ``saves`` is set; ``metas``: each Array operand's (shape, dtype, device); ``extra``:
+what the operation was called with, e.g. (axis, keepdims)) and the gradient ``g`` of the
+output, and returns one gradient per input (None where none flows). Every rule is a few
+whole-array gpudev operations, run without recording, on the device of the arrays.
+Gradients are summed back over broadcast axes and cast to their input's dtype by ``_fit``.
+
+    >>> sorted(RULES)[:4]
+    ['abs', 'add', 'astype', 'concatenate']
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import _C
+from ._C import Array
+
+__all__ = ["RULES", "Rule", "positive_mask"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    fn: Callable[[Any, Array], tuple]
+    saves: bool  # whether the rule reads the operands' values (then the node keeps them)
+
+
+def positive_mask(y: Array) -> Array:
+    """1 where y > 0 and 0 where y == 0, for y >= 0; exact, from multiplications alone.
+
+    Scaling by 2**k with 2**(2k) above 1 / (smallest subnormal) lifts every positive value,
+    subnormals included, to at least 1 (overflow to inf is fine) and keeps zeros zero; the
+    scale is two factors because 2**(2k) itself does not fit in the dtype.
+
+        >>> positive_mask(gd.array([0.0, 1e-300, 5.0])).tolist()
+        [0.0, 1.0, 1.0]
+    """
+    exponent = 1 - int(np.frexp(np.finfo(y.dtype).smallest_subnormal)[1])  # 149, 1074
+    scale = 2.0 ** ((exponent + 1) // 2)
+    return _C.minimum(y * scale * scale, 1.0)
+
+
+def _fit(g: Array, meta: tuple | None) -> Array | None:
+    """g summed over the axes its input was broadcast along, in the input's dtype."""
+    if meta is None or g is None:
+        return None
+    shape, dtype, _ = meta
+    if g.shape != shape:
+        lead = g.ndim - len(shape)
+        axes = tuple(range(lead)) + tuple(
+            lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
+        if axes:
+            g = g.sum(axis=axes, keepdims=True)
+        g = g.reshape(shape)
+    return g if g.dtype == dtype else g.astype(dtype)
+
+
+def _fit_all(node: Any, *grads: Array | None) -> tuple:
+    return tuple(_fit(g, m) for g, m in zip(grads, node.metas))
+
+
+def _zeros(meta: tuple) -> Array:
+    shape, dtype, device = meta
+    return _C.zeros(shape, dtype=dtype, device=device)
+
+
+# ---------------------------------------------------------------------------------------------
+# elementwise
+# ---------------------------------------------------------------------------------------------
+
+
+def _add(n: Any, g: Array) -> tuple:
+    return _fit_all(n, g, g)
+
+
+def _subtract(n: Any, g: Array) -> tuple:
+    return _fit_all(n, g, -g)
+
+
+def _multiply(n: Any, g: Array) -> tuple:
+    a, b = n.inputs
+    return _fit_all(n, g * b, g * a)
+
+
+def _divide(n: Any, g: Array) -> tuple:
+    a, b = n.inputs
+    gb = None if n.metas[1] is None else -(g * a) / (b * b)
+    return _fit_all(n, g / b, gb)
+
+
+def _log_base(a: Any) -> Any:
+    # log(a) for the exponent's gradient a**b * log(a): a base of 0 gives 0 * log(tiny) = 0
+    # there, as PyTorch's rule does, instead of 0 * -inf = nan.
+    if isinstance(a, Array):
+        return _C.log(_C.maximum(a, float(np.finfo(a.dtype).tiny)))
+    return math.log(a) if a > 0 else (float("-inf") if a == 0 else float("nan"))
+
+
+def _power(n: Any, g: Array) -> tuple:
+    a, b = n.inputs
+    ga = gb = None
+    if n.metas[0] is not None:
+        if isinstance(b, (int, float)) and b == 0:
+            ga = g * 0.0
+        else:
+            ga = g * (b * a ** (b - 1))
+    if n.metas[1] is not None:
+        gb = g * (a ** b) * _log_base(a)
+    return _fit_all(n, ga, gb)
+
+
+def _extremum(n: Any, g: Array, sign: float) -> tuple:
+    # maximum (sign 1): a gets g where a > b, b where b > a, half each on ties (PyTorch).
+    a, b = n.inputs
+    d = (a - b) * sign
+    wins_a, wins_b = positive_mask(_C.relu(d)), positive_mask(_C.relu(-d))
+    half_tie = (1.0 - wins_a - wins_b) * 0.5
+    return _fit_all(n, g * (wins_a + half_tie), g * (wins_b + half_tie))
+
+
+def _sign(x: Array) -> Array:
+    return positive_mask(_C.relu(x)) - positive_mask(_C.relu(-x))
+
+
+_UNARY: dict[str, Callable[[Array, Array], Array]] = {
+    "negative": lambda x, g: -g,
+    "abs": lambda x, g: g * _sign(x),
+    "exp": lambda x, g: g * _C.exp(x),
+    "log": lambda x, g: g / x,
+    "sqrt": lambda x, g: g / (2.0 * _C.sqrt(x)),
+    "tanh": lambda x, g: g * (1.0 - _C.tanh(x) ** 2),
+    "relu": lambda x, g: g * positive_mask(_C.relu(x)),
+    "square": lambda x, g: g * (2.0 * x),
+}
+
+
+def _unary(name: str) -> Rule:
+    f = _UNARY[name]
+    return Rule(lambda n, g: _fit_all(n, f(n.inputs[0], g)), saves=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# matrix products
+# ---------------------------------------------------------------------------------------------
+
+
+def _swap(x: Array) -> Array:
+    axes = list(range(x.ndim))
+    axes[-1], axes[-2] = axes[-2], axes[-1]
+    return x.transpose(axes)
+
+
+def _product_with_swapped(x: Array, y: Array, swap_first: bool) -> Array:
+    """swap(x) @ y (swap_first) or x @ swap(y), transposing whichever side copies less: the
+    transposes are copies, and swap(p @ q) == swap(q) @ swap(p) moves the copy to g."""
+    if swap_first:
+        direct, other = x.size, y.size + x.shape[-1] * y.shape[-1]
+        return _swap(x) @ y if direct <= other else _swap(_swap(y) @ x)
+    direct, other = y.size, x.size + x.shape[-2] * y.shape[-2]
+    return x @ _swap(y) if direct <= other else _swap(y @ _swap(x))
+
+
+def _matmul(n: Any, g: Array) -> tuple:
+    # 1-D operands become matrices as NumPy's matmul treats them; batch axes that were
+    # broadcast are summed back by _fit.
+    a, b = n.inputs
+    a2 = a.reshape(1, a.shape[0]) if a.ndim == 1 else a
+    b2 = b.reshape(b.shape[0], 1) if b.ndim == 1 else b
+    g2 = g
+    if a.ndim == 1:
+        g2 = g2.reshape(g2.shape[:-1] + (1,) + g2.shape[-1:]) if b.ndim > 1 else g2.reshape(1, -1)
+    if b.ndim == 1:
+        g2 = g2.reshape(g2.shape + (1,))
+    ga = _product_with_swapped(g2, b2, swap_first=False)
+    gb = _product_with_swapped(a2, g2, swap_first=True)
+    if a.ndim == 1:
+        ga = ga.reshape(ga.shape[:-2] + ga.shape[-1:])
+    if b.ndim == 1:
+        gb = gb.reshape(gb.shape[:-1])
+    return _fit_all(n, ga, gb)
+
+
+# ---------------------------------------------------------------------------------------------
+# reductions
+# ---------------------------------------------------------------------------------------------
+
+
+def _reduced_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return tuple(sorted(int(a) % ndim for a in axes)) if ndim else ()
+
+
+def _expand(g: Array, meta: tuple, extra: tuple) -> Array:
+    """g of a reduction's output shape, broadcast back to the input's shape."""
+    axis, keepdims = extra
+    shape = meta[0]
+    if not keepdims:
+        axes = _reduced_axes(axis, len(shape))
+        g = g.reshape(tuple(1 if i in axes else s for i, s in enumerate(shape)))
+    return _zeros((shape, g.dtype, meta[2])) + g
+
+
+def _sum(n: Any, g: Array) -> tuple:
+    return _fit_all(n, _expand(g, n.metas[0], n.extra))
+
+
+def _mean(n: Any, g: Array) -> tuple:
+    shape = n.metas[0][0]
+    count = math.prod(shape[i] for i in _reduced_axes(n.extra[0], len(shape)))
+    return _fit_all(n, _expand(g, n.metas[0], n.extra) / max(count, 1))
+
+
+def _extreme(n: Any, g: Array, method: str) -> tuple:
+    # The gradient is shared evenly among the elements equal to the extreme value.
+    x = n.inputs[0]
+    axis, _ = n.extra
+    best = getattr(x, method)(axis=axis, keepdims=True)
+    gap = (best - x) if method == "max" else (x - best)
+    hit = 1.0 - positive_mask(gap)
+    share = hit / hit.sum(axis=axis, keepdims=True)
+    return _fit_all(n, _expand(g, n.metas[0], n.extra) * share)
+
+
+def _norm(n: Any, g: Array) -> tuple:
+    x = n.inputs[0]
+    axis, _ = n.extra
+    r = _C.norm(x, axis=axis, keepdims=True)
+    safe = r + (1.0 - positive_mask(r))  # a zero norm has gradient 0 (x is 0 there), not nan
+    return _fit_all(n, _expand(g, n.metas[0], n.extra) * (x / safe))
+
+
+# ---------------------------------------------------------------------------------------------
+# shapes, indexing, copies
+# ---------------------------------------------------------------------------------------------
+
+
+def _transpose(n: Any, g: Array) -> tuple:
+    perm = n.extra
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return _fit_all(n, g.transpose(inverse) if perm else g)
+
+
+def _getitem(n: Any, g: Array) -> tuple:
+    gx = _zeros(n.metas[0][:1] + (g.dtype,) + n.metas[0][2:])
+    gx[n.extra] = g
+    return _fit_all(n, gx)
+
+
+def _setitem(n: Any, g: Array) -> tuple:
+    ga = g.copy()
+    ga[n.extra] = 0
+    gv = g[n.extra] if n.metas[1] is not None else None
+    return _fit_all(n, ga, gv)
+
+
+def _join(n: Any, g: Array, stack: bool) -> tuple:
+    # Each input's part of g, cut along the joined axis moved to the front (views along a
+    # leading axis are contiguous). Stacked parts are then in the input's axis order already;
+    # concatenated parts move the axis back.
+    ax = n.extra
+    front = [ax] + [k for k in range(g.ndim) if k != ax]
+    back = [front.index(k) for k in range(g.ndim)]
+    gt = g.transpose(front) if ax else g
+    grads, start = [], 0
+    for meta in n.metas:
+        if stack:
+            grads.append(gt[start])
+            start += 1
+        else:
+            size = meta[0][ax]
+            part = gt[start:start + size]
+            grads.append(part.transpose(back) if ax else part)
+            start += size
+    return tuple(_fit(gi, m) for gi, m in zip(grads, n.metas))
+
+
+RULES: dict[str, Rule] = {
+    "add": Rule(_add, saves=False),
+    "subtract": Rule(_subtract, saves=False),
+    "multiply": Rule(_multiply, saves=True),
+    "divide": Rule(_divide, saves=True),
+    "power": Rule(_power, saves=True),
+    "maximum": Rule(lambda n, g: _extremum(n, g, 1.0), saves=True),
+    "minimum": Rule(lambda n, g: _extremum(n, g, -1.0), saves=True),
+    **{name: _unary(name) for name in _UNARY},
+    "astype": Rule(lambda n, g: _fit_all(n, g), saves=False),
+    "copy": Rule(lambda n, g: _fit_all(n, g), saves=False),
+    "to": Rule(lambda n, g: _fit_all(n, g.to(n.metas[0][2])), saves=False),
+    "matmul": Rule(_matmul, saves=True),
+    "sum": Rule(_sum, saves=False),
+    "mean": Rule(_mean, saves=False),
+    "max": Rule(lambda n, g: _extreme(n, g, "max"), saves=True),
+    "min": Rule(lambda n, g: _extreme(n, g, "min"), saves=True),
+    "norm": Rule(_norm, saves=True),
+    "reshape": Rule(lambda n, g: (g.reshape(n.metas[0][0]),), saves=False),
+    "transpose": Rule(_transpose, saves=False),
+    "getitem": Rule(_getitem, saves=False),
+    "setitem": Rule(_setitem, saves=False),
+    "concatenate": Rule(lambda n, g: _join(n, g, False), saves=False),
+    "stack": Rule(lambda n, g: _join(n, g, True), saves=False),
+}

@@ -1,0 +1,187 @@
+"""Layers: Linear, ReLU, Sigmoid, Tanh, Flatten, Dropout and Sequential, as in torch.nn.
+
+    >>> import gpudev as gd
+    >>> from gpudev import nn
+    >>> net = nn.Sequential(nn.Linear(10, 512), nn.ReLU(), nn.Linear(512, 10))
+    >>> net(gd.randn(4, 10)).shape
+    (4, 10)
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+import gpudev as gd
+
+from .._devices import DeviceLike
+from . import functional as F
+from .module import Module, Parameter, _check_array
+
+__all__ = ["Dropout", "Flatten", "Linear", "ReLU", "Sequential", "Sigmoid", "Tanh"]
+
+
+def _float_dtype(op: str, dtype: Any) -> np.dtype:
+    # None means gpudev's default dtype, as in gd.zeros (np.dtype(None) would be float64).
+    dt = np.dtype(np.float32 if dtype is None else dtype)
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"{op}: dtype must be gd.float32 or gd.float64, got {dt}")
+    return dt
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias, with weight of shape (out_features, in_features) as in PyTorch.
+
+    ``dtype`` is float32 (the default, also for None) or float64. Weight and bias start
+    uniform in [-1/sqrt(in_features), 1/sqrt(in_features)), drawn with ``gd.rand``:
+    ``gd.manual_seed`` makes them the same on every device.
+
+    Example:
+        >>> gd.manual_seed(0)
+        >>> lin = nn.Linear(10, 512, device=gd.try_gpu())
+        >>> lin(gd.randn(4, 10, device=gd.try_gpu())).shape
+        (4, 512)
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 device: DeviceLike | None = None, dtype: Any = None) -> None:
+        super().__init__()
+        for name, value in (("in_features", in_features), ("out_features", out_features)):
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"Linear: {name} must be a positive int, got {value!r}")
+        dt = _float_dtype("Linear", dtype)
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        bound = 1.0 / math.sqrt(self.in_features)
+
+        def uniform(*shape: int) -> gd.Array:
+            return Parameter(gd.rand(*shape, dtype=dt, device=device) * (2.0 * bound) - bound)
+
+        self.weight = uniform(self.out_features, self.in_features)
+        self.bias = uniform(self.out_features) if bias else None
+
+    def forward(self, x: gd.Array) -> gd.Array:
+        """x is (..., in_features); returns (..., out_features)."""
+        _check_array("Linear", "x", x)
+        if x.device != self.weight.device:
+            raise gd.DeviceMismatchError(
+                f"Linear: input is on {x.device} but the module's parameters are on "
+                f"{self.weight.device}; move one of them, e.g. x.to('{self.weight.device}') or "
+                f"net.to('{x.device}')")
+        if x.dtype != self.weight.dtype:
+            raise TypeError(f"Linear: input has dtype {x.dtype} but the parameters are "
+                            f"{self.weight.dtype}; convert it, e.g. x.astype(gd.{self.weight.dtype})")
+        if x.ndim == 0 or x.shape[-1] != self.in_features:
+            raise ValueError(f"Linear: input of shape {x.shape} has "
+                             f"{x.shape[-1] if x.ndim else 'no'} features in its last "
+                             f"dimension but the layer expects in_features={self.in_features}")
+        y = x @ self.weight.T
+        return y if self.bias is None else y + self.bias
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+class ReLU(Module):
+    """max(x, 0) elementwise.
+
+    Example:
+        >>> nn.ReLU()(gd.array([-1.0, 2.0])).tolist()
+        [0.0, 2.0]
+    """
+
+    def forward(self, x: gd.Array) -> gd.Array:
+        _check_array("ReLU", "x", x)
+        return gd.relu(x)
+
+
+class Sigmoid(Module):
+    """1 / (1 + exp(-x)) elementwise (stable for any x)."""
+
+    def forward(self, x: gd.Array) -> gd.Array:
+        _check_array("Sigmoid", "x", x)
+        return F.sigmoid(x)
+
+
+class Tanh(Module):
+    """tanh(x) elementwise."""
+
+    def forward(self, x: gd.Array) -> gd.Array:
+        _check_array("Tanh", "x", x)
+        return gd.tanh(x)
+
+
+class Flatten(Module):
+    """(N, d1, d2, ...) -> (N, d1 * d2 * ...): every axis from `start_dim` on becomes one."""
+
+    def __init__(self, start_dim: int = 1) -> None:
+        super().__init__()
+        self.start_dim = start_dim
+
+    def forward(self, x: gd.Array) -> gd.Array:
+        _check_array("Flatten", "x", x)
+        lead = x.shape[:self.start_dim]
+        return x.reshape(lead + (-1,)) if x.size else x.reshape(lead + (math.prod(x.shape[self.start_dim:]),))
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}"
+
+
+class Dropout(Module):
+    """In training, zero each element with probability p and scale the rest by 1/(1-p);
+    in evaluation (``model.eval()``), pass x through."""
+
+    def __init__(self, p: float = 0.5) -> None:
+        super().__init__()
+        if not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
+            raise ValueError(f"Dropout: p must be a probability in [0, 1], got {p!r}")
+        self.p = float(p)
+
+    def forward(self, x: gd.Array) -> gd.Array:
+        _check_array("Dropout", "x", x)
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+class Sequential(Module):
+    """Layers applied in order. Indexable like a list.
+
+    Example:
+        >>> net = nn.Sequential(nn.Linear(10, 512), nn.ReLU(), nn.Linear(512, 10))
+        >>> net[0].weight.device, len(net)
+        (Device('cpu'), 3)
+    """
+
+    def __init__(self, *layers: Module) -> None:
+        super().__init__()
+        for i, layer in enumerate(layers):
+            if not isinstance(layer, Module):
+                raise TypeError(f"Sequential: layer {i} is not an nn.Module (got "
+                                f"{type(layer).__name__})")
+        self.layers = list(layers)
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        for i, layer in enumerate(self.layers):
+            yield str(i), layer
+
+    def __getitem__(self, index: int | slice) -> Module:
+        if isinstance(index, slice):
+            return Sequential(*self.layers[index])
+        return self.layers[index]
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self.layers)
+
+    def forward(self, x: gd.Array) -> gd.Array:
+        for layer in self.layers:
+            x = layer(x)
+        return x
