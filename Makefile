@@ -13,7 +13,7 @@ SOURCES := $(wildcard csrc/*.h csrc/core/* csrc/cpu/* csrc/cuda/*) setup.py pypr
 BUILT   := $(VENV)/.built
 INSTALLED := $(VENV)/.installed
 
-.PHONY: all build demo test fuzz sanitize tsan cuda-emu gpu-check bench lab clean
+.PHONY: all build demo test fuzz sanitize tsan cuda-emu gpu-check gpu-wheels bench lab clean
 .PHONY: test-pool test-pool-tsan test-pool-asan bench-pool check-aarch64
 
 all: test
@@ -125,10 +125,13 @@ check-aarch64: $(DEPS)
 
 # The backend conformance test (tests/c) with the real CUDA backend (csrc/cuda) compiled for
 # the CPU against the emulation of CUDA and cuBLAS in tools/cuda_emu, then run: the kernels'
-# logic is checked without a GPU (not their speed). Fails if any check fails.
+# logic is checked without a GPU (not their speed), with 2 multiprocessors per GPU (long
+# grid-stride loops) and then 132 (launch plans as on an H200). Fails if any check fails.
 cuda-emu:
 	bash tools/cuda_emu/build.sh
 	build/cuda_emu/conformance_cuda
+	@echo "== again with an H200's 132 multiprocessors: grids and reduction splits as sized there"
+	GD_EMU_MULTIPROCESSORS=132 build/cuda_emu/conformance_cuda
 
 # The same conformance test on the CPU backend (built natively into build/ctest, with
 # OpenBLAS from the wheel in .venv), under AddressSanitizer + UBSan, its timings, and on this
@@ -146,11 +149,27 @@ ctest-bench: $(DEPS)
 ctest-cuda:
 	$(MAKE) -C tests/c cuda
 
-# On a machine with a GPU and no package registry: build for the local GPU and run the GPU
-# tests and benchmarks. Logs go to $(GPU_LOG_DIR).
-GPU_LOG_DIR ?= build/gpu-check
+# On a machine with a GPU and perhaps no package registry (see tools/gpu_check.sh): build for
+# the local GPU and check it. GPU_CHECK=quick (about 4 minutes on an H200: the C conformance
+# test on the GPU, tools/gpu_hw_check.py, the GPU tests) or full (the whole suite and the GPU
+# benchmark rows). Logs and summary.txt go to $(GPU_LOG_DIR), outside the build tree.
+GPU_CHECK ?= quick
+GPU_LOG_DIR ?= /tmp/gpudev-gpu-check
 gpu-check:
-	bash tools/gpu_check.sh $(GPU_LOG_DIR)
+	bash tools/gpu_check.sh --$(GPU_CHECK) $(GPU_LOG_DIR)
+
+# The wheels such a machine lacks, for its Python (3.12, x86-64), into .whl/ (ignored by git),
+# where gpu_check.sh installs them from: scipy-openblas32 at the version pyproject.toml pins,
+# plus any named in GPU_WHEELS (e.g. GPU_WHEELS="hypothesis==6.100.0").
+GPU_PYTHON_VERSION ?= 3.12
+GPU_WHEELS ?=
+gpu-wheels: | $(PY)
+	$(PY) -m pip download -q --no-deps --only-binary=:all: --python-version $(GPU_PYTHON_VERSION) \
+	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+	  --platform manylinux2014_x86_64 -d .whl \
+	  $$($(PY) -c "import tomllib; print(*[r for r in tomllib.load(open('pyproject.toml','rb'))['project']['dependencies'] if r.startswith('scipy-openblas32')])") \
+	  $(GPU_WHEELS)
+	@ls -l .whl
 
 # The CPU worker pool (csrc/cpu/pool.c) checked on its own, built into build/pool: the
 # futex and the condition-variable builds, then each under ThreadSanitizer and under

@@ -12,6 +12,7 @@ Environment:
 
 from __future__ import annotations
 
+import concurrent.futures
 import glob
 import os
 import platform
@@ -136,17 +137,20 @@ class BuildExt(build_ext):
             return
         log(f"compiling the CUDA backend with {nvcc} for {arch_list}")
         includes = [os.path.join(HERE, "csrc"), sysconfig.get_paths()["include"]]
-        objects = []
-        for src in ext.sources:
-            obj = os.path.join(obj_dir, os.path.basename(src) + ".o")
-            cmd = [
+        objects = [os.path.join(obj_dir, os.path.basename(src) + ".o") for src in ext.sources]
+        cmds = [
+            [
                 nvcc, "-c", src, "-o", obj, "-O3", "-std=c++17", "--expt-relaxed-constexpr", "--threads=0",
                 "-Xcompiler", "-fPIC,-Wall,-Wextra",
                 f'-DGD_CUDA_ARCH_LIST="{arch_list}"',
                 *[f"-I{i}" for i in includes], *gencode,
             ]
-            self.spawn(cmd)
-            objects.append(obj)
+            for src, obj in zip(ext.sources, objects)
+        ]
+        # `build_ext -j N` compiles N files at a time (a GPU machine's build in a short slot)
+        jobs = self.parallel if isinstance(self.parallel, int) and self.parallel > 1 else 1
+        with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+            list(pool.map(self.spawn, cmds))
         lib_dir = os.path.join(cuda_home, "lib64")
         if not os.path.isdir(lib_dir):
             lib_dir = os.path.join(cuda_home, "lib")

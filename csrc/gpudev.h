@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define GD_MAX_NDIM 16
-#define GD_BACKEND_ABI_VERSION 4
+#define GD_BACKEND_ABI_VERSION 5
 #define GD_BACKEND_CAPSULE_NAME "gpudev._cuda.backend"
 
 /* ------------------------------------------------------------------------------------------
@@ -139,7 +139,8 @@ typedef enum gd_random_kind { GD_RAND_UNIFORM = 0, GD_RAND_NORMAL = 1 } gd_rando
 
 /* Memory gpudev holds on one device (memory_stats). */
 typedef struct gd_memory_stats {
-    int64_t allocated_bytes;      /* live arrays, as requested */
+    int64_t allocated_bytes;      /* live arrays and the scratch of operations still running,
+                                   * as requested */
     int64_t reserved_bytes;       /* held from the system: live blocks with their padding, plus
                                    * on GPUs the pool's cache of freed blocks */
     int64_t peak_allocated_bytes; /* most allocated_bytes since start or reset_peak_memory */
@@ -291,6 +292,17 @@ typedef struct gd_backend {
     int (*event_record)(void *event, int device, gd_error *err);
     int (*event_elapsed_ms)(double *out, void *start, void *end, int device, gd_error *err);
     void (*event_destroy)(void *event, int device);
+
+    /* Ordering against another library's stream on `device`, for memory shared through
+     * DLPack. `stream` is a stream handle as DLPack passes it: 1 the legacy default stream,
+     * 2 the per-thread default stream, any other value the stream itself. Neither call
+     * blocks. NULL (both) where the backend has no streams (the CPU). */
+    /* Work queued on `stream` from now on starts after the work queued on `device` so far
+     * (an export: the consumer reads what gpudev wrote). */
+    int (*stream_wait_device)(int device, uint64_t stream, gd_error *err);
+    /* Work queued on `device` from now on, frees included, starts after the work queued on
+     * `stream` so far (a release: gpudev may reuse what the consumer read). */
+    int (*device_wait_stream)(int device, uint64_t stream, gd_error *err);
 } gd_backend;
 
 #ifdef __cplusplus

@@ -331,8 +331,8 @@ def benchmark(
     that takes a millisecond or more runs once per repeat). As in
     ``cupyx.profiler.benchmark``, ``n_repeat`` and ``max_duration`` are both limits and the
     first one reached ends the run (at least one repeat runs); ``n_repeat=None`` leaves only
-    the time limit. ``devices=None`` times the GPUs that had work queued during the warm-up;
-    pass ``devices=`` to choose, e.g. when ``n_warmup=0``.
+    the time limit. ``devices=None`` times the GPUs that got work during the warm-up (whether
+    or not ``fn`` waited for it); pass ``devices=`` to choose, e.g. when ``n_warmup=0``.
 
     Example:
         >>> import gpudev as gd
@@ -350,10 +350,12 @@ def benchmark(
         gpus = list(dict.fromkeys(d for d in requested if d.type == "cuda"))
         _check_gpus(gpus, op)
     call = functools.partial(fn, *args, **kwargs) if args or kwargs else fn
+    _C._take_touched_devices()  # forget work queued before the warm-up
     for _ in range(n_warmup):
         call()
     if requested is None:
-        gpus = list(_C._pending_devices())
+        # every GPU the warm-up queued work on, also when fn synchronized it (.item())
+        gpus = list(_C._take_touched_devices())
         _check_gpus(gpus, op)
     measure = _Measurement(gpus, op)
     measure.sync()  # the warm-up's work must not land in the first repeat

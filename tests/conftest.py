@@ -13,6 +13,7 @@ NumPy is the reference for every result; on a GPU the CPU backend is the oracle 
 
 from __future__ import annotations
 
+import faulthandler
 import os
 from typing import Any, Callable
 
@@ -57,13 +58,57 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu2: needs two CUDA GPUs")
 
 
+# A test that takes one of these fixtures needs that many GPUs: it is marked so, whether or not
+# its author wrote the marker, so `-m gpu` selects it and machines without GPUs skip it.
+_GPU_FIXTURES = {"cuda0": "gpu", "cuda01": "gpu2"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked `gpu` need one GPU, `gpu2` two: skip them, with the reason, when absent."""
     for item in items:
+        for fixture, mark in _GPU_FIXTURES.items():
+            if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(mark) is None:
+                item.add_marker(getattr(pytest.mark, mark))
         if item.get_closest_marker("gpu2") is not None and NUM_GPUS < 2:
             item.add_marker(pytest.mark.skip(reason=NO_GPU2))
         elif item.get_closest_marker("gpu") is not None and NUM_GPUS < 1:
             item.add_marker(pytest.mark.skip(reason=NO_GPU))
+
+
+# ---------------------------------------------------------------------------------------------
+# per-test time limit without pytest-timeout
+# ---------------------------------------------------------------------------------------------
+
+
+def _time_limit(config: pytest.Config) -> float:
+    """Seconds allowed per test from GPUDEV_TEST_TIMEOUT, unless pytest-timeout does the job."""
+    if config.pluginmanager.hasplugin("timeout"):
+        return 0.0
+    try:
+        return float(os.environ.get("GPUDEV_TEST_TIMEOUT", "0") or 0)
+    except ValueError:
+        raise pytest.UsageError("GPUDEV_TEST_TIMEOUT must be a number of seconds, e.g. 60") from None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """With GPUDEV_TEST_TIMEOUT=s, a test (setup, call and teardown) that runs longer than s
+    seconds ends the run: faulthandler writes every thread's stack, after the test's name, to
+    GPUDEV_TEST_TIMEOUT_LOG (default: timeout.txt here) and exits. A hang inside a CUDA call
+    cannot be interrupted from Python; this way the run still ends and says where it hung."""
+    limit = _time_limit(item.config)
+    if limit > 0:
+        log = open(os.environ.get("GPUDEV_TEST_TIMEOUT_LOG", "timeout.txt"), "a")
+        log.write(f"\n{item.nodeid}: over {limit:g} s; every thread's stack:\n")
+        log.flush()
+        faulthandler.dump_traceback_later(limit, exit=True, file=log)
+    try:
+        yield
+    finally:
+        if limit > 0:
+            faulthandler.cancel_dump_traceback_later()
+            log.close()
 
 
 @pytest.fixture(params=DEVICES)

@@ -121,7 +121,15 @@ ArrayObject *gd_array_new(gd_state *st, gd_device dev, gd_dtype dtype, int ndim,
     }
     gd_error err = {0};
     void *p = NULL;
-    if (be->alloc(&p, dev.index, nbytes, &err)) {
+    int rc;
+    if (dev.type == GD_CPU) {
+        rc = be->alloc(&p, dev.index, nbytes, &err);
+    } else { /* on a full device it waits for pending frees */
+        Py_BEGIN_ALLOW_THREADS
+        rc = be->alloc(&p, dev.index, nbytes, &err);
+        Py_END_ALLOW_THREADS
+    }
+    if (rc) {
         Py_DECREF(a);
         gd_raise(st, op, &err);
         return NULL;
@@ -178,7 +186,18 @@ static void array_dealloc(PyObject *self)
     } else if (a->alloc_ptr) {
         gd_state *st = PyType_GetModuleState(tp);
         const gd_backend *be = st ? st->backends[a->device.type] : NULL;
+        if (be && a->exported && be->synchronize_all) {
+            /* another library's queued work may still read it (see `exported`); a failure
+             * cannot be raised from here, and the free below is all that is left to do */
+            gd_error err = {0};
+            Py_BEGIN_ALLOW_THREADS
+            (void)be->synchronize_all(a->device.index, &err);
+            Py_END_ALLOW_THREADS
+        }
         if (be) be->free(a->alloc_ptr, a->device.index, a->alloc_bytes);
+        /* a GPU's free is queued on its stream: the next synchronize() waits for it, and
+         * that is when the pool gives memory above its threshold back to the driver */
+        if (be && a->device.type == GD_CUDA) st->pending_gpus |= (uint64_t)1 << a->device.index;
     }
     tp->tp_free(self);
     Py_DECREF(tp);

@@ -71,6 +71,8 @@ typedef struct gd_state {
     uint64_t seed;                      /* Philox key */
     uint64_t offset;                    /* next Philox block counter */
     uint64_t pending_gpus;              /* bit i: cuda:i may have queued work */
+    uint64_t touched_gpus;              /* bit i: work was queued on cuda:i since the last
+                                         * _take_touched_devices() (benchmark's warm-up) */
     int gpu_count;                      /* GPUs of the CUDA backend; -1 until first asked */
     PyObject *ag_hooks;                 /* gpudev.autograd's recorder (autograd.c), or NULL */
 } gd_state;
@@ -99,6 +101,9 @@ typedef struct ArrayObject {
     PyObject *base;
     void *alloc_ptr;       /* owner only: what the backend's alloc returned (NULL if inline) */
     size_t alloc_bytes;
+    int exported;          /* owner only: handed to another library whose streams gpudev
+                            * cannot see (CUDA array interface, DLPack without a stream): its
+                            * free first waits for the whole device */
     gd_device device;
     gd_dtype dtype;
     int ndim;
@@ -152,22 +157,29 @@ static inline const gd_backend *gd_backend_of(gd_state *st, gd_device dev, const
 /* GPUs the CUDA backend reports (0 without it), asked once per process. */
 int gd_num_gpus(gd_state *st);
 
-/* Remember that a GPU has queued work (Timer and synchronize use this). */
+/* Remember that a GPU has queued work (Timer and synchronize use this). Called with the GIL
+ * held, after the work was queued. */
 static inline void gd_mark_pending(gd_state *st, gd_device dev)
 {
-    if (dev.type == GD_CUDA) st->pending_gpus |= (uint64_t)1 << dev.index;
+    if (dev.type == GD_CUDA) {
+        st->pending_gpus |= (uint64_t)1 << dev.index;
+        st->touched_gpus |= (uint64_t)1 << dev.index;
+    }
 }
 
+/* Called with the GIL held *before* waiting for the device (which releases the GIL): work
+ * another thread queues during the wait marks the device again afterwards and is not lost. */
 static inline void gd_clear_pending(gd_state *st, gd_device dev)
 {
     if (dev.type == GD_CUDA) st->pending_gpus &= ~((uint64_t)1 << dev.index);
 }
 
 /* The one way to run a backend call: gd_run_begin before it, gd_run_end after it. Large CPU
- * work (`work` elements or multiply-adds) runs without the GIL so other Python threads go on,
- * so the call must not touch Python objects; GPU calls only queue work, so they keep the GIL
- * and mark the device as having work in flight. gd_run_end returns 0, or -1 with the Python
- * exception for a failed call (rc != 0), naming `op`:
+ * work (`work` elements or multiply-adds) and every GPU call run without the GIL so other
+ * Python threads go on, so the call must not touch Python objects. GPU calls mostly just
+ * queue work, but some block: the first matmul creates cuBLAS, an allocation on a full device
+ * waits for pending frees. gd_run_end marks a GPU as having work in flight, and returns 0, or
+ * -1 with the Python exception for a failed call (rc != 0), naming `op`:
  *
  *     PyThreadState *ts = gd_run_begin(dev, n);
  *     rc = be->unary(out, GD_NEG, dtype, &ew, &a, dev.index, &err);
@@ -175,19 +187,20 @@ static inline void gd_clear_pending(gd_state *st, gd_device dev)
  */
 static inline PyThreadState *gd_run_begin(gd_device dev, double work)
 {
-    return dev.type == GD_CPU && work > GD_RELEASE_GIL_ELEMENTS ? PyEval_SaveThread() : NULL;
+    return dev.type != GD_CPU || work > GD_RELEASE_GIL_ELEMENTS ? PyEval_SaveThread() : NULL;
 }
 
 static inline int gd_run_end(gd_state *st, gd_device dev, PyThreadState *released, int rc, const gd_error *err,
                              const char *op)
 {
     if (released) PyEval_RestoreThread(released);
-    else gd_mark_pending(st, dev);
+    gd_mark_pending(st, dev);
     return rc ? gd_raise(st, op, err) : 0;
 }
 
 /* A backend call that blocks until the device is idle (synchronize, empty_cache, ...), run
- * without the GIL; nothing to do when `call` is NULL. 0, or -1 with the exception naming op. */
+ * without the GIL; it clears the device's pending flag first (and sets it again if the call
+ * fails). Nothing to do when `call` is NULL. 0, or -1 with the exception naming op. */
 int gd_wait(gd_state *st, int (*call)(int device, gd_error *err), gd_device dev, const char *op);
 
 /* Synchronize one device (recording a trace event with `cause` when tracing). -1 on error. */
@@ -337,6 +350,14 @@ void gd_raise_device_mismatch(gd_state *st, const char *op, gd_device first, gd_
 
 int gd_array_setup(PyObject *module, gd_state *st);
 static inline int gd_is_array(gd_state *st, PyObject *o) { return Py_TYPE(o) == st->array_type; }
+
+/* The memory of `array` (an Array, or a view of one) goes to another library whose queued
+ * work gpudev cannot order against: the owner's free will wait for the whole device. */
+static inline void gd_mark_exported(gd_state *st, ArrayObject *array)
+{
+    PyObject *owner = array->base ? array->base : (PyObject *)array;
+    if (gd_is_array(st, owner)) ((ArrayObject *)owner)->exported = 1;
+}
 /* o itself when it is an Array, else NULL with TypeError ("convert it with gd.asarray(x)"). */
 ArrayObject *gd_need_array(gd_state *st, PyObject *o, const char *op);
 static inline size_t gd_array_nbytes(const ArrayObject *a) { return (size_t)a->size * gd_dtype_size(a->dtype); }

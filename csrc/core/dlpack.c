@@ -76,17 +76,51 @@ static void error_restore(saved_error *e)
  * export: a.__dlpack_device__(), a.__dlpack__()
  * ---------------------------------------------------------------------------------------- */
 
+/* The consumer's stream, as the DLPack and array API standards define `stream` for CUDA:
+ * None (the consumer named none), -1 (it synchronizes itself), or a stream: 1 the legacy
+ * default stream, 2 the per-thread default stream, any larger value the stream's handle. */
+typedef enum stream_kind { STREAM_NONE, STREAM_UNORDERED, STREAM_GIVEN } stream_kind;
+
+typedef struct consumer_stream {
+    stream_kind kind;
+    uint64_t stream; /* STREAM_GIVEN */
+} consumer_stream;
+
 /* One allocation per export: the managed tensor first (the consumer's pointer is its start),
- * then the shape and strides it points to, then the reference that keeps the Array alive. */
+ * then the shape and strides it points to, the reference that keeps the Array alive, and
+ * what its release must wait for on a GPU. */
 typedef struct dlpack_export {
     union {
         DLManagedTensor legacy;
         DLManagedTensorVersioned versioned;
     } managed;
     PyObject *array;
+    const gd_backend *gpu; /* the CUDA backend for GPU memory, else NULL */
+    int device;
+    consumer_stream consumer;
     int64_t shape[GD_MAX_NDIM];
     int64_t strides[GD_MAX_NDIM];
 } dlpack_export;
+
+/* Before the reference goes (and with it, maybe, the memory, whose stream-ordered free runs
+ * on gpudev's stream): gpudev's stream waits for the work the consumer queued on the stream
+ * it named at export. The consumer is done with the memory when it calls the deleter, but
+ * its queued kernels may not be. The stream must still exist, as the standard's streams do
+ * while their tensors live; if ordering on it fails all the same, the owner's free waits for
+ * the whole device instead (an export without a stream is marked so at once). A deleter
+ * cannot raise, and that fallback is safe, so the failure is not reported. */
+static void release_after_consumer(const dlpack_export *ex)
+{
+    if (!ex->gpu || ex->consumer.kind != STREAM_GIVEN || !ex->gpu->device_wait_stream) return;
+    saved_error saved;
+    error_save(&saved);
+    gd_error err = {0};
+    if (ex->gpu->device_wait_stream(ex->device, ex->consumer.stream, &err)) {
+        gd_state *st = gd_state_of(ex->array);
+        if (st) gd_mark_exported(st, (ArrayObject *)ex->array);
+    }
+    error_restore(&saved);
+}
 
 static void export_release(dlpack_export *ex)
 {
@@ -95,6 +129,7 @@ static void export_release(dlpack_export *ex)
     if (!Py_IsInitialized()) return;
     /* Consumers call deleters from any thread, with or without the GIL. */
     PyGILState_STATE gil = PyGILState_Ensure();
+    release_after_consumer(ex);
     Py_DECREF(ex->array);
     PyMem_RawFree(ex);
     PyGILState_Release(gil);
@@ -190,9 +225,57 @@ static int check_dl_device(PyObject *obj, ArrayObject *a)
     return -1;
 }
 
+/* stream= of __dlpack__ for an array on a GPU; -1 with ValueError for the values the
+ * standard forbids (0 is ambiguous, other negative values mean nothing). */
+static int parse_stream(PyObject *obj, consumer_stream *out)
+{
+    *out = (consumer_stream){STREAM_NONE, 0};
+    if (obj == Py_None) return 0;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (overflow > 0) {
+        unsigned long long u = PyLong_AsUnsignedLongLong(obj);
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+        *out = (consumer_stream){STREAM_GIVEN, (uint64_t)u};
+        return 0;
+    }
+    if (v == -1 && !overflow) {
+        out->kind = STREAM_UNORDERED;
+        return 0;
+    }
+    if (v > 0) {
+        *out = (consumer_stream){STREAM_GIVEN, (uint64_t)v};
+        return 0;
+    }
+    PyErr_Format(PyExc_ValueError,
+                 "__dlpack__: stream=%R is not a CUDA stream; pass the consumer's stream handle, 1 for the legacy "
+                 "default stream, 2 for the per-thread default stream, -1 for no synchronization, or None",
+                 obj);
+    return -1;
+}
+
+/* Before a GPU array is handed over: work the consumer queues on its stream must see what
+ * gpudev queued. With a stream named, that is an event (no waiting here); with None, any
+ * stream may read, so gpudev's stream is waited for (this also finishes the copy made for
+ * copy=True); -1 means the consumer takes care of it. Without a stream gpudev cannot order
+ * its free after the consumer's reads: the owner's free will wait for the whole device. */
+static int export_order(gd_state *st, ArrayObject *a, const consumer_stream *c)
+{
+    gd_device dev = a->device;
+    const gd_backend *be = st->backends[GD_CUDA];
+    if (c->kind != STREAM_GIVEN || !be->stream_wait_device) gd_mark_exported(st, a);
+    if (c->kind == STREAM_UNORDERED) return 0;
+    if (c->kind == STREAM_NONE || !be->stream_wait_device) return gd_sync_device(st, dev, "__dlpack__");
+    gd_error err = {0};
+    /* no synchronization: the consumer's stream waits on the GPU */
+    return be->stream_wait_device(dev.index, c->stream, &err) ? gd_raise(st, "__dlpack__", &err) : 0;
+}
+
 /* The capsule exporting `exported` (a new reference, given to the capsule's tensor):
- * versioned or legacy, with `copy` recorded in the versioned flags. */
-static PyObject *export_capsule(PyObject *exported, int versioned, int copy)
+ * versioned or legacy, with `copy` recorded in the versioned flags; a GPU export remembers
+ * the consumer's stream for its release. */
+static PyObject *export_capsule(gd_state *st, PyObject *exported, int versioned, int copy, const consumer_stream *c)
 {
     dlpack_export *ex = PyMem_RawCalloc(1, sizeof *ex);
     if (!ex) {
@@ -201,6 +284,11 @@ static PyObject *export_capsule(PyObject *exported, int versioned, int copy)
     }
     ArrayObject *src = (ArrayObject *)exported;
     ex->array = exported;
+    if (src->device.type == GD_CUDA) {
+        ex->gpu = st->backends[GD_CUDA];
+        ex->device = src->device.index;
+        ex->consumer = *c;
+    }
     /* explicit strides (elements, as DLPack counts them), also for C-contiguous arrays and the
      * legacy struct: some consumers mishandle NULL */
     for (int i = 0; i < src->ndim; i++) {
@@ -257,19 +345,16 @@ PyObject *gd_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t narg
         return NULL;
     int copy = kw[COPY] == Py_None ? 0 : PyObject_IsTrue(kw[COPY]);
     if (copy < 0) return NULL;
+    consumer_stream consumer = {STREAM_NONE, 0};
+    if (a->device.type == GD_CUDA && parse_stream(kw[STREAM], &consumer) < 0) return NULL;
 
     PyObject *exported = copy ? (PyObject *)gd_array_to_device(st, a, a->device, "__dlpack__") : Py_NewRef(self);
     if (!exported) return NULL;
-    /* The consumer may read the memory on any stream as soon as this returns, and work
-     * queued on gpudev's stream may still be writing it. Waiting for gpudev's stream is
-     * correct whatever stream the consumer named (and only conservative for stream=-1);
-     * it also finishes the copy made for copy=True. */
-    if (a->device.type == GD_CUDA && gd_sync_device(st, a->device, "__dlpack__") < 0) {
+    if (a->device.type == GD_CUDA && export_order(st, (ArrayObject *)exported, &consumer) < 0) {
         Py_DECREF(exported);
         return NULL;
     }
-
-    return export_capsule(exported, versioned, copy);
+    return export_capsule(st, exported, versioned, copy, &consumer);
 }
 
 /* ------------------------------------------------------------------------------------------

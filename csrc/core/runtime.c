@@ -168,10 +168,13 @@ int gd_wait(gd_state *st, int (*call)(int device, gd_error *err), gd_device dev,
     if (!call) return 0;
     gd_error err = {0};
     int rc;
+    gd_clear_pending(st, dev); /* before the GIL goes: see gd_clear_pending */
     Py_BEGIN_ALLOW_THREADS
     rc = call(dev.index, &err);
     Py_END_ALLOW_THREADS
-    return rc ? gd_raise(st, op, &err) : 0;
+    if (!rc) return 0;
+    gd_mark_pending(st, dev); /* the work may still be there */
+    return gd_raise(st, op, &err);
 }
 
 int gd_sync_device(gd_state *st, gd_device dev, const char *cause)
@@ -179,7 +182,6 @@ int gd_sync_device(gd_state *st, gd_device dev, const char *cause)
     if (dev.type == GD_CUDA) {
         const gd_backend *be = gd_backend_for(st, dev, "synchronize");
         if (!be || gd_wait(st, be->synchronize, dev, "synchronize") < 0) return -1;
-        gd_clear_pending(st, dev);
     }
     return gd_trace_sync(st, cause, dev);
 }
@@ -250,17 +252,33 @@ static PyObject *mod_synchronize(PyObject *module, PyObject *const *args, Py_ssi
     Py_RETURN_NONE;
 }
 
-static PyObject *mod_pending_devices(PyObject *module, PyObject *Py_UNUSED(ignored))
+/* The GPUs whose bit is set in `mask`, as a list of Devices. */
+static PyObject *gpu_list(gd_state *st, uint64_t mask)
 {
-    gd_state *st = PyModule_GetState(module);
     PyObject *list = PyList_New(0);
     if (!list) return NULL;
     for (int i = 0; i < GD_MAX_GPUS; i++) {
-        if ((st->pending_gpus & ((uint64_t)1 << i)) && gd_list_append_device(st, list, (gd_device){GD_CUDA, i}) < 0) {
+        if ((mask & ((uint64_t)1 << i)) && gd_list_append_device(st, list, (gd_device){GD_CUDA, i}) < 0) {
             Py_DECREF(list);
             return NULL;
         }
     }
+    return list;
+}
+
+static PyObject *mod_pending_devices(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    gd_state *st = PyModule_GetState(module);
+    return gpu_list(st, st->pending_gpus);
+}
+
+/* The GPUs that got work since the last call, synchronized or not (benchmark's warm-up: a
+ * function that ends in .item() leaves nothing pending, yet ran on the GPU). */
+static PyObject *mod_take_touched_devices(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    gd_state *st = PyModule_GetState(module);
+    PyObject *list = gpu_list(st, st->touched_gpus);
+    if (list) st->touched_gpus = 0;
     return list;
 }
 
@@ -335,6 +353,7 @@ static PyMethodDef runtime_functions[] = {
      "synchronize(device=None): wait for queued work on `device`, or on every GPU with queued work."},
     {"_sync", GD_FN(mod_sync), METH_FASTCALL, NULL},
     {"_pending_devices", mod_pending_devices, METH_NOARGS, NULL},
+    {"_take_touched_devices", mod_take_touched_devices, METH_NOARGS, NULL},
     {"_register_cuda", mod_register_cuda, METH_O, NULL},
     {"_set_cuda_unavailable", mod_set_cuda_unavailable, METH_O, NULL},
     {"_cuda_reason", mod_cuda_reason, METH_NOARGS, NULL},

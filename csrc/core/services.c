@@ -68,7 +68,6 @@ static PyObject *mod_empty_cache(PyObject *module, PyObject *device)
     gd_device dev;
     const gd_backend *be = service_backend(st, device, &dev, "empty_cache");
     if (!be || gd_wait(st, be->empty_cache, dev, "empty_cache") < 0) return NULL;
-    if (be->empty_cache) gd_clear_pending(st, dev); /* it waited for the device */
     Py_RETURN_NONE;
 }
 
@@ -99,7 +98,6 @@ int gd_sync_whole_device(gd_state *st, gd_device dev, const char *op)
 {
     const gd_backend *be = gd_backend_for(st, dev, op);
     if (!be || gd_wait(st, be->synchronize_all ? be->synchronize_all : be->synchronize, dev, op) < 0) return -1;
-    gd_clear_pending(st, dev); /* gpudev's queue is idle too */
     return gd_trace_sync(st, op, dev);
 }
 

@@ -24,12 +24,18 @@ static int copy_to_host_bytes(gd_state *st, void *dst, ArrayObject *a, const cha
     if (!be) return -1;
     gd_error err = {0};
     int rc = 0;
+    /* copy_to_host waits for the stream: everything queued before it will have run. The
+     * flag is cleared before the GIL goes (see gd_clear_pending); the copy is GPU work that
+     * benchmark() times even when nothing is left pending. */
+    gd_clear_pending(st, a->device);
+    st->touched_gpus |= (uint64_t)1 << a->device.index;
     Py_BEGIN_ALLOW_THREADS
     rc = be->copy_to_host(dst, a->data, a->device.index, n, &err);
     Py_END_ALLOW_THREADS
-    if (rc) return gd_raise(st, cause, &err);
-    /* copy_to_host waited for the stream: everything queued before it has run */
-    gd_clear_pending(st, a->device);
+    if (rc) {
+        gd_mark_pending(st, a->device);
+        return gd_raise(st, cause, &err);
+    }
     if (gd_tracing(st) && gd_trace_copy(st, "d2h", a, GD_CPU_DEVICE) < 0) return -1;
     return gd_trace_sync(st, cause, a->device);
 }
@@ -41,7 +47,12 @@ int gd_upload(gd_state *st, ArrayObject *a, const void *host, size_t n, const ch
         return 0;
     }
     gd_error err = {0};
-    int rc = n ? st->backends[GD_CUDA]->copy_from_host(a->data, a->device.index, host, n, &err) : GD_OK;
+    int rc = GD_OK;
+    if (n) { /* waits until the source may be reused: without the GIL */
+        Py_BEGIN_ALLOW_THREADS
+        rc = st->backends[GD_CUDA]->copy_from_host(a->data, a->device.index, host, n, &err);
+        Py_END_ALLOW_THREADS
+    }
     gd_mark_pending(st, a->device);
     if (rc) return gd_raise(st, op, &err);
     return gd_trace_copy(st, "h2d", a, a->device);
@@ -448,9 +459,11 @@ PyObject *gd_array_cuda_array_interface(PyObject *self, void *Py_UNUSED(closure)
     snprintf(typestr, sizeof typestr, "<%c%zu", gd_dtype_table[a->dtype].kind, gd_dtype_size(a->dtype));
     PyObject *shape = gd_shape_tuple(a->ndim, a->shape);
     if (!shape) return NULL;
-    /* stream: gpudev's per-device stream is not the legacy default stream; consumers must
-     * synchronize with it, so we ask them to (None = the producer synchronized already). */
-    if (gd_sync_device(gd_state_of(self), a->device, "__cuda_array_interface__") < 0) {
+    /* stream None: gpudev has synchronized, nothing is left for the consumer to wait for.
+     * Exporting gpudev's stream instead would save that wait for consumers that honour the
+     * field, but PyTorch's torch.as_tensor ignores it and would read unfinished data. */
+    gd_state *st = gd_state_of(self);
+    if (gd_sync_device(st, a->device, "__cuda_array_interface__") < 0) {
         Py_DECREF(shape);
         return NULL;
     }
@@ -465,6 +478,10 @@ PyObject *gd_array_cuda_array_interface(PyObject *self, void *Py_UNUSED(closure)
             return NULL;
         }
     }
+    /* The consumer keeps `a` alive while it uses the memory, but its queued kernels may still
+     * read it after it lets go, on streams gpudev cannot see: the owner's free will wait for
+     * the whole device. (DLPack exports know the consumer's stream and do better.) */
+    gd_mark_exported(st, a);
     return Py_BuildValue("{s:N,s:s,s:(Ki),s:N,s:i,s:O}", "shape", shape, "typestr", typestr, "data",
                          (unsigned long long)(uintptr_t)a->data, 0, "strides", strides, "version", 3, "stream",
                          Py_None);

@@ -1,7 +1,7 @@
 /* backend_cuda.cuh - internals of the CUDA backend shared by its .cu files: per-device state
- * (stream, memory pool, cuBLAS handle, counters), the one error-check macro, launch-size
- * helpers and the vtable entries each file defines. Nothing here is seen by gpudev._C, which
- * only receives the finished gd_backend table through a capsule.
+ * (stream, memory pool, cuBLAS handle, counters), the device guard, the one error-check macro,
+ * launch-size helpers and the vtable entries each file defines. Nothing here is seen by
+ * gpudev._C, which only receives the finished gd_backend table through a capsule.
  */
 #ifndef GPUDEV_BACKEND_CUDA_CUH
 #define GPUDEV_BACKEND_CUDA_CUH
@@ -35,12 +35,16 @@
 struct gd_cuda_device {
     std::mutex mutex;              /* guards creation and every use of `blas` */
     std::atomic<bool> ready{false};
+    int index = -1;                /* this device's number */
     cudaStream_t stream = nullptr; /* non-blocking: never waits for the legacy default stream */
-    cudaMemPool_t pool = nullptr;  /* the device's default pool, set to keep freed memory */
+    cudaMemPool_t pool = nullptr;  /* gpudev's own pool (not the device's current one, which
+                                    * another library may have replaced) */
     cudaEvent_t order = nullptr;   /* orders this stream against another GPU's (peer copies) */
     cublasHandle_t blas = nullptr; /* created on the first matmul, bound to `stream` */
+    void *blas_workspace = nullptr; /* from `pool`, for the life of `blas` */
     int blas_tf32 = 0;             /* math mode currently set on `blas` */
     int sm_count = 0;
+    int cc_major = 0;              /* compute capability */
     size_t max_pitch = 0;          /* largest row pitch cudaMemcpy2DAsync accepts */
     std::atomic<int64_t> allocated_bytes{0};
     std::atomic<int64_t> peak_allocated_bytes{0};
@@ -51,8 +55,24 @@ struct gd_cuda_device {
 gd_cuda_device *gd_cuda_device_slot(int device);
 
 /* Make `device` the calling thread's current device and its state ready; *out = its state.
- * GD_ERR_DEVICE_UNAVAILABLE when there is no such device or no driver. */
+ * GD_ERR_DEVICE_UNAVAILABLE when there is no such device or no driver. Table entries run
+ * inside a gd_cuda_device_guard (backend_cuda.cu), which puts the thread's device back. */
 int gd_cuda_enter(gd_cuda_device **out, int device, gd_error *err);
+
+/* Saves the calling thread's current device and restores it when it goes out of scope:
+ * gpudev's calls leave the device that PyTorch, CuPy or the user's own code made current in
+ * this thread as it was. Errors while restoring are cleared, never reported (a destructor;
+ * they also occur legitimately while CUDA tears down at exit). */
+class gd_cuda_device_guard {
+  public:
+    gd_cuda_device_guard();
+    ~gd_cuda_device_guard();
+    gd_cuda_device_guard(const gd_cuda_device_guard &) = delete;
+    gd_cuda_device_guard &operator=(const gd_cuda_device_guard &) = delete;
+
+  private:
+    int saved_;
+};
 
 /* Whether TF32 tensor cores may be used by float32 matmuls (off by default). */
 extern std::atomic<bool> gd_cuda_tf32;
@@ -148,6 +168,16 @@ int gd_cuda_synchronize(int device, gd_error *err);
 
 /* memory.cu */
 int gd_cuda_alloc(void **out, int device, size_t nbytes, gd_error *err);
+/* `nbytes` (a request of 0 gets 1 byte) from dev's pool, ordered on its stream. When the pool
+ * cannot grow, it waits for the stream, gives every cached byte back (gd_cuda_trim) and
+ * tries once more, so it blocks only when memory is short. `counted`: the block shows in
+ * memory_stats as allocated (arrays and scratch; not cuBLAS's workspace, held for good). */
+int gd_cuda_pool_alloc(void **out, gd_cuda_device *dev, size_t nbytes, bool counted, gd_error *err);
+/* Stream-ordered: the block returns to the pool once the work queued before it is done. */
+void gd_cuda_pool_free(void *ptr, gd_cuda_device *dev, size_t nbytes, bool counted);
+/* Wait for dev's stream (pending frees still pin their blocks), then give the pool's whole
+ * cache back to the driver, where cuBLAS and other libraries can have it. Blocks. */
+int gd_cuda_trim(gd_cuda_device *dev, gd_error *err);
 void gd_cuda_free(void *ptr, int device, size_t nbytes);
 int gd_cuda_get_memory_stats(gd_memory_stats *out, int device, gd_error *err);
 void gd_cuda_reset_peak_memory(int device);
@@ -189,16 +219,22 @@ int gd_cuda_arange(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, i
 int gd_cuda_random(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed, uint64_t offset,
                    int64_t n, int device, gd_error *err);
 
-/* services.cu: device properties, whole-device synchronization, events */
+/* services.cu: device properties, whole-device synchronization, events, and ordering against
+ * other libraries' streams */
 int gd_cuda_device_props(gd_device_props *out, int device, gd_error *err);
 int gd_cuda_synchronize_all(int device, gd_error *err);
 int gd_cuda_event_create(void **out, int device, gd_error *err);
 int gd_cuda_event_record(void *event, int device, gd_error *err);
 int gd_cuda_event_elapsed_ms(double *out, void *start, void *end, int device, gd_error *err);
 void gd_cuda_event_destroy(void *event, int device);
+int gd_cuda_stream_wait_device(int device, uint64_t stream, gd_error *err);
+int gd_cuda_device_wait_stream(int device, uint64_t stream, gd_error *err);
 
 /* The finished table (backend_cuda.cu); module.cu wraps it in the capsule. */
 extern "C" const gd_backend *gd_cuda_backend(void);
+/* Allow (1) or forbid (0) TF32 in float32 products, from each device's next product on
+ * (gd.set_tf32, and the conformance test, which has no Python). */
+extern "C" void gd_cuda_set_tf32(int enabled);
 
 /* runtime.cu: GD_ERR_DEVICE_UNAVAILABLE with a message naming the device and the GPU count
  * (and why there are none) unless 0 <= device < gd_cuda_device_count(). */

@@ -2,7 +2,8 @@
  * operands as transpose flags), with TF32 off unless the user allowed it; int64 through a plain
  * tiled kernel (correct, not fast: no tensor cores or cuBLAS routine take int64). One cuBLAS
  * handle per device, created on the first product (cuBLAS cannot start without a driver, and
- * startup costs time a user who never multiplies should not pay).
+ * startup costs time a user who never multiplies should not pay), with its workspace from
+ * gpudev's pool.
  */
 #include "backend_cuda.cuh"
 
@@ -11,23 +12,54 @@
 
 namespace {
 
+/* The workspace cuBLAS recommends: 32 MiB on Hopper (compute capability 9) and later, 4 MiB
+ * before. It comes from gpudev's pool, so it shows in memory_stats' reserved bytes and a full
+ * device is handled by the pool's one retry path. */
+size_t blas_workspace_bytes(const gd_cuda_device *dev) { return (size_t)(dev->cc_major >= 9 ? 32 : 4) << 20; }
+
+/* cublasCreate takes device memory with plain cudaMalloc, outside gpudev's pool, and the pool
+ * keeps freed arrays up to its release threshold: when creation runs out of memory, give the
+ * pool's cache back and try once more. A handle is published only once bound to the stream
+ * (an unbound one would run on the legacy default stream, unordered with everything else),
+ * and with its workspace set after that (cublasSetStream drops the workspace). */
+int blas_create(gd_cuda_device *dev, gd_error *err)
+{
+    cublasHandle_t h = nullptr;
+    cublasStatus_t st = cublasCreate(&h);
+    if (st == CUBLAS_STATUS_ALLOC_FAILED) {
+        int rc = gd_cuda_trim(dev, err);
+        if (rc != GD_OK) return rc;
+        st = cublasCreate(&h);
+    }
+    if (st != CUBLAS_STATUS_SUCCESS) return gd_cuda_fail(err, st, "cublasCreate(&handle)", __FILE__, __LINE__);
+    const size_t ws_bytes = blas_workspace_bytes(dev);
+    void *ws = nullptr;
+    int rc = gd_cuda_pool_alloc(&ws, dev, ws_bytes, false, err);
+    if (rc == GD_OK) {
+        st = cublasSetStream(h, dev->stream);
+        if (st == CUBLAS_STATUS_SUCCESS) st = cublasSetWorkspace(h, ws, ws_bytes);
+        if (st == CUBLAS_STATUS_SUCCESS) st = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+        if (st != CUBLAS_STATUS_SUCCESS)
+            rc = gd_cuda_fail(err, st, "cublasSetStream / cublasSetWorkspace (handle)", __FILE__, __LINE__);
+    }
+    if (rc != GD_OK) {
+        cublasDestroy(h);
+        if (ws) gd_cuda_pool_free(ws, dev, ws_bytes, false);
+        return rc;
+    }
+    dev->blas = h;
+    dev->blas_workspace = ws;
+    dev->blas_tf32 = 0;
+    return GD_OK;
+}
+
 /* Creates the device's handle on first use and keeps its math mode in step with set_tf32.
  * Called with dev->mutex held: a handle must not be reconfigured while another thread uses it. */
 int blas_ready(gd_cuda_device *dev, gd_error *err)
 {
     if (!dev->blas) {
-        /* a handle is published only once bound to the stream: an unbound one would run on
-         * the legacy default stream, unordered with everything else */
-        cublasHandle_t h = nullptr;
-        GD_CHECK(cublasCreate(&h));
-        cublasStatus_t st = cublasSetStream(h, dev->stream);
-        if (st == CUBLAS_STATUS_SUCCESS) st = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
-        if (st != CUBLAS_STATUS_SUCCESS) {
-            cublasDestroy(h);
-            return gd_cuda_fail(err, st, "cublasSetStream(handle, stream)", __FILE__, __LINE__);
-        }
-        dev->blas = h;
-        dev->blas_tf32 = 0;
+        int rc = blas_create(dev, err);
+        if (rc != GD_OK) return rc;
     }
     const int tf32 = gd_cuda_tf32.load(std::memory_order_relaxed) ? 1 : 0;
     if (tf32 != dev->blas_tf32) {

@@ -46,7 +46,7 @@ static PyObject *gd_py_set_tf32(PyObject *, PyObject *arg)
 {
     int on = PyObject_IsTrue(arg);
     if (on < 0) return NULL;
-    gd_cuda_tf32.store(on != 0);
+    gd_cuda_set_tf32(on);
     Py_RETURN_NONE;
 }
 

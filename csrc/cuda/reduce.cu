@@ -283,14 +283,17 @@ int cols_split_passes(Out *out, Acc *partial, const T *in, int64_t outer, int64_
     return merge_partials<OP, Acc, Out>(out, partial, outer * inner, splits, dev, err);
 }
 
-/* Partials come from the stream-ordered pool: allocating and freeing them costs no
+/* Partials come from gpudev's stream-ordered pool, through its one allocation path (the
+ * retry when the device is full, memory_stats): allocating and freeing them costs no
  * synchronization, and the free waits for the second pass on the same stream. */
 template <class Acc> int partials_alloc(Acc **out, int64_t count, gd_cuda_device *dev, gd_error *err)
 {
-    void *p = nullptr;
-    GD_CHECK(cudaMallocAsync(&p, (size_t)count * sizeof(Acc), dev->stream));
-    *out = (Acc *)p;
-    return GD_OK;
+    return gd_cuda_pool_alloc((void **)out, dev, (size_t)count * sizeof(Acc), true, err);
+}
+
+template <class Acc> void partials_free(Acc *partial, int64_t count, gd_cuda_device *dev)
+{
+    gd_cuda_pool_free(partial, dev, (size_t)count * sizeof(Acc), true);
 }
 
 template <gd_redop OP, class Acc, class T, class Out>
@@ -325,7 +328,7 @@ int reduce_impl(Out *out, const T *in, int64_t outer, int64_t len, int64_t inner
         int rc = partials_alloc(&partial, outer * splits, dev, err);
         if (rc != GD_OK) return rc;
         rc = rows_split_passes<OP, Acc, T, Out>(out, partial, in, outer, len, splits, chunk, dev, err);
-        GD_CHECK(cudaFreeAsync(partial, dev->stream));
+        partials_free(partial, outer * splits, dev);
         return rc;
     }
 
@@ -345,7 +348,7 @@ int reduce_impl(Out *out, const T *in, int64_t outer, int64_t len, int64_t inner
     int rc = partials_alloc(&partial, outer * inner * splits, dev, err);
     if (rc != GD_OK) return rc;
     rc = cols_split_passes<OP, Acc, T, Out>(out, partial, in, outer, len, inner, tx_bits, splits, chunk, dev, err);
-    GD_CHECK(cudaFreeAsync(partial, dev->stream));
+    partials_free(partial, outer * inner * splits, dev);
     return rc;
 }
 

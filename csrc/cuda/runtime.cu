@@ -1,6 +1,7 @@
 /* runtime.cu - the CUDA backend's runtime half: errors (every CUDA and cuBLAS failure becomes
- * a gd_error naming the call, the error and file:line), the device count, and lazy per-device
- * state (stream, memory pool), made current by gd_cuda_enter before any work.
+ * a gd_error naming the call, the error and file:line), the device count, the device guard,
+ * and lazy per-device state (stream, gpudev's own memory pool and its release policy), made
+ * current by gd_cuda_enter before any work.
  *
  * Nothing here runs at import: a machine without a driver or a GPU must still load the module
  * and see zero GPUs, and cuBLAS refuses to initialise without a driver.
@@ -74,6 +75,8 @@ int gd_cuda_fail(gd_error *err, cudaError_t status, const char *call, const char
 
 int gd_cuda_fail(gd_error *err, cublasStatus_t status, const char *call, const char *file, int line)
 {
+    /* a kernel cuBLAS launched may have failed too: the next launch check must not see it */
+    (void)cudaGetLastError();
     int device = -1;
     if (cudaGetDevice(&device) != cudaSuccess) {
         (void)cudaGetLastError();
@@ -87,7 +90,7 @@ int gd_cuda_fail(gd_error *err, cublasStatus_t status, const char *call, const c
 }
 
 /* ------------------------------------------------------------------------------------------
- * devices and their lazy state
+ * devices
  * ---------------------------------------------------------------------------------------- */
 
 static gd_cuda_device g_devices[GD_CUDA_MAX_DEVICES];
@@ -149,12 +152,76 @@ int gd_cuda_check_index(int device, gd_error *err)
     return GD_ERR_DEVICE_UNAVAILABLE;
 }
 
-/* cudaGetDevice only reads a thread-local, so comparing first keeps the common case cheap. */
+/* ------------------------------------------------------------------------------------------
+ * the device guard
+ * ---------------------------------------------------------------------------------------- */
+
+/* cudaGetDevice only reads a thread-local, so the guard costs two reads when gpudev's device
+ * is already the thread's (the common case) and one cudaSetDevice back when it was not. */
+gd_cuda_device_guard::gd_cuda_device_guard() : saved_(-1)
+{
+    if (cudaGetDevice(&saved_) != cudaSuccess) {
+        (void)cudaGetLastError();
+        saved_ = -1;
+    }
+}
+
+gd_cuda_device_guard::~gd_cuda_device_guard()
+{
+    int now = -1;
+    if (saved_ < 0) return;
+    if (cudaGetDevice(&now) != cudaSuccess || (now != saved_ && cudaSetDevice(saved_) != cudaSuccess))
+        (void)cudaGetLastError();
+}
+
 static int gd_cuda_set_current(int device, gd_error *err)
 {
     int current = -1;
     GD_CHECK(cudaGetDevice(&current));
     if (current != device) GD_CHECK(cudaSetDevice(device));
+    return GD_OK;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * lazy per-device state
+ * ---------------------------------------------------------------------------------------- */
+
+/* gpudev's pool keeps at most this share of the device's memory cached after a
+ * synchronization: 1/8, about 17 GiB on an H200, 10 GiB on an 80 GiB A100 or H100.
+ *
+ * Below it, freed blocks stay mapped and a loop that allocates the same temporaries every
+ * step reuses them at no cost. CUDA's default threshold, 0, would give everything back at
+ * each synchronization (every .item()), and each step would pay to map its memory again.
+ * Above it, the pool gives the excess back at the next synchronization, where PyTorch's and
+ * CuPy's allocators and cuBLAS, which cannot take memory from gpudev's pool, find it free: a
+ * process that freed its big gpudev arrays never starves them of more than this share. The
+ * rest goes with gd.empty_cache(), and gpudev's own allocations trim the pool and retry when
+ * the device is full (memory.cu). The cost of remapping was not measured on these machines. */
+#define GD_CUDA_POOL_KEEP_DIVISOR 8
+
+/* A pool of gpudev's own rather than the device's current one: that is whatever pool another
+ * library in the process made current (cudaDeviceSetMemPool), whose release threshold and
+ * cache are not gpudev's to change, and whose bytes gpudev's statistics must not count. */
+static int gd_cuda_pool_create(gd_cuda_device *dev, int device, gd_error *err)
+{
+    cudaMemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    size_t free_bytes = 0, total_bytes = 0;
+    GD_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    cudaMemPool_t pool = nullptr;
+    GD_CHECK(cudaMemPoolCreate(&pool, &props));
+    uint64_t keep = (uint64_t)total_bytes / GD_CUDA_POOL_KEEP_DIVISOR;
+    cudaError_t st = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    if (st != cudaSuccess) {
+        (void)cudaMemPoolDestroy(pool);
+        return gd_cuda_fail(err, st, "cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep)",
+                            __FILE__, __LINE__);
+    }
+    dev->pool = pool;
     return GD_OK;
 }
 
@@ -164,18 +231,15 @@ static int gd_cuda_device_init(gd_cuda_device *dev, int device, gd_error *err)
 {
     std::lock_guard<std::mutex> lock(dev->mutex);
     if (dev->ready.load(std::memory_order_relaxed)) return GD_OK;
+    dev->index = device;
     if (!dev->stream) GD_CHECK(cudaStreamCreateWithFlags(&dev->stream, cudaStreamNonBlocking));
     if (!dev->order) GD_CHECK(cudaEventCreateWithFlags(&dev->order, cudaEventDisableTiming));
     if (!dev->pool) {
-        cudaMemPool_t pool = nullptr;
-        GD_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
-        /* With the default threshold of 0 the pool gives freed memory back to the driver at
-         * every synchronization and the next allocation pays to map it again. */
-        uint64_t keep = UINT64_MAX;
-        GD_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
-        dev->pool = pool;
+        int rc = gd_cuda_pool_create(dev, device, err);
+        if (rc != GD_OK) return rc;
     }
     GD_CHECK(cudaDeviceGetAttribute(&dev->sm_count, cudaDevAttrMultiProcessorCount, device));
+    GD_CHECK(cudaDeviceGetAttribute(&dev->cc_major, cudaDevAttrComputeCapabilityMajor, device));
     int max_pitch = 0;
     GD_CHECK(cudaDeviceGetAttribute(&max_pitch, cudaDevAttrMaxPitch, device));
     dev->max_pitch = (size_t)max_pitch;

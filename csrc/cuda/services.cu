@@ -1,7 +1,8 @@
 /* services.cu - the CUDA backend's device services: the properties of a GPU (for Device.info()
  * and the exercises' roofs), waiting for every stream of the process on a device (importing
- * memory another library may still be writing), and CUDA events, which time work on the
- * device's own clock. Memory statistics and empty_cache live with the pool, in memory.cu.
+ * memory another library may still be writing), CUDA events, which time work on the device's
+ * own clock, and ordering gpudev's stream against another library's (DLPack exports). Memory
+ * statistics and empty_cache live with the pool, in memory.cu.
  */
 #include "backend_cuda.cuh"
 
@@ -88,4 +89,46 @@ void gd_cuda_event_destroy(void *event, int device)
 {
     (void)device;
     if (cudaEventDestroy((cudaEvent_t)event) != cudaSuccess) (void)cudaGetLastError();
+}
+
+/* ------------------------------------------------------------------------------------------
+ * ordering against other libraries' streams
+ * ---------------------------------------------------------------------------------------- */
+
+/* DLPack's stream numbers are CUDA's handles: 1 is cudaStreamLegacy, 2 cudaStreamPerThread,
+ * any other value the consumer's cudaStream_t, valid in every runtime of the process (a
+ * stream belongs to the device's context, not to one copy of libcudart). */
+static cudaStream_t gd_cuda_foreign_stream(uint64_t stream) { return (cudaStream_t)(uintptr_t)stream; }
+
+/* Work queued on `waiter` from now on starts after the work queued on `waited` so far. One
+ * event per call: a shared one could be recorded again by another thread between this record
+ * and the wait. Destroying it at once is safe: the wait keeps the record it was given. */
+static int gd_cuda_order(cudaStream_t waiter, cudaStream_t waited, gd_error *err)
+{
+    cudaEvent_t event = nullptr;
+    GD_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    cudaError_t st = cudaEventRecord(event, waited);
+    if (st == cudaSuccess) st = cudaStreamWaitEvent(waiter, event, 0);
+    if (cudaEventDestroy(event) != cudaSuccess) (void)cudaGetLastError();
+    if (st != cudaSuccess)
+        return gd_cuda_fail(err, st, "cudaEventRecord(event, waited); cudaStreamWaitEvent(waiter, event, 0)", __FILE__,
+                            __LINE__);
+    return GD_OK;
+}
+
+/* An export: the consumer's later work on `stream` sees everything gpudev wrote. */
+int gd_cuda_stream_wait_device(int device, uint64_t stream, gd_error *err)
+{
+    gd_cuda_device *dev;
+    int rc = gd_cuda_enter(&dev, device, err);
+    return rc == GD_OK ? gd_cuda_order(gd_cuda_foreign_stream(stream), dev->stream, err) : rc;
+}
+
+/* A release: gpudev's later work, the stream-ordered free of the memory included, waits for
+ * what the consumer queued on `stream` (which may still read it). */
+int gd_cuda_device_wait_stream(int device, uint64_t stream, gd_error *err)
+{
+    gd_cuda_device *dev;
+    int rc = gd_cuda_enter(&dev, device, err);
+    return rc == GD_OK ? gd_cuda_order(dev->stream, gd_cuda_foreign_stream(stream), err) : rc;
 }

@@ -1,7 +1,7 @@
 """transform.py - turns one CUDA source of gpudev's backend into C++ for the CPU emulation in
 tools/cuda_emu (a CPU emulation of just enough of CUDA and cuBLAS to run gpudev's kernels for
-their logic: index math, broadcasting, reductions, barriers, the gemm operand swap; not timing,
-not real stream concurrency or memory-model semantics).
+their logic: index math, broadcasting, reductions, barriers, the gemm operand swap, the order of
+work between streams; not timing or memory-model semantics).
 
 Usage: python3 transform.py INPUT.cu OUTPUT.cpp
 

@@ -2,11 +2,12 @@
  * plain C++ by tools/cuda_emu/build.sh. Part of a CPU emulation of just enough of CUDA and
  * cuBLAS to run gpudev's kernels for their logic (index math, broadcasting, reductions,
  * barriers, the gemm operand swap); not timing, not real stream concurrency or memory-model
- * semantics. The products are plain column-major reference loops (tools/cuda_emu/emu.cpp), so
+ * semantics. The products are plain column-major reference loops (tools/cuda_emu/emu_blas.cpp), so
  * the row-major to column-major operand swap in csrc/cuda/gemm.cu is really checked, and
  * leading dimensions, strides and every matrix's extent are validated against the device
- * allocations, for plain and transposed operands. Not emulated: TF32 rounding (products
- * accumulate in double whatever the math mode).
+ * allocations, for plain and transposed operands. A product is queued on the handle's stream
+ * like a kernel. A handle takes 4 MiB of device memory outside any pool, as cuBLAS's own
+ * allocations do, so cublasCreate fails with CUBLAS_STATUS_ALLOC_FAILED on a full device.
  */
 #ifndef GPUDEV_CUDA_EMU_CUBLAS_V2_H
 #define GPUDEV_CUDA_EMU_CUBLAS_V2_H
@@ -18,6 +19,10 @@ enum cublasStatus_t {
     CUBLAS_STATUS_NOT_INITIALIZED = 1,
     CUBLAS_STATUS_ALLOC_FAILED = 3,
     CUBLAS_STATUS_INVALID_VALUE = 7,
+    CUBLAS_STATUS_ARCH_MISMATCH = 8,
+    CUBLAS_STATUS_MAPPING_ERROR = 11,
+    CUBLAS_STATUS_EXECUTION_FAILED = 13,
+    CUBLAS_STATUS_INTERNAL_ERROR = 14,
     CUBLAS_STATUS_NOT_SUPPORTED = 15,
 };
 enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
@@ -30,6 +35,9 @@ cublasStatus_t cublasCreate(cublasHandle_t *handle);
 cublasStatus_t cublasDestroy(cublasHandle_t handle);
 cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream);
 cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode);
+/* Device memory the handle's products may use, 256-byte aligned; cublasSetStream drops it
+ * (back to the library's own), as in cuBLAS. */
+cublasStatus_t cublasSetWorkspace(cublasHandle_t handle, void *workspace, size_t workspace_bytes);
 const char *cublasGetStatusName(cublasStatus_t status);
 const char *cublasGetStatusString(cublasStatus_t status);
 

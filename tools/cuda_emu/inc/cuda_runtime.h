@@ -1,14 +1,22 @@
 /* cuda_runtime.h (CPU emulation) - stands in for the CUDA runtime header when gpudev's CUDA
  * backend is compiled as plain C++ by tools/cuda_emu/build.sh. It is a CPU emulation of just
  * enough of CUDA to run gpudev's kernels for their logic: index math, broadcasting, reductions,
- * __syncthreads barriers and warp shuffles, launch configurations, streams and devices as
- * gpudev uses them. It says nothing about timing, real stream concurrency or the GPU memory
- * model: every operation runs to completion, in order, when it is issued.
+ * __syncthreads barriers and warp shuffles, launch configurations, streams, events, memory
+ * pools and devices as gpudev uses them. It says nothing about timing or the GPU memory model.
+ *
+ * Streams are queues: a launch, copy, memset, free or event record is checked when it is
+ * issued and runs later, when something waits for it (cudaStreamSynchronize, an event, a
+ * cudaStreamWaitEvent on another stream that is itself waited for, cudaDeviceSynchronize).
+ * So work on two streams runs in whatever order the waits force and no other: a missing
+ * cudaStreamWaitEvent between them shows up as wrong data, as it can on a GPU. Host memory
+ * given to an asynchronous copy is read when the copy runs if it is pinned (cudaMallocHost)
+ * and at once otherwise, as the real runtime stages pageable memory.
  *
  * What it offers: the CUDA qualifiers (as no-ops), the built-in index variables, the vector
  * types and intrinsics the kernels use, the runtime API calls the backend makes, and
  * gd_emu_launch, which tools/cuda_emu/transform.py puts in place of every
- * `kernel<<<grid, block, shared, stream>>>(args)`. The implementation is tools/cuda_emu/emu.cpp.
+ * `kernel<<<grid, block, shared, stream>>>(args)`. The implementation is the emu_*.cpp files
+ * of tools/cuda_emu (emu.h lists them).
  * Anything not listed here is not emulated, so new uses fail to compile rather than pass.
  */
 #ifndef GPUDEV_CUDA_EMU_CUDA_RUNTIME_H
@@ -19,6 +27,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -70,6 +80,10 @@ void gd_emu_syncthreads();
 void gd_emu_syncwarp(unsigned mask);
 inline void __syncthreads() { gd_emu_syncthreads(); }
 
+/* The host's steady clock in nanoseconds: a kernel that spins on it waits about as long as
+ * on a GPU's cycle counter at 1 GHz. */
+long long clock64();
+
 /* Lane exchange through a per-warp mailbox, between two warp barriers. Only full-width (32)
  * shuffles in which every lane of the warp takes part are emulated. gd_emu_shfl_slots checks
  * the shuffle and returns the calling warp's 32 slots. */
@@ -106,6 +120,7 @@ enum cudaError_t {
     cudaErrorInvalidDevice = 101,
     cudaErrorECCUncorrectable = 214,
     cudaErrorInvalidResourceHandle = 400,
+    cudaErrorNotReady = 600,
     cudaErrorIllegalAddress = 700,
     cudaErrorLaunchTimeout = 702,
     cudaErrorAssert = 710,
@@ -119,23 +134,61 @@ enum cudaError_t {
 typedef cudaError_t cudaError;
 
 enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3 };
-enum cudaMemPoolAttr { cudaMemPoolAttrReleaseThreshold = 4, cudaMemPoolAttrReservedMemCurrent = 5 };
+enum cudaMemPoolAttr {
+    cudaMemPoolAttrReleaseThreshold = 4,
+    cudaMemPoolAttrReservedMemCurrent = 5,
+    cudaMemPoolAttrUsedMemCurrent = 7,
+};
+enum cudaMemAllocationType { cudaMemAllocationTypeInvalid = 0, cudaMemAllocationTypePinned = 1 };
+enum cudaMemAllocationHandleType { cudaMemHandleTypeNone = 0 };
+enum cudaMemLocationType { cudaMemLocationTypeInvalid = 0, cudaMemLocationTypeDevice = 1 };
+struct cudaMemLocation {
+    cudaMemLocationType type;
+    int id;
+};
+/* The fields gpudev sets; the rest must be zero, as in CUDA. */
+struct cudaMemPoolProps {
+    cudaMemAllocationType allocType;
+    cudaMemAllocationHandleType handleTypes;
+    cudaMemLocation location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
+};
+enum cudaMemoryType {
+    cudaMemoryTypeUnregistered = 0,
+    cudaMemoryTypeHost = 1,
+    cudaMemoryTypeDevice = 2,
+    cudaMemoryTypeManaged = 3,
+};
+struct cudaPointerAttributes {
+    cudaMemoryType type;
+    int device;
+    void *devicePointer;
+    void *hostPointer;
+};
 enum cudaDeviceAttr {
     cudaDevAttrMaxPitch = 11,
     cudaDevAttrClockRate = 13,
     cudaDevAttrMultiProcessorCount = 16,
     cudaDevAttrMemoryClockRate = 36,
+    cudaDevAttrComputeCapabilityMajor = 75,
 };
 #define cudaStreamNonBlocking 0x01
 #define cudaEventDisableTiming 0x02
 
-/* Handles are pointers to the emulator's records (emu.cpp); null is the legacy default stream. */
+/* Handles are pointers to the emulator's records; null is the legacy default stream, which
+ * gpudev's backend never uses. The two special handles are CUDA's values: each device has one
+ * legacy and one per-thread default stream (shared by every host thread in the emulation). */
 struct gd_emu_stream;
 struct gd_emu_event;
 struct gd_emu_pool;
 typedef gd_emu_stream *cudaStream_t;
 typedef gd_emu_event *cudaEvent_t;
 typedef gd_emu_pool *cudaMemPool_t;
+#define cudaStreamLegacy ((cudaStream_t)0x1)
+#define cudaStreamPerThread ((cudaStream_t)0x2)
 
 /* The properties gpudev reads; the real struct has many more. */
 struct cudaDeviceProp {
@@ -160,21 +213,28 @@ cudaError_t cudaRuntimeGetVersion(int *version);
 cudaError_t cudaDeviceSynchronize(void);
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags);
 cudaError_t cudaEventCreate(cudaEvent_t *event);
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
-/* Milliseconds between the two records on the host clock: work runs when it is issued here,
- * so that is the emulator's time for the work between them, not a GPU's. */
+/* Milliseconds between the two records on the host clock, taken when each record ran: the
+ * emulator's time for the work between them, not a GPU's. cudaErrorNotReady until both ran. */
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device);
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void *value);
 cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void *value);
 cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t min_bytes_to_keep);
+cudaError_t cudaMemPoolCreate(cudaMemPool_t *pool, const cudaMemPoolProps *props);
+cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool);
+cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t pool);
+cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *pool, int device);
+/* From the device's current pool (cudaDeviceSetMemPool; at first its default pool). */
 cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t stream);
+cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream);
 cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream);
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpyKind kind, cudaStream_t stream);
 cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
@@ -182,6 +242,9 @@ cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t 
 cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src, int src_device, size_t count,
                                 cudaStream_t stream);
 cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t stream);
+cudaError_t cudaMallocHost(void **ptr, size_t size);
+cudaError_t cudaFreeHost(void *ptr);
+cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *attributes, const void *ptr);
 
 /* ------------------------------------------------------------------------------------------
  * kernel launches
@@ -194,23 +257,32 @@ struct gd_emu_site {
     const char *kernel;
 };
 
-/* Validates the configuration like the runtime does (errors go to cudaGetLastError), then runs
- * every block, one after another, each as blockDim threads that switch only at barriers. */
-void gd_emu_run(const gd_emu_site &site, dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
-                void (*thread_body)(void *), void *context);
+/* Checks a launch as the runtime does when it is issued (a bad configuration goes to
+ * cudaGetLastError and the kernel does not run); false when it must not run. */
+bool gd_emu_launch_check(const gd_emu_site &site, dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream);
+
+/* Queues `work` on `stream` (checked already). */
+void gd_emu_enqueue(cudaStream_t stream, std::function<void()> work);
+
+/* Runs every block of a checked launch now, one after another, each as blockDim threads that
+ * switch only at barriers. */
+void gd_emu_run(const gd_emu_site &site, dim3 grid, dim3 block, void (*thread_body)(void *), void *context);
 
 /* `kernel<<<grid, block, shared, stream>>>(args...)` becomes
  * gd_emu_launch(site, [&](auto &&...a) { kernel(a...); }, grid, block, shared, stream, args...).
- * As with a real launch the arguments are evaluated and copied once, and each thread then
- * receives its own copy of them as the kernel's parameters. */
+ * As with a real launch the arguments are evaluated and copied once, when it is issued, and
+ * each thread then receives its own copy of them as the kernel's parameters when it runs. */
 template <class Call, class... Args>
 void gd_emu_launch(const gd_emu_site &site, Call call, dim3 grid, dim3 block, size_t shared_bytes,
                    cudaStream_t stream, Args &&...args)
 {
-    std::tuple<std::decay_t<Args>...> params(std::forward<Args>(args)...);
-    auto thread_body = [&] { std::apply(call, params); };
-    using Body = decltype(thread_body);
-    gd_emu_run(site, grid, block, shared_bytes, stream, [](void *p) { (*static_cast<Body *>(p))(); }, &thread_body);
+    if (!gd_emu_launch_check(site, grid, block, shared_bytes, stream)) return;
+    auto params = std::make_shared<std::tuple<std::decay_t<Args>...>>(std::forward<Args>(args)...);
+    gd_emu_enqueue(stream, [site, call, params, grid, block] {
+        auto thread_body = [&] { std::apply(call, *params); };
+        using Body = decltype(thread_body);
+        gd_emu_run(site, grid, block, [](void *p) { (*static_cast<Body *>(p))(); }, &thread_body);
+    });
 }
 
 #endif /* GPUDEV_CUDA_EMU_CUDA_RUNTIME_H */

@@ -1,0 +1,93 @@
+/* emu.h - what the files of the CUDA emulation share. The emulation (a CPU stand-in for just
+ * enough of the CUDA runtime and cuBLAS to run gpudev's CUDA backend for its logic; see
+ * inc/cuda_runtime.h for what it models) is split by concern:
+ *
+ *   emu_runtime.cpp  errors, devices and their attributes, versions, injected failures
+ *   emu_kernels.cpp  running a kernel: one fiber per thread, barriers, warp shuffles
+ *   emu_streams.cpp  streams as queues, events, waiting, synchronization
+ *   emu_memory.cpp   device memory: allocations, memory pools, copies, memsets, pinned host
+ *   emu_blas.cpp     cuBLAS: handles, workspaces, column-major reference products
+ *
+ * One recursive lock guards all of the emulation's state, and is held while queued work runs
+ * (work on one stream may have to run another stream's first). Misuse the CUDA runtime reports
+ * as an error status returns that status; undefined behaviour on a GPU, and uses outside what
+ * gpudev promises, print "cuda_emu: ..." and abort.
+ */
+#ifndef GPUDEV_CUDA_EMU_EMU_H
+#define GPUDEV_CUDA_EMU_EMU_H
+
+#include "cublas_v2.h"
+#include "cuda_runtime.h"
+#include "gd_emu.h"
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+
+namespace gd_emu {
+
+constexpr int kDevices = 2;
+constexpr int kDefaultMultiprocessors = 2;
+constexpr size_t kDefaultDeviceBytes = (size_t)80 << 30;
+constexpr size_t kMaxPitch = 2147483647;
+
+/* ------------------------------------------------------------------------------------------
+ * emu_runtime.cpp
+ * ---------------------------------------------------------------------------------------- */
+
+[[noreturn]] __attribute__((format(printf, 1, 2))) void die(const char *fmt, ...);
+
+/* Record a failure for cudaGetLastError and return it. */
+cudaError_t fail(cudaError_t e);
+
+extern thread_local int t_device; /* the calling host thread's current device */
+bool valid_device(int d);
+/* Multiprocessors per emulated device: 2, or GD_EMU_MULTIPROCESSORS (1..1024; 132 is an
+ * H200), so that launch plans sized by the multiprocessor count (grid sizes, how reductions
+ * split a row) take the shapes they take on a real GPU. */
+int multiprocessors();
+
+/* The emulation's one lock. */
+std::recursive_mutex &lock();
+
+/* The status gd_emu_fail_next planted for `call` (consuming one), or 0: run it normally. */
+int injected(const char *call);
+
+/* ------------------------------------------------------------------------------------------
+ * emu_streams.cpp
+ * ---------------------------------------------------------------------------------------- */
+
+/* The record behind a stream handle (legacy and per-thread handles resolve to the current
+ * device's); dies on the null stream, an unknown or a destroyed one. Caller holds lock(). */
+gd_emu_stream *stream_of(cudaStream_t s, const char *call);
+int device_of(const gd_emu_stream *s);
+/* Queue `work` on s; caller holds lock(). */
+void enqueue(gd_emu_stream *s, std::function<void()> work);
+/* Run everything queued on every stream of `device` (cudaDeviceSynchronize). */
+void drain_device(int device);
+
+/* ------------------------------------------------------------------------------------------
+ * emu_memory.cpp
+ * ---------------------------------------------------------------------------------------- */
+
+/* [p, p + bytes) lies in one live allocation of `device`; else says why on stderr. */
+bool device_range(const void *p, size_t bytes, int device, const char *call, const char *what);
+/* Device memory taken outside memory pools (cuBLAS handles): false when the device is full. */
+bool take_device_bytes(int device, size_t bytes);
+void give_device_bytes(int device, size_t bytes);
+/* After a synchronization on `device`: pools give back what they cache above their release
+ * threshold, as CUDA's do. Caller holds lock(). */
+void release_over_threshold(int device);
+
+/* ------------------------------------------------------------------------------------------
+ * emu_kernels.cpp
+ * ---------------------------------------------------------------------------------------- */
+
+/* Whether a kernel is running (calls from inside one are not emulated). */
+bool in_kernel();
+
+} // namespace gd_emu
+
+#endif /* GPUDEV_CUDA_EMU_EMU_H */

@@ -1,0 +1,34 @@
+/* gd_emu.h (CPU emulation) - controls of the CUDA emulation in tools/cuda_emu for tests that
+ * need a device the emulation can shape: less memory than the default 80 GiB, or one call
+ * that fails the way a real GPU sometimes makes it fail. Plain C, C linkage; only programs
+ * linked against the emulation (tools/cuda_emu/build.sh) have these functions.
+ */
+#ifndef GPUDEV_CUDA_EMU_GD_EMU_H
+#define GPUDEV_CUDA_EMU_GD_EMU_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Give emulated `device` `bytes` of memory (0: the default, 80 GiB). Memory pools, cuBLAS
+ * handles and cudaMemGetInfo all count against it. Call it before the device is used. */
+void gd_emu_set_device_memory(int device, size_t bytes);
+
+/* The next `times` calls of the runtime or cuBLAS function named `call` (e.g.
+ * "cublasCreate", "cublasSgemm", "cudaMallocFromPoolAsync") fail with `status`, a
+ * cudaError_t or cublasStatus_t value, without doing anything. A non-zero `last_error`
+ * (a cudaError_t) is also left for cudaGetLastError, as when a library call fails because a
+ * kernel it launched internally did. */
+void gd_emu_fail_next(const char *call, int status, int times, int last_error);
+
+/* Operations queued on streams and not yet run (see cuda_runtime.h: work runs only when
+ * something waits for it). */
+long gd_emu_pending_operations(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUDEV_CUDA_EMU_GD_EMU_H */
