@@ -179,8 +179,8 @@ def conclusion(rows: list[dict[str, Any]], d: gd.Device, n: int, size: int) -> s
         else:
             s += (f"Each of a's {extra:,} extra synchronizations cost {format_seconds(per_sync)}: far more "
                   f"than reading one value, although on the CPU the work is done before .item() is "
-                  f"called, so the synchronization itself waited (for worker threads on a busy "
-                  f"machine). On a GPU each one would also stall the device. ")
+                  f"called; these numbers do not show where that time went. On a GPU each one would "
+                  f"also stall the device. ")
     else:
         s += ("On the CPU an .item() has nothing to wait for (the work is done before it returns), "
               "and this run could not tell the two loops apart from the noise; on a GPU each of "
