@@ -92,6 +92,7 @@ _load_cuda()
 from . import _protocols  # noqa: E402
 from ._creation import empty_like, full_like, ones_like, zeros_like  # noqa: E402
 from ._logic import isfinite, isnan  # noqa: E402
+from ._softmax import log_softmax, softmax  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 
 _protocols.install()
@@ -119,9 +120,10 @@ __all__ = [
     "abs", "allclose", "arange", "array", "asarray", "benchmark", "build_info",
     "concatenate", "cpu", "cuda_available", "empty", "empty_cache", "empty_like", "enable_grad", "exp",
     "float32", "float64", "from_dlpack", "full", "full_like", "get_num_threads", "gpu", "int64",
-    "is_grad_enabled", "isfinite", "isnan", "load", "log", "manual_seed",
+    "is_grad_enabled", "isfinite", "isnan", "load", "log", "log_softmax", "manual_seed",
     "matmul", "maximum", "memory_stats", "minimum", "nn", "no_grad", "norm", "num_gpus", "ones", "ones_like",
-    "rand", "randn", "relu", "save", "set_grad_enabled", "set_num_threads", "set_tf32", "sqrt", "stack",
+    "rand", "randn", "relu", "save", "set_grad_enabled", "set_num_threads", "set_tf32", "softmax", "sqrt",
+    "stack",
     "synchronize", "tanh", "tensor", "trace", "try_all_gpus", "try_gpu", "zeros", "zeros_like",
 ]
 

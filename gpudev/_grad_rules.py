@@ -22,8 +22,9 @@ import numpy as np
 
 from . import _C
 from ._C import Array
+from ._stable import softmax_forward
 
-__all__ = ["RULES", "Rule", "positive_mask"]
+__all__ = ["RULES", "Rule"]
 
 
 @dataclass(frozen=True)
@@ -32,19 +33,9 @@ class Rule:
     saves: bool  # whether the rule reads the operands' values (then the node keeps them)
 
 
-def positive_mask(y: Array) -> Array:
-    """1 where y > 0 and 0 where y == 0, for y >= 0; exact, from multiplications alone.
-
-    Scaling by 2**k with 2**(2k) above 1 / (smallest subnormal) lifts every positive value,
-    subnormals included, to at least 1 (overflow to inf is fine) and keeps zeros zero; the
-    scale is two factors because 2**(2k) itself does not fit in the dtype.
-
-        >>> positive_mask(gd.array([0.0, 1e-300, 5.0])).tolist()
-        [0.0, 1.0, 1.0]
-    """
-    exponent = 1 - int(np.frexp(np.finfo(y.dtype).smallest_subnormal)[1])  # 149, 1074
-    scale = 2.0 ** ((exponent + 1) // 2)
-    return _C.minimum(y * scale * scale, 1.0)
+def _mask(cond: Array, like: Array) -> Array:
+    """The bool array cond as 1.0 / 0.0 in like's dtype, to multiply gradients by."""
+    return cond.astype(like.dtype)
 
 
 def _fit(g: Array, meta: tuple | None) -> Array | None:
@@ -118,25 +109,26 @@ def _power(n: Any, g: Array) -> tuple:
 
 def _extremum(n: Any, g: Array, sign: float) -> tuple:
     # maximum (sign 1): a gets g where a > b, b where b > a, half each on ties (PyTorch).
+    # Compared directly, not through a - b, which is NaN for equal infinities.
     a, b = n.inputs
-    d = (a - b) * sign
-    wins_a, wins_b = positive_mask(_C.relu(d)), positive_mask(_C.relu(-d))
-    half_tie = (1.0 - wins_a - wins_b) * 0.5
-    return _fit_all(n, g * (wins_a + half_tie), g * (wins_b + half_tie))
+    wins_a, wins_b = (a > b, b > a) if sign > 0 else (a < b, b < a)
+    share_a = _mask(wins_a, g) + _mask(a == b, g) * 0.5
+    share_b = _mask(wins_b, g) + _mask(a == b, g) * 0.5
+    return _fit_all(n, g * share_a, g * share_b)
 
 
-def _sign(x: Array) -> Array:
-    return positive_mask(_C.relu(x)) - positive_mask(_C.relu(-x))
+def _sign(x: Array, like: Array) -> Array:
+    return _mask(x > 0, like) - _mask(x < 0, like)
 
 
 _UNARY: dict[str, Callable[[Array, Array], Array]] = {
     "negative": lambda x, g: -g,
-    "abs": lambda x, g: g * _sign(x),
+    "abs": lambda x, g: g * _sign(x, g),
     "exp": lambda x, g: g * _C.exp(x),
     "log": lambda x, g: g / x,
     "sqrt": lambda x, g: g / (2.0 * _C.sqrt(x)),
     "tanh": lambda x, g: g * (1.0 - _C.tanh(x) ** 2),
-    "relu": lambda x, g: g * positive_mask(_C.relu(x)),
+    "relu": lambda x, g: g * _mask(x > 0, g),
     "square": lambda x, g: g * (2.0 * x),
 }
 
@@ -224,8 +216,7 @@ def _extreme(n: Any, g: Array, method: str) -> tuple:
     x = n.inputs[0]
     axis, _ = n.extra
     best = getattr(x, method)(axis=axis, keepdims=True)
-    gap = (best - x) if method == "max" else (x - best)
-    hit = 1.0 - positive_mask(gap)
+    hit = _mask(x == best, g)
     share = hit / hit.sum(axis=axis, keepdims=True)
     return _fit_all(n, _expand(g, n.metas[0], n.extra) * share)
 
@@ -234,8 +225,17 @@ def _norm(n: Any, g: Array) -> tuple:
     x = n.inputs[0]
     axis, _ = n.extra
     r = _C.norm(x, axis=axis, keepdims=True)
-    safe = r + (1.0 - positive_mask(r))  # a zero norm has gradient 0 (x is 0 there), not nan
+    safe = r + _mask(r == 0, r)  # a zero norm has gradient 0 (x is 0 there), not nan
     return _fit_all(n, _expand(g, n.metas[0], n.extra) * (x / safe))
+
+
+def _softmax(n: Any, g: Array, log: bool) -> tuple:
+    # y = softmax(x): dx = y * (g - sum(g * y)); y = log_softmax(x): dx = g - softmax(x) * sum(g)
+    x, axis = n.inputs[0], n.extra
+    y = softmax_forward(x, axis, log=False)
+    if log:
+        return _fit_all(n, g - y * g.sum(axis=axis, keepdims=True))
+    return _fit_all(n, y * (g - (g * y).sum(axis=axis, keepdims=True)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,6 +303,8 @@ RULES: dict[str, Rule] = {
     "max": Rule(lambda n, g: _extreme(n, g, "max"), saves=True),
     "min": Rule(lambda n, g: _extreme(n, g, "min"), saves=True),
     "norm": Rule(_norm, saves=True),
+    "softmax": Rule(lambda n, g: _softmax(n, g, log=False), saves=True),
+    "log_softmax": Rule(lambda n, g: _softmax(n, g, log=True), saves=True),
     "reshape": Rule(lambda n, g: (g.reshape(n.metas[0][0]),), saves=False),
     "transpose": Rule(_transpose, saves=False),
     "getitem": Rule(_getitem, saves=False),

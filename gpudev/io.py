@@ -63,9 +63,9 @@ _LOCAL_HEADER = 30  # fixed part of a zip member's local header, before its name
 # NumPy and the C core address bytes with signed 64-bit offsets.
 _MAX_BYTES = 2**63 - 1
 
-# Integer-like dtype kinds (bool, signed, unsigned): all load as int64, without loss (uint64
-# only when every value fits).
-_INT_KINDS = "biu"
+# Integer dtype kinds (signed, unsigned): all load as int64, without loss (uint64 only when
+# every value fits). Booleans load as bool.
+_INT_KINDS = "iu"
 
 
 def _npy_header(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
@@ -367,13 +367,15 @@ def _target_dtype(dtype: np.dtype) -> np.dtype:
         return np.dtype(np.float32)
     if dtype.kind in _INT_KINDS:
         return np.dtype(np.int64)
+    if dtype.kind == "b":
+        return np.dtype(np.bool_)
     names = {"c": "complex", "O": "object (Python objects, which would need pickle)",
              "U": "unicode string", "S": "byte string", "V": "structured/void",
              "M": "datetime", "m": "timedelta", "f": "extended precision float"}
     kind = names.get(dtype.kind, "unsupported")
     raise _Corrupt(
-        f"dtype {dtype.str} ({kind}) is not supported: gpudev loads floats and integers "
-        f"(float32, float64, int64; float16 and other integers are converted)"
+        f"dtype {dtype.str} ({kind}) is not supported: gpudev loads floats, integers and bools "
+        f"(float32, float64, int64, bool; float16 and other integers are converted)"
     )
 
 
@@ -400,6 +402,10 @@ def _read_array(f: IO[bytes], payload_bytes: int, backed: bool = True) -> np.nda
     host = _read_data(f, dtype, count, backed).reshape(shape, order="F" if fortran_order else "C")
     if dtype.kind == "u" and dtype.itemsize == 8 and count and host.max() > np.iinfo(np.int64).max:
         raise _Corrupt("uint64 values above 2**63 - 1 do not fit in gpudev's int64")
+    if dtype.kind == "b":
+        # A file's bool bytes may hold any value; gpudev's kernels rely on 0 and 1 (as
+        # NumPy's do), so every nonzero byte becomes True.
+        return np.not_equal(host.view(np.uint8), 0, order="C")
     if host.dtype == target and not fortran_order:
         return host
     # Byte swapping, widening and Fortran order all come down to one C-ordered copy
@@ -523,7 +529,7 @@ def load(path: PathLike, device: Any = None) -> gd.Array | dict[str, gd.Array]:
     machine. The format is recognised by the file's first bytes, not its name.
 
     Files written by ``np.save`` / ``np.savez`` load too: float32, float64 and int64 as they
-    are, float16 as float32, booleans and other integers as int64. Fortran-ordered arrays
+    are, float16 as float32, booleans as bool, other integers as int64. Fortran-ordered arrays
     are made C-ordered. Nothing is ever unpickled: a missing file raises FileNotFoundError,
     and a truncated, corrupt or foreign file (wrong magic, bad header, object/complex/string
     dtype, data shorter or longer than the shape) raises ValueError naming the file and the

@@ -162,7 +162,7 @@ def test_load_onto_missing_gpu_fails_before_reading(tmp_path):
         (sample((2, 2, 2), np.int64), np.int64),
         (np.array(2.5), np.float64),
         (sample((6,), np.float16), np.float32),  # float16 widens exactly
-        (np.array([True, False, True]), np.int64),
+        (np.array([True, False, True]), np.bool_),
         (np.array([-128, 0, 127], np.int8), np.int64),
         (np.array([0, 255], np.uint8), np.int64),
         (np.array([-(2**31), 2**31 - 1], np.int32), np.int64),
@@ -611,3 +611,23 @@ def test_save_writes_through_a_symlink(tmp_path):
     assert os.path.islink(tmp_path / "link.npy")
     assert_array(gd.load(tmp_path / "real" / "a.npy"), np.arange(3))
     assert sorted(os.listdir(tmp_path / "real")) == ["a.npy"]
+
+
+def test_bool_arrays_round_trip_as_bool(device, tmp_path):
+    mask = gd.array(np.array([[True, False, True], [False, False, True]]), device=device)
+    gd.save({"mask": mask, "m0": mask[0, 0]}, tmp_path / "m.npz")
+    loaded = gd.load(tmp_path / "m.npz", device=device)
+    assert_array(loaded["mask"], np.asarray(mask.cpu()), rtol=0, dtype=np.bool_, device=device)
+    assert loaded["m0"].shape == () and loaded["m0"].item() is True
+    np.save(tmp_path / "f.npy", np.asfortranarray(np.asarray(mask.cpu())))
+    assert_array(gd.load(tmp_path / "f.npy"), np.asarray(mask.cpu()), rtol=0, dtype=np.bool_)
+
+
+def test_bool_bytes_other_than_0_and_1_load_as_true(tmp_path):
+    # NumPy writes 0 and 1, but a file may hold any byte: every nonzero byte is True, so
+    # bitwise operations afterwards see canonical bools.
+    np.save(tmp_path / "b.npy", np.array([0, 1, 2, 255], np.uint8).view(np.bool_))
+    b = gd.load(tmp_path / "b.npy")
+    assert b.dtype == gd.bool and b.tolist() == [False, True, True, True]
+    assert (b & gd.array([True, True, True, True])).tolist() == [False, True, True, True]
+    assert np.asarray(b).view(np.uint8).tolist() == [0, 1, 1, 1]

@@ -1,9 +1,9 @@
 """Functions of arrays that the layers and losses are made of, differentiable through autograd.
 
-Each is a few gpudev operations, so its gradient comes from theirs: ``sigmoid`` through
-``tanh`` (``sigmoid(x) = (1 + tanh(x / 2)) / 2`` never overflows), ``log_softmax`` by
-subtracting the row maximum before ``exp`` (never overflows, and the maximum's own gradient
-cancels, so it is taken outside the graph).
+Each is a gpudev operation or a few, so its gradient comes from theirs: ``sigmoid`` through
+``tanh`` (``sigmoid(x) = (1 + tanh(x / 2)) / 2`` never overflows); ``softmax`` and
+``log_softmax`` are :func:`gpudev.softmax` and :func:`gpudev.log_softmax` (stable, one node
+each).
 
     >>> import gpudev as gd
     >>> from gpudev.nn import functional as F
@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import gpudev as gd
 
-from .._grad_rules import positive_mask
-
 __all__ = ["cross_entropy", "dropout", "log_softmax", "mse_loss", "one_hot", "sigmoid", "softmax"]
 
 
@@ -25,30 +23,19 @@ def sigmoid(x: gd.Array) -> gd.Array:
     return gd.tanh(x * 0.5) * 0.5 + 0.5
 
 
-def log_softmax(x: gd.Array, axis: int = -1) -> gd.Array:
-    """x - log(sum(exp(x))) along `axis`, with the maximum subtracted first (stable)."""
-    shifted = x - x.detach().max(axis=axis, keepdims=True)
-    return shifted - gd.log(gd.exp(shifted).sum(axis=axis, keepdims=True))
-
-
-def softmax(x: gd.Array, axis: int = -1) -> gd.Array:
-    """exp(x) / sum(exp(x)) along `axis`, with the maximum subtracted first (stable)."""
-    e = gd.exp(x - x.detach().max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
+log_softmax = gd.log_softmax
+softmax = gd.softmax
 
 
 def one_hot(target: gd.Array, num_classes: int, dtype: object = gd.float32) -> gd.Array:
     """(N,) int64 class indices -> (N, num_classes) rows with a single 1 (no gradient).
 
-    1 - min(|t - c|, 1) is exactly 1 where t == c and 0 elsewhere for integers t and c.
-
         >>> one_hot(gd.array([2, 0]), 3).tolist()
         [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
     """
     with gd.no_grad():
-        t = target.astype(gd.float64).reshape(target.size, 1)
-        c = gd.arange(num_classes, dtype=gd.float64, device=target.device)
-        return (1.0 - gd.minimum(gd.abs(t - c), 1.0)).astype(dtype)
+        c = gd.arange(num_classes, dtype=gd.int64, device=target.device)
+        return (target.reshape(target.size, 1) == c).astype(dtype)
 
 
 def _check_targets(op: str, target: gd.Array, n: int, num_classes: int) -> None:
@@ -96,5 +83,5 @@ def dropout(x: gd.Array, p: float = 0.5, training: bool = True) -> gd.Array:
         return x * 0.0
     with gd.no_grad():
         u = gd.rand(*x.shape, dtype=x.dtype, device=x.device)
-        keep = positive_mask(gd.relu(u - p)) * (1.0 / (1.0 - p))
+        keep = (u >= p).astype(x.dtype) * (1.0 / (1.0 - p))
     return x * keep

@@ -243,6 +243,7 @@ SIGNATURES: dict[str, tuple[P, ...]] = {
     "maximum": TWO, "matmul": (P("a", "array", arr(2, 3), "positional"), P("b", "array", arr(3, 2), "positional")),
     "norm": (P("a", "array", arr(2, 3)),) + REDUCE,
     "any": (P("a", "array", arr(2, 3)),) + REDUCE, "isnan": (ONE,),
+    "softmax": (P("x", "array", arr(2, 3)), P("axis", "axis", lambda: -1)),
     "zeros_like": (P("a", "array", arr(2, 3)), DTYPE, DEVICE),
     "full_like": (P("a", "array", arr(2, 3)), P("fill_value", "number", lambda: 1.5), DTYPE, DEVICE),
     "concatenate": (P("arrays", "arrays", lambda: [gd.ones((2, 3)), gd.zeros((2, 3))]), P("axis", "axis", lambda: 0)),
@@ -270,7 +271,7 @@ for _same, _as in [("log", "exp"), ("sqrt", "exp"), ("tanh", "exp"), ("relu", "e
                    ("stack", "concatenate"), ("randn", "rand"), ("try_gpu", "gpu"), ("asarray", "array"),
                    ("float64", "float32"), ("int64", "float32"), ("bool", "float32"), ("bool_", "float32"),
                    ("all", "any"), ("isfinite", "isnan"), ("ones_like", "zeros_like"), ("empty_like", "zeros_like"),
-                   ("tensor", "array")]:
+                   ("tensor", "array"), ("log_softmax", "softmax")]:
     SIGNATURES[_same] = SIGNATURES[_as]
 for _exc in ("GpudevError", "CudaError", "DeviceMismatchError", "DeviceUnavailableError", "OutOfMemoryError"):
     SIGNATURES[_exc] = (P("message", "any", lambda: "message", "positional"),)

@@ -1,0 +1,32 @@
+"""Numerically stable forms that a forward function and its gradient rule both compute.
+
+They record nothing: :mod:`gpudev._softmax` calls them under ``no_grad`` and records one
+node, and :mod:`gpudev._grad_rules` calls them while rules run (never recorded).
+
+>>> import gpudev as gd
+>>> softmax_forward(gd.array([1000.0, 1000.0]), 0, log=False).tolist()
+[0.5, 0.5]
+"""
+
+from __future__ import annotations
+
+from . import _C
+from ._C import Array
+
+__all__ = ["softmax_forward"]
+
+
+def softmax_forward(x: Array, axis: int, log: bool) -> Array:
+    """The values of (log_)softmax of float x along axis, without recording anything."""
+    if x.ndim == 0:
+        return _C.zeros((), dtype=x.dtype, device=x.device) + (0.0 if log else 1.0)
+    if x.size == 0:
+        return _C.empty(x.shape, dtype=x.dtype, device=x.device)
+    shifted = x - x.max(axis=axis, keepdims=True)
+    e = _C.exp(shifted)
+    total = e.sum(axis=axis, keepdims=True)
+    if log:
+        shifted -= _C.log(total)
+        return shifted
+    e /= total
+    return e
