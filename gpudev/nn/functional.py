@@ -21,8 +21,8 @@ __all__ = ["cross_entropy", "dropout", "log_softmax", "mse_loss", "one_hot", "si
 
 
 def sigmoid(x: gd.Array) -> gd.Array:
-    """1 / (1 + exp(-x)), computed as (1 + tanh(x / 2)) / 2 (stable for any x)."""
-    return gd.tanh(x * 0.5) * 0.5 + 0.5
+    """1 / (1 + exp(-x)) elementwise: gd.sigmoid (stable for any x)."""
+    return gd.sigmoid(x)
 
 
 def log_softmax(x: gd.Array, axis: int = -1) -> gd.Array:
