@@ -375,6 +375,7 @@ def test_results_on_a_gpu_match_the_cpu(cuda0):
     device = cuda0
     a = sample((50, 40), np.float64, seed=18)
     b = sample((40,), np.float64, seed=19, low=-3, high=3)
-    for f in (lambda x, y: x // y, lambda x, y: x % y, lambda x, y: gd.sigmoid(x) + y, lambda x, y: gd.clip(x, -1.0, y)):
+    for f in (lambda x, y: x // y, lambda x, y: x % y, lambda x, y: gd.sigmoid(x) + y,
+              lambda x, y: gd.clip(x, -1.0, y)):
         assert_array(f(gd.array(a, device=device), gd.array(b, device=device)),
                      host(f(gd.array(a, device=CPU), gd.array(b, device=CPU))), rtol=1e-14)

@@ -439,7 +439,8 @@ static PyMethodDef array_methods[] = {
     {"is_contiguous", array_is_contiguous, METH_NOARGS,
      "is_contiguous() -> whether the elements are C-contiguous in memory (views may not be)."},
     {"sigmoid", array_sigmoid, METH_NOARGS,
-     "sigmoid() -> 1 / (1 + exp(-a)) elementwise without overflow, as gd.sigmoid(a).\n\n>>> gd.zeros(2).sigmoid()"},
+     "sigmoid() -> 1 / (1 + exp(-a)) elementwise without overflow, as gd.sigmoid(a).\n\n"
+     ">>> gd.zeros(2).sigmoid().tolist()\n[0.5, 0.5]"},
     {"sum", GD_FN(gd_array_sum), GD_FASTKW, "sum(axis=None, keepdims=False)"},
     {"mean", GD_FN(gd_array_mean), GD_FASTKW, "mean(axis=None, keepdims=False)"},
     {"max", GD_FN(gd_array_max), GD_FASTKW, "max(axis=None, keepdims=False)"},

@@ -86,7 +86,10 @@ static int64_t iref_floor_div(int64_t x, int64_t y)
     if (q * y != x && (x < 0) != (y < 0)) q -= 1;
     return WRAP((uint64_t)q);
 }
-static int64_t iref_mod(int64_t x, int64_t y) { return y == 0 ? 0 : WRAP((uint64_t)x - (uint64_t)iref_floor_div(x, y) * (uint64_t)y); }
+static int64_t iref_mod(int64_t x, int64_t y)
+{
+    return y == 0 ? 0 : WRAP((uint64_t)x - (uint64_t)iref_floor_div(x, y) * (uint64_t)y);
+}
 static int64_t iref_pow(int64_t x, int64_t y) /* y >= 0: gpudev.h's contract */
 {
     uint64_t r = 1;

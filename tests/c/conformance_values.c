@@ -77,7 +77,8 @@ static const int_row int_rows[] = {
     {1, GD_FLOOR_DIV, 0, {INT64_MIN, INT64_MIN, 7, -7}, {-1, 0, -2, 2}, {INT64_MIN, 0, -4, -4}},
     {1, GD_FLOOR_DIV, 0, {INT64_MAX, INT64_MIN, 0, -1}, {-1, 2, 5, INT64_MAX}, {-INT64_MAX, INT64_MIN / 2, 0, -1}},
     {1, GD_MOD, 0, {INT64_MIN, INT64_MIN, 7, -7}, {-1, 0, -2, 2}, {0, 0, -1, 1}},
-    {1, GD_MOD, 0, {INT64_MAX, INT64_MIN, 3, -1}, {INT64_MIN, INT64_MAX, 0, INT64_MAX}, {-1, INT64_MAX - 1, 0, INT64_MAX - 1}},
+    {1, GD_MOD, 0, {INT64_MAX, INT64_MIN, 3, -1}, {INT64_MIN, INT64_MAX, 0, INT64_MAX},
+     {-1, INT64_MAX - 1, 0, INT64_MAX - 1}},
     {1, GD_MOD, SCALAR_B, {-5, 5, INT64_MIN, 0}, {-3}, {-2, -1, -2, 0}},
 };
 

@@ -157,8 +157,9 @@ UNARY = {
     "exp": (gd.exp, np.exp), "log": (gd.log, np.log), "sqrt": (gd.sqrt, np.sqrt), "tanh": (gd.tanh, np.tanh),
     "abs": (gd.abs, np.abs), "relu": (gd.relu, lambda x: np.maximum(x, x.dtype.type(0))),
     "negative": (operator.neg, operator.neg), "positive": (operator.pos, operator.pos),
-    "sigmoid": (gd.sigmoid, lambda x: np.asarray(np.where(
-        x >= 0, 1 / (1 + np.exp(-x)), np.exp(x) / (1 + np.exp(x))), dtype=x.dtype if x.dtype.kind == "f" else np.float64)),
+    "sigmoid": (gd.sigmoid, lambda x: np.asarray(
+        np.where(x >= 0, 1 / (1 + np.exp(-x)), np.exp(x) / (1 + np.exp(x))),
+        dtype=x.dtype if x.dtype.kind == "f" else np.float64)),
 }
 
 
