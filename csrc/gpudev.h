@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define GD_MAX_NDIM 16
-#define GD_BACKEND_ABI_VERSION 5
+#define GD_BACKEND_ABI_VERSION 6
 #define GD_BACKEND_CAPSULE_NAME "gpudev._cuda.backend"
 
 /* ------------------------------------------------------------------------------------------
@@ -115,6 +115,8 @@ typedef enum gd_binop {
     GD_MAXIMUM, GD_MINIMUM,             /* NaN propagates, as in NumPy                        */
     GD_EQ, GD_NE, GD_LT, GD_LE, GD_GT, GD_GE, /* comparisons: out is bool, a and b of `dtype`  */
     GD_AND, GD_OR, GD_XOR,              /* bitwise: int64 and bool only                       */
+    GD_FLOOR_DIV, GD_MOD,               /* NumPy's floor_divide and remainder; int64 x // 0 and
+                                         * x % 0 are 0, INT64_MIN // -1 wraps to INT64_MIN    */
     GD_NUM_BINOPS
 } gd_binop;
 
@@ -124,6 +126,7 @@ typedef enum gd_unop {
     GD_EXP, GD_LOG, GD_SQRT, GD_TANH,  /* float dtypes only (the core casts ints to float64) */
     GD_SQUARE,                         /* every dtype; used by norm                          */
     GD_INVERT,                         /* ~: bitwise not of int64, logical not of bool       */
+    GD_SIGMOID,                        /* float dtypes only; 1 / (1 + exp(-x)) without overflow */
     GD_NUM_UNOPS
 } gd_unop;
 

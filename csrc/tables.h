@@ -109,6 +109,7 @@ GD_TABLE gd_unop_info gd_unop_table[] = {
     {GD_TANH, "tanh", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
     {GD_SQUARE, "square", GD_OP_NUMERIC},
     {GD_INVERT, "invert", GD_OP_BITWISE},
+    {GD_SIGMOID, "sigmoid", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
 };
 GD_CHECK_TABLE(gd_unop_table, GD_NUM_UNOPS, &gd_unop_info::op);
 
@@ -136,6 +137,8 @@ GD_TABLE gd_binop_info gd_binop_table[] = {
     {GD_AND, "bitwise_and", "a = a & b", GD_OP_BITWISE},
     {GD_OR, "bitwise_or", "a = a | b", GD_OP_BITWISE},
     {GD_XOR, "bitwise_xor", "a = a ^ b", GD_OP_BITWISE},
+    {GD_FLOOR_DIV, "floor_divide", "a = a // b", GD_OP_COSTLY | GD_OP_NUMERIC},
+    {GD_MOD, "remainder", "a = a % b", GD_OP_COSTLY | GD_OP_NUMERIC},
 };
 GD_CHECK_TABLE(gd_binop_table, GD_NUM_BINOPS, &gd_binop_info::op);
 

@@ -38,6 +38,7 @@ from ._C import (  # noqa: E402,F401
     empty,
     exp,
     float32,
+    floor_divide,
     float64,
     from_dlpack,
     full,
@@ -49,13 +50,18 @@ from ._C import (  # noqa: E402,F401
     matmul,
     maximum,
     minimum,
+    mod,
     norm,
     num_gpus,
     ones,
+    pow,
+    power,
     rand,
     randn,
     relu,
+    remainder,
     set_num_threads,
+    sigmoid,
     sqrt,
     stack,
     synchronize,
@@ -89,13 +95,15 @@ def _load_cuda() -> None:
 
 _load_cuda()
 
-from . import _protocols  # noqa: E402
+from . import _clip, _protocols  # noqa: E402
+from ._clip import clamp, clip  # noqa: E402
 from ._creation import empty_like, full_like, ones_like, zeros_like  # noqa: E402
 from ._logic import isfinite, isnan  # noqa: E402
 from ._softmax import log_softmax, softmax  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 
 _protocols.install()
+_clip.install()
 tensor = array  # PyTorch's spelling of gd.array
 
 from ._info import build_info, empty_cache, memory_stats, set_tf32  # noqa: E402
@@ -125,6 +133,7 @@ __all__ = [
     "rand", "randn", "relu", "save", "set_grad_enabled", "set_num_threads", "set_tf32", "softmax", "sqrt",
     "stack",
     "synchronize", "tanh", "tensor", "trace", "try_all_gpus", "try_gpu", "zeros", "zeros_like",
+    "clamp", "clip", "floor_divide", "mod", "pow", "power", "remainder", "sigmoid",
 ]
 
 # NumPy's names, bound last so the code above still sees Python's own any, all and bool

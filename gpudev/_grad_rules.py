@@ -24,7 +24,7 @@ from . import _C
 from ._C import Array
 from ._stable import softmax_forward
 
-__all__ = ["RULES", "Rule"]
+__all__ = ["REFUSED", "RULES", "Rule"]
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,21 @@ _UNARY: dict[str, Callable[[Array, Array], Array]] = {
     "tanh": lambda x, g: g * (1.0 - _C.tanh(x) ** 2),
     "relu": lambda x, g: g * _mask(x > 0, g),
     "square": lambda x, g: g * (2.0 * x),
+    "sigmoid": lambda x, g: _sigmoid_grad(_C.sigmoid(x), g),
 }
+
+
+def _sigmoid_grad(y: Array, g: Array) -> Array:
+    # y * (1 - y) from the output, recomputed from the saved input (one kernel): saving the
+    # output itself would make it hold its own node (out -> grad_fn -> out), a cycle.
+    return g * (y * (1.0 - y))
+
+
+def _remainder(n: Any, g: Array) -> tuple:
+    # a % b = a - floor(a / b) * b, and the floor is constant between its steps
+    a, b = n.inputs
+    gb = None if n.metas[1] is None else -g * _C.floor_divide(a, b)
+    return _fit_all(n, g, gb)
 
 
 def _unary(name: str) -> Rule:
@@ -285,6 +299,11 @@ def _join(n: Any, g: Array, stack: bool) -> tuple:
     return tuple(_fit(gi, m) for gi, m in zip(grads, n.metas))
 
 
+# Operations that have no gradient, and why (autograd raises this when one is recorded)
+REFUSED: dict[str, str] = {
+    "floor_divide": "not differentiable (a step function: its gradient is 0 or undefined), as in PyTorch",
+}
+
 RULES: dict[str, Rule] = {
     "add": Rule(_add, saves=False),
     "subtract": Rule(_subtract, saves=False),
@@ -293,6 +312,7 @@ RULES: dict[str, Rule] = {
     "power": Rule(_power, saves=True),
     "maximum": Rule(lambda n, g: _extremum(n, g, 1.0), saves=True),
     "minimum": Rule(lambda n, g: _extremum(n, g, -1.0), saves=True),
+    "remainder": Rule(_remainder, saves=True),
     **{name: _unary(name) for name in _UNARY},
     "astype": Rule(lambda n, g: _fit_all(n, g), saves=False),
     "copy": Rule(lambda n, g: _fit_all(n, g), saves=False),

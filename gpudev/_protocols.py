@@ -43,6 +43,8 @@ _BINARY: dict[np.ufunc, tuple[Callable, Callable]] = {
     np.bitwise_and: (Array.__and__, Array.__rand__),
     np.bitwise_or: (Array.__or__, Array.__ror__),
     np.bitwise_xor: (Array.__xor__, Array.__rxor__),
+    np.floor_divide: (Array.__floordiv__, Array.__rfloordiv__),
+    np.remainder: (Array.__mod__, Array.__rmod__),  # np.mod is np.remainder
 }
 _FUNCS: dict[np.ufunc, Callable] = {
     np.negative: operator.neg,

@@ -153,6 +153,9 @@ def _meta(x: Any) -> tuple | None:
 
 def _rule(name: str) -> _grad_rules.Rule:
     rule = _grad_rules.RULES.get(name)
+    if rule is None and name in _grad_rules.REFUSED:
+        raise RuntimeError(f"{name}: {_grad_rules.REFUSED[name]}; compute it on x.detach() or inside "
+                           f"`with gd.no_grad():`")
     if rule is None:
         raise NotImplementedError(
             f"{name}: gradients of this operation are not implemented; compute it on x.detach() "
@@ -196,7 +199,7 @@ def _record(name: str, out: Array, inputs: tuple, extra: Any) -> Node | None:
 
 _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
     "add": operator.iadd, "subtract": operator.isub, "multiply": operator.imul,
-    "divide": operator.itruediv, "power": operator.ipow,
+    "divide": operator.itruediv, "power": operator.ipow, "remainder": operator.imod,
 }
 
 

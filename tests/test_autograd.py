@@ -5,6 +5,7 @@ the errors for what cannot be differentiated."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -456,3 +457,64 @@ def test_writing_into_an_integer_array_ends_the_graph(device):
     counts = gd.zeros(2, dtype=gd.int64, device=device)
     counts[0] = w[0] * 3.0
     assert counts.tolist() == [3, 0] and not counts.requires_grad
+
+
+# ---------------------------------------------------------------------------------------------
+# sigmoid, remainder and floor_divide
+# ---------------------------------------------------------------------------------------------
+
+
+def test_sigmoid(device):
+    gradcheck(gd.sigmoid, rnd(3, 5, low=-6.0, high=6.0), device=device)
+    gradcheck(lambda x: x.sigmoid() * x, rnd(4, 2), device=device)
+
+
+def test_sigmoid_gradient_is_finite_at_huge_inputs(device):
+    x = gd.array([-1e4, 0.0, 1e4], device=device).requires_grad_()
+    gd.sigmoid(x).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.25, 0.0]
+
+
+def _steps_apart(a: np.ndarray, b: Any) -> None:
+    """The data keeps a / b away from integers, where a % b jumps and differences fail."""
+    q = np.asarray(a / b)
+    assert np.all(np.abs(q - np.round(q)) > 1e-3), "test data too close to a step of a % b"
+
+
+@pytest.mark.parametrize("shapes", SHAPES, ids=str)
+def test_remainder_with_broadcasting(device, shapes):
+    sa, sb = shapes
+    a = rnd(*sa, low=-5.0, high=5.0, seed=2)
+    b = np.where(rnd(*sb, seed=3) < 0, -1.0, 1.0) * pos(*sb)  # both signs, away from 0
+    _steps_apart(a, b)
+    gradcheck(lambda x, y: x % y, a, b, device=device)
+    gradcheck(gd.remainder, a, b, device=device)
+
+
+def test_remainder_with_python_scalars_on_either_side(device):
+    a, b = rnd(3, 2), pos(3, 2)
+    _steps_apart(a, 1.5)
+    _steps_apart(5.25, b)
+    gradcheck(lambda x: x % 1.5, a, device=device)
+    gradcheck(lambda y: 5.25 % y, b, device=device)
+
+
+def test_remainder_in_place(device):
+    a = gd.array([5.5, -3.25], device=device).requires_grad_()
+    y = a * 1.0
+    y %= 2.0
+    y.sum().backward()
+    assert a.grad.tolist() == [1.0, 1.0]
+
+
+def test_floor_divide_is_refused_by_name(device):
+    x = gd.ones(3, device=device).requires_grad_()
+    for f in (lambda: x // 2, lambda: gd.floor_divide(x, 2.0), lambda: 7.0 // x, lambda: divmod(x, 2)):
+        with pytest.raises(RuntimeError, match=r"floor_divide: not differentiable.*no_grad"):
+            f()
+    y = x * 1.0
+    with pytest.raises(RuntimeError, match="floor_divide: not differentiable"):
+        y //= 2
+    with gd.no_grad():
+        assert (x // 2).tolist() == [0.0, 0.0, 0.0]
+    assert (x.detach() // 2).requires_grad is False

@@ -288,7 +288,23 @@ GD_BINARY_SLOTS(div, GD_DIV)
 GD_BINARY_SLOTS(and, GD_AND)
 GD_BINARY_SLOTS(or, GD_OR)
 GD_BINARY_SLOTS(xor, GD_XOR)
+GD_BINARY_SLOTS(floordiv, GD_FLOOR_DIV)
+GD_BINARY_SLOTS(mod, GD_MOD)
 #undef GD_BINARY_SLOTS
+
+/* divmod(a, b) -> (a // b, a % b), as NumPy's divmod */
+static PyObject *array_divmod(PyObject *a, PyObject *b)
+{
+    gd_state *st = pair_state(a, b);
+    PyObject *q = gd_binary(st, GD_FLOOR_DIV, a, b, NULL), *r = NULL, *res = NULL;
+    if (!q || q == Py_NotImplemented) return q;
+    r = gd_binary(st, GD_MOD, a, b, NULL);
+    if (r && r != Py_NotImplemented) res = PyTuple_Pack(2, q, r);
+    else res = Py_XNewRef(r);
+    Py_DECREF(q);
+    Py_XDECREF(r);
+    return res;
+}
 
 /* ==, <, ... compare elementwise into a bool array, as in NumPy */
 static PyObject *array_richcompare(PyObject *a, PyObject *b, int cmp)
@@ -324,6 +340,10 @@ static PyObject *array_neg(PyObject *a) { return gd_unary(gd_state_of(a), GD_NEG
 static PyObject *array_pos(PyObject *a) { return Py_NewRef(a); }
 static PyObject *array_abs(PyObject *a) { return gd_unary(gd_state_of(a), GD_ABS, (ArrayObject *)a); }
 static PyObject *array_invert(PyObject *a) { return gd_unary(gd_state_of(a), GD_INVERT, (ArrayObject *)a); }
+static PyObject *array_sigmoid(PyObject *a, PyObject *Py_UNUSED(ignored))
+{
+    return gd_unary(gd_state_of(a), GD_SIGMOID, (ArrayObject *)a);
+}
 
 static PyObject *size1_item(PyObject *self, const char *op)
 {
@@ -418,6 +438,9 @@ static PyMethodDef array_methods[] = {
      "contiguous() -> the array itself when C-contiguous, else a C-contiguous copy.\n\n>>> a.T.contiguous()"},
     {"is_contiguous", array_is_contiguous, METH_NOARGS,
      "is_contiguous() -> whether the elements are C-contiguous in memory (views may not be)."},
+    {"sigmoid", array_sigmoid, METH_NOARGS,
+     "sigmoid() -> 1 / (1 + exp(-a)) elementwise without overflow, as gd.sigmoid(a).\n\n"
+     ">>> gd.zeros(2).sigmoid().tolist()\n[0.5, 0.5]"},
     {"sum", GD_FN(gd_array_sum), GD_FASTKW, "sum(axis=None, keepdims=False)"},
     {"mean", GD_FN(gd_array_mean), GD_FASTKW, "mean(axis=None, keepdims=False)"},
     {"max", GD_FN(gd_array_max), GD_FASTKW, "max(axis=None, keepdims=False)"},
@@ -457,6 +480,11 @@ static PyType_Slot array_slots[] = {
     {Py_nb_inplace_multiply, array_inplace_mul},
     {Py_nb_inplace_true_divide, array_inplace_div},
     {Py_nb_inplace_power, array_inplace_pow},
+    {Py_nb_floor_divide, array_floordiv},
+    {Py_nb_remainder, array_mod},
+    {Py_nb_divmod, array_divmod},
+    {Py_nb_inplace_floor_divide, array_inplace_floordiv},
+    {Py_nb_inplace_remainder, array_inplace_mod},
     {Py_nb_matrix_multiply, array_matmul},
     {Py_nb_negative, array_neg},
     {Py_nb_positive, array_pos},

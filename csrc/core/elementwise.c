@@ -150,13 +150,13 @@ static int binary_operands(gd_state *st, binary_plan *p, PyObject *ao, PyObject 
 }
 
 /* Arithmetic on two bools as NumPy does it: + and maximum are or, * and minimum are and,
- * ** is computed in int64, - is refused. */
+ * ** // and % are computed in int64 (NumPy's int8; gpudev has no int8), - is refused. */
 static int bool_arithmetic(binary_plan *p)
 {
     switch (p->op) {
     case GD_ADD: case GD_MAXIMUM: p->op = GD_OR; return 0;
     case GD_MUL: case GD_MINIMUM: p->op = GD_AND; return 0;
-    case GD_POW: p->dt = GD_INT64; return 0;
+    case GD_POW: case GD_FLOOR_DIV: case GD_MOD: p->dt = GD_INT64; return 0; /* NumPy: int8 */
     default:
         PyErr_Format(PyExc_TypeError,
                      "%s: not supported for bool operands, as in NumPy; use ^ (bitwise_xor) for bools, or "
@@ -167,7 +167,7 @@ static int bool_arithmetic(binary_plan *p)
 }
 
 /* NumPy 2 promotion, then the operation's own rules: true division of integers, integer
- * powers with exponents that can be checked, bitwise operations on integers and bools only. */
+ * powers of scalar exponents >= 0, bitwise operations on integers and bools only. */
 static int binary_dtype(binary_plan *p)
 {
     p->dt = gd_promote(&p->x, &p->y);
@@ -190,14 +190,7 @@ static int binary_dtype(binary_plan *p)
                      p->name, big->obj);
         return -1;
     }
-    if (p->op == GD_POW && p->y.arr && p->y.arr->dtype != GD_BOOL) { /* bool exponents are 0 or 1 */
-        PyErr_Format(PyExc_TypeError,
-                     "power: int64 arrays as exponents of integers are not supported "
-                     "(negative exponents cannot be checked on every device); convert first, "
-                     "e.g. a.astype(gd.float64) ** b");
-        return -1;
-    }
-    if (p->op == GD_POW && p->y.i < 0) {
+    if (p->op == GD_POW && !p->y.arr && p->y.i < 0) { /* array exponents: pow_exponents_ok */
         PyErr_SetString(PyExc_ValueError,
                         "power: integers to negative integer powers are not allowed; use "
                         "a.astype(gd.float64) ** n");
@@ -274,6 +267,27 @@ static int binary_compute(gd_state *st, const gd_backend *be, const binary_plan 
     return gd_store(st, be, inplace, out, p->name);
 }
 
+/* Integer powers with an int64 array of exponents: NumPy refuses negative ones, so the
+ * smallest exponent is found first (a reduction, and on a GPU a wait for it) and nothing is
+ * written when it is negative. 0 or -1. */
+static int pow_exponents_ok(const binary_plan *p, ArrayObject *exponents)
+{
+    if (p->op != GD_POW || p->dt != GD_INT64 || !p->y.arr || p->y.arr->dtype == GD_BOOL || p->size == 0) return 0;
+    PyObject *m = gd_array_min((PyObject *)exponents, NULL, 0, NULL);
+    PyObject *v = m ? gd_array_item(m, NULL) : NULL;
+    Py_XDECREF(m);
+    if (!v) return -1;
+    long long low = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    if (low == -1 && PyErr_Occurred()) return -1;
+    if (low >= 0) return 0;
+    PyErr_Format(PyExc_ValueError,
+                 "power: Integers to negative integer powers are not allowed. (the exponents include %lld); "
+                 "convert first, e.g. a.astype(gd.float64) ** b",
+                 low);
+    return -1;
+}
+
 static PyObject *binary_general(gd_state *st, gd_binop op, PyObject *ao, PyObject *bo, ArrayObject *inplace)
 {
     binary_plan p = {.op = op, .name = gd_binop_table[op].name};
@@ -288,7 +302,7 @@ static PyObject *binary_general(gd_state *st, gd_binop op, PyObject *ao, PyObjec
         return NULL;
     ArrayObject *xa, *ya, *tx = NULL, *ty = NULL, *out = NULL;
     if (binary_input(st, be, &p, p.x.arr, inplace, &xa, &tx) < 0 ||
-        binary_input(st, be, &p, p.y.arr, inplace, &ya, &ty) < 0)
+        binary_input(st, be, &p, p.y.arr, inplace, &ya, &ty) < 0 || pow_exponents_ok(&p, ya) < 0)
         goto fail;
     out = inplace && inplace->dtype == p.rdt ? (ArrayObject *)Py_NewRef(inplace)
                                              : gd_array_new(st, p.dev, p.rdt, p.ndim, p.shape, p.name);
@@ -538,6 +552,7 @@ GD_UNARY_FN(sqrt, GD_SQRT)
 GD_UNARY_FN(tanh, GD_TANH)
 GD_UNARY_FN(relu, GD_RELU)
 GD_UNARY_FN(abs, GD_ABS)
+GD_UNARY_FN(sigmoid, GD_SIGMOID)
 #undef GD_UNARY_FN
 
 static PyObject *binary_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs, gd_binop op)
@@ -564,6 +579,12 @@ static PyObject *binary_fn(PyObject *module, PyObject *const *args, Py_ssize_t n
 
 static PyObject *mod_maximum(PyObject *m, PyObject *const *a, Py_ssize_t n) { return binary_fn(m, a, n, GD_MAXIMUM); }
 static PyObject *mod_minimum(PyObject *m, PyObject *const *a, Py_ssize_t n) { return binary_fn(m, a, n, GD_MINIMUM); }
+static PyObject *mod_power(PyObject *m, PyObject *const *a, Py_ssize_t n) { return binary_fn(m, a, n, GD_POW); }
+static PyObject *mod_floor_divide(PyObject *m, PyObject *const *a, Py_ssize_t n)
+{
+    return binary_fn(m, a, n, GD_FLOOR_DIV);
+}
+static PyObject *mod_remainder(PyObject *m, PyObject *const *a, Py_ssize_t n) { return binary_fn(m, a, n, GD_MOD); }
 
 static PyObject *mod_allclose(PyObject *module, PyObject *args, PyObject *kwds)
 {
@@ -588,6 +609,24 @@ static PyMethodDef elementwise_functions[] = {
     {"abs", mod_abs, METH_O, "abs(a) elementwise"},
     {"maximum", GD_FN(mod_maximum), METH_FASTCALL, "maximum(a, b) elementwise with broadcasting (NaN propagates)"},
     {"minimum", GD_FN(mod_minimum), METH_FASTCALL, "minimum(a, b) elementwise with broadcasting (NaN propagates)"},
+    {"sigmoid", mod_sigmoid, METH_O,
+     "sigmoid(a) = 1 / (1 + exp(-a)) elementwise, computed without overflow (integers in float64).\n\n"
+     ">>> gd.sigmoid(gd.array([-1e4, 0.0, 1e4])).tolist()\n[0.0, 0.5, 1.0]"},
+    {"power", GD_FN(mod_power), METH_FASTCALL,
+     "power(a, b) = a ** b elementwise with broadcasting. Integers to negative integer powers raise "
+     "ValueError, as in NumPy; for an int64 array of exponents that check is a reduction (on a GPU it "
+     "waits for the device). Integer results wrap on overflow.\n\n"
+     ">>> gd.power(gd.arange(4), gd.array([3, 2, 1, 0])).tolist()\n[0, 1, 2, 1]"},
+    {"pow", GD_FN(mod_power), METH_FASTCALL, "pow(a, b): gd.power (PyTorch's name)."},
+    {"floor_divide", GD_FN(mod_floor_divide), METH_FASTCALL,
+     "floor_divide(a, b) = a // b elementwise with broadcasting, as NumPy's: the quotient rounded down. "
+     "For int64, x // 0 is 0 (no warning) and INT64_MIN // -1 wraps to INT64_MIN.\n\n"
+     ">>> gd.floor_divide(gd.array([7, -7]), 2).tolist()\n[3, -4]"},
+    {"remainder", GD_FN(mod_remainder), METH_FASTCALL,
+     "remainder(a, b) = a % b elementwise with broadcasting, as NumPy's: the sign of b, and "
+     "a == (a // b) * b + a % b. For int64, x % 0 is 0 (no warning); for floats it is NaN.\n\n"
+     ">>> gd.remainder(gd.array([7, -7]), 3).tolist()\n[1, 2]"},
+    {"mod", GD_FN(mod_remainder), METH_FASTCALL, "mod(a, b): gd.remainder (NumPy's alias)."},
     {"allclose", GD_FN(mod_allclose), METH_VARARGS | METH_KEYWORDS,
      "allclose(a, b, rtol=1e-05, atol=1e-08) -> bool, as numpy.allclose"},
     {NULL, NULL, 0, NULL},

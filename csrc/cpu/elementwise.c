@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "cpu.h"
+#include "ewise_math.h"
 
 /* ------------------------------------------------------------------------------------------
  * elementwise kernels
@@ -138,13 +139,16 @@ static inline int64_t gd_ipow(int64_t base, int64_t exp)
     GD_DEFINE_UNARY(un_sqrt_##S, T, SQRT(x))                                                     \
     GD_DEFINE_UNARY(un_tanh_##S, T, TANH(x))                                                     \
     GD_DEFINE_UNARY(un_square_##S, T, x * x)                                                     \
+    GD_DEFINE_UNARY(un_sigmoid_##S, T, gd_sigmoid_##S(x))                                        \
     GD_DEFINE_BINARY(bin_add_##S, T, x + y)                                                      \
     GD_DEFINE_BINARY(bin_sub_##S, T, x - y)                                                      \
     GD_DEFINE_BINARY(bin_mul_##S, T, x * y)                                                      \
     GD_DEFINE_BINARY(bin_div_##S, T, x / y)                                                      \
     GD_DEFINE_BINARY(bin_pow_##S, T, POW(x, y))                                                  \
     GD_DEFINE_BINARY(bin_max_##S, T, GD_FMAX(x, y))                                              \
-    GD_DEFINE_BINARY(bin_min_##S, T, GD_FMIN(x, y))
+    GD_DEFINE_BINARY(bin_min_##S, T, GD_FMIN(x, y))                                              \
+    GD_DEFINE_BINARY(bin_floordiv_##S, T, gd_floor_div_##S(x, y))                                \
+    GD_DEFINE_BINARY(bin_mod_##S, T, gd_mod_##S(x, y))
 
 GD_FLOAT_ELEMENTWISE(f32, float, fabsf, expf, logf, sqrtf, tanhf, powf)
 GD_FLOAT_ELEMENTWISE(f64, double, fabs, exp, log, sqrt, tanh, pow)
@@ -160,6 +164,8 @@ GD_DEFINE_BINARY(bin_mul_i64, int64_t, GD_WRAP(GD_U64(x) * GD_U64(y)))
 GD_DEFINE_BINARY(bin_pow_i64, int64_t, gd_ipow(x, y))
 GD_DEFINE_BINARY(bin_max_i64, int64_t, x > y ? x : y)
 GD_DEFINE_BINARY(bin_min_i64, int64_t, x < y ? x : y)
+GD_DEFINE_BINARY(bin_floordiv_i64, int64_t, gd_floor_div_i64(x, y))
+GD_DEFINE_BINARY(bin_mod_i64, int64_t, gd_mod_i64(x, y))
 
 GD_DEFINE_UNARY(un_copy_b, uint8_t, x)
 GD_COMPARISONS(f32, float)
@@ -182,7 +188,7 @@ GD_STATIC_ASSERT(GD_NUM_DTYPES == 4, "the kernel rows below list float32, float6
 static const gd_ew_kernel gd_un_kernels[][GD_NUM_DTYPES] = {
     GD_ALL_ROW(un_, copy), GD_ROW(un_, neg), GD_ROW(un_, abs), GD_ROW(un_, relu), GD_FLOAT_ROW(un_, exp),
     GD_FLOAT_ROW(un_, log), GD_FLOAT_ROW(un_, sqrt), GD_FLOAT_ROW(un_, tanh), GD_ROW(un_, square),
-    GD_INT_ROW(un_, invert),
+    GD_INT_ROW(un_, invert), GD_FLOAT_ROW(un_, sigmoid),
 };
 GD_STATIC_ASSERT(GD_COUNT_OF(gd_un_kernels) == GD_NUM_UNOPS, "gd_un_kernels: one row per gd_unop");
 
@@ -191,7 +197,7 @@ static const gd_ew_kernel gd_bin_kernels[][GD_NUM_DTYPES] = {
     GD_ROW(bin_, pow), GD_ROW(bin_, max), GD_ROW(bin_, min),
     GD_ALL_ROW(bin_, eq), GD_ALL_ROW(bin_, ne), GD_ALL_ROW(bin_, lt), GD_ALL_ROW(bin_, le),
     GD_ALL_ROW(bin_, gt), GD_ALL_ROW(bin_, ge), GD_INT_ROW(bin_, and), GD_INT_ROW(bin_, or),
-    GD_INT_ROW(bin_, xor),
+    GD_INT_ROW(bin_, xor), GD_ROW(bin_, floordiv), GD_ROW(bin_, mod),
 };
 GD_STATIC_ASSERT(GD_COUNT_OF(gd_bin_kernels) == GD_NUM_BINOPS, "gd_bin_kernels: one row per gd_binop");
 

@@ -4,9 +4,11 @@
  *
  * Semantics match the CPU backend: int64 +, -, *, negation, abs and square wrap around (done
  * in uint64, where overflow is defined); int64 ** squares and multiplies; maximum, minimum
- * and relu propagate NaN as NumPy does.
+ * and relu propagate NaN as NumPy does; // and % floor, and sigmoid never overflows, with the
+ * CPU backend's own functions (ewise_math.h).
  */
 #include "backend_cuda.cuh"
+#include "ewise_math.h"
 
 #include <type_traits>
 
@@ -45,6 +47,15 @@ __device__ __forceinline__ float math_abs(float x) { return fabsf(x); }
 __device__ __forceinline__ double math_abs(double x) { return fabs(x); }
 __device__ __forceinline__ float math_pow(float x, float y) { return powf(x, y); }
 __device__ __forceinline__ double math_pow(double x, double y) { return pow(x, y); }
+/* ewise_math.h: the same floor division, remainder and sigmoid as the CPU backend */
+__device__ __forceinline__ float math_sigmoid(float x) { return gd_sigmoid_f32(x); }
+__device__ __forceinline__ double math_sigmoid(double x) { return gd_sigmoid_f64(x); }
+__device__ __forceinline__ float math_floor_div(float a, float b) { return gd_floor_div_f32(a, b); }
+__device__ __forceinline__ double math_floor_div(double a, double b) { return gd_floor_div_f64(a, b); }
+__device__ __forceinline__ int64_t math_floor_div(int64_t a, int64_t b) { return gd_floor_div_i64(a, b); }
+__device__ __forceinline__ float math_mod(float a, float b) { return gd_mod_f32(a, b); }
+__device__ __forceinline__ double math_mod(double a, double b) { return gd_mod_f64(a, b); }
+__device__ __forceinline__ int64_t math_mod(int64_t a, int64_t b) { return gd_mod_i64(a, b); }
 
 template <gd_unop OP, class T> __device__ __forceinline__ T apply_unop(T x)
 {
@@ -70,6 +81,8 @@ template <gd_unop OP, class T> __device__ __forceinline__ T apply_unop(T x)
     } else if constexpr (OP == GD_INVERT) {
         if constexpr (gd_is_bool<T>) return !x;
         else return ~x;
+    } else if constexpr (OP == GD_SIGMOID) {
+        return math_sigmoid(x);
     } else {
         static_assert(OP == GD_TANH, "unhandled unary op");
         return math_tanh(x);
@@ -115,6 +128,10 @@ template <gd_binop OP, class T> __device__ __forceinline__ binop_out<OP, T> appl
         return (T)(a & b);
     } else if constexpr (OP == GD_OR) {
         return (T)(a | b);
+    } else if constexpr (OP == GD_FLOOR_DIV) {
+        return math_floor_div(a, b);
+    } else if constexpr (OP == GD_MOD) {
+        return math_mod(a, b);
     } else {
         static_assert(OP == GD_XOR, "unhandled binary op");
         return (T)(a ^ b);

@@ -1,9 +1,8 @@
 """Functions of arrays that the layers and losses are made of, differentiable through autograd.
 
-Each is a gpudev operation or a few, so its gradient comes from theirs: ``sigmoid`` through
-``tanh`` (``sigmoid(x) = (1 + tanh(x / 2)) / 2`` never overflows); ``softmax`` and
-``log_softmax`` are :func:`gpudev.softmax` and :func:`gpudev.log_softmax` (stable, one node
-each).
+Each is a gpudev operation or a few, so its gradient comes from theirs: ``sigmoid``,
+``softmax`` and ``log_softmax`` are :func:`gpudev.sigmoid`, :func:`gpudev.softmax` and
+:func:`gpudev.log_softmax` (numerically stable, one autograd node each).
 
     >>> import gpudev as gd
     >>> from gpudev.nn import functional as F
@@ -18,11 +17,7 @@ import gpudev as gd
 __all__ = ["cross_entropy", "dropout", "log_softmax", "mse_loss", "one_hot", "sigmoid", "softmax"]
 
 
-def sigmoid(x: gd.Array) -> gd.Array:
-    """1 / (1 + exp(-x)), computed as (1 + tanh(x / 2)) / 2 (stable for any x)."""
-    return gd.tanh(x * 0.5) * 0.5 + 0.5
-
-
+sigmoid = gd.sigmoid
 log_softmax = gd.log_softmax
 softmax = gd.softmax
 

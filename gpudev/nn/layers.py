@@ -104,7 +104,7 @@ class Sigmoid(Module):
 
     def forward(self, x: gd.Array) -> gd.Array:
         _check_array("Sigmoid", "x", x)
-        return F.sigmoid(x)
+        return gd.sigmoid(x)
 
 
 class Tanh(Module):

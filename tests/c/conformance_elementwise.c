@@ -61,6 +61,35 @@ static double ref_xor(double x, double y) { return (double)((int)x ^ (int)y); }
 static int64_t iref_and(int64_t x, int64_t y) { return x & y; }
 static int64_t iref_or(int64_t x, int64_t y) { return x | y; }
 static int64_t iref_xor(int64_t x, int64_t y) { return x ^ y; }
+static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+/* NumPy's floor division and remainder written from their definition (Python's rule: the
+ * remainder takes the divisor's sign; zeros the signs NumPy gives them), apart from the
+ * backends' ewise_math.h; integers through 128 bits, so INT64_MIN // -1 needs no care. */
+static double ref_floor_div(double x, double y)
+{
+    if (y == 0) return x / y;
+    double r = fmod(x, y), q = (x - r) / y;
+    if (r != 0 && (r < 0) != (y < 0)) q -= 1;
+    return q == 0 ? copysign(0.0, x / y) : round(q);
+}
+static double ref_mod(double x, double y)
+{
+    double r = fmod(x, y);
+    if (y == 0) return r;
+    if (r != 0 && (r < 0) != (y < 0)) r += y;
+    return r == 0 ? copysign(0.0, y) : r;
+}
+static int64_t iref_floor_div(int64_t x, int64_t y)
+{
+    if (y == 0) return 0;
+    __int128 q = (__int128)x / y;
+    if (q * y != x && (x < 0) != (y < 0)) q -= 1;
+    return WRAP((uint64_t)q);
+}
+static int64_t iref_mod(int64_t x, int64_t y)
+{
+    return y == 0 ? 0 : WRAP((uint64_t)x - (uint64_t)iref_floor_div(x, y) * (uint64_t)y);
+}
 static int64_t iref_pow(int64_t x, int64_t y) /* y >= 0: gpudev.h's contract */
 {
     uint64_t r = 1;
@@ -92,6 +121,7 @@ static const unop_row unops[] = {
     {GD_SQRT, "sqrt", sqrt, NULL, 0, 0},            {GD_TANH, "tanh", tanh, NULL, 3, 2},
     {GD_SQUARE, "square", ref_square, iref_square, 0, 0},
     {GD_INVERT, "invert", ref_not, iref_invert, 0, 0},
+    {GD_SIGMOID, "sigmoid", ref_sigmoid, NULL, 4, 3},
 };
 
 typedef struct binop_row {
@@ -120,6 +150,8 @@ static const binop_row binops[] = {
     {GD_AND, "bitwise_and", ref_and, iref_and, 0, 0, 0},
     {GD_OR, "bitwise_or", ref_or, iref_or, 0, 0, 0},
     {GD_XOR, "bitwise_xor", ref_xor, iref_xor, 0, 0, 0},
+    {GD_FLOOR_DIV, "floor_divide", ref_floor_div, iref_floor_div, 0, 0, 0},
+    {GD_MOD, "remainder", ref_mod, iref_mod, 1, 0, 0},
 };
 
 #define NUM_UNOPS ((int)(sizeof unops / sizeof unops[0]))

@@ -44,6 +44,14 @@ static const float_row float_rows[] = {
     {0, GD_NEG, 0, {INFINITY, NAN, 0, -2.5}, {0}, {-INFINITY, NAN, 0, 2.5}},
     {0, GD_SQUARE, 0, {-3, INFINITY, NAN, 0.5}, {0}, {9, INFINITY, NAN, 0.25}},
     {0, GD_COPY, SCALAR_A, {NAN}, {0}, {NAN, NAN, NAN, NAN}},
+    {0, GD_SIGMOID, 0, {-1e4, 1e4, -INFINITY, NAN}, {0}, {0, 1, 0, NAN}},
+    {0, GD_SIGMOID, 0, {0, -0.0, INFINITY, 0}, {0}, {0.5, 0.5, 1, 0.5}},
+    {1, GD_FLOOR_DIV, 0, {7, -7, 7, -7}, {2, 2, -2, -2}, {3, -4, -4, 3}},
+    {1, GD_FLOOR_DIV, 0, {5, -1, 1, INFINITY}, {0, INFINITY, INFINITY, 2}, {INFINITY, -1, 0, NAN}},
+    {1, GD_FLOOR_DIV, 0, {0, NAN, 0, 1}, {0, 1, NAN, -INFINITY}, {NAN, NAN, NAN, -1}},
+    {1, GD_MOD, 0, {7, -7, 7, -7}, {2, 2, -2, -2}, {1, 1, -1, -1}},
+    {1, GD_MOD, 0, {5, -1, 1, INFINITY}, {0, INFINITY, INFINITY, 2}, {NAN, INFINITY, 1, NAN}},
+    {1, GD_MOD, SCALAR_B, {5.5, -5.5, NAN, -0.0}, {2.5}, {0.5, 2, NAN, 0}},
 };
 
 typedef struct int_row {
@@ -66,6 +74,12 @@ static const int_row int_rows[] = {
     {1, GD_POW, SCALAR_B, {-3, 2, 0, 10}, {3}, {-27, 8, 0, 1000}},
     {1, GD_MAXIMUM, 0, {INT64_MIN, INT64_MAX, -1, 0}, {INT64_MAX, INT64_MIN, -1, -1}, {INT64_MAX, INT64_MAX, -1, 0}},
     {1, GD_MINIMUM, 0, {INT64_MIN, INT64_MAX, -1, 0}, {INT64_MAX, INT64_MIN, -1, -1}, {INT64_MIN, INT64_MIN, -1, -1}},
+    {1, GD_FLOOR_DIV, 0, {INT64_MIN, INT64_MIN, 7, -7}, {-1, 0, -2, 2}, {INT64_MIN, 0, -4, -4}},
+    {1, GD_FLOOR_DIV, 0, {INT64_MAX, INT64_MIN, 0, -1}, {-1, 2, 5, INT64_MAX}, {-INT64_MAX, INT64_MIN / 2, 0, -1}},
+    {1, GD_MOD, 0, {INT64_MIN, INT64_MIN, 7, -7}, {-1, 0, -2, 2}, {0, 0, -1, 1}},
+    {1, GD_MOD, 0, {INT64_MAX, INT64_MIN, 3, -1}, {INT64_MIN, INT64_MAX, 0, INT64_MAX},
+     {-1, INT64_MAX - 1, 0, INT64_MAX - 1}},
+    {1, GD_MOD, SCALAR_B, {-5, 5, INT64_MIN, 0}, {-3}, {-2, -1, -2, 0}},
 };
 
 /* Runs one row: a and b hold 4 host elements of dtype t (or the scalar in element 0). */

@@ -312,6 +312,20 @@ METHODS["__ipow__"] = OTHER
 for _name in ("__len__", "__bool__", "__float__", "__int__", "__neg__", "__pos__", "__abs__", "__repr__", "__str__",
               "__invert__", "__hash__", "contiguous", "is_contiguous", "ravel"):
     METHODS[_name] = ()
+# sigmoid, floor division and remainder, powers, clip
+SIGNATURES.update({
+    "sigmoid": (ONE,), "floor_divide": TWO, "remainder": TWO, "mod": TWO, "power": TWO, "pow": TWO,
+    "clip": (ONE, P("a_min", "array", lambda: 0.5), P("a_max", "array", arr(3))),
+    "clamp": (ONE, P("min", "array", lambda: 0.5), P("max", "array", lambda: None)),
+})
+for _name in ("floordiv", "mod", "divmod"):
+    for _form in ("__{}__", "__r{}__", "__i{}__"):
+        if _form.format(_name) != "__idivmod__":
+            METHODS[_form.format(_name)] = OTHER
+METHODS.update({
+    "sigmoid": (), "clip": (P("min", "array", lambda: 0.5), P("max", "array", lambda: 2.0)),
+    "clamp": (P("min", "array", lambda: 0.5), P("max", "array", lambda: None)),
+})
 
 # The arrays each method is called on: one per dtype, 0-d, empty, a view.
 RECEIVERS: dict[str, Factory] = {

@@ -43,7 +43,6 @@ by_device = pytest.mark.parametrize("device", DEVICES)
 # gpudev refuses these where NumPy answers: each is a deliberate difference in README.md
 REFUSALS = [
     r"matmul: int64 operands are not supported",                       # matmul is float-only
-    r"power: int64 arrays as exponents of integers are not supported",  # unchecked negative exponents
     r"slices with a step .* are not supported",                         # views stay contiguous
     r"only integers, slices .* are valid indices",                      # other index types
     r"(indexing with arrays|boolean masks).* not supported yet",        # masks and gathers
@@ -158,6 +157,9 @@ UNARY = {
     "exp": (gd.exp, np.exp), "log": (gd.log, np.log), "sqrt": (gd.sqrt, np.sqrt), "tanh": (gd.tanh, np.tanh),
     "abs": (gd.abs, np.abs), "relu": (gd.relu, lambda x: np.maximum(x, x.dtype.type(0))),
     "negative": (operator.neg, operator.neg), "positive": (operator.pos, operator.pos),
+    "sigmoid": (gd.sigmoid, lambda x: np.asarray(
+        np.where(x >= 0, 1 / (1 + np.exp(-x)), np.exp(x) / (1 + np.exp(x))),
+        dtype=x.dtype if x.dtype.kind == "f" else np.float64)),
 }
 
 
@@ -172,6 +174,7 @@ def test_unary(device, x, name):
 BINARY = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
     "pow": operator.pow, "maximum": (gd.maximum, np.maximum), "minimum": (gd.minimum, np.minimum),
+    "floordiv": operator.floordiv, "mod": operator.mod,
 }
 
 
@@ -205,7 +208,7 @@ def test_scalar_operands(device, a, scalar, name, reflected):
 
 @by_device
 @fuzz_settings
-@given(data=st.data(), name=st.sampled_from(["add", "sub", "mul", "truediv", "pow"]))
+@given(data=st.data(), name=st.sampled_from(["add", "sub", "mul", "truediv", "pow", "floordiv", "mod"]))
 def test_inplace(device, data, name):
     a = data.draw(arrays(shape=hnp.array_shapes(min_dims=0, max_dims=3, max_side=4)))
     b = data.draw(st.one_of(arrays(shape=st.sampled_from([a.shape, a.shape[1:], (1,) * a.ndim, ()])), SCALARS))

@@ -1,0 +1,71 @@
+"""Limiting values to a range: ``gd.clip`` (NumPy's name) and ``gd.clamp`` (PyTorch's).
+
+Both are NumPy's definition, ``minimum(maximum(a, a_min), a_max)``, made of the recorded
+operations ``maximum`` and ``minimum``: bounds broadcast, the result's dtype follows NumPy 2
+promotion with Python scalars as weak operands (an int64 array clipped to 0.5 is float64), NaN
+in ``a`` or a bound propagates, and gradients come through ``maximum``/``minimum``.
+
+>>> import gpudev as gd
+>>> gd.clip(gd.arange(5), 1, 3).tolist()
+[1, 1, 2, 3, 3]
+>>> gd.arange(5).clamp(max=2).tolist()
+[0, 1, 2, 2, 2]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _C
+
+__all__ = ["clamp", "clip", "install"]
+
+
+def _limit(name: str, a: Any, low: Any, high: Any) -> _C.Array:
+    if not isinstance(a, _C.Array):
+        raise TypeError(f"{name}: expected a gpudev Array, got {type(a).__name__}; convert it with gd.asarray(x)")
+    if low is None and high is None:
+        raise ValueError(f"{name}: one of the bounds must be given, got None for both (as NumPy 1.x and "
+                         f"PyTorch refuse it); pass a lower bound, an upper bound or both")
+    out = a if low is None else _C.maximum(a, low)
+    return out if high is None else _C.minimum(out, high)
+
+
+def clip(a: _C.Array, a_min: Any = None, a_max: Any = None) -> _C.Array:
+    """Elements of ``a`` limited to ``[a_min, a_max]``: ``minimum(maximum(a, a_min), a_max)``.
+
+    Either bound may be None (no limit on that side), a number or an Array that broadcasts
+    against ``a``; both None raise ValueError. A bound above the other gives ``a_max``, as in
+    NumPy. Returns a new array, also when nothing was clipped.
+
+    Example:
+        >>> gd.clip(gd.array([-2.0, 0.5, 9.0]), 0.0, 1.0).tolist()
+        [0.0, 0.5, 1.0]
+    """
+    return _limit("clip", a, a_min, a_max)
+
+
+def clamp(a: _C.Array, min: Any = None, max: Any = None) -> _C.Array:  # noqa: A002 (PyTorch's names)
+    """``gd.clip`` under PyTorch's name and keywords: ``clamp(a, min=None, max=None)``.
+
+    Example:
+        >>> gd.clamp(gd.array([-2.0, 0.5, 9.0]), min=0.0).tolist()
+        [0.0, 0.5, 9.0]
+    """
+    return _limit("clamp", a, min, max)
+
+
+def _clip_method(self: _C.Array, min: Any = None, max: Any = None) -> _C.Array:  # noqa: A002
+    """a.clip(min=None, max=None): ``gd.clip(a, min, max)`` (NumPy's method).
+
+    Example:
+        >>> gd.arange(4).clip(1, 2).tolist()
+        [1, 1, 2, 2]
+    """
+    return _limit("clip", self, min, max)
+
+
+def install() -> None:
+    """``a.clip(min, max)`` and ``a.clamp(min=None, max=None)`` as Array methods (once, at import)."""
+    _C.Array.clip = _clip_method
+    _C.Array.clamp = clamp
