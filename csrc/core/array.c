@@ -409,6 +409,8 @@ static PyMethodDef array_methods[] = {
      "allow it, as in NumPy, else a copy.\n\n>>> gd.arange(6).reshape(2, -1)"},
     {"flatten", gd_array_flatten, METH_NOARGS, "flatten() -> a 1-D copy, as NumPy's."},
     {"ravel", gd_array_ravel, METH_NOARGS, "ravel() -> the array as 1-D: a view when possible, else a copy."},
+    {"nonzero", gd_array_nonzero, METH_NOARGS,
+     "nonzero() -> tuple of int64 arrays: the coordinates of the nonzero elements (gd.nonzero)."},
     {"transpose", GD_FN(gd_array_transpose), METH_FASTCALL,
      "transpose(*axes) -> a view with the axes permuted (reversed by default).\n\n>>> a.transpose(1, 0, 2)"},
     {"permute", GD_FN(gd_array_permute), METH_FASTCALL,
