@@ -85,11 +85,6 @@ static int index_refuse(index_walk *w, PyObject *it)
         PyErr_Format(PyExc_IndexError,
                      "%s: a bool (%R) is not a valid index; use a bool array as a mask (a[a > 0])",
                      w->op, it);
-    else if (PyList_Check(it) || PyArray_Check(it) || Py_TYPE(it) == Py_TYPE((PyObject *)w->a))
-        PyErr_Format(PyExc_IndexError,
-                     "%s: an index array (%.100s) is supported only alone on the leading axes (a[idx], a[mask], "
-                     "a[idx, ...]); on the CPU use a.numpy()[index]",
-                     w->op, Py_TYPE(it)->tp_name);
     else
         PyErr_Format(PyExc_IndexError,
                      "%s: only integers, slices (start:stop:step), ellipsis (...), None and integer or boolean "
@@ -130,8 +125,8 @@ static int index_item(index_walk *w, PyObject *it, int used)
     }
     if (it == Py_None) return add_axis(w, 1, 0);
     if (PySlice_Check(it)) return index_slice(w, it);
-    /* NumPy arrays of more than one index (or of bools) have an __index__ that raises NumPy's
-     * own TypeError; only a 0-d integer array is one integer */
+    /* gather.c takes index arrays and masks; a NumPy array here is 0-d, and only an integer
+     * one is one integer (NumPy's __index__ of others raises its own TypeError) */
     if (PyArray_Check(it) && (PyArray_NDIM((PyArrayObject *)it) > 0 || !PyArray_ISINTEGER((PyArrayObject *)it)))
         return index_refuse(w, it);
     if (is_integer_index(it)) return index_integer(w, it);
