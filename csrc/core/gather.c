@@ -178,6 +178,7 @@ static int plan_take(take_plan *p, gd_state *st, ArrayObject *a, PyObject *key, 
     if (!idx) return -1;
     int rc = idx->dtype == GD_BOOL ? plan_mask(p, st, a, idx, trailing, op) : plan_ints(p, st, a, idx, trailing, op);
     Py_DECREF(idx);
+    if (rc < 0) Py_CLEAR(p->rowsidx);
     return rc < 0 ? -1 : 1;
 }
 
@@ -405,7 +406,7 @@ static PyMethodDef gather_methods[] = {
      "nonzero(a) -> tuple of int64 arrays, one per axis: the coordinates of a's nonzero elements, as NumPy's.\n\n"
      "On a GPU the count is read back first (a synchronization).\n\n"
      ">>> gd.nonzero(gd.array([[0, 3], [5, 0]]))\n"
-     "(array([0, 1]), array([1, 0]))"},
+     "(Array([0, 1]), Array([1, 0]))"},
     {"_index_add", GD_FN(index_add_fn), METH_FASTCALL,
      "_index_add(dst, idx, src): dst[idx] += src in place, repeated indices accumulating (autograd's scatter-add)."},
     {NULL, NULL, 0, NULL},
