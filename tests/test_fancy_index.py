@@ -342,6 +342,13 @@ def test_bad_index_arrays(device):
     assert host(a).sum() == 0
 
 
+def test_results_past_sixteen_dimensions_are_refused(device):
+    a = gd.zeros((2,) * 16, device=device)
+    with pytest.raises(IndexError, match=r"getitem: the result would have more than 16 dimensions"):
+        a[np.zeros((1, 1), dtype=np.int64)]
+    assert a[np.zeros(1, dtype=np.int64)].shape == (1,) + (2,) * 15
+
+
 def test_nonzero_errors():
     with pytest.raises(ValueError, match=r"nonzero: calling nonzero on 0d arrays is not allowed"):
         gd.nonzero(gd.array(1.0))
@@ -358,5 +365,7 @@ def test_index_add_checks_its_arguments():
     with pytest.raises(IndexError, match=r"_index_add: index 3 is out of bounds for axis 0 with size 3"):
         gd._C._index_add(dst, gd.array([3]), gd.ones((1, 2)))
     assert dst.tolist() == [[0.0, 0.0]] * 3
+    with pytest.raises(IndexError, match=r"_index_add: idx must be an integer index array"):
+        gd._C._index_add(dst, 0, gd.ones((1, 2)))
     gd._C._index_add(dst, gd.array([2, -1, 0]), gd.ones((3, 2)))
     assert dst.tolist() == [[1.0, 1.0], [0.0, 0.0], [2.0, 2.0]]
