@@ -150,6 +150,11 @@ static void fill_range(void *ctx, int64_t begin, int64_t end)
     nz_job *j = ctx;
     for (int64_t c = begin; c < end; c++) {
         int64_t lo = c * j->chunk, hi = lo + j->chunk < j->n ? lo + j->chunk : j->n, at = j->counts[c];
+        if (j->ndim == 1) { /* flat positions (every mask index): no divisions */
+            for (int64_t p = lo; p < hi; p++)
+                if (j->mask[p]) j->out[at++] = p;
+            continue;
+        }
         for (int64_t p = lo; p < hi; p++) {
             if (!j->mask[p]) continue;
             int64_t rem = p;
