@@ -306,6 +306,32 @@ typedef struct gd_backend {
     /* Work queued on `device` from now on, frees included, starts after the work queued on
      * `stream` so far (a release: gpudev may reuse what the consumer read). */
     int (*device_wait_stream)(int device, uint64_t stream, gd_error *err);
+
+    /* ---- indexing that copies: gathers and scatters of rows, stream compaction ----
+     *
+     * A table of `rows` rows, each `inner` C-contiguous elements of `dtype`; `idx` holds n
+     * int64 row numbers on the device, a negative one counting from the end. *bad (host)
+     * receives -1, or the position in idx of the first index outside [-rows, rows), and
+     * then nothing was read out of bounds and nothing was written to dst. These entries
+     * synchronize on GPUs (bad and count are read back). n >= 1, inner >= 1. */
+    /* out[k] = src[idx[k]] for k < n, row by row. */
+    int (*gather_rows)(void *out, int64_t *bad, const void *src, int64_t rows, const int64_t *idx, int64_t n,
+                       gd_dtype dtype, int64_t inner, int device, gd_error *err);
+    /* dst[idx[k]] = src[k] for k < n; with repeated indices the CPU keeps the last write, a
+     * GPU any one of them. */
+    int (*scatter_rows)(void *dst, int64_t *bad, int64_t rows, const int64_t *idx, const void *src, int64_t n,
+                        gd_dtype dtype, int64_t inner, int device, gd_error *err);
+    /* dst[idx[k]] += src[k] for k < n; repeated indices accumulate (atomics on GPUs).
+     * float32, float64 and int64. */
+    int (*scatter_add_rows)(void *dst, int64_t *bad, int64_t rows, const int64_t *idx, const void *src, int64_t n,
+                            gd_dtype dtype, int64_t inner, int device, gd_error *err);
+    /* *count (host) = how many of the n bool elements of mask are nonzero. n >= 0. */
+    int (*count_nonzero)(int64_t *count, const void *mask, int64_t n, int device, gd_error *err);
+    /* out[k * count + j] = coordinate k of the j-th nonzero element, in C order, of mask
+     * (bool, C-contiguous, `shape` a host array of ndim >= 1 lengths), count from
+     * count_nonzero (>= 1). */
+    int (*nonzero)(int64_t *out, int64_t count, const void *mask, int ndim, const int64_t *shape, int device,
+                   gd_error *err);
 } gd_backend;
 
 #ifdef __cplusplus

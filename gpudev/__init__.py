@@ -140,3 +140,8 @@ __all__ = [
 from ._C import all, any, bool  # noqa: E402,A004
 
 bool_ = bool
+
+# indexing that copies: masks and index arrays in a[...], and their coordinates
+from ._C import nonzero  # noqa: E402
+
+__all__ += ["nonzero"]

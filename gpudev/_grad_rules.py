@@ -24,7 +24,7 @@ from . import _C
 from ._C import Array
 from ._stable import softmax_forward
 
-__all__ = ["REFUSED", "RULES", "Rule"]
+__all__ = ["REFUSED", "RULES", "Rule", "refuse_repeated_rows"]
 
 
 @dataclass(frozen=True)
@@ -332,3 +332,55 @@ RULES: dict[str, Rule] = {
     "concatenate": Rule(lambda n, g: _join(n, g, False), saves=False),
     "stack": Rule(lambda n, g: _join(n, g, True), saves=False),
 }
+
+
+# ---------------------------------------------------------------------------------------------
+# indexing that copies: a[idx], a[mask] (recorded as "take") and a[idx] = v
+# ---------------------------------------------------------------------------------------------
+
+
+def _take(n: Any, g: Array) -> tuple:
+    """g scatter-added into zeros of a's shape: rows picked twice get both gradients.
+
+    ``extra`` is (rows, lead): the int64 row numbers the copy read (on a's device) and how
+    many leading axes of a the rows span (a mask's ndim, 1 for an index array).
+    """
+    rows, lead = n.extra
+    shape, _, device = n.metas[0]
+    gx = _C.zeros((math.prod(shape[:lead]),) + shape[lead:], dtype=g.dtype, device=device)
+    _C._index_add(gx, rows, g.reshape(rows.shape + shape[lead:]))
+    return _fit_all(n, gx.reshape(shape))
+
+
+RULES["take"] = Rule(_take, saves=False)
+
+
+def refuse_repeated_rows(a: Array, key: Any, value: Any) -> None:
+    """Refuse ``a[idx] = value`` with repeated indices when value requires grad.
+
+    Which of the repeated writes wins is unspecified on GPUs, so the gradient of value would
+    be too. Reads an index on a GPU back to the host (a synchronization).
+
+        >>> refuse_repeated_rows(gd.zeros(3), [0, 0], gd.ones(2).requires_grad_())
+        Traceback (most recent call last):
+        RuntimeError: setitem: ...
+    """
+    if not (isinstance(value, Array) and value.requires_grad) or a.ndim == 0 or a.shape[0] == 0:
+        return
+    item = key[0] if isinstance(key, tuple) and key else key
+    if isinstance(item, Array):
+        item = item.cpu().numpy()
+    elif not isinstance(item, (list, np.ndarray)):
+        return
+    try:
+        rows = np.asarray(item)
+    except ValueError:
+        return  # the write itself reports a ragged list
+    if rows.dtype.kind not in "iu" or rows.size == 0:
+        return
+    rows = rows.astype(np.int64) % a.shape[0]  # out-of-range indices are reported by the write
+    if np.unique(rows).size < rows.size:
+        raise RuntimeError(
+            "setitem: a[idx] = value with repeated indices in idx is not differentiable with respect "
+            "to value (which write wins is unspecified on GPUs); use unique indices, or detach "
+            "value (value.detach()) if no gradient should flow to it")

@@ -232,6 +232,7 @@ def _record_inplace(name: str, a: Array, b: Any) -> Array:
 def _record_setitem(a: Array, key: Any, value: Any) -> None:
     """a[key] = value where a or value is part of a graph."""
     _refuse_inplace("setitem", a, isinstance(value, Array) and value.requires_grad)
+    _grad_rules.refuse_repeated_rows(a, key, value)
     # an integer array holds no gradient: the values are converted and the graph ends here
     node = _make_node("setitem", _meta(a), (a, value), key) if a.dtype.kind == "f" else None
     with no_grad():

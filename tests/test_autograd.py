@@ -518,3 +518,55 @@ def test_floor_divide_is_refused_by_name(device):
     with gd.no_grad():
         assert (x // 2).tolist() == [0.0, 0.0, 0.0]
     assert (x.detach() // 2).requires_grad is False
+
+
+# ---------------------------------------------------------------------------------------------
+# indexing that copies: gathers and masks scatter-add their gradient; a[idx] = v
+# ---------------------------------------------------------------------------------------------
+
+GATHERS = {
+    "idx": lambda x: x[[2, 0, 1]], "idx_repeated": lambda x: x[[1, 1, -1, 1]],
+    "idx_2d": lambda x: x[np.array([[0, 2], [2, 2]])], "idx_ellipsis": lambda x: x[[0, 0], ...],
+    "idx_gd": lambda x: x[gd.array([2, -3, 2])], "idx_of_view": lambda x: x[:, ::-2][[1, 1, 0]],
+    "mask": lambda x: x[np.array([True, False, True])],
+    "mask_2d": lambda x: x[np.arange(12).reshape(3, 4) % 3 == 0],
+    "mask_3d_all": lambda x: x[np.ones((3, 4, 2), dtype=bool)],
+    "mask_empty": lambda x: x[np.zeros(3, dtype=bool)] * 1.0,
+}
+
+
+@pytest.mark.parametrize("op", sorted(GATHERS))
+def test_gathers_and_masks(device, op):
+    gradcheck(GATHERS[op], rnd(3, 4, 2), device=device)
+
+
+def test_repeated_indices_accumulate_exactly(device):
+    x = gd.zeros(4, device=device).requires_grad_()
+    x[[3, 0, 3, 3]].sum().backward()
+    assert x.grad.tolist() == [1.0, 0.0, 0.0, 3.0]
+
+
+def test_setitem_with_index_arrays_and_masks_records_both_sides(device):
+    def put(a, v):
+        out = a * 1.0
+        out[[2, 0]] = v
+        return out * out
+
+    def put_mask(a, v):
+        out = a * 1.0
+        out[np.array([[True, False], [False, False], [True, True]])] = v  # v broadcasts
+        return out * out
+
+    gradcheck(put, rnd(3, 2), rnd(2, 2, seed=7), device=device)
+    gradcheck(put, rnd(3, 2), rnd(2, seed=7), device=device)  # broadcast: summed back
+    gradcheck(put_mask, rnd(3, 2), rnd(1, seed=7), device=device)
+
+
+def test_setitem_with_repeated_indices_refuses_the_value_gradient(device):
+    out = gd.zeros((3, 2), device=device) * 1.0
+    v = gd.ones((2, 2), device=device).requires_grad_()
+    with pytest.raises(RuntimeError, match=r"setitem: a\[idx\] = value with repeated indices"):
+        out[[1, -2]] = v
+    assert out.tolist() == [[0.0, 0.0]] * 3  # refused before anything was written
+    out[[1, -2]] = v.detach()  # no gradient wanted: NumPy's last write
+    assert out.tolist() == [[0.0, 0.0], [1.0, 1.0], [0.0, 0.0]]

@@ -360,13 +360,22 @@ def test_huge_empty_arrays_print():
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key", [np.array([0, 1]), np.array([True, False, True]), np.array(1.0), np.bool_(True),
-                                 (0, np.array([0]))], ids=["int array", "bool array", "0-d float", "np.bool_", "in tuple"])
-def test_numpy_array_indices_are_refused_by_gpudev(key):
+@pytest.mark.parametrize("key, message", [
+    (np.array(1.0), r"only integers, slices .* got numpy.ndarray"),
+    (np.bool_(True), r"a bool \(np.True_\) is not a valid index; use a bool array as a mask"),
+    ((0, np.array([0])), r"an index array or mask is supported only alone on the leading axes"),
+], ids=["0-d float", "np.bool_", "in tuple"])
+def test_numpy_indices_gpudev_refuses(key, message):
     a = gd.ones((3, 3))
-    with pytest.raises(IndexError, match=r"getitem: (indexing with arrays|a bool \(np.True_\) is not a valid index).* "
-                                         r"not supported yet"):
+    with pytest.raises(IndexError, match=rf"getitem: {message}"):
         a[key]
+
+
+def test_numpy_index_arrays_index_as_in_numpy():
+    src = np.arange(9.0).reshape(3, 3)
+    a = gd.array(src)
+    for key in (np.array([0, 1]), np.array([True, False, True])):
+        assert a[key].tolist() == src[key].tolist()
 
 
 def test_numpy_integer_scalars_index():

@@ -429,6 +429,10 @@ static PyMethodDef array_methods[] = {
      "allow it, as in NumPy, else a copy.\n\n>>> gd.arange(6).reshape(2, -1)"},
     {"flatten", gd_array_flatten, METH_NOARGS, "flatten() -> a 1-D copy, as NumPy's."},
     {"ravel", gd_array_ravel, METH_NOARGS, "ravel() -> the array as 1-D: a view when possible, else a copy."},
+    {"nonzero", gd_array_nonzero, METH_NOARGS,
+     "nonzero() -> tuple of int64 arrays, one per axis: the coordinates of the nonzero elements, as\n"
+     "NumPy's (gd.nonzero). On a GPU the count is read back first (a synchronization).\n\n"
+     ">>> gd.array([0, 2, 0, 3]).nonzero()\n(Array([1, 3]),)"},
     {"transpose", GD_FN(gd_array_transpose), METH_FASTCALL,
      "transpose(*axes) -> a view with the axes permuted (reversed by default).\n\n>>> a.transpose(1, 0, 2)"},
     {"permute", GD_FN(gd_array_permute), METH_FASTCALL,
@@ -469,7 +473,14 @@ static PyType_Slot array_slots[] = {
     {Py_tp_members, array_members},
     {Py_tp_getset, array_getset},
     {Py_tp_doc, "An n-dimensional array on one device (CPU or a CUDA GPU).\n\n"
-                ">>> a = gd.ones((2, 3), device=gd.try_gpu())\n>>> (a @ a.T).sum().item()\n18.0"},
+                ">>> a = gd.ones((2, 3), device=gd.try_gpu())\n>>> (a @ a.T).sum().item()\n18.0\n\n"
+                "Basic indexing (a[0], a[:, ::2], a[..., None]) gives views. A bool mask over the leading axes\n"
+                "(a[a > 0]) or an integer index array on the first axis (a[[2, 0]], a[idx, ...]) gives a copy,\n"
+                "and a[mask] = v, a[idx] = v scatter v broadcast to the selection. Every index is checked\n"
+                "first (IndexError, nothing written); on a GPU that check and a mask's count are read back,\n"
+                "a synchronization. With repeated indices in a[idx] = v a GPU keeps any one of the writes.\n\n"
+                ">>> b = gd.arange(6).reshape(3, 2)\n>>> b[[2, 0]].tolist(), b[b > 3].tolist()\n"
+                "([[4, 5], [0, 1]], [4, 5])"},
     {Py_nb_add, array_add},
     {Py_nb_subtract, array_sub},
     {Py_nb_multiply, array_mul},

@@ -1,5 +1,5 @@
 /* index.c - NumPy's basic indexing as views: a[i], a[i:j:k], a[..., None], a[key] = value,
- * len() and iteration; reshape (a view when the strides allow it, as NumPy decides), ravel
+ * len() and iteration (masks and index arrays go to gather.c, which copies); reshape (a view when the strides allow it, as NumPy decides), ravel
  * and flatten. Every view shares the base's memory, so writing through it changes the base.
  */
 #include "core.h"
@@ -83,13 +83,8 @@ static int index_refuse(index_walk *w, PyObject *it)
 {
     if (PyBool_Check(it) || PyArray_IsScalar(it, Bool))
         PyErr_Format(PyExc_IndexError,
-                     "%s: a bool (%R) is not a valid index; and boolean masks (a[a > 0]) are not supported yet",
+                     "%s: a bool (%R) is not a valid index; use a bool array as a mask (a[a > 0])",
                      w->op, it);
-    else if (PyList_Check(it) || PyArray_Check(it) || Py_TYPE(it) == Py_TYPE((PyObject *)w->a))
-        PyErr_Format(PyExc_IndexError,
-                     "%s: indexing with arrays (boolean masks, integer index arrays) is not supported yet, got "
-                     "%.100s; use integers, slices, ... and None, or on the CPU a.numpy()[index]",
-                     w->op, Py_TYPE(it)->tp_name);
     else
         PyErr_Format(PyExc_IndexError,
                      "%s: only integers, slices (start:stop:step), ellipsis (...), None and integer or boolean "
@@ -130,8 +125,8 @@ static int index_item(index_walk *w, PyObject *it, int used)
     }
     if (it == Py_None) return add_axis(w, 1, 0);
     if (PySlice_Check(it)) return index_slice(w, it);
-    /* NumPy arrays of more than one index (or of bools) have an __index__ that raises NumPy's
-     * own TypeError; only a 0-d integer array is one integer */
+    /* gather.c takes index arrays and masks; a NumPy array here is 0-d, and only an integer
+     * one is one integer (NumPy's __index__ of others raises its own TypeError) */
     if (PyArray_Check(it) && (PyArray_NDIM((PyArrayObject *)it) > 0 || !PyArray_ISINTEGER((PyArrayObject *)it)))
         return index_refuse(w, it);
     if (is_integer_index(it)) return index_integer(w, it);
@@ -160,6 +155,9 @@ PyObject *gd_array_subscript(PyObject *self, PyObject *key)
 {
     ArrayObject *a = (ArrayObject *)self;
     gd_state *st = gd_state_of(self);
+    PyObject *copy = NULL;
+    int taken = gd_take(&copy, st, a, key);
+    if (taken) return taken < 0 ? NULL : copy;
     ArrayObject *out = basic_view(st, a, key, "getitem");
     return GD_AG_OUT(st, "getitem", out, a, NULL, Py_NewRef(key));
 }
@@ -173,6 +171,8 @@ int gd_array_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
     }
     gd_state *st = gd_state_of(self);
     if (gd_ag_wanted(st, self, value)) return gd_ag_setitem(st, self, key, value);
+    int put = gd_put(st, a, key, value);
+    if (put) return put < 0 ? -1 : 0;
     ArrayObject *view = basic_view(st, a, key, "setitem");
     if (!view) return -1;
     int rc = gd_assign(st, view, value, "setitem");

@@ -84,4 +84,10 @@ const gd_backend gd_cpu_backend = {
      * is timed with the host clock), and gpudev's calls are the only work to wait for */
     .memory_stats = gd_cpu_get_memory_stats,
     .reset_peak_memory = gd_cpu_reset_peak_memory,
+    /* indexing that copies */
+    .gather_rows = gd_cpu_gather_rows,
+    .scatter_rows = gd_cpu_scatter_rows,
+    .scatter_add_rows = gd_cpu_scatter_add_rows,
+    .count_nonzero = gd_cpu_count_nonzero,
+    .nonzero = gd_cpu_nonzero,
 };

@@ -122,4 +122,15 @@ int gd_cpu_arange(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, in
 int gd_cpu_random(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed, uint64_t offset,
                   int64_t n, int device, gd_error *err);
 
+/* gather.c: indexing that copies */
+int gd_cpu_gather_rows(void *out, int64_t *bad, const void *src, int64_t rows, const int64_t *idx, int64_t n,
+                       gd_dtype dtype, int64_t inner, int device, gd_error *err);
+int gd_cpu_scatter_rows(void *dst, int64_t *bad, int64_t rows, const int64_t *idx, const void *src, int64_t n,
+                        gd_dtype dtype, int64_t inner, int device, gd_error *err);
+int gd_cpu_scatter_add_rows(void *dst, int64_t *bad, int64_t rows, const int64_t *idx, const void *src, int64_t n,
+                            gd_dtype dtype, int64_t inner, int device, gd_error *err);
+int gd_cpu_count_nonzero(int64_t *count, const void *mask, int64_t n, int device, gd_error *err);
+int gd_cpu_nonzero(int64_t *out, int64_t count, const void *mask, int ndim, const int64_t *shape, int device,
+                   gd_error *err);
+
 #endif /* GPUDEV_CPU_H */

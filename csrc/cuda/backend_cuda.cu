@@ -1,7 +1,7 @@
 /* backend_cuda.cu - the CUDA backend's table, handed to gpudev._C through the `backend`
  * capsule of gpudev._cuda (module.cu). Its entries are defined by kind, one file each:
  * runtime.cu (devices, synchronization), memory.cu, copy.cu, elementwise.cu, cast.cu,
- * reduce.cu, gemm.cu, permute.cu, generate.cu and services.cu (device properties, events,
+ * reduce.cu, gemm.cu, permute.cu, generate.cu, gather.cu and services.cu (device properties, events,
  * ordering against other libraries' streams); backend_cuda.cuh lists them by file.
  */
 #include "backend_cuda.cuh"
@@ -56,6 +56,12 @@ static const gd_backend gd_cuda_table = {
     guarded<gd_cuda_event_destroy>::call,      /* event_destroy */
     guarded<gd_cuda_stream_wait_device>::call, /* stream_wait_device */
     guarded<gd_cuda_device_wait_stream>::call, /* device_wait_stream */
+    /* indexing that copies (gather.cu) */
+    guarded<gd_cuda_gather_rows>::call,        /* gather_rows */
+    guarded<gd_cuda_scatter_rows>::call,       /* scatter_rows */
+    guarded<gd_cuda_scatter_add_rows>::call,   /* scatter_add_rows */
+    guarded<gd_cuda_count_nonzero>::call,      /* count_nonzero */
+    guarded<gd_cuda_nonzero>::call,            /* nonzero */
 };
 
 extern "C" const gd_backend *gd_cuda_backend(void) { return &gd_cuda_table; }

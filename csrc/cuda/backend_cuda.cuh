@@ -230,6 +230,17 @@ void gd_cuda_event_destroy(void *event, int device);
 int gd_cuda_stream_wait_device(int device, uint64_t stream, gd_error *err);
 int gd_cuda_device_wait_stream(int device, uint64_t stream, gd_error *err);
 
+/* gather.cu: indexing that copies */
+int gd_cuda_gather_rows(void *out, int64_t *bad, const void *src, int64_t rows, const int64_t *idx, int64_t n,
+                        gd_dtype dtype, int64_t inner, int device, gd_error *err);
+int gd_cuda_scatter_rows(void *dst, int64_t *bad, int64_t rows, const int64_t *idx, const void *src, int64_t n,
+                         gd_dtype dtype, int64_t inner, int device, gd_error *err);
+int gd_cuda_scatter_add_rows(void *dst, int64_t *bad, int64_t rows, const int64_t *idx, const void *src, int64_t n,
+                             gd_dtype dtype, int64_t inner, int device, gd_error *err);
+int gd_cuda_count_nonzero(int64_t *count, const void *mask, int64_t n, int device, gd_error *err);
+int gd_cuda_nonzero(int64_t *out, int64_t count, const void *mask, int ndim, const int64_t *shape, int device,
+                    gd_error *err);
+
 /* The finished table (backend_cuda.cu); module.cu wraps it in the capsule. */
 extern "C" const gd_backend *gd_cuda_backend(void);
 /* Allow (1) or forbid (0) TF32 in float32 products, from each device's next product on

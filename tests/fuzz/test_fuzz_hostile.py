@@ -327,6 +327,16 @@ METHODS.update({
     "clamp": (P("min", "array", lambda: 0.5), P("max", "array", lambda: None)),
 })
 
+# indexing that copies: gd.nonzero, Array.nonzero, and masks and index arrays as keys
+SIGNATURES["nonzero"] = (ONE,)
+METHODS["nonzero"] = ()
+BY_KIND["index"].update({
+    "bool list": lambda: [True, False], "out of range": lambda: [0, 2**40], "below range": lambda: np.array([-(2**62)]),
+    "2-D ints": lambda: np.array([[0], [-1]]), "gd mask": lambda: gd.array([True, False]), "float list": lambda: [0.5],
+    "ragged": lambda: [[0], [1, 2]], "int and list": lambda: (0, [0]), "mask and slice": lambda: ([True], slice(1)),
+    "0-d mask": lambda: gd.array(True), "empty list": lambda: [], "uint64 array": lambda: np.array([1], np.uint64),
+})
+
 # The arrays each method is called on: one per dtype, 0-d, empty, a view.
 RECEIVERS: dict[str, Factory] = {
     "float32 (2, 3)": arr(2, 3), "int64 (4,)": arr(4, dtype=gd.int64), "float64 0-d": lambda: gd.array(2.0, dtype=gd.float64),

@@ -80,6 +80,21 @@ void gd_emu_syncthreads();
 void gd_emu_syncwarp(unsigned mask);
 inline void __syncthreads() { gd_emu_syncthreads(); }
 
+/* Atomics. A thread of the emulation runs until it reaches a barrier or exits, so a plain
+ * read-modify-write is never interleaved with another thread's. */
+template <class T> T atomicAdd(T *address, T val)
+{
+    T old = *address;
+    *address = old + val;
+    return old;
+}
+template <class T> T atomicMin(T *address, T val)
+{
+    T old = *address;
+    if (val < old) *address = val;
+    return old;
+}
+
 /* The host's steady clock in nanoseconds: a kernel that spins on it waits about as long as
  * on a GPU's cycle counter at 1 GHz. */
 long long clock64();

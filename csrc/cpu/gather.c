@@ -1,0 +1,219 @@
+/* gather.c - the CPU backend's indexing that copies: gathers and scatters of whole rows by an
+ * int64 index array (a[idx], a[idx] = v, the gradient of a[idx]), and stream compaction of a
+ * bool mask into the coordinates of its nonzero elements (a[mask], gd.nonzero).
+ *
+ * Every index is checked before any row moves, so a bad one leaves the destination as it was.
+ * Scatters split the work by columns, never by rows: each thread sees the indices in order,
+ * so the last of repeated indices wins (as in NumPy) and scatter-adds need no atomics.
+ */
+#include <string.h>
+
+#include "cpu.h"
+
+/* ------------------------------------------------------------------------------------------
+ * the bounds check
+ * ---------------------------------------------------------------------------------------- */
+
+/* The position of the first index outside [-rows, rows), or -1. */
+static int64_t first_bad(const int64_t *idx, int64_t n, int64_t rows)
+{
+    for (int64_t k = 0; k < n; k++)
+        if (idx[k] < -rows || idx[k] >= rows) return k;
+    return -1;
+}
+
+static inline int64_t wrap(int64_t i, int64_t rows) { return i < 0 ? i + rows : i; }
+
+/* ------------------------------------------------------------------------------------------
+ * gather: rows in parallel (each output row is written once)
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct rows_job {
+    char *dst;
+    const char *src;
+    const int64_t *idx;
+    int64_t n, rows;
+    size_t item, row_bytes;
+    gd_dtype dtype;
+} rows_job;
+
+static void gather_range(void *ctx, int64_t begin, int64_t end)
+{
+    const rows_job *j = ctx;
+    for (int64_t k = begin; k < end; k++)
+        memcpy(j->dst + (size_t)k * j->row_bytes, j->src + (size_t)wrap(j->idx[k], j->rows) * j->row_bytes,
+               j->row_bytes);
+}
+
+int gd_cpu_gather_rows(void *out, int64_t *bad, const void *src, int64_t rows, const int64_t *idx, int64_t n,
+                       gd_dtype dtype, int64_t inner, int device, gd_error *err)
+{
+    (void)device;
+    (void)err;
+    *bad = first_bad(idx, n, rows);
+    if (*bad >= 0) return GD_OK;
+    rows_job j = {.dst = out, .src = src, .idx = idx, .n = n, .rows = rows,
+                  .row_bytes = (size_t)inner * gd_dtype_size(dtype)};
+    int nt = gd_threads_for(n * (int64_t)j.row_bytes, GD_PAR_COPY_BYTES);
+    gd_parallel_for(nt, n, 1, gather_range, &j);
+    return GD_OK;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * scatter and scatter-add: columns in parallel, rows in order
+ * ---------------------------------------------------------------------------------------- */
+
+static void scatter_range(void *ctx, int64_t begin, int64_t end)
+{
+    const rows_job *j = ctx;
+    const size_t off = (size_t)begin * j->item, len = (size_t)(end - begin) * j->item;
+    for (int64_t k = 0; k < j->n; k++)
+        memcpy(j->dst + (size_t)wrap(j->idx[k], j->rows) * j->row_bytes + off, j->src + (size_t)k * j->row_bytes + off,
+               len);
+}
+
+#define GD_ADD_COLUMNS(T)                                                                                       \
+    for (int64_t k = 0; k < j->n; k++) {                                                                        \
+        T *d = (T *)(j->dst + (size_t)wrap(j->idx[k], j->rows) * j->row_bytes);                                 \
+        const T *s = (const T *)(j->src + (size_t)k * j->row_bytes);                                            \
+        for (int64_t i = begin; i < end; i++) d[i] += s[i];                                                     \
+    }
+
+static void scatter_add_range(void *ctx, int64_t begin, int64_t end)
+{
+    const rows_job *j = ctx;
+    switch (j->dtype) {
+    case GD_FLOAT32: GD_ADD_COLUMNS(float) break;
+    case GD_FLOAT64: GD_ADD_COLUMNS(double) break;
+    default: /* int64 wraps on overflow, as NumPy's does: add as unsigned */
+        GD_ADD_COLUMNS(uint64_t) break;
+    }
+}
+
+static int scatter_common(void *dst, int64_t *bad, int64_t rows, const int64_t *idx, const void *src, int64_t n,
+                          gd_dtype dtype, int64_t inner, gd_range_fn fn)
+{
+    *bad = first_bad(idx, n, rows);
+    if (*bad >= 0) return GD_OK;
+    rows_job j = {.dst = dst, .src = src, .idx = idx, .n = n, .rows = rows, .dtype = dtype,
+                  .item = gd_dtype_size(dtype), .row_bytes = (size_t)inner * gd_dtype_size(dtype)};
+    int nt = gd_threads_for(n * (int64_t)j.row_bytes, GD_PAR_COPY_BYTES);
+    gd_parallel_for(nt, inner, 64, fn, &j);
+    return GD_OK;
+}
+
+int gd_cpu_scatter_rows(void *dst, int64_t *bad, int64_t rows, const int64_t *idx, const void *src, int64_t n,
+                        gd_dtype dtype, int64_t inner, int device, gd_error *err)
+{
+    (void)device;
+    (void)err;
+    return scatter_common(dst, bad, rows, idx, src, n, dtype, inner, scatter_range);
+}
+
+int gd_cpu_scatter_add_rows(void *dst, int64_t *bad, int64_t rows, const int64_t *idx, const void *src, int64_t n,
+                            gd_dtype dtype, int64_t inner, int device, gd_error *err)
+{
+    (void)device;
+    if (dtype == GD_BOOL || (unsigned)dtype >= GD_NUM_DTYPES)
+        return gd_set_error(err, GD_ERR_VALUE, "cpu scatter_add_rows: dtype %d is not float32, float64 or int64",
+                            (int)dtype);
+    return scatter_common(dst, bad, rows, idx, src, n, dtype, inner, scatter_add_range);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * stream compaction: a count pass over chunks, then a fill pass from each chunk's offset
+ * ---------------------------------------------------------------------------------------- */
+
+#define GD_NZ_CHUNKS 64
+
+typedef struct nz_job {
+    const uint8_t *mask;
+    int64_t n, chunk;
+    int64_t counts[GD_NZ_CHUNKS]; /* per chunk; then the exclusive prefix sums */
+    int64_t *out, count;
+    int ndim;
+    const int64_t *shape;
+} nz_job;
+
+static void count_range(void *ctx, int64_t begin, int64_t end)
+{
+    nz_job *j = ctx;
+    for (int64_t c = begin; c < end; c++) {
+        int64_t lo = c * j->chunk, hi = lo + j->chunk < j->n ? lo + j->chunk : j->n, s = 0;
+        for (int64_t p = lo; p < hi; p++) s += j->mask[p] != 0;
+        j->counts[c] = s;
+    }
+}
+
+static void fill_range(void *ctx, int64_t begin, int64_t end)
+{
+    nz_job *j = ctx;
+    for (int64_t c = begin; c < end; c++) {
+        int64_t lo = c * j->chunk, hi = lo + j->chunk < j->n ? lo + j->chunk : j->n, at = j->counts[c];
+        if (j->ndim == 1) { /* flat positions (every mask index): no divisions */
+            for (int64_t p = lo; p < hi; p++)
+                if (j->mask[p]) j->out[at++] = p;
+            continue;
+        }
+        for (int64_t p = lo; p < hi; p++) {
+            if (!j->mask[p]) continue;
+            int64_t rem = p;
+            for (int k = j->ndim - 1; k >= 0; k--) {
+                j->out[k * j->count + at] = rem % j->shape[k];
+                rem /= j->shape[k];
+            }
+            at++;
+        }
+    }
+}
+
+/* Split the n mask bytes into at most GD_NZ_CHUNKS chunks; the number of threads. */
+static int nz_plan(nz_job *j, const void *mask, int64_t n)
+{
+    j->mask = mask;
+    j->n = n;
+    j->chunk = n / GD_NZ_CHUNKS + 1;
+    return gd_threads_for(n, GD_PAR_REDUCE);
+}
+
+static int64_t nz_chunks(const nz_job *j) { return j->n == 0 ? 0 : (j->n + j->chunk - 1) / j->chunk; }
+
+int gd_cpu_count_nonzero(int64_t *count, const void *mask, int64_t n, int device, gd_error *err)
+{
+    (void)device;
+    (void)err;
+    nz_job j;
+    int nt = nz_plan(&j, mask, n);
+    gd_parallel_for(nt, nz_chunks(&j), 1, count_range, &j);
+    int64_t s = 0;
+    for (int64_t c = 0; c < nz_chunks(&j); c++) s += j.counts[c];
+    *count = s;
+    return GD_OK;
+}
+
+int gd_cpu_nonzero(int64_t *out, int64_t count, const void *mask, int ndim, const int64_t *shape, int device,
+                   gd_error *err)
+{
+    (void)device;
+    int64_t n = 1;
+    for (int k = 0; k < ndim; k++) n *= shape[k];
+    nz_job j;
+    int nt = nz_plan(&j, mask, n);
+    const int64_t chunks = nz_chunks(&j);
+    gd_parallel_for(nt, chunks, 1, count_range, &j);
+    int64_t s = 0;
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t here = j.counts[c];
+        j.counts[c] = s;
+        s += here;
+    }
+    if (s != count)
+        return gd_set_error(err, GD_ERR_VALUE, "cpu nonzero: the mask has %lld nonzero elements, not %lld",
+                            (long long)s, (long long)count);
+    j.out = out;
+    j.count = count;
+    j.ndim = ndim;
+    j.shape = shape;
+    gd_parallel_for(nt, chunks, 1, fill_range, &j);
+    return GD_OK;
+}
