@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define GD_MAX_NDIM 16
-#define GD_BACKEND_ABI_VERSION 5
+#define GD_BACKEND_ABI_VERSION 6
 #define GD_BACKEND_CAPSULE_NAME "gpudev._cuda.backend"
 
 /* ------------------------------------------------------------------------------------------
@@ -303,6 +303,22 @@ typedef struct gd_backend {
     /* Work queued on `device` from now on, frees included, starts after the work queued on
      * `stream` so far (a release: gpudev may reuse what the consumer read). */
     int (*device_wait_stream)(int device, uint64_t stream, gd_error *err);
+
+    /* ---- selection: where, argmax and argmin (required; added in ABI 6) ---- */
+
+    /* out = cond ? x : y elementwise, planned as binary is: cond is bool (the core turns other
+     * dtypes into cond != 0), x, y and out are of `dtype`; any operand may be a scalar
+     * (cond's scalar is .i, 0 or 1). The values are copied, never computed with, so inf and
+     * NaN come through as they are. out never shares memory with an operand. */
+    int (*where)(void *out, gd_dtype dtype, const gd_ewise *ew, const gd_operand *cond, const gd_operand *x,
+                 const gd_operand *y, int device, gd_error *err);
+    /* out[o * inner + i] (int64) = the first r in [0, len) where in[(o * len + r) * inner + i]
+     * is largest (op GD_RED_MAX: argmax) or smallest (GD_RED_MIN: argmin), for o < outer,
+     * i < inner; a NaN counts as the extreme, so the first NaN wins (NumPy's rule). in is
+     * C-contiguous of `dtype` (any dtype; bools compare as 0 < 1); len >= 1 (the core refuses
+     * empty axes). */
+    int (*argreduce)(int64_t *out, gd_redop op, const void *in, gd_dtype dtype, int64_t outer, int64_t len,
+                     int64_t inner, int device, gd_error *err);
 } gd_backend;
 
 #ifdef __cplusplus

@@ -84,4 +84,7 @@ const gd_backend gd_cpu_backend = {
      * is timed with the host clock), and gpudev's calls are the only work to wait for */
     .memory_stats = gd_cpu_get_memory_stats,
     .reset_peak_memory = gd_cpu_reset_peak_memory,
+    /* selection */
+    .where = gd_cpu_where,
+    .argreduce = gd_cpu_argreduce,
 };

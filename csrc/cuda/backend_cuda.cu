@@ -56,6 +56,9 @@ static const gd_backend gd_cuda_table = {
     guarded<gd_cuda_event_destroy>::call,      /* event_destroy */
     guarded<gd_cuda_stream_wait_device>::call, /* stream_wait_device */
     guarded<gd_cuda_device_wait_stream>::call, /* device_wait_stream */
+    /* selection */
+    guarded<gd_cuda_where>::call,              /* where */
+    guarded<gd_cuda_argreduce>::call,          /* argreduce */
 };
 
 extern "C" const gd_backend *gd_cuda_backend(void) { return &gd_cuda_table; }

@@ -45,6 +45,7 @@ static const gdt_section sections[] = {
     {"philox.h", gdt_check_philox},
     {"refusals", gdt_check_refusals},
     {"device services", gdt_check_services},
+    {"selection", gdt_check_select},
 };
 
 static void run_section(const gdt_section *s, const char *only)

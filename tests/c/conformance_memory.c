@@ -29,12 +29,13 @@ void gdt_check_table(void)
     CHECK(count >= 1 && count == gdt_be->device_count(), "device_count %d, then %d", count, gdt_be->device_count());
     static const char *const names[] = {"alloc", "free", "copy_from_host", "copy_to_host", "copy_device",
                                         "copy_2d", "unary", "binary", "astype", "reduce", "gemm", "permute",
-                                        "arange", "random"};
+                                        "arange", "random", "where", "argreduce"};
     const int present[] = {gdt_be->alloc != NULL, gdt_be->free != NULL, gdt_be->copy_from_host != NULL,
                            gdt_be->copy_to_host != NULL, gdt_be->copy_device != NULL, gdt_be->copy_2d != NULL,
                            gdt_be->unary != NULL, gdt_be->binary != NULL, gdt_be->astype != NULL,
                            gdt_be->reduce != NULL, gdt_be->gemm != NULL, gdt_be->permute != NULL,
-                           gdt_be->arange != NULL, gdt_be->random != NULL};
+                           gdt_be->arange != NULL, gdt_be->random != NULL, gdt_be->where != NULL,
+                           gdt_be->argreduce != NULL};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         CHECK(present[i], "required entry %s is NULL", names[i]);
     if (gdt_be->synchronize) OK(gdt_be->synchronize(gdt_dev, &gdt_err)); /* optional */
