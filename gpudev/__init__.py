@@ -64,6 +64,7 @@ from ._C import (  # noqa: E402,F401
     try_gpu,
     zeros,
 )
+from ._C import argmax, argmin, where  # noqa: E402,F401  (selection)
 
 __version__ = "0.1.0"
 
@@ -123,6 +124,8 @@ __all__ = [
     "matmul", "maximum", "memory_stats", "minimum", "nn", "no_grad", "norm", "num_gpus", "ones", "ones_like",
     "rand", "randn", "relu", "save", "set_grad_enabled", "set_num_threads", "set_tf32", "sqrt", "stack",
     "synchronize", "tanh", "tensor", "trace", "try_all_gpus", "try_gpu", "zeros", "zeros_like",
+    # selection
+    "argmax", "argmin", "where",
 ]
 
 # NumPy's names, bound last so the code above still sees Python's own any, all and bool

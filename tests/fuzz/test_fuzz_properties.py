@@ -510,3 +510,32 @@ def test_allclose(device, data, rtol, atol):
     a, b = on(device, x, y)
     want = outcome(lambda: bool(np.allclose(x, y, rtol=rtol, atol=atol)))
     agree(outcome(lambda: gd.allclose(a, b, rtol=rtol, atol=atol)), want, what=f"allclose rtol={rtol} atol={atol}")
+
+
+# ---------------------------------------------------------------------------------------------
+# selection: where, argmax, argmin
+# ---------------------------------------------------------------------------------------------
+
+
+@by_device
+@fuzz_settings
+@given(data=st.data())
+def test_where(device, data):
+    shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=3, max_side=4)).input_shapes
+    cond = data.draw(st.one_of(hnp.arrays(np.bool_, shapes[0]), arrays(shape=shapes[0])))
+    x, y = (data.draw(st.one_of(arrays(shape=s), SCALARS)) for s in shapes[1:])
+    args = on(device, cond, x, y)
+    agree(outcome(gd.where, *args), outcome(np.where, cond, x, y),
+          what=f"where({cond.dtype}{cond.shape}, {x!r}, {y!r})")
+
+
+@by_device
+@fuzz_settings
+@given(data=st.data(), kind=st.sampled_from(["argmax", "argmin"]), keepdims=st.booleans())
+def test_argmax_argmin(device, data, kind, keepdims):
+    x = data.draw(arrays())
+    axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim - 2, x.ndim + 1)))
+    a, = on(device, x)
+    agree(outcome(lambda: getattr(a, kind)(axis=axis, keepdims=keepdims)),
+          outcome(lambda: getattr(x, kind)(axis=axis, keepdims=keepdims)),
+          what=f"{kind}(axis={axis}, keepdims={keepdims}) of {x.dtype}{x.shape}")
