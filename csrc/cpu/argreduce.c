@@ -4,6 +4,7 @@
  */
 #include "cpu.h"
 
+#define GD_ARG_LANES 16     /* independent accumulators of a row's extreme */
 #define GD_ARG_TILE 256      /* columns scanned together when inner > 1 (their best on stack) */
 #define GD_ARG_MAX_SEGS 64   /* pieces of one long row scanned by separate threads */
 #define GD_ARG_MIN_SEG ((int64_t)1 << 15) /* smallest such piece (elements) */
@@ -34,18 +35,26 @@ typedef struct gd_arg_kernels {
     int64_t (*merge)(const gd_arg_job *j, int64_t nseg);
 } gd_arg_kernels;
 
-#define GD_DEFINE_ARG(NAME, T, BEATS)                                                            \
-    /* index of the first extreme of x[from, to), to > from */                                   \
-    static int64_t NAME##_scan(const T *x, int64_t from, int64_t to)                             \
+#define GD_DEFINE_ARG(NAME, T, BEATS, EXT)                                                       \
+    /* index of the first extreme of x[from, to), to > from: the extreme itself from         \
+     * GD_ARG_LANES accumulators (EXT propagates NaN, so the loop vectorizes), then the first  \
+     * element equal to it (or the first NaN), an early-stopping scan */                       \
+    GD_SIMD static int64_t NAME##_scan(const T *x, int64_t from, int64_t to)                     \
     {                                                                                            \
-        T best = x[from];                                                                        \
-        int64_t at = from;                                                                       \
-        for (int64_t r = from + 1; r < to && best == best; r++)                                  \
-            if (BEATS(x[r], best)) {                                                             \
-                best = x[r];                                                                     \
-                at = r;                                                                          \
-            }                                                                                    \
-        return at;                                                                               \
+        T acc[GD_ARG_LANES];                                                                     \
+        for (int j = 0; j < GD_ARG_LANES; j++) acc[j] = x[from];                                 \
+        int64_t i = from;                                                                        \
+        for (; i + GD_ARG_LANES <= to; i += GD_ARG_LANES)                                        \
+            for (int j = 0; j < GD_ARG_LANES; j++) acc[j] = EXT(x[i + j], acc[j]);               \
+        for (; i < to; i++) acc[0] = EXT(x[i], acc[0]);                                          \
+        T m = acc[0];                                                                            \
+        for (int j = 1; j < GD_ARG_LANES; j++) m = EXT(acc[j], m);                               \
+        int64_t r = from;                                                                        \
+        if (m != m)                                                                              \
+            while (x[r] == x[r]) r++;                                                            \
+        else                                                                                     \
+            while (x[r] != m) r++;                                                               \
+        return r;                                                                                \
     }                                                                                            \
     static void NAME##_rows(void *ctx, int64_t begin, int64_t end)                               \
     {                                                                                            \
@@ -95,14 +104,14 @@ typedef struct gd_arg_kernels {
     }                                                                                            \
     static const gd_arg_kernels NAME = {NAME##_rows, NAME##_tiles, NAME##_segs, NAME##_merge};
 
-GD_DEFINE_ARG(argmax_f32, float, GD_BEATS_MAX)
-GD_DEFINE_ARG(argmax_f64, double, GD_BEATS_MAX)
-GD_DEFINE_ARG(argmax_i64, int64_t, GD_BEATS_MAX)
-GD_DEFINE_ARG(argmax_b, uint8_t, GD_BEATS_MAX)
-GD_DEFINE_ARG(argmin_f32, float, GD_BEATS_MIN)
-GD_DEFINE_ARG(argmin_f64, double, GD_BEATS_MIN)
-GD_DEFINE_ARG(argmin_i64, int64_t, GD_BEATS_MIN)
-GD_DEFINE_ARG(argmin_b, uint8_t, GD_BEATS_MIN)
+GD_DEFINE_ARG(argmax_f32, float, GD_BEATS_MAX, GD_FMAX)
+GD_DEFINE_ARG(argmax_f64, double, GD_BEATS_MAX, GD_FMAX)
+GD_DEFINE_ARG(argmax_i64, int64_t, GD_BEATS_MAX, GD_FMAX)
+GD_DEFINE_ARG(argmax_b, uint8_t, GD_BEATS_MAX, GD_FMAX)
+GD_DEFINE_ARG(argmin_f32, float, GD_BEATS_MIN, GD_FMIN)
+GD_DEFINE_ARG(argmin_f64, double, GD_BEATS_MIN, GD_FMIN)
+GD_DEFINE_ARG(argmin_i64, int64_t, GD_BEATS_MIN, GD_FMIN)
+GD_DEFINE_ARG(argmin_b, uint8_t, GD_BEATS_MIN, GD_FMIN)
 
 GD_STATIC_ASSERT(GD_NUM_DTYPES == 4, "the argreduce kernels list float32, float64, int64 and bool");
 static const gd_arg_kernels *const gd_arg_table[2][GD_NUM_DTYPES] = {
