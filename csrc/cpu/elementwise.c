@@ -169,9 +169,12 @@ GD_COMPARISONS(b, uint8_t)
 GD_BITWISE(i64, int64_t, ~x)
 GD_BITWISE(b, uint8_t, (uint8_t)(x ^ 1))
 
-/* where: out = c ? x : y. A selection copies bits, so one kernel per element size serves
- * every dtype of that size; the common layouts (everything contiguous, scalar branches) get
- * loops of their own. */
+/* where: out = c ? x : y. A selection copies bits, so one kernel per element size (T an
+ * unsigned integer of that size) serves every dtype. Both values are loaded and combined
+ * through a mask of the condition: no branch to mispredict on a random mask, and the loops
+ * vectorize; the common layouts (everything contiguous, scalar branches) get loops of their
+ * own. */
+#define GD_SELECT(T, c, x, y) ((((T)0 - (T)((c) != 0)) & (x)) | (((T)((c) != 0) - (T)1) & (y)))
 #define GD_DEFINE_WHERE(NAME, T)                                                                 \
     GD_SIMD static void NAME(void *out_, int64_t so, const void *const *in, const int64_t *s,    \
                              int64_t n)                                                          \
@@ -181,17 +184,24 @@ GD_BITWISE(b, uint8_t, (uint8_t)(x ^ 1))
         const T *x = in[1], *y = in[2];                                                          \
         const int64_t sc = s[0], sx = s[1], sy = s[2];                                           \
         if (so == 1 && sc == 1 && sx == 1 && sy == 1) {                                          \
-            for (int64_t i = 0; i < n; i++) out[i] = c[i] ? x[i] : y[i];                         \
+            for (int64_t i = 0; i < n; i++) out[i] = GD_SELECT(T, c[i], x[i], y[i]);                \
+        } else if (so == 1 && sc == 1 && sx == 1 && sy == 0) {                                   \
+            const T vy = y[0];                                                                   \
+            for (int64_t i = 0; i < n; i++) out[i] = GD_SELECT(T, c[i], x[i], vy);                  \
+        } else if (so == 1 && sc == 1 && sx == 0 && sy == 1) {                                   \
+            const T vx = x[0];                                                                   \
+            for (int64_t i = 0; i < n; i++) out[i] = GD_SELECT(T, c[i], vx, y[i]);                  \
         } else if (so == 1 && sc == 1 && sx == 0 && sy == 0) {                                   \
             const T vx = x[0], vy = y[0];                                                        \
-            for (int64_t i = 0; i < n; i++) out[i] = c[i] ? vx : vy;                             \
+            for (int64_t i = 0; i < n; i++) out[i] = GD_SELECT(T, c[i], vx, vy);                    \
         } else {                                                                                 \
-            for (int64_t i = 0; i < n; i++) out[i * so] = c[i * sc] ? x[i * sx] : y[i * sy];     \
+            for (int64_t i = 0; i < n; i++) out[i * so] = GD_SELECT(T, c[i * sc], x[i * sx], y[i * sy]); \
         }                                                                                        \
     }
 GD_DEFINE_WHERE(where_1, uint8_t)
 GD_DEFINE_WHERE(where_4, uint32_t)
 GD_DEFINE_WHERE(where_8, uint64_t)
+#undef GD_SELECT
 
 /* The kernel tables: one row per operation in gpudev.h's order, one column per dtype. An
  * operation has kernels for the dtypes tables.h defines it for (gd_unop_defined,
