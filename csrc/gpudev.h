@@ -332,6 +332,22 @@ typedef struct gd_backend {
      * count_nonzero (>= 1). */
     int (*nonzero)(int64_t *out, int64_t count, const void *mask, int ndim, const int64_t *shape, int device,
                    gd_error *err);
+
+    /* ---- selection: where, argmax and argmin (required; added in ABI 6) ---- */
+
+    /* out = cond ? x : y elementwise, planned as binary is: cond is bool (the core turns other
+     * dtypes into cond != 0), x, y and out are of `dtype`; any operand may be a scalar
+     * (cond's scalar is .i, 0 or 1). The values are copied, never computed with, so inf and
+     * NaN come through as they are. out never shares memory with an operand. */
+    int (*where)(void *out, gd_dtype dtype, const gd_ewise *ew, const gd_operand *cond, const gd_operand *x,
+                 const gd_operand *y, int device, gd_error *err);
+    /* out[o * inner + i] (int64) = the first r in [0, len) where in[(o * len + r) * inner + i]
+     * is largest (op GD_RED_MAX: argmax) or smallest (GD_RED_MIN: argmin), for o < outer,
+     * i < inner; a NaN counts as the extreme, so the first NaN wins (NumPy's rule). in is
+     * C-contiguous of `dtype` (any dtype; bools compare as 0 < 1); len >= 1 (the core refuses
+     * empty axes). */
+    int (*argreduce)(int64_t *out, gd_redop op, const void *in, gd_dtype dtype, int64_t outer, int64_t len,
+                     int64_t inner, int device, gd_error *err);
 } gd_backend;
 
 #ifdef __cplusplus

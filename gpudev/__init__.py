@@ -70,6 +70,7 @@ from ._C import (  # noqa: E402,F401
     try_gpu,
     zeros,
 )
+from ._C import argmax, argmin, where  # noqa: E402,F401  (selection)
 
 __version__ = "0.1.0"
 
@@ -134,6 +135,8 @@ __all__ = [
     "stack",
     "synchronize", "tanh", "tensor", "trace", "try_all_gpus", "try_gpu", "zeros", "zeros_like",
     "clamp", "clip", "floor_divide", "mod", "pow", "power", "remainder", "sigmoid",
+    # selection
+    "argmax", "argmin", "where",
 ]
 
 # NumPy's names, bound last so the code above still sees Python's own any, all and bool

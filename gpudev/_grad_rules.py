@@ -303,6 +303,19 @@ def _join(n: Any, g: Array, stack: bool) -> tuple:
 REFUSED: dict[str, str] = {
     "floor_divide": "not differentiable (a step function: its gradient is 0 or undefined), as in PyTorch",
 }
+# ---------------------------------------------------------------------------------------------
+# selection
+# ---------------------------------------------------------------------------------------------
+
+
+def _where(n: Any, g: Array) -> tuple:
+    # extra is the condition (a bool Array or a number): g goes to x where it holds, to y
+    # elsewhere; the condition itself gets none.
+    cond = n.extra
+    gx = _C.where(cond, g, 0.0) if n.metas[0] is not None else None
+    gy = _C.where(cond, 0.0, g) if n.metas[1] is not None else None
+    return _fit_all(n, gx, gy)
+
 
 RULES: dict[str, Rule] = {
     "add": Rule(_add, saves=False),
@@ -331,6 +344,8 @@ RULES: dict[str, Rule] = {
     "setitem": Rule(_setitem, saves=False),
     "concatenate": Rule(lambda n, g: _join(n, g, False), saves=False),
     "stack": Rule(lambda n, g: _join(n, g, True), saves=False),
+    # selection (argmax and argmin are never recorded: their results are integers)
+    "where": Rule(_where, saves=False),
 }
 
 

@@ -167,6 +167,13 @@ def _stacking(fn: Callable) -> Callable:
     return call
 
 
+def _where(condition: Any, *xy: Any, **rest: Any) -> Any:
+    # np.where(condition) alone gives indices, and NumPy arrays are NumPy's to combine: NumPy's
+    if len(xy) != 2 or rest or any(isinstance(o, np.ndarray) for o in (condition, *xy)):
+        return NotImplemented
+    return _C.where(condition, *xy)
+
+
 # NumPy function -> how gpudev computes it; NotImplemented from one means: NumPy's, on views
 _FUNCTIONS: dict[Callable, Callable] = {
     np.sum: _reduction("sum"),
@@ -179,6 +186,10 @@ _FUNCTIONS: dict[Callable, Callable] = {
     np.reshape: _reshape,
     np.stack: _stacking(_C.stack),
     np.concatenate: _stacking(_C.concatenate),
+    # selection
+    np.where: _where,
+    np.argmax: _reduction("argmax"),
+    np.argmin: _reduction("argmin"),
 }
 
 

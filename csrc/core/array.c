@@ -451,6 +451,12 @@ static PyMethodDef array_methods[] = {
     {"min", GD_FN(gd_array_min), GD_FASTKW, "min(axis=None, keepdims=False)"},
     {"any", GD_FN(gd_array_any), GD_FASTKW, "any(axis=None, keepdims=False) -> whether some element is nonzero."},
     {"all", GD_FN(gd_array_all), GD_FASTKW, "all(axis=None, keepdims=False) -> whether every element is nonzero."},
+    {"argmax", GD_FN(gd_array_argmax), GD_FASTKW,
+     "argmax(axis=None, keepdims=False) -> the index of the first maximum, int64 (NaN counts as the maximum)."
+     "\n\n>>> gd.array([1.0, 3.0, 3.0]).argmax().item()\n1"},
+    {"argmin", GD_FN(gd_array_argmin), GD_FASTKW,
+     "argmin(axis=None, keepdims=False) -> the index of the first minimum, int64 (NaN counts as the minimum)."
+     "\n\n>>> gd.array([[4, 2], [1, 3]]).argmin(axis=0).tolist()\n[1, 0]"},
     {"__dlpack__", GD_FN(gd_array_dlpack), GD_FASTKW,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> a DLPack capsule sharing the "
      "memory.\n\n>>> np.from_dlpack(gd.arange(3))\narray([0, 1, 2])"},

@@ -584,6 +584,15 @@ PyObject *gd_array_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs, 
 PyObject *gd_array_min(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 
 /* ------------------------------------------------------------------------------------------
+ * select.c: where, argmax, argmin
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_select_setup(PyObject *module);
+
+PyObject *gd_array_argmax(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *gd_array_argmin(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+
+/* ------------------------------------------------------------------------------------------
  * matmul.c: matrix products
  * ---------------------------------------------------------------------------------------- */
 

@@ -90,4 +90,7 @@ const gd_backend gd_cpu_backend = {
     .scatter_add_rows = gd_cpu_scatter_add_rows,
     .count_nonzero = gd_cpu_count_nonzero,
     .nonzero = gd_cpu_nonzero,
+    /* selection */
+    .where = gd_cpu_where,
+    .argreduce = gd_cpu_argreduce,
 };

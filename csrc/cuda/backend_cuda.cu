@@ -62,6 +62,9 @@ static const gd_backend gd_cuda_table = {
     guarded<gd_cuda_scatter_add_rows>::call,   /* scatter_add_rows */
     guarded<gd_cuda_count_nonzero>::call,      /* count_nonzero */
     guarded<gd_cuda_nonzero>::call,            /* nonzero */
+    /* selection */
+    guarded<gd_cuda_where>::call,              /* where */
+    guarded<gd_cuda_argreduce>::call,          /* argreduce */
 };
 
 extern "C" const gd_backend *gd_cuda_backend(void) { return &gd_cuda_table; }

@@ -197,6 +197,12 @@ int gd_cuda_unary(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, con
 int gd_cuda_binary(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
                    const gd_operand *b, int device, gd_error *err);
 
+/* elementwise.cu: where; argreduce.cu: argmax and argmin */
+int gd_cuda_where(void *out, gd_dtype dtype, const gd_ewise *ew, const gd_operand *cond, const gd_operand *x,
+                  const gd_operand *y, int device, gd_error *err);
+int gd_cuda_argreduce(int64_t *out, gd_redop op, const void *in, gd_dtype dtype, int64_t outer, int64_t len,
+                      int64_t inner, int device, gd_error *err);
+
 /* cast.cu */
 int gd_cuda_astype(void *out, gd_dtype out_dtype, const void *in, gd_dtype in_dtype, int64_t n,
                    int device, gd_error *err);

@@ -1,4 +1,4 @@
-/* elementwise.cu - unary and binary elementwise kernels for float32, float64, int64 and bool with
+/* elementwise.cu - unary and binary elementwise kernels and where for float32, float64, int64 and bool with
  * NumPy broadcasting: one templated family, a contiguous fast path and a general strided
  * path that reads the gd_ewise/gd_operand descriptors passed by value.
  *
@@ -10,6 +10,7 @@
 #include "backend_cuda.cuh"
 #include "ewise_math.h"
 
+#include <cstring>
 #include <type_traits>
 
 namespace {
@@ -256,6 +257,77 @@ __global__ void binary_strided(binop_out<OP, T> *out, gd_ewise ew, gd_operand a,
     }
 }
 
+/* where: out = c ? x : y. A selection copies bits, so one kernel per element size (U: an
+ * unsigned integer of the dtype's size) serves every dtype. */
+template <class U> struct Select {
+    const bool *c;
+    const U *x, *y;
+    bool vc;
+    U vx, vy; /* the values of scalar operands (data NULL) */
+};
+
+template <class U> __global__ void where_contig(U *out, int64_t n, Select<U> s)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        const bool c = s.c ? s.c[i] : s.vc;
+        out[i] = c ? (s.x ? s.x[i] : s.vx) : (s.y ? s.y[i] : s.vy);
+    }
+}
+
+template <class U>
+__global__ void where_strided(U *out, gd_ewise ew, gd_operand c, gd_operand x, gd_operand y, Select<U> s)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < ew.size;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t oc = 0, ox = 0, oy = 0, o = 0, rem = i;
+#pragma unroll
+        for (int k = GD_MAX_NDIM - 1; k >= 0; k--) {
+            if (k < ew.ndim) {
+                const int64_t q = rem % ew.shape[k];
+                rem /= ew.shape[k];
+                o += q * ew.out_strides[k];
+                oc += q * c.strides[k];
+                ox += q * x.strides[k];
+                oy += q * y.strides[k];
+            }
+        }
+        const bool cv = s.c ? s.c[oc] : s.vc;
+        out[o] = cv ? (s.x ? s.x[ox] : s.vx) : (s.y ? s.y[oy] : s.vy);
+    }
+}
+
+/* A scalar of `dtype` as the bits of an element (U has the dtype's size: float32 for 4
+ * bytes, float64 or int64 for 8, bool for 1). */
+template <class U> U scalar_bits(gd_scalar v, gd_dtype dtype)
+{
+    U bits{};
+    if constexpr (sizeof(U) == 4) {
+        const float f = (float)v.f;
+        memcpy(&bits, &f, sizeof bits);
+    } else if constexpr (sizeof(U) == 8) {
+        if (dtype == GD_FLOAT64) memcpy(&bits, &v.f, sizeof bits);
+        else memcpy(&bits, &v.i, sizeof bits);
+    } else {
+        bits = (U)(v.i != 0);
+    }
+    return bits;
+}
+
+template <class U>
+int launch_where(void *out, gd_dtype dtype, const gd_ewise *ew, const gd_operand *c, const gd_operand *x,
+                 const gd_operand *y, gd_cuda_device *dev, gd_error *err)
+{
+    Select<U> s{(const bool *)c->data, (const U *)x->data, (const U *)y->data, c->scalar.i != 0,
+                scalar_bits<U>(x->scalar, dtype), scalar_bits<U>(y->scalar, dtype)};
+    unsigned blocks = gd_cuda_blocks(dev, ew->size, GD_CUDA_THREADS);
+    if (ew->contiguous)
+        where_contig<U><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((U *)out, ew->size, s);
+    else
+        where_strided<U><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((U *)out, *ew, *c, *x, *y, s);
+    GD_CHECK_LAUNCH();
+    return GD_OK;
+}
+
 /* ------------------------------------------------------------------------------------------
  * launchers
  * ---------------------------------------------------------------------------------------- */
@@ -348,4 +420,20 @@ int gd_cuda_binary(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, c
     gd_cuda_device *dev = nullptr;
     if (rc == GD_OK) rc = gd_cuda_enter(&dev, device, err);
     return rc == GD_OK ? launch(out, ew, a, b, dev, err) : rc;
+}
+
+int gd_cuda_where(void *out, gd_dtype dtype, const gd_ewise *ew, const gd_operand *cond, const gd_operand *x,
+                  const gd_operand *y, int device, gd_error *err)
+{
+    if (ew->size <= 0) return GD_OK;
+    if ((unsigned)dtype >= GD_NUM_DTYPES)
+        return gd_set_error(err, GD_ERR_VALUE, "cuda where: unknown dtype %d", (int)dtype);
+    gd_cuda_device *dev = nullptr;
+    int rc = gd_cuda_enter(&dev, device, err);
+    if (rc != GD_OK) return rc;
+    switch (gd_dtype_size(dtype)) {
+    case 1: return launch_where<uint8_t>(out, dtype, ew, cond, x, y, dev, err);
+    case 4: return launch_where<uint32_t>(out, dtype, ew, cond, x, y, dev, err);
+    default: return launch_where<uint64_t>(out, dtype, ew, cond, x, y, dev, err);
+    }
 }

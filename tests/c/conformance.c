@@ -46,6 +46,7 @@ static const gdt_section sections[] = {
     {"refusals", gdt_check_refusals},
     {"device services", gdt_check_services},
     {"gather and nonzero", gdt_check_gather},
+    {"selection", gdt_check_select},
 };
 
 static void run_section(const gdt_section *s, const char *only)

@@ -273,6 +273,9 @@ for _same, _as in [("log", "exp"), ("sqrt", "exp"), ("tanh", "exp"), ("relu", "e
                    ("all", "any"), ("isfinite", "isnan"), ("ones_like", "zeros_like"), ("empty_like", "zeros_like"),
                    ("tensor", "array"), ("log_softmax", "softmax")]:
     SIGNATURES[_same] = SIGNATURES[_as]
+# selection
+SIGNATURES["where"] = (P("condition", "array", arr(2, 3)), P("x", "array", arr(2, 3)), P("y", "array", arr(3)))
+SIGNATURES["argmax"] = SIGNATURES["argmin"] = (P("a", "array", arr(2, 3)),) + REDUCE
 for _exc in ("GpudevError", "CudaError", "DeviceMismatchError", "DeviceUnavailableError", "OutOfMemoryError"):
     SIGNATURES[_exc] = (P("message", "any", lambda: "message", "positional"),)
 
@@ -309,6 +312,7 @@ METHODS["__array_function__"] = (P("func", "any", lambda: np.sum, "positional"),
                                  P("args", "any", lambda: (), "positional"), P("kwargs", "any", lambda: {}, "positional"))
 METHODS["__rpow__"] = METHODS["__pow__"]
 METHODS["__ipow__"] = OTHER
+METHODS["argmax"] = METHODS["argmin"] = REDUCE  # selection
 for _name in ("__len__", "__bool__", "__float__", "__int__", "__neg__", "__pos__", "__abs__", "__repr__", "__str__",
               "__invert__", "__hash__", "contiguous", "is_contiguous", "ravel"):
     METHODS[_name] = ()

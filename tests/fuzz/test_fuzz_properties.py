@@ -514,3 +514,36 @@ def test_allclose(device, data, rtol, atol):
     a, b = on(device, x, y)
     want = outcome(lambda: bool(np.allclose(x, y, rtol=rtol, atol=atol)))
     agree(outcome(lambda: gd.allclose(a, b, rtol=rtol, atol=atol)), want, what=f"allclose rtol={rtol} atol={atol}")
+
+
+# ---------------------------------------------------------------------------------------------
+# selection: where, argmax, argmin
+# ---------------------------------------------------------------------------------------------
+
+
+@by_device
+@fuzz_settings
+@given(data=st.data())
+def test_where(device, data):
+    shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=3, max_side=4)).input_shapes
+    cond = data.draw(st.one_of(hnp.arrays(np.bool_, shapes[0]), arrays(shape=shapes[0])))
+    x, y = (data.draw(st.one_of(arrays(shape=s), SCALARS)) for s in shapes[1:])
+    # two scalars alone keep their own dtype, and gpudev's are wider than float16 and int8
+    # (README: float16 becomes float32, smaller integers int64)
+    narrow = [v for v in (x, y) if isinstance(v, np.generic) and v.dtype.kind != "b" and v.dtype.itemsize < 8]
+    hypothesis.assume(isinstance(x, np.ndarray) or isinstance(y, np.ndarray) or not narrow)
+    args = on(device, cond, x, y)
+    agree(outcome(gd.where, *args), outcome(np.where, cond, x, y),
+          what=f"where({cond.dtype}{cond.shape}, {x!r}, {y!r})")
+
+
+@by_device
+@fuzz_settings
+@given(data=st.data(), kind=st.sampled_from(["argmax", "argmin"]), keepdims=st.booleans())
+def test_argmax_argmin(device, data, kind, keepdims):
+    x = data.draw(arrays())
+    axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim - 2, x.ndim + 1)))
+    a, = on(device, x)
+    agree(outcome(lambda: getattr(a, kind)(axis=axis, keepdims=keepdims)),
+          outcome(lambda: getattr(x, kind)(axis=axis, keepdims=keepdims)),
+          what=f"{kind}(axis={axis}, keepdims={keepdims}) of {x.dtype}{x.shape}")

@@ -1,0 +1,157 @@
+/* argreduce.c - the CPU backend's argmax and argmin over the middle axis of an (outer, len,
+ * inner) block: the index of the first extreme, NaN counting as the extreme (NumPy's rule),
+ * with results that do not depend on the thread count.
+ */
+#include "cpu.h"
+
+#define GD_ARG_LANES 16     /* independent accumulators of a row's extreme */
+#define GD_ARG_TILE 256      /* columns scanned together when inner > 1 (their best on stack) */
+#define GD_ARG_MAX_SEGS 64   /* pieces of one long row scanned by separate threads */
+#define GD_ARG_MIN_SEG ((int64_t)1 << 15) /* smallest such piece (elements) */
+
+/* ------------------------------------------------------------------------------------------
+ * kernels
+ *
+ * v beats the best so far when it is strictly larger (argmax) or smaller (argmin), or when it
+ * is a NaN and the best is not: equal values keep the first, and once the best is a NaN
+ * nothing beats it. For integers and bools v != v is false and the test is a plain compare.
+ * ---------------------------------------------------------------------------------------- */
+
+#define GD_BEATS_MAX(v, b) ((v) > (b) || ((v) != (v) && (b) == (b)))
+#define GD_BEATS_MIN(v, b) ((v) < (b) || ((v) != (v) && (b) == (b)))
+
+/* One argreduce: rows (inner == 1), tiles of columns (inner > 1), or pieces of one row. */
+typedef struct gd_arg_job {
+    int64_t *out;
+    const char *in;
+    int64_t outer, len, inner;
+    int64_t ntiles;   /* column tiles per outer index */
+    int64_t seg;      /* elements per piece of a split row */
+    int64_t *seg_at;  /* each piece's first extreme (absolute index) */
+} gd_arg_job;
+
+typedef struct gd_arg_kernels {
+    gd_range_fn rows, tiles, segs;
+    int64_t (*merge)(const gd_arg_job *j, int64_t nseg);
+} gd_arg_kernels;
+
+#define GD_DEFINE_ARG(NAME, T, BEATS, EXT)                                                       \
+    /* index of the first extreme of x[from, to), to > from: the extreme itself from         \
+     * GD_ARG_LANES accumulators (EXT propagates NaN, so the loop vectorizes), then the first  \
+     * element equal to it (or the first NaN), an early-stopping scan */                       \
+    GD_SIMD static int64_t NAME##_scan(const T *x, int64_t from, int64_t to)                     \
+    {                                                                                            \
+        T acc[GD_ARG_LANES];                                                                     \
+        for (int j = 0; j < GD_ARG_LANES; j++) acc[j] = x[from];                                 \
+        int64_t i = from;                                                                        \
+        for (; i + GD_ARG_LANES <= to; i += GD_ARG_LANES)                                        \
+            for (int j = 0; j < GD_ARG_LANES; j++) acc[j] = EXT(x[i + j], acc[j]);               \
+        for (; i < to; i++) acc[0] = EXT(x[i], acc[0]);                                          \
+        T m = acc[0];                                                                            \
+        for (int j = 1; j < GD_ARG_LANES; j++) m = EXT(acc[j], m);                               \
+        int64_t r = from;                                                                        \
+        if (m != m)                                                                              \
+            while (x[r] == x[r]) r++;                                                            \
+        else                                                                                     \
+            while (x[r] != m) r++;                                                               \
+        return r;                                                                                \
+    }                                                                                            \
+    static void NAME##_rows(void *ctx, int64_t begin, int64_t end)                               \
+    {                                                                                            \
+        const gd_arg_job *j = ctx;                                                               \
+        const T *x = (const T *)j->in;                                                           \
+        for (int64_t o = begin; o < end; o++) j->out[o] = NAME##_scan(x + o * j->len, 0, j->len);  \
+    }                                                                                            \
+    /* tile t: columns [i0, i1) of outer index t / ntiles, all rows at once (reads stay in    \
+     * order along each row of the block) */                                                   \
+    static void NAME##_tiles(void *ctx, int64_t begin, int64_t end)                              \
+    {                                                                                            \
+        const gd_arg_job *j = ctx;                                                               \
+        T best[GD_ARG_TILE];                                                                     \
+        for (int64_t t = begin; t < end; t++) {                                                  \
+            const int64_t o = t / j->ntiles, i0 = (t % j->ntiles) * GD_ARG_TILE;                 \
+            const int64_t w = GD_MIN(j->inner - i0, (int64_t)GD_ARG_TILE);                        \
+            const T *x = (const T *)j->in + o * j->len * j->inner + i0;                          \
+            int64_t *at = j->out + o * j->inner + i0;                                            \
+            for (int64_t q = 0; q < w; q++) {                                                    \
+                best[q] = x[q];                                                                  \
+                at[q] = 0;                                                                       \
+            }                                                                                    \
+            for (int64_t r = 1; r < j->len; r++) {                                               \
+                const T *row = x + r * j->inner;                                                 \
+                for (int64_t q = 0; q < w; q++)                                                  \
+                    if (BEATS(row[q], best[q])) {                                                \
+                        best[q] = row[q];                                                        \
+                        at[q] = r;                                                               \
+                    }                                                                            \
+            }                                                                                    \
+        }                                                                                        \
+    }                                                                                            \
+    static void NAME##_segs(void *ctx, int64_t begin, int64_t end)                               \
+    {                                                                                            \
+        const gd_arg_job *j = ctx;                                                               \
+        for (int64_t p = begin; p < end; p++)                                                    \
+            j->seg_at[p] = NAME##_scan((const T *)j->in, p * j->seg, GD_MIN(j->len, (p + 1) * j->seg)); \
+    }                                                                                            \
+    /* the pieces' results in order: a later piece wins only by beating the best so far */      \
+    static int64_t NAME##_merge(const gd_arg_job *j, int64_t nseg)                              \
+    {                                                                                            \
+        const T *x = (const T *)j->in;                                                           \
+        int64_t at = j->seg_at[0];                                                               \
+        for (int64_t p = 1; p < nseg; p++)                                                       \
+            if (BEATS(x[j->seg_at[p]], x[at])) at = j->seg_at[p];                                \
+        return at;                                                                               \
+    }                                                                                            \
+    static const gd_arg_kernels NAME = {NAME##_rows, NAME##_tiles, NAME##_segs, NAME##_merge};
+
+GD_DEFINE_ARG(argmax_f32, float, GD_BEATS_MAX, GD_FMAX)
+GD_DEFINE_ARG(argmax_f64, double, GD_BEATS_MAX, GD_FMAX)
+GD_DEFINE_ARG(argmax_i64, int64_t, GD_BEATS_MAX, GD_FMAX)
+GD_DEFINE_ARG(argmax_b, uint8_t, GD_BEATS_MAX, GD_FMAX)
+GD_DEFINE_ARG(argmin_f32, float, GD_BEATS_MIN, GD_FMIN)
+GD_DEFINE_ARG(argmin_f64, double, GD_BEATS_MIN, GD_FMIN)
+GD_DEFINE_ARG(argmin_i64, int64_t, GD_BEATS_MIN, GD_FMIN)
+GD_DEFINE_ARG(argmin_b, uint8_t, GD_BEATS_MIN, GD_FMIN)
+
+GD_STATIC_ASSERT(GD_NUM_DTYPES == 4, "the argreduce kernels list float32, float64, int64 and bool");
+static const gd_arg_kernels *const gd_arg_table[2][GD_NUM_DTYPES] = {
+    {&argmax_f32, &argmax_f64, &argmax_i64, &argmax_b},
+    {&argmin_f32, &argmin_f64, &argmin_i64, &argmin_b},
+};
+
+/* ------------------------------------------------------------------------------------------
+ * the entry: threads over rows or column tiles; a single long row is cut into pieces whose
+ * results merge in order, so the first extreme wins whatever the thread count
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_cpu_argreduce(int64_t *out, gd_redop op, const void *in, gd_dtype dtype, int64_t outer, int64_t len,
+                     int64_t inner, int device, gd_error *err)
+{
+    (void)device;
+    if (op != GD_RED_MAX && op != GD_RED_MIN)
+        return gd_set_error(err, GD_ERR_VALUE, "argreduce: operation %d is neither max nor min", (int)op);
+    if ((unsigned)dtype >= GD_NUM_DTYPES) return gd_cpu_bad_dtype(err, "argreduce", dtype);
+    if (outer <= 0 || inner <= 0) return GD_OK;
+    if (len <= 0) return gd_set_error(err, GD_ERR_VALUE, "argreduce: an axis of length %lld has no extreme", (long long)len);
+    const gd_arg_kernels *k = gd_arg_table[op == GD_RED_MIN][dtype];
+    gd_arg_job job = {.out = out, .in = in, .outer = outer, .len = len, .inner = inner};
+    const int nt = gd_threads_for(outer * len * inner, GD_PAR_REDUCE);
+    if (inner > 1) {
+        job.ntiles = (inner + GD_ARG_TILE - 1) / GD_ARG_TILE;
+        gd_parallel_for(GD_MIN((int64_t)nt, outer * job.ntiles), outer * job.ntiles, 1, k->tiles, &job);
+    } else if (outer >= nt || len < 2 * GD_ARG_MIN_SEG) {
+        gd_parallel_for(GD_MIN((int64_t)nt, outer), outer, 1, k->rows, &job);
+    } else { /* few long rows: each cut into pieces */
+        int64_t seg_at[GD_ARG_MAX_SEGS];
+        const int64_t want = GD_MIN((int64_t)GD_ARG_MAX_SEGS, len / GD_ARG_MIN_SEG);
+        job.seg = (len + want - 1) / want;
+        job.seg_at = seg_at;
+        const int64_t nseg = (len + job.seg - 1) / job.seg; /* every piece non-empty */
+        for (int64_t o = 0; o < outer; o++) {
+            job.in = (const char *)in + o * len * (int64_t)gd_dtype_size(dtype);
+            gd_parallel_for(GD_MIN((int64_t)nt, nseg), nseg, 1, k->segs, &job);
+            out[o] = k->merge(&job, nseg);
+        }
+    }
+    return GD_OK;
+}
