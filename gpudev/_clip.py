@@ -25,8 +25,10 @@ def _limit(name: str, a: Any, low: Any, high: Any) -> _C.Array:
     if not isinstance(a, _C.Array):
         raise TypeError(f"{name}: expected a gpudev Array, got {type(a).__name__}; convert it with gd.asarray(x)")
     if low is None and high is None:
-        raise ValueError(f"{name}: one of the bounds must be given, got None for both (as NumPy 1.x and "
-                         f"PyTorch refuse it); pass a lower bound, an upper bound or both")
+        if name == "clip":  # NumPy 2: no bounds, a copy
+            return a.copy()
+        raise ValueError(f"{name}: one of the bounds must be given, got None for both (as PyTorch "
+                         f"refuses it); pass min=, max= or both, or use gd.clip, which copies")
     out = a if low is None else _C.maximum(a, low)
     return out if high is None else _C.minimum(out, high)
 
@@ -35,7 +37,7 @@ def clip(a: _C.Array, a_min: Any = None, a_max: Any = None) -> _C.Array:
     """Elements of ``a`` limited to ``[a_min, a_max]``: ``minimum(maximum(a, a_min), a_max)``.
 
     Either bound may be None (no limit on that side), a number or an Array that broadcasts
-    against ``a``; both None raise ValueError. A bound above the other gives ``a_max``, as in
+    against ``a``; both None give a copy, as in NumPy 2. A bound above the other gives ``a_max``, as in
     NumPy. Returns a new array, also when nothing was clipped.
 
     Example:
@@ -47,6 +49,8 @@ def clip(a: _C.Array, a_min: Any = None, a_max: Any = None) -> _C.Array:
 
 def clamp(a: _C.Array, min: Any = None, max: Any = None) -> _C.Array:  # noqa: A002 (PyTorch's names)
     """``gd.clip`` under PyTorch's name and keywords: ``clamp(a, min=None, max=None)``.
+
+    As PyTorch's, it raises ValueError when both bounds are None.
 
     Example:
         >>> gd.clamp(gd.array([-2.0, 0.5, 9.0]), min=0.0).tolist()
