@@ -57,17 +57,19 @@ static void check_where_case(const where_case *wc, gd_dtype t)
         ox.strides[0] = 1, ox.strides[1] = wc->rows;     /* x: stored (cols, rows), read .T */
         oy.strides[0] = -wc->cols, oy.strides[1] = 1;    /* y: rows reversed */
     }
-    /* scalars: the condition true, x the first element of x's data, y the second */
+    /* scalars: the condition true, x the first element of x's data, y the second (the first
+     * when there is only one) */
+    const int64_t y1 = n > 1 ? 1 : 0;
     gd_scalar sx, sy;
-    if (gd_dtype_is_float(t)) sx.f = gdt_getf(x, t, 0), sy.f = gdt_getf(y, t, 1);
-    else if (t == GD_INT64) sx.i = ((int64_t *)x)[0], sy.i = ((int64_t *)y)[1];
-    else sx.i = ((uint8_t *)x)[0], sy.i = ((uint8_t *)y)[1];
+    if (gd_dtype_is_float(t)) sx.f = gdt_getf(x, t, 0), sy.f = gdt_getf(y, t, y1);
+    else if (t == GD_INT64) sx.i = ((int64_t *)x)[0], sy.i = ((int64_t *)y)[y1];
+    else sx.i = ((uint8_t *)x)[0], sy.i = ((uint8_t *)y)[y1];
     for (int64_t r = 0; r < wc->rows; r++)
         for (int64_t k = 0; k < wc->cols; k++) {
             const int64_t i = r * wc->cols + k;
             const int cv = wc->scalar_c ? 1 : wc->flat ? c[i] : c[k];
             const int64_t xi = wc->scalar_x ? 0 : wc->flat ? i : k * wc->rows + r;
-            const int64_t yi = wc->scalar_y ? 1 : wc->flat ? i : (wc->rows - 1 - r) * wc->cols + k;
+            const int64_t yi = wc->scalar_y ? y1 : wc->flat ? i : (wc->rows - 1 - r) * wc->cols + k;
             memcpy((char *)want + i * esz, cv ? (char *)x + xi * esz : (char *)y + yi * esz, (size_t)esz);
         }
     void *dc = gdt_upload_new(c, (size_t)nc), *dx = gdt_upload_new(x, (size_t)(n * esz));
