@@ -30,6 +30,8 @@ from ._C import (  # noqa: E402,F401
     abs,
     allclose,
     arange,
+    argmax,
+    argmin,
     array,
     asarray,
     concatenate,
@@ -51,6 +53,7 @@ from ._C import (  # noqa: E402,F401
     maximum,
     minimum,
     mod,
+    nonzero,
     norm,
     num_gpus,
     ones,
@@ -68,9 +71,9 @@ from ._C import (  # noqa: E402,F401
     tanh,
     try_all_gpus,
     try_gpu,
+    where,
     zeros,
 )
-from ._C import argmax, argmin, where  # noqa: E402,F401  (selection)
 
 __version__ = "0.1.0"
 
@@ -135,16 +138,10 @@ __all__ = [
     "stack",
     "synchronize", "tanh", "tensor", "trace", "try_all_gpus", "try_gpu", "zeros", "zeros_like",
     "clamp", "clip", "floor_divide", "mod", "pow", "power", "remainder", "sigmoid",
-    # selection
-    "argmax", "argmin", "where",
+    "argmax", "argmin", "nonzero", "where",
 ]
 
 # NumPy's names, bound last so the code above still sees Python's own any, all and bool
 from ._C import all, any, bool  # noqa: E402,A004
 
 bool_ = bool
-
-# indexing that copies: masks and index arrays in a[...], and their coordinates
-from ._C import nonzero  # noqa: E402
-
-__all__ += ["nonzero"]

@@ -112,9 +112,8 @@ def _extremum(n: Any, g: Array, sign: float) -> tuple:
     # Compared directly, not through a - b, which is NaN for equal infinities.
     a, b = n.inputs
     wins_a, wins_b = (a > b, b > a) if sign > 0 else (a < b, b < a)
-    share_a = _mask(wins_a, g) + _mask(a == b, g) * 0.5
-    share_b = _mask(wins_b, g) + _mask(a == b, g) * 0.5
-    return _fit_all(n, g * share_a, g * share_b)
+    half_tie = _mask(a == b, g) * 0.5
+    return _fit_all(n, g * (_mask(wins_a, g) + half_tie), g * (_mask(wins_b, g) + half_tie))
 
 
 def _sign(x: Array, like: Array) -> Array:
@@ -135,8 +134,8 @@ _UNARY: dict[str, Callable[[Array, Array], Array]] = {
 
 
 def _sigmoid_grad(y: Array, g: Array) -> Array:
-    # y * (1 - y) from the output, recomputed from the saved input (one kernel): saving the
-    # output itself would make it hold its own node (out -> grad_fn -> out), a cycle.
+    # g * y * (1 - y), with y recomputed from the saved input (one kernel): saving the output
+    # itself would make it hold its own node (out -> grad_fn -> out), a cycle.
     return g * (y * (1.0 - y))
 
 
@@ -299,10 +298,6 @@ def _join(n: Any, g: Array, stack: bool) -> tuple:
     return tuple(_fit(gi, m) for gi, m in zip(grads, n.metas))
 
 
-# Operations that have no gradient, and why (autograd raises this when one is recorded)
-REFUSED: dict[str, str] = {
-    "floor_divide": "not differentiable (a step function: its gradient is 0 or undefined), as in PyTorch",
-}
 # ---------------------------------------------------------------------------------------------
 # selection
 # ---------------------------------------------------------------------------------------------
@@ -315,6 +310,24 @@ def _where(n: Any, g: Array) -> tuple:
     gx = _C.where(cond, g, 0.0) if n.metas[0] is not None else None
     gy = _C.where(cond, 0.0, g) if n.metas[1] is not None else None
     return _fit_all(n, gx, gy)
+
+
+# ---------------------------------------------------------------------------------------------
+# indexing that copies: a[idx], a[mask] (recorded as "take") and a[idx] = v
+# ---------------------------------------------------------------------------------------------
+
+
+def _take(n: Any, g: Array) -> tuple:
+    """g scatter-added into zeros of a's shape: rows picked twice get both gradients.
+
+    ``extra`` is (rows, lead): the int64 row numbers the copy read (on a's device) and how
+    many leading axes of a the rows span (a mask's ndim, 1 for an index array).
+    """
+    rows, lead = n.extra
+    shape, _, device = n.metas[0]
+    gx = _C.zeros((math.prod(shape[:lead]),) + shape[lead:], dtype=g.dtype, device=device)
+    _C._index_add(gx, rows, g.reshape(rows.shape + shape[lead:]))
+    return _fit_all(n, gx.reshape(shape))
 
 
 RULES: dict[str, Rule] = {
@@ -342,6 +355,7 @@ RULES: dict[str, Rule] = {
     "transpose": Rule(_transpose, saves=False),
     "getitem": Rule(_getitem, saves=False),
     "setitem": Rule(_setitem, saves=False),
+    "take": Rule(_take, saves=False),
     "concatenate": Rule(lambda n, g: _join(n, g, False), saves=False),
     "stack": Rule(lambda n, g: _join(n, g, True), saves=False),
     # selection (argmax and argmin are never recorded: their results are integers)
@@ -350,24 +364,13 @@ RULES: dict[str, Rule] = {
 
 
 # ---------------------------------------------------------------------------------------------
-# indexing that copies: a[idx], a[mask] (recorded as "take") and a[idx] = v
+# refusals: operations without a gradient, and writes whose gradient would be unspecified
 # ---------------------------------------------------------------------------------------------
 
-
-def _take(n: Any, g: Array) -> tuple:
-    """g scatter-added into zeros of a's shape: rows picked twice get both gradients.
-
-    ``extra`` is (rows, lead): the int64 row numbers the copy read (on a's device) and how
-    many leading axes of a the rows span (a mask's ndim, 1 for an index array).
-    """
-    rows, lead = n.extra
-    shape, _, device = n.metas[0]
-    gx = _C.zeros((math.prod(shape[:lead]),) + shape[lead:], dtype=g.dtype, device=device)
-    _C._index_add(gx, rows, g.reshape(rows.shape + shape[lead:]))
-    return _fit_all(n, gx.reshape(shape))
-
-
-RULES["take"] = Rule(_take, saves=False)
+# Operations that have no gradient, and why (autograd raises this when one is recorded)
+REFUSED: dict[str, str] = {
+    "floor_divide": "not differentiable (a step function: its gradient is 0 or undefined), as in PyTorch",
+}
 
 
 def refuse_repeated_rows(a: Array, key: Any, value: Any) -> None:

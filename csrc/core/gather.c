@@ -339,7 +339,7 @@ PyObject *gd_array_nonzero(PyObject *self, PyObject *Py_UNUSED(ignored))
     ArrayObject *a = (ArrayObject *)self;
     if (a->ndim == 0) {
         PyErr_SetString(PyExc_ValueError, "nonzero: calling nonzero on 0d arrays is not allowed; use "
-                                          "gd.atleast_1d-style a.reshape(1).nonzero() instead");
+                                          "a.reshape(1).nonzero() instead");
         return NULL;
     }
     ArrayObject *m = as_mask(st, a);
