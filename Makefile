@@ -28,14 +28,18 @@ $(DEPS): pyproject.toml | $(PY)
 	$(PY) -m pip install -q $$($(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml','rb'))['build-system']['requires']))")
 	touch $@
 
-# The editable install (metadata, runtime and test dependencies, a first build) happens when
-# the packaging files change; C edits then only need the incremental in-place build.
-$(INSTALLED): $(DEPS) setup.py
-	$(LOCK) $(PY) -m pip install -q --no-build-isolation -e ".[test]"
+# The editable install (metadata, runtime and test dependencies) happens when the packaging
+# files change. It compiles nothing (GPUDEV_EXTENSIONS=0): pip would hide the compilers'
+# progress, so the extensions are built by the in-place build below, which shows it.
+$(INSTALLED): $(DEPS) setup.py pyproject.toml
+	@echo "installing gpudev in editable mode with its test dependencies into $(VENV)"
+	$(LOCK) env GPUDEV_EXTENSIONS=0 $(PY) -m pip install -q --no-build-isolation -e ".[test]"
 	touch $@
 
 # the stamp's time is taken before building, so an edit made during a build is rebuilt next time
 $(BUILT): $(INSTALLED) $(SOURCES)
+	@echo "building gpudev in place: the C core, then the CUDA backend where a toolkit is found"
+	@echo "(about 1 minute each on 2 cores; GPUDEV_CUDA=0 skips CUDA; see README, 'The two commands')"
 	touch $@.new
 	$(LOCK) $(PY) setup.py -q build_ext --inplace
 	mv $@.new $@

@@ -3,8 +3,15 @@ when a CUDA toolkit is found.
 
 Environment:
     GPUDEV_CUDA=0          build without the CUDA backend even if a toolkit is found
-    GPUDEV_CUDA_ARCH=...   nvcc targets, e.g. "sm_90" or "sm_80,sm_90" (default: sm_75..sm_90
-                           machine code plus compute_90 PTX, so newer GPUs JIT from PTX)
+    GPUDEV_CUDA_ARCH=...   nvcc targets. Unset: machine code for the GPUs present (their compute
+                           capability, from nvidia-smi), or, with no GPU, PTX for the lowest
+                           architecture the toolkit supports, so the backend still compiles and
+                           links in about a minute. "all": machine code for sm_75..sm_90 plus
+                           compute_90 PTX (wheels for other machines; several minutes per file).
+                           A list such as "sm_90" or "sm_80,sm_90" is taken as it is.
+    GPUDEV_BUILD_JOBS=N    .cu files compiled at once (default: the number of cores)
+    GPUDEV_EXTENSIONS=0    install metadata only, no compiling (the Makefile's editable install,
+                           which then builds in place, where the build's progress is visible)
     GPUDEV_SANITIZE=1      build the C core with AddressSanitizer + UndefinedBehaviorSanitizer
     GPUDEV_SANITIZE=thread build the C core with ThreadSanitizer
     CUDA_HOME / CUDA_PATH  where the toolkit is (else `nvcc` on PATH, else /usr/local/cuda)
@@ -13,6 +20,7 @@ Environment:
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import glob
 import os
 import platform
@@ -20,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import time
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -56,21 +65,57 @@ def find_cuda() -> tuple[str | None, str]:
     return None, "no CUDA toolkit found (set CUDA_HOME or put nvcc on PATH)"
 
 
-def cuda_gencode_flags() -> tuple[list[str], str]:
-    archs = os.environ.get("GPUDEV_CUDA_ARCH")
-    flags: list[str] = []
-    if archs:
-        names = [a.strip() for a in archs.replace(";", ",").split(",") if a.strip()]
-        for a in names:
-            num = a.split("_")[-1]
-            kind = "compute" if a.startswith("compute_") else "sm"
-            flags.append(f"-gencode=arch=compute_{num},code={kind}_{num}")
-        return flags, ",".join(names)
-    for a in DEFAULT_ARCHS:
-        num = a.split("_")[1]
-        flags.append(f"-gencode=arch=compute_{num},code=sm_{num}")
-    flags.append(f"-gencode=arch={DEFAULT_PTX},code={DEFAULT_PTX}")
-    return flags, ",".join(DEFAULT_ARCHS + [DEFAULT_PTX])
+def gencode(target: str) -> str:
+    """nvcc's -gencode for "sm_90" (machine code) or "compute_90" (PTX, JIT-compiled by the driver)."""
+    num = target.split("_")[-1]
+    kind = "compute" if target.startswith("compute_") else "sm"
+    return f"-gencode=arch=compute_{num},code={kind}_{num}"
+
+
+def nvcc_list(nvcc: str, flag: str) -> list[str]:
+    """What `nvcc --list-gpu-arch` (compute_XY) or `--list-gpu-code` (sm_XY) names, oldest first."""
+    try:
+        out = subprocess.run([nvcc, flag], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return sorted({t.strip() for t in out.split() if "_" in t}, key=lambda t: int(t.split("_")[-1]))
+
+
+def present_gpus() -> list[str]:
+    """The compute capabilities of this machine's GPUs as "sm_XY", from nvidia-smi; [] without a
+    GPU or a driver."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    try:
+        run = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    caps = [line.strip() for line in run.stdout.splitlines() if run.returncode == 0]
+    return sorted({"sm_" + c.replace(".", "") for c in caps if c.replace(".", "").isdigit()})
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_targets(nvcc: str) -> tuple[tuple[str, ...], str]:
+    """(targets, why): what the CUDA backend is compiled for, and the reason, for the build log."""
+    asked = os.environ.get("GPUDEV_CUDA_ARCH", "").strip()
+    if asked.lower() == "all":
+        return (*DEFAULT_ARCHS, DEFAULT_PTX), "every supported architecture (GPUDEV_CUDA_ARCH=all)"
+    if asked:
+        names = tuple(a.strip() for a in asked.replace(";", ",").split(",") if a.strip())
+        return names, "GPUDEV_CUDA_ARCH"
+    gpus, known = present_gpus(), set(nvcc_list(nvcc, "--list-gpu-code"))
+    if gpus:
+        if all(g in known for g in gpus):
+            return tuple(gpus), "the GPUs on this machine (nvidia-smi)"
+        # a GPU newer than the toolkit: PTX of the newest architecture it knows, which the driver
+        # compiles for the GPU at first use
+        newest = nvcc_list(nvcc, "--list-gpu-arch")[-1:] or [DEFAULT_PTX]
+        return tuple(newest), f"PTX: this toolkit knows no machine code for {', '.join(gpus)}"
+    lowest = nvcc_list(nvcc, "--list-gpu-arch")[:1] or ["compute_75"]
+    return tuple(lowest), ("no GPU found, so one PTX target, enough to compile and link "
+                           "(GPUDEV_CUDA_ARCH=all builds every architecture)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -99,6 +144,40 @@ def numpy_include() -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+def build_jobs(parallel: object, files: int) -> int:
+    """How many .cu files nvcc compiles at once: `build_ext -j N`, else GPUDEV_BUILD_JOBS, else
+    one per core (each nvcc is mostly one single-threaded compiler process)."""
+    if isinstance(parallel, int) and parallel > 1:
+        return parallel
+    jobs = os.environ.get("GPUDEV_BUILD_JOBS", "")
+    n = int(jobs) if jobs.isdigit() and int(jobs) > 0 else (os.cpu_count() or 1)
+    return max(1, min(n, files))
+
+
+def compile_in_parallel(compiler, jobs: int) -> None:
+    """Make `compiler.compile` (distutils' loop over one extension's sources, one file at a time)
+    compile `jobs` files at once: the same per-file steps, run from a thread pool."""
+    if jobs < 2 or getattr(compiler, "_gd_parallel", False):
+        return
+
+    def compile(sources, output_dir=None, macros=None, include_dirs=None, debug=0,
+                extra_preargs=None, extra_postargs=None, depends=None):
+        macros, objects, extra_postargs, pp_opts, build = compiler._setup_compile(
+            output_dir, macros, include_dirs, sources, depends, extra_postargs)
+        cc_args = compiler._get_cc_args(pp_opts, debug, extra_preargs)
+
+        def one(obj):
+            src, ext = build[obj]
+            compiler._compile(obj, src, ext, cc_args, extra_postargs, pp_opts)
+
+        with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+            list(pool.map(one, objects))
+        return objects
+
+    compiler.compile = compile
+    compiler._gd_parallel = True
+
+
 class BuildExt(build_ext):
     def run(self) -> None:
         super().run()
@@ -108,12 +187,18 @@ class BuildExt(build_ext):
         if ext.name == "gpudev._cuda":
             self.build_cuda(ext)
         else:
+            started = time.monotonic()
+            jobs = build_jobs(self.parallel, len(ext.sources))
+            log(f"compiling {ext.name} ({len(ext.sources)} C files, {jobs} at a time)")
+            compile_in_parallel(self.compiler, jobs)
             super().build_extension(ext)
+            log(f"{ext.name} built in {time.monotonic() - started:.0f} s")
 
     def build_cuda(self, ext: Extension) -> None:
         cuda_home = ext.cuda_home  # type: ignore[attr-defined]
         nvcc = os.path.join(cuda_home, "bin", "nvcc")
-        gencode, arch_list = cuda_gencode_flags()
+        targets, why = cuda_targets(nvcc)
+        arch_list = ",".join(targets)
         out_path = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(out_path), exist_ok=True)
         # objects and the arch stamp live in build/ so editable and in-place builds share them
@@ -135,22 +220,28 @@ class BuildExt(build_ext):
                 shutil.copy2(cached, out_path)
             log(f"CUDA backend up to date ({cached})")
             return
-        log(f"compiling the CUDA backend with {nvcc} for {arch_list}")
+        jobs = build_jobs(self.parallel, len(ext.sources))
+        log(f"compiling the CUDA backend ({len(ext.sources)} files, {jobs} at a time) for "
+            f"{arch_list}: {why}")
         includes = [os.path.join(HERE, "csrc"), sysconfig.get_paths()["include"]]
         objects = [os.path.join(obj_dir, os.path.basename(src) + ".o") for src in ext.sources]
-        cmds = [
-            [
-                nvcc, "-c", src, "-o", obj, "-O3", "-std=c++17", "--expt-relaxed-constexpr", "--threads=0",
-                "-Xcompiler", "-fPIC,-Wall,-Wextra",
-                f'-DGD_CUDA_ARCH_LIST="{arch_list}"',
-                *[f"-I{i}" for i in includes], *gencode,
-            ]
-            for src, obj in zip(ext.sources, objects)
+        flags = [
+            "-O3", "-std=c++17", "--expt-relaxed-constexpr", "--threads=0",
+            "-Xcompiler", "-fPIC,-Wall,-Wextra", f'-DGD_CUDA_ARCH_LIST="{arch_list}"',
+            *[f"-I{i}" for i in includes], *[gencode(t) for t in targets],
         ]
-        # `build_ext -j N` compiles N files at a time (a GPU machine's build in a short slot)
-        jobs = self.parallel if isinstance(self.parallel, int) and self.parallel > 1 else 1
+        started, done = time.monotonic(), []
+
+        def compile_one(src_obj: tuple[str, str]) -> None:
+            src, obj = src_obj
+            t0 = time.monotonic()
+            self.spawn([nvcc, "-c", src, "-o", obj, *flags])
+            done.append(src)  # list.append is atomic: the count below is right across threads
+            log(f"  [{len(done)}/{len(objects)}] {os.path.basename(src)} in {time.monotonic() - t0:.0f} s")
+
         with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-            list(pool.map(self.spawn, cmds))
+            list(pool.map(compile_one, zip(ext.sources, objects)))
+        log(f"CUDA backend compiled in {time.monotonic() - started:.0f} s")
         lib_dir = os.path.join(cuda_home, "lib64")
         if not os.path.isdir(lib_dir):
             lib_dir = os.path.join(cuda_home, "lib")
@@ -167,7 +258,7 @@ class BuildExt(build_ext):
 
     def write_build_info(self) -> None:
         cuda_home, reason = find_cuda()
-        _, arch_list = cuda_gencode_flags()
+        arch_list = ",".join(cuda_targets(os.path.join(cuda_home, "bin", "nvcc"))[0]) if cuda_home else ""
         cc = self.compiler.compiler_so[0] if getattr(self.compiler, "compiler_so", None) else "cc"
         try:
             cc_version = subprocess.run(
@@ -180,7 +271,7 @@ class BuildExt(build_ext):
             "cuda_toolkit": cuda_home,
             "cuda_compiled": cuda_home is not None,
             "cuda_reason": reason,
-            "cuda_archs": arch_list if cuda_home else "",
+            "cuda_archs": arch_list,
             "sanitize": os.environ.get("GPUDEV_SANITIZE") in SANITIZERS,
             "machine": platform.machine(),
         }
@@ -233,6 +324,8 @@ def core_extension() -> Extension:
 
 
 def extensions() -> list[Extension]:
+    if os.environ.get("GPUDEV_EXTENSIONS", "1") == "0":
+        return []
     exts = [core_extension()]
     cuda_home, reason = find_cuda()
     log(f"CUDA backend: {'building' if cuda_home else 'skipped'}: {reason}")
