@@ -250,3 +250,41 @@ else:
     settings.register_profile("gpudev", max_examples=60, deadline=None, suppress_health_check=_health)
     settings.register_profile("sanitize", max_examples=10, deadline=None, suppress_health_check=_health)
     settings.load_profile("sanitize" if os.environ.get("GPUDEV_SANITIZE_RUN") == "1" else "gpudev")
+
+
+# ---------------------------------------------------------------------------------------------
+# output that fits a screen
+# ---------------------------------------------------------------------------------------------
+
+# Without -v, a passed or skipped test prints nothing of its own: thousands of device variants
+# would fill a hundred lines with dots. One dot stands for every PROGRESS_EVERY tests instead,
+# failures and errors still print their letter at once, and the skips are counted by reason at
+# the end (pyproject's -rfE leaves them out of the short summary).
+PROGRESS_EVERY = 100
+_quiet_done = 0
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
+    global _quiet_done
+    if config.option.verbose > 0 or not (report.passed or report.skipped) or hasattr(report, "wasxfail"):
+        return None
+    if report.skipped or report.when == "call":
+        _quiet_done += 1
+        mark = "." if _quiet_done % PROGRESS_EVERY == 0 else ""
+        return ("skipped" if report.skipped else "passed"), mark, report.outcome.upper()
+    return None
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """One line per skip reason with its count, most frequent first."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped or config.option.verbose > 0:
+        return
+    reasons: dict[str, int] = {}
+    for rep in skipped:
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    terminalreporter.section(f"{len(skipped)} skipped, by reason", sep="-")
+    for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+        terminalreporter.line(f"{n:6d}  {reason}")
