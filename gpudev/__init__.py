@@ -75,7 +75,7 @@ from ._C import (  # noqa: E402,F401
     zeros,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def _load_cuda() -> None:
