@@ -13,7 +13,7 @@ SOURCES := $(wildcard csrc/*.h csrc/core/* csrc/cpu/* csrc/cuda/*) setup.py pypr
 BUILT   := $(VENV)/.built
 INSTALLED := $(VENV)/.installed
 
-.PHONY: all build demo test fuzz sanitize tsan cuda-emu gpu-check gpu-wheels bench lab clean
+.PHONY: all build demo test install-check fuzz sanitize tsan cuda-emu gpu-check gpu-wheels bench lab clean
 .PHONY: test-pool test-pool-tsan test-pool-asan bench-pool check-aarch64
 
 all: test
@@ -49,6 +49,11 @@ build: $(BUILT)
 test: $(BUILT)
 	$(PY) -m pytest -q tests; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+# The wheel and the sdist built, installed into fresh venvs and used from outside the tree, as
+# users install gpudev (tools/install_check.sh; a few minutes: the sdist compiles everything)
+install-check: $(BUILT)
+	bash tools/install_check.sh $(CURDIR)/$(PY)
 
 demo: $(BUILT)
 	$(PY) -m gpudev exercises --out results
