@@ -715,6 +715,8 @@ static PyObject *mod_from_dlpack(PyObject *module, PyObject *x)
     ArrayObject *out = import_capsule(st, capsule, dev, Py_TYPE(x)->tp_name);
     /* an unused capsule hands the tensor back to the producer here */
     Py_DECREF(capsule);
+    /* bytes other than 0 and 1 in a bool tensor: a normalized copy instead of the shared memory */
+    if (out) Py_SETREF(out, gd_canonical_bools(st, out, "from_dlpack"));
     if (out && gd_trace_op(st, "from_dlpack", out, NULL, NULL) < 0) Py_CLEAR(out);
     return (PyObject *)out;
 }

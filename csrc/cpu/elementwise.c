@@ -173,7 +173,7 @@ GD_COMPARISONS(f64, double)
 GD_COMPARISONS(i64, int64_t)
 GD_COMPARISONS(b, uint8_t)
 GD_BITWISE(i64, int64_t, ~x)
-GD_BITWISE(b, uint8_t, (uint8_t)(x ^ 1))
+GD_BITWISE(b, uint8_t, (uint8_t)(x == 0))
 
 /* where: out = c ? x : y. A selection copies bits, so one kernel per element size (T an
  * unsigned integer of that size) serves every dtype. Both values are loaded and combined
