@@ -347,6 +347,11 @@ PyObject *gd_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (copy < 0) return NULL;
     consumer_stream consumer = {STREAM_NONE, 0};
     if (a->device.type == GD_CUDA && parse_stream(kw[STREAM], &consumer) < 0) return NULL;
+    if (a->device.type == GD_CPU && kw[STREAM] != Py_None) { /* the DLPack standard: None for CPU data */
+        PyErr_Format(PyExc_ValueError, "__dlpack__: stream=%R given for an array on the CPU; CPU data has no "
+                                       "streams, so stream must be None", kw[STREAM]);
+        return NULL;
+    }
 
     PyObject *exported = copy ? (PyObject *)gd_array_to_device(st, a, a->device, "__dlpack__") : Py_NewRef(self);
     if (!exported) return NULL;
