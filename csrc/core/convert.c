@@ -184,6 +184,10 @@ static PyArrayObject *reread_big_ints(gd_state *st, PyObject *obj, PyArrayObject
         Py_DECREF(arr);
         return again;
     }
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) { /* KeyboardInterrupt during the reading goes on */
+        Py_DECREF(arr);
+        return NULL;
+    }
     if (!PyErr_ExceptionMatches(PyExc_OverflowError)) { /* not about ints: the first reading's message */
         PyErr_Clear();
         return arr;
