@@ -110,15 +110,25 @@ def test_noncanonical_bools_as_masks_and_in_ops():
     assert y.numpy().view(np.uint8).tolist() == [0, 1, 1, 1]
 
 
-def test_bools_written_behind_gpudevs_back_cast_and_invert_as_numpy():
+def test_bools_written_behind_gpudevs_back_read_as_numpy():
     """Bytes written later through another view of shared memory are outside the rule, but
-    astype and ~ still read any nonzero byte as True on the CPU."""
+    the kernels still read any nonzero byte as True."""
     x = np.zeros(4, dtype=bool)
     b = gd.asarray(x)
     x.view(np.uint8)[:] = RAW
+    ref = RAW != 0
+    t = gd.asarray([True] * 4)
     np.testing.assert_array_equal(b.astype(gd.float32).numpy(), [0, 1, 1, 1])
     np.testing.assert_array_equal(b.astype(gd.int64).numpy(), [0, 1, 1, 1])
-    np.testing.assert_array_equal((~b).numpy(), [True, False, False, False])
+    assert b.sum().item() == 3
+    np.testing.assert_array_equal((~b).numpy(), ~ref)
+    np.testing.assert_array_equal((b == True).numpy(), ref)  # noqa: E712
+    np.testing.assert_array_equal((b == t).numpy(), ref)
+    np.testing.assert_array_equal((b != t).numpy(), ~ref)
+    np.testing.assert_array_equal((b & t).numpy(), ref)
+    np.testing.assert_array_equal((b ^ t).numpy(), ~ref)
+    np.testing.assert_array_equal((b | t).numpy().view(np.uint8), [1, 1, 1, 1])
+    np.testing.assert_array_equal(gd.where(b, 1, 0).numpy(), [0, 1, 1, 1])
 
 
 # ---------------------------------------------------------------------------------------------
