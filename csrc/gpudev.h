@@ -27,7 +27,9 @@ extern "C" {
  * ---------------------------------------------------------------------------------------- */
 
 /* Each enum below ends in its count; tables.h describes every value, in order. */
-/* bool is one byte holding 0 or 1 (NumPy's and DLPack's layout). */
+/* bool is one byte holding 0 or 1 (NumPy's and DLPack's layout). The core makes data from
+ * outside 0/1 when it comes in; kernels still read a bool as byte != 0, since memory shared
+ * with other libraries may be written with other bytes later. */
 typedef enum gd_dtype { GD_FLOAT32 = 0, GD_FLOAT64 = 1, GD_INT64 = 2, GD_BOOL = 3, GD_NUM_DTYPES } gd_dtype;
 
 typedef enum gd_device_type { GD_CPU = 0, GD_CUDA = 1 } gd_device_type;

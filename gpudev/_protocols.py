@@ -167,6 +167,15 @@ def _stacking(fn: Callable) -> Callable:
     return call
 
 
+def _concatenate(arrays: Any, axis: Any = 0, *more: Any, **rest: Any) -> Any:
+    if more or rest:  # out=, dtype=, casting=: NumPy's
+        return NotImplemented
+    if axis is None:  # NumPy flattens every array first, then joins them end to end
+        arrays = [x.ravel() if isinstance(x, Array) else _C.asarray(x).ravel() for x in arrays]
+        axis = 0
+    return _C.concatenate(arrays, axis=axis)
+
+
 def _where(condition: Any, *xy: Any, **rest: Any) -> Any:
     # np.where(condition) alone gives indices, and NumPy arrays are NumPy's to combine: NumPy's
     if len(xy) != 2 or rest or any(isinstance(o, np.ndarray) for o in (condition, *xy)):
@@ -185,7 +194,7 @@ _FUNCTIONS: dict[Callable, Callable] = {
     np.transpose: _transpose,
     np.reshape: _reshape,
     np.stack: _stacking(_C.stack),
-    np.concatenate: _stacking(_C.concatenate),
+    np.concatenate: _concatenate,
     # selection
     np.where: _where,
     np.argmax: _reduction("argmax"),

@@ -32,6 +32,8 @@ def _check(name: str, x: object, axis: object) -> tuple[Array, int]:
         raise TypeError(f"{name}: expected a gpudev Array, got {type(x).__name__}; convert it "
                         f"with gd.asarray(x)")
     try:
+        if isinstance(axis, bool):  # True is not axis 1, as in NumPy
+            raise TypeError
         ax = operator.index(axis)
     except TypeError:
         raise TypeError(f"{name}: axis must be an int, got {reprlib.repr(axis)} ({type(axis).__name__})") from None

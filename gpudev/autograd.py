@@ -168,7 +168,7 @@ def _make_node(name: str, out_meta: tuple, inputs: tuple, extra: Any,
     saves = _rule(name).saves
     if edges is None:
         edges = tuple([_edge(x) for x in inputs])
-    if edges.count(None) == len(edges):
+    if all(e is None for e in edges):  # by identity: an edge may hold an Array, whose == is elementwise
         return None
     # Arrays only when the rule reads them (the graph then keeps alive what it needs), with
     # their storage's write count, which backward() checks.

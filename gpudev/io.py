@@ -82,8 +82,11 @@ def _npy_header(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
 
 def _write_npy(f: IO[bytes], host: np.ndarray) -> None:
     f.write(_npy_header(host.dtype, host.shape))
-    # A CPU Array's NumPy view is C-contiguous: write its bytes without an intermediate copy
-    # (as a flat byte view: zip members count len(), and empty views refuse the cast).
+    # The header says C order: a view (a.T, a[::-1], a[:, ::2]) is written from a C-ordered
+    # copy; a C-contiguous array's bytes are written without one (as a flat byte view: zip
+    # members count len(), and empty views refuse the cast).
+    if not host.flags.c_contiguous:
+        host = np.ascontiguousarray(host)
     if host.size:
         f.write(memoryview(host).cast("B"))
 

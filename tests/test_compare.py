@@ -66,7 +66,10 @@ def test_equality_is_elementwise_not_identity(device):
     assert_array(a == b, np.ones((2, 2), bool))
     assert (a.sum() == 4).item() is True
     assert bool(a.sum() == 4)
-    assert a != None and not (a == "abc")  # noqa: E711 (Python's fallback for foreign types)
+    assert not (a == "abc")  # Python's fallback for foreign types
+    # None compares elementwise, as in NumPy: no element equals None
+    assert_array(a == None, np.zeros((2, 2), bool))  # noqa: E711
+    assert_array(a != None, np.ones((2, 2), bool))  # noqa: E711
     assert len({a, b}) == 2  # arrays still hash by identity
 
 

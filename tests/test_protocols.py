@@ -145,7 +145,9 @@ def test_operands_of_the_wrong_type_raise_typeerror(device, other):
         gd.matmul(other, x)
     with pytest.raises(TypeError, match=rf"maximum: unsupported operand types gpudev\.Array and {name}"):
         gd.maximum(x, other)
-    python_says = r"unsupported operand type\(s\) for|can't multiply sequence|can only concatenate str"
+    # ("abc" * x asks x for __index__, which only 0-d int arrays have, as with NumPy arrays)
+    python_says = (r"unsupported operand type\(s\) for|can't multiply sequence|can only concatenate str|"
+                   r"only 0-d integer arrays convert to an index")
     for op in ("+", "-", "*", "/", "**", "@"):  # Python's own TypeError (str's for "abc" * x and "abc" + x)
         with pytest.raises(TypeError, match=python_says):
             eval(f"x {op} other")

@@ -306,11 +306,26 @@ static PyObject *array_divmod(PyObject *a, PyObject *b)
     return res;
 }
 
+/* a == None and a != None: NumPy compares each element with the object None, which no
+ * number equals, so the answer is a bool array of all False (==) or all True (!=). */
+static PyObject *compare_with_none(ArrayObject *a, int cmp)
+{
+    gd_state *st = gd_state_of((PyObject *)a);
+    const char *name = cmp == Py_EQ ? "equal" : "not_equal";
+    const gd_backend *be = gd_backend_of(st, a->device, name);
+    if (!be) return NULL;
+    ArrayObject *out = gd_array_new(st, a->device, GD_BOOL, a->ndim, a->shape, name);
+    gd_scalar v = {.i = cmp == Py_NE};
+    if (out && (gd_fill(st, be, out, v, name) < 0 || gd_trace_op(st, name, out, a, NULL) < 0)) Py_CLEAR(out);
+    return (PyObject *)out;
+}
+
 /* ==, <, ... compare elementwise into a bool array, as in NumPy */
 static PyObject *array_richcompare(PyObject *a, PyObject *b, int cmp)
 {
     static const gd_binop ops[] = {[Py_LT] = GD_LT, [Py_LE] = GD_LE, [Py_EQ] = GD_EQ,
                                    [Py_NE] = GD_NE, [Py_GT] = GD_GT, [Py_GE] = GD_GE};
+    if (b == Py_None && (cmp == Py_EQ || cmp == Py_NE)) return compare_with_none((ArrayObject *)a, cmp);
     return gd_binary(gd_state_of(a), ops[cmp], a, b, NULL);
 }
 
@@ -384,6 +399,21 @@ static PyObject *array_int(PyObject *self)
     PyObject *v = size1_item(self, "int");
     if (v && !PyLong_Check(v)) Py_SETREF(v, PyNumber_Long(v));
     return v;
+}
+
+/* operator.index(a) (a as a list index, a range bound, a shape): only a 0-d int64 array is
+ * one integer, as in NumPy 2, where bool and float arrays, and arrays of one element with
+ * axes, are not. */
+static PyObject *array_index(PyObject *self)
+{
+    ArrayObject *a = (ArrayObject *)self;
+    if (a->ndim != 0 || a->dtype != GD_INT64) {
+        PyErr_Format(PyExc_TypeError,
+                     "__index__: only 0-d integer arrays convert to an index, got a %dd %s array; use int(a.item())",
+                     a->ndim, gd_dtype_name(a->dtype));
+        return NULL;
+    }
+    return gd_array_item(self, NULL);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -518,6 +548,7 @@ static PyType_Slot array_slots[] = {
     {Py_nb_bool, array_bool},
     {Py_nb_float, array_float},
     {Py_nb_int, array_int},
+    {Py_nb_index, array_index},
     {Py_mp_length, gd_array_length},
     {Py_mp_subscript, gd_array_subscript},
     {Py_mp_ass_subscript, gd_array_ass_subscript},

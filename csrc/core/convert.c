@@ -56,6 +56,14 @@ static int can_borrow(gd_state *st, PyObject *obj, PyArrayObject *arr, gd_dtype 
     return 1;
 }
 
+/* gd_canonical_bools(a), stealing a. */
+static ArrayObject *canonical_or_same(gd_state *st, ArrayObject *a, const char *op)
+{
+    ArrayObject *c = gd_canonical_bools(st, a, op);
+    Py_DECREF(a);
+    return c;
+}
+
 /* An Array from NumPy's reading of obj (arr): shared when it can be, else converted to dt and
  * copied to dev. Steals the reference to arr. */
 static PyObject *from_numpy(gd_state *st, PyObject *obj, PyArrayObject *arr, gd_dtype dt, gd_device dev, int copy,
@@ -68,8 +76,9 @@ static PyObject *from_numpy(gd_state *st, PyObject *obj, PyArrayObject *arr, gd_
             strides[i] = PyArray_STRIDE(arr, i) / (npy_intp)gd_dtype_size(dt);
         }
         /* the base keeps NumPy's memory alive */
-        return (PyObject *)gd_array_borrow(st, (PyObject *)arr, PyArray_DATA(arr), dev, dt, PyArray_NDIM(arr),
-                                           shape, strides, PyArray_SIZE(arr));
+        ArrayObject *shared = gd_array_borrow(st, (PyObject *)arr, PyArray_DATA(arr), dev, dt, PyArray_NDIM(arr),
+                                              shape, strides, PyArray_SIZE(arr));
+        return shared ? (PyObject *)canonical_or_same(st, shared, op) : NULL;
     }
     PyArray_Descr *want = (PyArray_Descr *)Py_NewRef(st->np_dtypes[dt]);
     PyArrayObject *c = (PyArrayObject *)PyArray_FromAny(
@@ -78,7 +87,47 @@ static PyObject *from_numpy(gd_state *st, PyObject *obj, PyArrayObject *arr, gd_
     if (!c) return NULL;
     ArrayObject *out = from_host_ndarray(st, c, dt, dev, op);
     Py_DECREF(c);
-    return (PyObject *)out;
+    return out ? (PyObject *)canonical_or_same(st, out, op) : NULL;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * bool bytes
+ * ---------------------------------------------------------------------------------------- */
+
+/* Whether every byte of host bool data (any strides, in bytes since a bool is one) is 0 or 1. */
+static int host_bools_canonical(const uint8_t *p, int ndim, const int64_t *shape, const int64_t *strides)
+{
+    if (ndim == 0) return p[0] <= 1;
+    if (ndim == 1 && strides[0] == 1) {
+        uint8_t high = 0; /* any bit above the lowest: a byte other than 0 or 1 */
+        for (int64_t i = 0; i < shape[0]; i++) high |= p[i] & 0xFE;
+        return high == 0;
+    }
+    for (int64_t i = 0; i < shape[0]; i++)
+        if (!host_bools_canonical(p + i * strides[0], ndim - 1, shape + 1, strides + 1)) return 0;
+    return 1;
+}
+
+ArrayObject *gd_canonical_bools(gd_state *st, ArrayObject *a, const char *op)
+{
+    if (a->dtype != GD_BOOL || a->size == 0) return (ArrayObject *)Py_NewRef((PyObject *)a);
+    const gd_device cpu = GD_CPU_DEVICE;
+    ArrayObject *host = a->device.type == GD_CPU ? (ArrayObject *)Py_NewRef((PyObject *)a)
+                                                 : gd_array_to_device(st, a, cpu, op);
+    if (!host) return NULL;
+    if (host_bools_canonical((const uint8_t *)host->data, host->ndim, host->shape, host->strides)) {
+        Py_DECREF(host);
+        return (ArrayObject *)Py_NewRef((PyObject *)a);
+    }
+    /* a fresh C-contiguous copy on the host (the download already is one) */
+    if (host == a) Py_SETREF(host, gd_array_to_device(st, a, cpu, op));
+    if (!host) return NULL;
+    uint8_t *p = (uint8_t *)host->data;
+    for (int64_t i = 0; i < host->size; i++) p[i] = p[i] != 0;
+    if (a->device.type == GD_CPU) return host;
+    ArrayObject *out = gd_array_to_device(st, host, a->device, op);
+    Py_DECREF(host);
+    return out;
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -134,6 +183,10 @@ static PyArrayObject *reread_big_ints(gd_state *st, PyObject *obj, PyArrayObject
     if (again) {
         Py_DECREF(arr);
         return again;
+    }
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) { /* KeyboardInterrupt during the reading goes on */
+        Py_DECREF(arr);
+        return NULL;
     }
     if (!PyErr_ExceptionMatches(PyExc_OverflowError)) { /* not about ints: the first reading's message */
         PyErr_Clear();

@@ -210,8 +210,10 @@ static int parse_arange(arange_args *r, PyObject **vals)
         vals[0] = NULL;
     }
     *r = (arange_args){{0.0, 0.0, 1.0}, {0, 0, 1}, {1, 1, 1}};
+    /* None is only a missing stop (arange(5, None)) or step; as a start or the only bound it is
+     * refused, as NumPy refuses it */
     for (int i = 0; i < 3; i++)
-        if (vals[i] && vals[i] != Py_None &&
+        if (vals[i] && (vals[i] != Py_None || i < 2) &&
             number_arg(vals[i], &r->f[i], &r->iv[i], &r->is_int[i], "arange", names[i]) < 0)
             return -1;
     return 0;

@@ -347,6 +347,11 @@ PyObject *gd_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (copy < 0) return NULL;
     consumer_stream consumer = {STREAM_NONE, 0};
     if (a->device.type == GD_CUDA && parse_stream(kw[STREAM], &consumer) < 0) return NULL;
+    if (a->device.type == GD_CPU && kw[STREAM] != Py_None) { /* the DLPack standard: None for CPU data */
+        PyErr_Format(PyExc_ValueError, "__dlpack__: stream=%R given for an array on the CPU; CPU data has no "
+                                       "streams, so stream must be None", kw[STREAM]);
+        return NULL;
+    }
 
     PyObject *exported = copy ? (PyObject *)gd_array_to_device(st, a, a->device, "__dlpack__") : Py_NewRef(self);
     if (!exported) return NULL;
@@ -715,6 +720,8 @@ static PyObject *mod_from_dlpack(PyObject *module, PyObject *x)
     ArrayObject *out = import_capsule(st, capsule, dev, Py_TYPE(x)->tp_name);
     /* an unused capsule hands the tensor back to the producer here */
     Py_DECREF(capsule);
+    /* bytes other than 0 and 1 in a bool tensor: a normalized copy instead of the shared memory */
+    if (out) Py_SETREF(out, gd_canonical_bools(st, out, "from_dlpack"));
     if (out && gd_trace_op(st, "from_dlpack", out, NULL, NULL) < 0) Py_CLEAR(out);
     return (PyObject *)out;
 }

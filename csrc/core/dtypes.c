@@ -13,6 +13,7 @@ int gd_parse_dtype(PyObject *obj, gd_dtype *out, const char *op)
     if (obj == Py_None) return 0;
     PyArray_Descr *descr = NULL;
     if (!PyArray_DescrConverter2(obj, &descr) || !descr) {
+        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_Exception)) return -1; /* KeyboardInterrupt */
         PyErr_Clear();
         PyObject *shown = gd_brief_repr(obj);
         if (shown)

@@ -59,11 +59,23 @@ static PyObject *advanced_item(gd_state *st, PyObject *key, int *trailing, const
  * the index as an Array on a's device
  * ---------------------------------------------------------------------------------------- */
 
+/* An empty list indexes as an empty integer array (NumPy's reading of a[[]]), but an empty
+ * array of floats is refused like any other float array, as NumPy refuses it: -1 with
+ * IndexError for those. */
+static int refuse_empty_floats(const ArrayObject *idx, PyObject *item, const char *op)
+{
+    if (idx->dtype == GD_INT64 || idx->dtype == GD_BOOL || PyList_Check(item)) return 0;
+    PyErr_Format(PyExc_IndexError, "%s: arrays used as indices must be of integer (or boolean) type, got %s", op,
+                 gd_dtype_name(idx->dtype));
+    return -1;
+}
+
 /* item as an Array on a's device (a new reference): Arrays on the CPU or on a's device are
  * taken as they are (a CPU one is copied over); lists and NumPy arrays are converted. */
 static ArrayObject *index_array(gd_state *st, ArrayObject *a, PyObject *item, const char *op)
 {
     ArrayObject *idx;
+    if (gd_is_array(st, item) && refuse_empty_floats((ArrayObject *)item, item, op) < 0) return NULL;
     if (gd_is_array(st, item)) {
         idx = (ArrayObject *)item;
         char d0[32], d1[32];
@@ -86,6 +98,7 @@ static ArrayObject *index_array(gd_state *st, ArrayObject *a, PyObject *item, co
         }
         return NULL;
     }
+    if (refuse_empty_floats(idx, item, op) < 0) Py_CLEAR(idx);
     return idx;
 }
 

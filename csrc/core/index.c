@@ -322,7 +322,10 @@ PyObject *gd_array_ravel(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
     ArrayObject *a = (ArrayObject *)self;
     gd_state *st = gd_state_of(self);
-    PyObject *out = reshape_to(st, a, 1, &a->size, "ravel");
+    /* NumPy's ravel is a view only of C-contiguous data; any other layout is copied, even one
+     * that a strided 1-d view could describe (a[::2]) */
+    PyObject *out = a->contiguous || a->size == 0 ? (PyObject *)gd_array_view(st, a, a->data, 1, &a->size, NULL)
+                                                  : reshaped_copy(st, a, 1, &a->size, "ravel");
     return GD_AG_OUT(st, "reshape", out, a, NULL, NULL);
 }
 

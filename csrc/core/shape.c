@@ -158,7 +158,7 @@ int gd_normalize_axis(int *out, int64_t axis, int ndim, const char *op)
 
 int gd_parse_axis(int64_t *out, PyObject *obj, const char *op)
 {
-    if (!PyIndex_Check(obj)) {
+    if (!PyIndex_Check(obj) || PyBool_Check(obj)) { /* True is not axis 1 in NumPy */
         PyErr_Format(PyExc_TypeError, "%s: axis must be an int, got %.100s", op, Py_TYPE(obj)->tp_name);
         return -1;
     }
@@ -173,7 +173,7 @@ int gd_parse_axes(uint8_t *reduced, PyObject *axis, int ndim, const char *op)
     memset(reduced, axis == Py_None, (size_t)ndim);
     if (axis == Py_None) return 0;
     int single = !PyTuple_Check(axis);
-    if (single && !PyIndex_Check(axis)) {
+    if (single && (!PyIndex_Check(axis) || PyBool_Check(axis))) {
         PyErr_Format(PyExc_TypeError, "%s: axis must be None, an int or a tuple of ints, got %s", op,
                      Py_TYPE(axis)->tp_name);
         return -1;

@@ -307,7 +307,10 @@ PyObject *gd_array_dunder_array(PyObject *self, PyObject *const *args, Py_ssize_
         Py_DECREF(arr);
         return not_a_numpy_dtype(argv[0]);
     }
-    PyObject *res = PyArray_FromAny(arr, descr, 0, 0, want_copy ? NPY_ARRAY_ENSURECOPY : 0, NULL);
+    /* copy=False (not None) forbids a copy: NumPy 2's protocol raises ValueError for a dtype
+     * that needs one */
+    int flags = want_copy ? NPY_ARRAY_ENSURECOPY : argv[1] != Py_None ? NPY_ARRAY_ENSURENOCOPY : 0;
+    PyObject *res = PyArray_FromAny(arr, descr, 0, 0, flags, NULL);
     Py_DECREF(arr);
     return res;
 }

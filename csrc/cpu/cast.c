@@ -29,9 +29,11 @@ GD_DEFINE_CAST(cast_f64_f32, double, float, (double)x)
 GD_DEFINE_CAST(cast_f64_i64, double, int64_t, (double)x)
 GD_DEFINE_CAST(cast_i64_f32, int64_t, float, GD_F2I(x))
 GD_DEFINE_CAST(cast_i64_f64, int64_t, double, GD_F2I(x))
-GD_DEFINE_CAST(cast_f32_b, float, uint8_t, (float)x)
-GD_DEFINE_CAST(cast_f64_b, double, uint8_t, (double)x)
-GD_DEFINE_CAST(cast_i64_b, int64_t, uint8_t, (int64_t)x)
+/* from bool: any nonzero byte is 1, as NumPy reads bools (bool arrays hold 0 and 1, but memory
+ * shared with NumPy or DLPack may be written with other bytes later) */
+GD_DEFINE_CAST(cast_f32_b, float, uint8_t, (float)(x != 0))
+GD_DEFINE_CAST(cast_f64_b, double, uint8_t, (double)(x != 0))
+GD_DEFINE_CAST(cast_i64_b, int64_t, uint8_t, (int64_t)(x != 0))
 /* to bool: nonzero (NaN too) is true, as in NumPy */
 GD_DEFINE_CAST(cast_b_f32, uint8_t, float, x != 0)
 GD_DEFINE_CAST(cast_b_f64, uint8_t, double, x != 0)

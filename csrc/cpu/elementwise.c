@@ -171,9 +171,20 @@ GD_DEFINE_UNARY(un_copy_b, uint8_t, x)
 GD_COMPARISONS(f32, float)
 GD_COMPARISONS(f64, double)
 GD_COMPARISONS(i64, int64_t)
-GD_COMPARISONS(b, uint8_t)
 GD_BITWISE(i64, int64_t, ~x)
-GD_BITWISE(b, uint8_t, (uint8_t)(x ^ 1))
+/* Bools read any nonzero byte as true, as NumPy does: bool arrays hold 0 and 1, but memory
+ * shared with NumPy or DLPack may be written with other bytes later. */
+#define GD_TRUTH(v) ((uint8_t)((v) != 0))
+GD_DEFINE_BINARY_TO(bin_eq_b, uint8_t, uint8_t, GD_TRUTH(x) == GD_TRUTH(y))
+GD_DEFINE_BINARY_TO(bin_ne_b, uint8_t, uint8_t, GD_TRUTH(x) != GD_TRUTH(y))
+GD_DEFINE_BINARY_TO(bin_lt_b, uint8_t, uint8_t, GD_TRUTH(x) < GD_TRUTH(y))
+GD_DEFINE_BINARY_TO(bin_le_b, uint8_t, uint8_t, GD_TRUTH(x) <= GD_TRUTH(y))
+GD_DEFINE_BINARY_TO(bin_gt_b, uint8_t, uint8_t, GD_TRUTH(x) > GD_TRUTH(y))
+GD_DEFINE_BINARY_TO(bin_ge_b, uint8_t, uint8_t, GD_TRUTH(x) >= GD_TRUTH(y))
+GD_DEFINE_UNARY(un_invert_b, uint8_t, (uint8_t)(x == 0))
+GD_DEFINE_BINARY(bin_and_b, uint8_t, (uint8_t)(GD_TRUTH(x) & GD_TRUTH(y)))
+GD_DEFINE_BINARY(bin_or_b, uint8_t, (uint8_t)(GD_TRUTH(x) | GD_TRUTH(y)))
+GD_DEFINE_BINARY(bin_xor_b, uint8_t, (uint8_t)(GD_TRUTH(x) ^ GD_TRUTH(y)))
 
 /* where: out = c ? x : y. A selection copies bits, so one kernel per element size (T an
  * unsigned integer of that size) serves every dtype. Both values are loaded and combined

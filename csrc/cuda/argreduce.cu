@@ -58,7 +58,7 @@ __global__ void arg_rows(int64_t *out, const T *in, const int64_t *idx, int64_t 
         Cand<T> c{T(), -1};
         for (int64_t j = from + threadIdx.x; j < to; j += blockDim.x) {
             const int64_t at = idx ? idx[o * n + j] : j;
-            c = better<MAX>(c, Cand<T>{in[o * len + at], at});
+            c = better<MAX>(c, Cand<T>{gd_load(in + o * len + at), at});
         }
         cands[threadIdx.x] = c;
         __syncthreads();
@@ -78,10 +78,10 @@ template <bool MAX, class T> __global__ void arg_cols(int64_t *out, const T *in,
          t += (int64_t)gridDim.x * blockDim.x) {
         const int64_t o = t / inner, i = t % inner;
         const T *x = in + o * len * inner + i;
-        T best = x[0];
+        T best = gd_load(x);
         int64_t at = 0;
         for (int64_t r = 1; r < len; r++) {
-            const T v = x[r * inner];
+            const T v = gd_load(x + r * inner);
             if (beats<MAX>(v, best)) {
                 best = v;
                 at = r;

@@ -134,6 +134,15 @@ template <int D> using gd_ctype = typename gd_ctype_of<(gd_dtype)D>::type;
 
 template <class T> constexpr bool gd_is_int = std::is_same<T, int64_t>::value;
 template <class T> constexpr bool gd_is_bool = std::is_same<T, bool>::value;
+
+/* An element read from memory. gpudev's bool arrays hold 0 or 1, but a plain bool load of any
+ * other byte is undefined (it compiles to a raw byte compare in ==, a signed byte conversion in
+ * astype), so kernels read bools as the byte != 0, as NumPy does. */
+template <class T> __host__ __device__ __forceinline__ T gd_load(const T *p) { return *p; }
+template <> __host__ __device__ __forceinline__ bool gd_load<bool>(const bool *p)
+{
+    return *(const unsigned char *)p != 0;
+}
 /* The dtype of a C++ type of gd_ctype_of (the inverse map, for the table predicates). */
 template <class T>
 constexpr gd_dtype gd_dtype_of = std::is_same<T, float>::value    ? GD_FLOAT32

@@ -26,7 +26,7 @@ template <class To, class From> __device__ __forceinline__ To convert(From x)
 template <class To, class From> __global__ void astype_kernel(To *out, const From *in, int64_t n)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        out[i] = convert<To>(in[i]);
+        out[i] = convert<To>(gd_load(in + i));
 }
 
 template <class To, class From> int launch_astype(void *out, const void *in, int64_t n, gd_cuda_device *dev, gd_error *err)

@@ -163,7 +163,7 @@ template <class T> Flat<T> flat(const gd_operand *op)
 
 template <class T> __device__ __forceinline__ T flat_load(const Flat<T> &a, int64_t i)
 {
-    return a.data ? a.data[i] : a.value;
+    return a.data ? gd_load(a.data + i) : a.value;
 }
 
 /* Element offsets of output index i in the output and two operands. Unrolled over
@@ -223,7 +223,7 @@ template <gd_unop OP, class T> __global__ void unary_strided(T *out, gd_ewise ew
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t oa, unused;
         const int64_t o = strided_offsets(&oa, &unused, i, ew, a, a);
-        out[o] = apply_unop<OP>(pa ? pa[oa] : va);
+        out[o] = apply_unop<OP>(pa ? gd_load(pa + oa) : va);
     }
 }
 
@@ -253,7 +253,7 @@ __global__ void binary_strided(binop_out<OP, T> *out, gd_ewise ew, gd_operand a,
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t oa, ob;
         const int64_t o = strided_offsets(&oa, &ob, i, ew, a, b);
-        out[o] = apply_binop<OP>(pa ? pa[oa] : va, pb ? pb[ob] : vb);
+        out[o] = apply_binop<OP>(pa ? gd_load(pa + oa) : va, pb ? gd_load(pb + ob) : vb);
     }
 }
 
@@ -269,7 +269,7 @@ template <class U> struct Select {
 template <class U> __global__ void where_contig(U *out, int64_t n, Select<U> s)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        const bool c = s.c ? s.c[i] : s.vc;
+        const bool c = s.c ? gd_load(s.c + i) : s.vc;
         out[i] = c ? (s.x ? s.x[i] : s.vx) : (s.y ? s.y[i] : s.vy);
     }
 }
@@ -291,8 +291,8 @@ __global__ void where_strided(U *out, gd_ewise ew, gd_operand c, gd_operand x, g
                 oy += q * y.strides[k];
             }
         }
-        const bool cv = s.c ? s.c[oc] : s.vc;
-        out[o] = cv ? (s.x ? s.x[ox] : s.vx) : (s.y ? s.y[oy] : s.vy);
+        const bool cv = s.c ? gd_load(s.c + oc) : s.vc;
+        out[o] = cv ? (s.x ? gd_load(s.x + ox) : s.vx) : (s.y ? gd_load(s.y + oy) : s.vy);
     }
 }
 

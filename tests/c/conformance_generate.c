@@ -42,8 +42,84 @@ static void check_astype_pair(gd_dtype from, gd_dtype to, int64_t n)
     free(want);
 }
 
+/* Bool bytes other than 0 and 1 (memory shared with NumPy or DLPack may hold them) read as
+ * true, as NumPy reads them, in casts, ~, comparisons and & | ^. */
+static void check_bool_bytes(void)
+{
+    enum { N = 1000 };
+    static const uint8_t cycle[8] = {0, 1, 2, 255, 128, 127, 64, 3};
+    uint8_t raw[N], canon[N], got[N], want[N];
+    for (int i = 0; i < N; i++) {
+        raw[i] = cycle[i % 8];
+        canon[i] = (uint8_t)((i / 8) % 2);
+    }
+    void *draw = gdt_upload_new(raw, N), *dcanon = gdt_upload_new(canon, N), *dout = gdt_alloc(N * 8);
+    for (int to = 0; to < GD_NUM_DTYPES; to++) {
+        if (to == GD_BOOL) continue;
+        if (!OK(gdt_be->astype(dout, (gd_dtype)to, draw, GD_BOOL, N, gdt_dev, &gdt_err))) continue;
+        double out[N];
+        int64_t outi[N];
+        int bad = -1;
+        if (to == GD_INT64) gdt_download(outi, dout, N * 8);
+        else if (to == GD_FLOAT64) gdt_download(out, dout, N * 8);
+        else {
+            float f[N];
+            gdt_download(f, dout, N * 4);
+            for (int i = 0; i < N; i++) out[i] = f[i];
+        }
+        for (int i = 0; i < N && bad < 0; i++)
+            if ((to == GD_INT64 ? (double)outi[i] : out[i]) != (raw[i] != 0)) bad = i;
+        CHECK(bad < 0, "astype bool byte %d -> %s is not %d", bad < 0 ? 0 : raw[bad], gdt_dtype_name((gd_dtype)to),
+              bad < 0 ? 0 : raw[bad] != 0);
+    }
+    gd_ewise ew = {.ndim = 1, .contiguous = 1, .size = N, .shape = {N}, .out_strides = {1}};
+    gd_operand a, b, one;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    memset(&one, 0, sizeof one);
+    a.data = draw;
+    a.strides[0] = 1;
+    b.data = dcanon;
+    b.strides[0] = 1;
+    one.scalar.i = 1;
+    if (OK(gdt_be->unary(dout, GD_INVERT, GD_BOOL, &ew, &a, gdt_dev, &gdt_err))) {
+        gdt_download(got, dout, N);
+        int bad = -1;
+        for (int i = 0; i < N && bad < 0; i++)
+            if (got[i] != (raw[i] == 0)) bad = i;
+        CHECK(bad < 0, "~ of bool byte %d gave %d", bad < 0 ? 0 : raw[bad], bad < 0 ? 0 : got[bad]);
+    }
+    static const gd_binop ops[] = {GD_EQ, GD_NE, GD_LT, GD_GT, GD_AND, GD_OR, GD_XOR};
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+        for (int scalar = 0; scalar < 2; scalar++) {
+            if (!OK(gdt_be->binary(dout, ops[k], GD_BOOL, &ew, &a, scalar ? &one : &b, gdt_dev, &gdt_err))) continue;
+            gdt_download(got, dout, N);
+            int bad = -1;
+            for (int i = 0; i < N && bad < 0; i++) {
+                const int x = raw[i] != 0, y = scalar ? 1 : canon[i];
+                switch (ops[k]) {
+                case GD_EQ: want[i] = (uint8_t)(x == y); break;
+                case GD_NE: want[i] = (uint8_t)(x != y); break;
+                case GD_LT: want[i] = (uint8_t)(x < y); break;
+                case GD_GT: want[i] = (uint8_t)(x > y); break;
+                case GD_AND: want[i] = (uint8_t)(x & y); break;
+                case GD_OR: want[i] = (uint8_t)(x | y); break;
+                default: want[i] = (uint8_t)(x ^ y); break;
+                }
+                if (got[i] != want[i]) bad = i;
+            }
+            CHECK(bad < 0, "%s of bool byte %d and %s gave %d, not %d", gd_binop_table[ops[k]].name,
+                  bad < 0 ? 0 : raw[bad], scalar ? "the scalar True" : "a bool", bad < 0 ? 0 : got[bad],
+                  bad < 0 ? 0 : want[bad]);
+        }
+    gdt_free(draw, N);
+    gdt_free(dcanon, N);
+    gdt_free(dout, N * 8);
+}
+
 void gdt_check_astype(void)
 {
+    check_bool_bytes();
     static const int64_t sizes[] = {0, 1, 7, 300001};
     for (int from = 0; from < GD_NUM_DTYPES; from++)
         for (int to = 0; to < GD_NUM_DTYPES; to++)

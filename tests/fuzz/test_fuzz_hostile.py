@@ -313,8 +313,8 @@ METHODS["__array_function__"] = (P("func", "any", lambda: np.sum, "positional"),
 METHODS["__rpow__"] = METHODS["__pow__"]
 METHODS["__ipow__"] = OTHER
 METHODS["argmax"] = METHODS["argmin"] = REDUCE  # selection
-for _name in ("__len__", "__bool__", "__float__", "__int__", "__neg__", "__pos__", "__abs__", "__repr__", "__str__",
-              "__invert__", "__hash__", "contiguous", "is_contiguous", "ravel"):
+for _name in ("__len__", "__bool__", "__float__", "__int__", "__index__", "__neg__", "__pos__", "__abs__",
+              "__repr__", "__str__", "__invert__", "__hash__", "contiguous", "is_contiguous", "ravel"):
     METHODS[_name] = ()
 # sigmoid, floor division and remainder, powers, clip
 SIGNATURES.update({
