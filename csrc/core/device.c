@@ -238,7 +238,7 @@ static PyObject *device_reduce(PyObject *self, PyObject *Py_UNUSED(ignored))
 static PyMethodDef device_methods[] = {
     GD_METHOD("info", device_info, METH_NOARGS, "$self",
               "What this device is, as a dict (CPU: model, cores, SIMD, BLAS; GPU: name, memory...)."),
-    {"__reduce__", device_reduce, METH_NOARGS, NULL},
+    GD_METHOD("__reduce__", device_reduce, METH_NOARGS, "$self", "pickle support: Device(str(self))"),
     {NULL, NULL, 0, NULL},
 };
 
