@@ -58,15 +58,18 @@ def test_bad_keywords_are_named(call, message):
         call()
 
 
+ARANGE_USAGE = "arange(start, stop=None, step=1, *, dtype=None, device=None, requires_grad=False)"
+
+
 @pytest.mark.parametrize(
     "call, usage",
     [
-        (lambda: gd.zeros(), "zeros(shape, dtype=None, device=None)"),
-        (lambda: gd.ones((1,), "float32"), "ones(shape, dtype=None, device=None)"),
-        (lambda: gd.full(3), "full(shape, fill_value, dtype=None, device=None)"),
-        (lambda: gd.array(), "array(obj, dtype=None, device=None)"),
-        (lambda: gd.arange(1, 2, 3, 4), "arange(start, stop=None, step=1, dtype=None, device=None)"),
-        (lambda: gd.arange(), "arange(start, stop=None, step=1, dtype=None, device=None): start is required"),
+        (lambda: gd.zeros(), "zeros(shape, *dims, dtype=None, device=None, requires_grad=False)"),
+        (lambda: gd.ones((1,), "float32"), "ones(shape, *dims, dtype=None, device=None, requires_grad=False)"),
+        (lambda: gd.full(3), "full(shape, fill_value, *, dtype=None, device=None, requires_grad=False)"),
+        (lambda: gd.array(), "array(obj, dtype=None, device=None, copy=True, requires_grad=False)"),
+        (lambda: gd.arange(1, 2, 3, 4), ARANGE_USAGE),
+        (lambda: gd.arange(), ARANGE_USAGE),
         (lambda: gd.gpu(0, 1), "gpu(i=0) takes at most one argument"),
         (lambda: gd.synchronize("cpu", "cpu"), "synchronize(device=None) takes at most one argument, device"),
         (lambda: A.to(), "to(device, copy=False)"),

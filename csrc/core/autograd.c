@@ -208,12 +208,12 @@ PyObject *gd_ag_created(PyObject *out, PyObject *requires_grad)
  * Array methods
  * ---------------------------------------------------------------------------------------- */
 
+GD_SIGNATURE(requires_grad_sig, "requires_grad_", "$self, requires_grad=True",
+             "self, now a leaf whose gradient backward() accumulates in .grad");
 static PyObject *requires_grad_(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static const gd_params params = {"requires_grad_", "requires_grad_(requires_grad=True)", 1, 0,
-                                     {"requires_grad", NULL}};
     PyObject *flag = Py_True;
-    if (gd_parse_args(&flag, &params, args, nargs, kwnames) < 0 || set_requires_grad(self, flag, NULL) < 0)
+    if (gd_parse_args(&flag, &requires_grad_sig, args, nargs, kwnames) < 0 || set_requires_grad(self, flag, NULL) < 0)
         return NULL;
     return Py_NewRef(self);
 }
@@ -224,23 +224,21 @@ static PyObject *detach(PyObject *self, PyObject *Py_UNUSED(ignored))
     return (PyObject *)gd_array_view(gd_state_of(self), a, a->data, a->ndim, a->shape, a->strides);
 }
 
+GD_SIGNATURE(backward_sig, "backward", "$self, gradient=None, retain_graph=False",
+             "Accumulate d(self)/d(leaf) into each leaf's .grad.\n\n"
+             ">>> x = gd.ones(3).requires_grad_()\n>>> (x * x).sum().backward()\n>>> x.grad.tolist()\n[2.0, 2.0, 2.0]");
 static PyObject *backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static const gd_params params = {"backward", "backward(gradient=None, retain_graph=False)", 2, 0,
-                                     {"gradient", "retain_graph", NULL}};
     PyObject *argv[2] = {Py_None, Py_False};
-    if (gd_parse_args(argv, &params, args, nargs, kwnames) < 0) return NULL;
+    if (gd_parse_args(argv, &backward_sig, args, nargs, kwnames) < 0) return NULL;
     PyObject *fn = hook(gd_state_of(self), HOOK_BACKWARD);
     return fn ? PyObject_CallFunctionObjArgs(fn, self, argv[0], argv[1], NULL) : NULL;
 }
 
 static PyMethodDef autograd_methods[] = {
-    {"requires_grad_", GD_FN(requires_grad_), GD_FASTKW,
-     "requires_grad_(requires_grad=True) -> self, now a leaf whose gradient backward() accumulates in .grad"},
-    {"detach", detach, METH_NOARGS, "detach() -> a view of the same data outside the graph (no gradient flows)"},
-    {"backward", GD_FN(backward), GD_FASTKW,
-     "backward(gradient=None, retain_graph=False): accumulate d(self)/d(leaf) into each leaf's .grad.\n\n"
-     ">>> x = gd.ones(3).requires_grad_()\n>>> (x * x).sum().backward()\n>>> x.grad.tolist()\n[2.0, 2.0, 2.0]"},
+    GD_DEF(requires_grad_sig, GD_FN(requires_grad_), GD_FASTKW),
+    GD_METHOD("detach", detach, METH_NOARGS, "$self", "A view of the same data outside the graph (no gradient flows)."),
+    GD_DEF(backward_sig, GD_FN(backward), GD_FASTKW),
     {NULL, NULL, 0, NULL},
 };
 

@@ -245,25 +245,72 @@ int gd_trace_sync(gd_state *st, const char *cause, gd_device dev);
  * thread mutating it (tests/test_callbacks.py).
  * ---------------------------------------------------------------------------------------- */
 
-#define GD_MAX_PARAMS 6
+/* ------------------------------------------------------------------------------------------
+ * Signatures, declared once. A function's parameters are written in one place: the text
+ * signature at the head of its docstring, in CPython's Argument Clinic form
+ *     "zeros($module, shape, *dims, dtype=None, device=None, requires_grad=False)\n--\n\n..."
+ * ($module or $self first, `/` ends positional-only parameters, `*` or `*name` starts the
+ * keyword-only ones). inspect.signature and editors read it from __text_signature__;
+ * gd_parse_args reads the same text, on a function's first call, for the parameter names, how
+ * many may be positional, how many are required and the usage of its TypeErrors; and
+ * tools/make_stubs.py writes gpudev/_C.pyi from it. So names, kinds and defaults cannot
+ * disagree between the three. Defaults are Python literals (None, True, False, numbers).
+ *
+ *   GD_SIGNATURE(zeros_sig, "zeros", "$module, shape, *dims, ...", "doc")   a parsed function:
+ *       defines zeros_sig (its gd_params, for gd_parse_args) and its name and docstring;
+ *   GD_DEF(zeros_sig, GD_FN(mod_zeros), GD_FASTKW)                          its PyMethodDef;
+ *   GD_METHOD("exp", mod_exp, METH_O, "$module, a, /", "doc")               a PyMethodDef whose
+ *       arguments CPython or the function checks (METH_O, METH_NOARGS, positional FASTCALL).
+ * GD_SIGNATURE_USAGE adds a hint to the usage message; GD_SIGNATURE_SHARED is GD_SIGNATURE
+ * for a method whose PyMethodDef lives in another file (core.h declares it with
+ * GD_SIGNATURE_EXTERN). tests/test_signatures.py checks every public callable against what
+ * its parser accepts.
+ * ---------------------------------------------------------------------------------------- */
 
-/* The parameters of one function, for gd_parse_args. */
+#define GD_MAX_PARAMS 6
+#define GD_MAX_PARAM_NAME 24
+#define GD_MAX_USAGE 320
+
+/* The parameters of one function, for gd_parse_args. Only fname, doc and hint are written
+ * (by the macros below); the rest is read from doc's signature on first use, so a gd_params
+ * is never const. */
 typedef struct gd_params {
-    const char *fname;                    /* the function as messages name it: "zeros" */
-    const char *usage;                    /* TypeError text for too many or missing arguments */
-    int positional;                       /* how many may be passed by position (the rest are
-                                           * keyword-only) */
-    int required;                         /* how many leading parameters must be given */
-    const char *names[GD_MAX_PARAMS + 1]; /* parameter names in order, NULL-terminated */
+    const char *fname; /* the function as messages name it: "zeros" */
+    const char *doc;   /* its docstring, which starts with the signature */
+    const char *hint;  /* appended to the usage message, or NULL */
+    int ready;         /* the fields below are filled */
+    int positional;    /* how many may be passed by position (the rest are keyword-only) */
+    int posonly;       /* how many of those may not be passed by keyword */
+    int required;      /* how many leading parameters must be given */
+    int varargs;       /* `*name`: positional arguments past `positional` are the caller's */
+    int count;         /* named parameters, in order, in names */
+    char names[GD_MAX_PARAMS][GD_MAX_PARAM_NAME];
+    char usage[GD_MAX_USAGE]; /* "zeros(shape, *dims, dtype=None, ...)" and the hint */
 } gd_params;
+
+#define GD_DOC(name, sig, doc) name "(" sig ")\n--\n\n" doc
+#define GD_METHOD(name, fn, flags, sig, doc) {name, fn, flags, GD_DOC(name, sig, doc)}
+#define GD_SIGNATURE_IN(storage, id, name, sig, hint, doc) \
+    storage const char id##_name[] = name;                 \
+    storage const char id##_doc[] = GD_DOC(name, sig, doc); \
+    storage gd_params id = {id##_name, id##_doc, hint, 0, 0, 0, 0, 0, 0, {{0}}, {0}}
+#define GD_SIGNATURE_SHARED(id, name, sig, doc) GD_SIGNATURE_IN(, id, name, sig, NULL, doc)
+#define GD_SIGNATURE_USAGE(id, name, sig, hint, doc) GD_SIGNATURE_IN(static, id, name, sig, hint, doc)
+#define GD_SIGNATURE(id, name, sig, doc) GD_SIGNATURE_IN(static, id, name, sig, NULL, doc)
+#define GD_SIGNATURE_EXTERN(id) extern const char id##_name[], id##_doc[]; extern gd_params id
+#define GD_DEF(id, fn, flags) {id##_name, fn, flags, id##_doc}
 
 /* Match a FASTCALL call's arguments to p's parameters: out[i] receives the argument given for
  * p->names[i] and keeps what the caller stored there (its default) when none was given. 0, or
  * -1 with TypeError: p->usage for too many positional arguments or a missing required one,
  * "f() got an unexpected keyword argument 'k'", "f() got multiple values for argument 'k'".
- * Keyword-only parameters after *args: pass `args + nargs, 0, kwnames`. */
+ * With `*name` declared, positional arguments past p->positional are left to the caller.
+ * (p is const for its callers; its derived fields are filled on the first call.) */
 int gd_parse_args(PyObject **out, const gd_params *p, PyObject *const *args, Py_ssize_t nargs,
                   PyObject *kwnames);
+
+/* TypeError with p's usage message; -1. */
+int gd_usage_error(const gd_params *p);
 
 /* obj's truth value into *out, leaving *out alone for NULL or None. -1 on error. */
 int gd_parse_bool(PyObject *obj, int *out);
@@ -404,6 +451,10 @@ int gd_check_host_extent(const ArrayObject *a, PyObject *exc_type, const char *o
 /* `n` bytes from host memory into a's storage (a synchronizing upload for GPU arrays). */
 int gd_upload(gd_state *st, ArrayObject *a, const void *host, size_t n, const char *op);
 
+GD_SIGNATURE_EXTERN(gd_array_to_sig);
+GD_SIGNATURE_EXTERN(gd_array_cuda_sig);
+GD_SIGNATURE_EXTERN(gd_array_dunder_array_sig);
+GD_SIGNATURE_EXTERN(gd_array_astype_sig);
 PyObject *gd_array_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *gd_array_cpu(PyObject *self, PyObject *ignored);
 PyObject *gd_array_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
@@ -581,6 +632,12 @@ int gd_assign(gd_state *st, ArrayObject *dst, PyObject *value, const char *op);
 
 int gd_reduce_setup(PyObject *module);
 
+GD_SIGNATURE_EXTERN(gd_array_sum_sig);
+GD_SIGNATURE_EXTERN(gd_array_mean_sig);
+GD_SIGNATURE_EXTERN(gd_array_max_sig);
+GD_SIGNATURE_EXTERN(gd_array_min_sig);
+GD_SIGNATURE_EXTERN(gd_array_any_sig);
+GD_SIGNATURE_EXTERN(gd_array_all_sig);
 PyObject *gd_array_sum(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *gd_array_mean(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *gd_array_max(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
@@ -594,6 +651,8 @@ PyObject *gd_array_min(PyObject *self, PyObject *const *args, Py_ssize_t nargs, 
 
 int gd_select_setup(PyObject *module);
 
+GD_SIGNATURE_EXTERN(gd_array_argmax_sig);
+GD_SIGNATURE_EXTERN(gd_array_argmin_sig);
 PyObject *gd_array_argmax(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *gd_array_argmin(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 
@@ -634,6 +693,7 @@ int gd_sync_whole_device(gd_state *st, gd_device dev, const char *op);
 
 int gd_dlpack_setup(PyObject *module);
 /* a.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> PyCapsule */
+GD_SIGNATURE_EXTERN(gd_array_dlpack_sig);
 PyObject *gd_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 /* a.__dlpack_device__() -> (1, 0) for the CPU, (2, i) for cuda:i */
 PyObject *gd_array_dlpack_device(PyObject *self, PyObject *ignored);

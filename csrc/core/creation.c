@@ -84,14 +84,14 @@ static PyObject *create_filled(PyObject *module, PyObject *const *args, Py_ssize
     gd_state *st = PyModule_GetState(module);
     const char *op = params->fname;
     PyObject *argv[5] = {NULL, Py_None, Py_None, Py_None, NULL};
-    /* zeros(2, 3) as PyTorch spells it: every positional argument is a dimension, and dtype,
-     * device and requires_grad are keyword-only (as they are in zeros((2, 3)), whose extra
-     * positional arguments get the usage message) */
-    const int dims_given = kind != FILL_FULL && nargs > 1 && !PyTuple_Check(args[0]) && !PyList_Check(args[0]);
-    const gd_params dims_only = {op, params->usage, 0, 0, {"dtype", "device", "requires_grad", NULL}};
-    if (gd_parse_args(dims_given ? &argv[1] : argv, dims_given ? &dims_only : params, args + (dims_given ? nargs : 0),
-                      dims_given ? 0 : nargs, kwnames) < 0)
+    if (gd_parse_args(argv, params, args, nargs, kwnames) < 0) return NULL;
+    /* zeros(2, 3) as PyTorch spells it: the positional arguments are the dimensions (`*dims`),
+     * and a shape given as a sequence comes alone */
+    const int dims_given = kind != FILL_FULL && nargs > 1;
+    if (dims_given && (PyTuple_Check(args[0]) || PyList_Check(args[0]))) {
+        gd_usage_error(params);
         return NULL;
+    }
     if (kind != FILL_FULL) { /* (shape, dtype, device, requires_grad) -> (shape, -, dtype, device, ...) */
         argv[4] = argv[3];
         argv[3] = argv[2];
@@ -117,19 +117,24 @@ static PyObject *create_filled(PyObject *module, PyObject *const *args, Py_ssize
     return gd_ag_created((PyObject *)a, argv[4]);
 }
 
-#define GD_FILL_FN(fname, kind, usage, npos, ...)                                            \
+#define GD_FILL_FN(fname, kind)                                                              \
     static PyObject *mod_##fname(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k) \
     {                                                                                        \
-        static const gd_params params = {#fname, usage, npos, npos, {__VA_ARGS__, NULL}};    \
-        return create_filled(m, a, n, k, &params, kind);                                     \
+        return create_filled(m, a, n, k, &fname##_sig, kind);                                \
     }
-GD_FILL_FN(zeros, FILL_ZEROS, "zeros(shape, dtype=None, device=None)", 1, "shape", "dtype", "device",
-           "requires_grad")
-GD_FILL_FN(ones, FILL_ONES, "ones(shape, dtype=None, device=None)", 1, "shape", "dtype", "device", "requires_grad")
-GD_FILL_FN(empty, FILL_EMPTY, "empty(shape, dtype=None, device=None)", 1, "shape", "dtype", "device",
-           "requires_grad")
-GD_FILL_FN(full, FILL_FULL, "full(shape, fill_value, dtype=None, device=None)", 2, "shape", "fill_value", "dtype",
-           "device", "requires_grad")
+GD_SIGNATURE(zeros_sig, "zeros", "$module, shape, *dims, dtype=None, device=None, requires_grad=False",
+             "An array of zeros; the shape as a tuple or as dimensions.\n\n"
+             ">>> gd.zeros((2, 3), device=gd.try_gpu())\n>>> gd.zeros(2, 3)");
+GD_SIGNATURE(ones_sig, "ones", "$module, shape, *dims, dtype=None, device=None, requires_grad=False",
+             "An array of ones; ones((2, 3)) or ones(2, 3).");
+GD_SIGNATURE(empty_sig, "empty", "$module, shape, *dims, dtype=None, device=None, requires_grad=False",
+             "An array with uninitialised contents; empty((2, 3)) or empty(2, 3).");
+GD_SIGNATURE(full_sig, "full", "$module, shape, fill_value, *, dtype=None, device=None, requires_grad=False",
+             "An array of fill_value (its dtype by default: int64 for ints, float32 for floats).");
+GD_FILL_FN(zeros, FILL_ZEROS)
+GD_FILL_FN(ones, FILL_ONES)
+GD_FILL_FN(empty, FILL_EMPTY)
+GD_FILL_FN(full, FILL_FULL)
 #undef GD_FILL_FN
 
 /* ------------------------------------------------------------------------------------------
@@ -150,18 +155,20 @@ static PyObject *array_or_asarray(PyObject *module, PyObject *const *args, Py_ss
     return gd_ag_created(res, argv[4]);
 }
 
+GD_SIGNATURE(array_sig, "array", "$module, obj, dtype=None, device=None, copy=True, requires_grad=False",
+             "A new array from obj, always a copy (copy=False: obj itself, or a view of it, when it\n"
+             "already fits).\n\n>>> gd.array([[1, 2], [3, 4]])");
 static PyObject *mod_array(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
 {
-    static const gd_params params = {"array", "array(obj, dtype=None, device=None)", 1, 1,
-                                     {"obj", "dtype", "device", "copy", "requires_grad", NULL}};
-    return array_or_asarray(m, a, n, k, &params, 1);
+    return array_or_asarray(m, a, n, k, &array_sig, 1);
 }
 
+GD_SIGNATURE(asarray_sig, "asarray", "$module, obj, dtype=None, device=None, copy=False, requires_grad=False",
+             "obj itself when it already fits, else a conversion (copy=True: always a copy).\n"
+             "A NumPy array of a gpudev dtype on the CPU is shared, not copied.");
 static PyObject *mod_asarray(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
 {
-    static const gd_params params = {"asarray", "asarray(obj, dtype=None, device=None)", 1, 1,
-                                     {"obj", "dtype", "device", "copy", "requires_grad", NULL}};
-    return array_or_asarray(m, a, n, k, &params, 0);
+    return array_or_asarray(m, a, n, k, &asarray_sig, 0);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -305,14 +312,15 @@ static int arange_int_steps(gd_scalar *start, gd_scalar *step, const arange_args
     return 0;
 }
 
+GD_SIGNATURE(arange_sig, "arange", "$module, start, stop=None, step=1, *, dtype=None, device=None, requires_grad=False",
+             "Evenly spaced values in [start, stop), as NumPy's (arange(stop) counts from 0).\n\n"
+             ">>> gd.arange(1, 7, 2).tolist()\n[1, 3, 5]");
 static PyObject *mod_arange(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static const gd_params params = {"arange", "arange(start, stop=None, step=1, dtype=None, device=None)", 3, 0,
-                                     {"start", "stop", "step", "dtype", "device", "requires_grad", NULL}};
     gd_state *st = PyModule_GetState(module);
     PyObject *argv[6] = {NULL, NULL, NULL, Py_None, Py_None, NULL};
     arange_args r;
-    if (gd_parse_args(argv, &params, args, nargs, kwnames) < 0) return NULL;
+    if (gd_parse_args(argv, &arange_sig, args, nargs, kwnames) < 0) return NULL;
     if (!argv[0]) {
         PyErr_SetString(PyExc_TypeError, "arange(start, stop=None, step=1, dtype=None, device=None): start is required");
         return NULL;
@@ -388,16 +396,20 @@ static PyObject *random_array(PyObject *module, PyObject *const *args, Py_ssize_
     return gd_ag_created((PyObject *)a, argv[2]);
 }
 
+GD_SIGNATURE(rand_sig, "rand", "$module, *shape, dtype=None, device=None, requires_grad=False",
+             "Uniform random numbers in [0, 1); the shape as dimensions or as one tuple.\n\n>>> gd.rand(2, 3)");
 static PyObject *mod_rand(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
 {
-    static const gd_params params = {"rand", "rand(*shape, dtype=None, device=None)", 0, 0, {"dtype", "device", "requires_grad", NULL}};
-    return random_array(m, a, n, k, &params, GD_RAND_UNIFORM);
+    return random_array(m, a, n, k, &rand_sig, GD_RAND_UNIFORM);
 }
 
+GD_SIGNATURE(randn_sig, "randn", "$module, *shape, dtype=None, device=None, requires_grad=False",
+             "Standard normal random numbers; the shape as dimensions or as one tuple.\n\n"
+             "The same values on every device after manual_seed, to within about an ulp: a GPU's log, sin\n"
+             "and cos are not the C library's.\n\n>>> gd.randn(2, 3)");
 static PyObject *mod_randn(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
 {
-    static const gd_params params = {"randn", "randn(*shape, dtype=None, device=None)", 0, 0, {"dtype", "device", "requires_grad", NULL}};
-    return random_array(m, a, n, k, &params, GD_RAND_NORMAL);
+    return random_array(m, a, n, k, &randn_sig, GD_RAND_NORMAL);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -405,22 +417,15 @@ static PyObject *mod_randn(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObje
  * ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef creation_functions[] = {
-    {"array", GD_FN(mod_array), GD_FASTKW,
-     "array(obj, dtype=None, device=None) -> a new array (always a copy).\n\n>>> gd.array([[1, 2], [3, 4]])"},
-    {"asarray", GD_FN(mod_asarray), GD_FASTKW,
-     "asarray(obj, dtype=None, device=None) -> obj itself when it already fits, else a conversion.\n"
-     "A NumPy array of a gpudev dtype on the CPU is shared, not copied."},
-    {"zeros", GD_FN(mod_zeros), GD_FASTKW,
-     "zeros(shape, dtype=None, device=None); the shape as a tuple or as dimensions\n\n"
-     ">>> gd.zeros((2, 3), device=gd.try_gpu())\n>>> gd.zeros(2, 3)"},
-    {"ones", GD_FN(mod_ones), GD_FASTKW, "ones(shape, dtype=None, device=None); ones((2, 3)) or ones(2, 3)"},
-    {"empty", GD_FN(mod_empty), GD_FASTKW,
-     "empty(shape, dtype=None, device=None): uninitialised contents; empty((2, 3)) or empty(2, 3)"},
-    {"full", GD_FN(mod_full), GD_FASTKW, "full(shape, fill_value, dtype=None, device=None)"},
-    {"arange", GD_FN(mod_arange), GD_FASTKW, "arange(start, stop=None, step=1, dtype=None, device=None)"},
-    {"rand", GD_FN(mod_rand), GD_FASTKW, "rand(*shape, dtype=None, device=None): uniform in [0, 1)\n\n>>> gd.rand(2, 3)"},
-    {"randn", GD_FN(mod_randn), GD_FASTKW, "randn(*shape, dtype=None, device=None): standard normal\n\nThe same values on every device after "
-     "manual_seed, to within about an ulp: a GPU's log, sin and cos are not the C library's.\n\n>>> gd.randn(2, 3)"},
+    GD_DEF(array_sig, GD_FN(mod_array), GD_FASTKW),
+    GD_DEF(asarray_sig, GD_FN(mod_asarray), GD_FASTKW),
+    GD_DEF(zeros_sig, GD_FN(mod_zeros), GD_FASTKW),
+    GD_DEF(ones_sig, GD_FN(mod_ones), GD_FASTKW),
+    GD_DEF(empty_sig, GD_FN(mod_empty), GD_FASTKW),
+    GD_DEF(full_sig, GD_FN(mod_full), GD_FASTKW),
+    GD_DEF(arange_sig, GD_FN(mod_arange), GD_FASTKW),
+    GD_DEF(rand_sig, GD_FN(mod_rand), GD_FASTKW),
+    GD_DEF(randn_sig, GD_FN(mod_randn), GD_FASTKW),
     {NULL, NULL, 0, NULL},
 };
 

@@ -236,9 +236,9 @@ static PyObject *device_reduce(PyObject *self, PyObject *Py_UNUSED(ignored))
 }
 
 static PyMethodDef device_methods[] = {
-    {"info", device_info, METH_NOARGS,
-     "info() -> dict: what this device is (CPU: model, cores, SIMD, BLAS; GPU: name, memory...)."},
-    {"__reduce__", device_reduce, METH_NOARGS, NULL},
+    GD_METHOD("info", device_info, METH_NOARGS, "$self",
+              "What this device is, as a dict (CPU: model, cores, SIMD, BLAS; GPU: name, memory...)."),
+    GD_METHOD("__reduce__", device_reduce, METH_NOARGS, "$self", "pickle support: Device(str(self))"),
     {NULL, NULL, 0, NULL},
 };
 
@@ -257,8 +257,9 @@ static PyType_Slot device_slots[] = {
     {Py_tp_richcompare, device_richcompare},
     {Py_tp_methods, device_methods},
     {Py_tp_getset, device_getset},
-    {Py_tp_doc, "Device('cpu' | 'cuda' | 'cuda:N') or Device('cuda', N): where an array lives.\n\n"
-                ">>> gd.Device('cuda:1').index\n1"},
+    {Py_tp_doc, GD_DOC("Device", "type, index=None",
+                       "Where an array lives: Device('cpu' | 'cuda' | 'cuda:N') or Device('cuda', N).\n\n"
+                       ">>> gd.Device('cuda:1').index\n1")},
     {0, NULL},
 };
 
@@ -289,19 +290,21 @@ static PyObject *mod_cpu(PyObject *module, PyObject *Py_UNUSED(ignored))
     return Py_NewRef(st->cpu_device);
 }
 
+GD_SIGNATURE_USAGE(gpu_sig, "gpu", "$module, i=0", " takes at most one argument",
+                   "Device('cuda:i'), whether or not it exists (allocating on a missing GPU raises).");
 static PyObject *mod_gpu(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static const gd_params params = {"gpu", "gpu(i=0) takes at most one argument", 1, 0, {"i", NULL}};
     int i;
-    if (parse_gpu_index(args, nargs, kwnames, &i, &params) < 0) return NULL;
+    if (parse_gpu_index(args, nargs, kwnames, &i, &gpu_sig) < 0) return NULL;
     return gd_device_object(PyModule_GetState(module), (gd_device){GD_CUDA, i});
 }
 
+GD_SIGNATURE_USAGE(try_gpu_sig, "try_gpu", "$module, i=0", " takes at most one argument",
+                   "gpu(i) if it exists, else cpu().\n\n>>> x = gd.ones(3, device=gd.try_gpu())");
 static PyObject *mod_try_gpu(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static const gd_params params = {"try_gpu", "try_gpu(i=0) takes at most one argument", 1, 0, {"i", NULL}};
     int i;
-    if (parse_gpu_index(args, nargs, kwnames, &i, &params) < 0) return NULL;
+    if (parse_gpu_index(args, nargs, kwnames, &i, &try_gpu_sig) < 0) return NULL;
     gd_state *st = PyModule_GetState(module);
     if (gd_num_gpus(st) > i) return gd_device_object(st, (gd_device){GD_CUDA, i});
     return Py_NewRef(st->cpu_device);
@@ -324,12 +327,10 @@ static PyObject *mod_try_all_gpus(PyObject *module, PyObject *Py_UNUSED(ignored)
 }
 
 static PyMethodDef device_module_methods[] = {
-    {"cpu", mod_cpu, METH_NOARGS, "cpu() -> Device: the host and all its cores."},
-    {"gpu", GD_FN(mod_gpu), GD_FASTKW,
-     "gpu(i=0) -> Device('cuda:i'), whether or not it exists (allocating on a missing GPU raises)."},
-    {"try_gpu", GD_FN(mod_try_gpu), GD_FASTKW,
-     "try_gpu(i=0) -> gpu(i) if it exists, else cpu().\n\n>>> x = gd.ones(3, device=gd.try_gpu())"},
-    {"try_all_gpus", mod_try_all_gpus, METH_NOARGS, "try_all_gpus() -> every GPU, or [cpu()] when there is none."},
+    GD_METHOD("cpu", mod_cpu, METH_NOARGS, "$module", "The host and all its cores."),
+    GD_DEF(gpu_sig, GD_FN(mod_gpu), GD_FASTKW),
+    GD_DEF(try_gpu_sig, GD_FN(mod_try_gpu), GD_FASTKW),
+    GD_METHOD("try_all_gpus", mod_try_all_gpus, METH_NOARGS, "$module", "Every GPU, or [cpu()] when there is none."),
     {NULL, NULL, 0, NULL},
 };
 

@@ -317,10 +317,11 @@ static PyObject *export_capsule(gd_state *st, PyObject *exported, int versioned,
     return capsule;
 }
 
+GD_SIGNATURE_SHARED(gd_array_dlpack_sig, "__dlpack__",
+                    "$self, *, stream=None, max_version=None, dl_device=None, copy=None",
+                    "A DLPack capsule sharing the memory.\n\n>>> np.from_dlpack(gd.arange(3))\narray([0, 1, 2])");
 PyObject *gd_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static const gd_params params = {"__dlpack__", "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)",
-                                     0, 0, {"stream", "max_version", "dl_device", "copy", NULL}};
     enum { STREAM, MAX_VERSION, DL_DEVICE, COPY, NUM_KW };
     PyObject *kw[NUM_KW] = {Py_None, Py_None, Py_None, Py_None};
     ArrayObject *a = (ArrayObject *)self;
@@ -333,7 +334,7 @@ PyObject *gd_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t narg
                      nargs);
         return NULL;
     }
-    if (gd_parse_args(kw, &params, args, nargs, kwnames) < 0) return NULL;
+    if (gd_parse_args(kw, &gd_array_dlpack_sig, args, nargs, kwnames) < 0) return NULL;
     if (kw[STREAM] != Py_None && (!PyLong_Check(kw[STREAM]) || PyBool_Check(kw[STREAM]))) {
         PyErr_Format(PyExc_TypeError, "__dlpack__: stream must be None or an int (a CUDA stream handle), got %.100s",
                      Py_TYPE(kw[STREAM])->tp_name);
@@ -727,9 +728,9 @@ static PyObject *mod_from_dlpack(PyObject *module, PyObject *x)
 }
 
 static PyMethodDef dlpack_functions[] = {
-    {"from_dlpack", mod_from_dlpack, METH_O,
-     "from_dlpack(x) -> an Array sharing the memory of x (NumPy, PyTorch, CuPy, ... on the CPU or a GPU).\n\n"
-     ">>> a = gd.from_dlpack(np.arange(3.0))"},
+    GD_METHOD("from_dlpack", mod_from_dlpack, METH_O, "$module, x, /",
+     "An Array sharing the memory of x (NumPy, PyTorch, CuPy, ... on the CPU or a GPU).\n\n"
+     ">>> a = gd.from_dlpack(np.arange(3.0))"),
     {NULL, NULL, 0, NULL},
 };
 

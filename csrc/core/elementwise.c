@@ -601,34 +601,36 @@ static PyObject *mod_allclose(PyObject *module, PyObject *args, PyObject *kwds)
 }
 
 static PyMethodDef elementwise_functions[] = {
-    {"exp", mod_exp, METH_O, "exp(a) elementwise"},
-    {"log", mod_log, METH_O, "log(a) elementwise"},
-    {"sqrt", mod_sqrt, METH_O, "sqrt(a) elementwise"},
-    {"tanh", mod_tanh, METH_O, "tanh(a) elementwise"},
-    {"relu", mod_relu, METH_O, "relu(a) = maximum(a, 0) elementwise"},
-    {"abs", mod_abs, METH_O, "abs(a) elementwise"},
-    {"maximum", GD_FN(mod_maximum), METH_FASTCALL, "maximum(a, b) elementwise with broadcasting (NaN propagates)"},
-    {"minimum", GD_FN(mod_minimum), METH_FASTCALL, "minimum(a, b) elementwise with broadcasting (NaN propagates)"},
-    {"sigmoid", mod_sigmoid, METH_O,
-     "sigmoid(a) = 1 / (1 + exp(-a)) elementwise, computed without overflow (integers in float64).\n\n"
-     ">>> gd.sigmoid(gd.array([-1e4, 0.0, 1e4])).tolist()\n[0.0, 0.5, 1.0]"},
-    {"power", GD_FN(mod_power), METH_FASTCALL,
-     "power(a, b) = a ** b elementwise with broadcasting. Integers to negative integer powers raise "
+    GD_METHOD("exp", mod_exp, METH_O, "$module, a, /", "e ** a elementwise."),
+    GD_METHOD("log", mod_log, METH_O, "$module, a, /", "The natural logarithm elementwise."),
+    GD_METHOD("sqrt", mod_sqrt, METH_O, "$module, a, /", "The square root elementwise."),
+    GD_METHOD("tanh", mod_tanh, METH_O, "$module, a, /", "The hyperbolic tangent elementwise."),
+    GD_METHOD("relu", mod_relu, METH_O, "$module, a, /", "maximum(a, 0) elementwise."),
+    GD_METHOD("abs", mod_abs, METH_O, "$module, a, /", "The absolute value elementwise."),
+    GD_METHOD("maximum", GD_FN(mod_maximum), METH_FASTCALL, "$module, a, b, /",
+              "The larger of a and b elementwise with broadcasting (NaN propagates)."),
+    GD_METHOD("minimum", GD_FN(mod_minimum), METH_FASTCALL, "$module, a, b, /",
+              "The smaller of a and b elementwise with broadcasting (NaN propagates)."),
+    GD_METHOD("sigmoid", mod_sigmoid, METH_O, "$module, a, /",
+     "1 / (1 + exp(-a)) elementwise, computed without overflow (integers in float64).\n\n"
+     ">>> gd.sigmoid(gd.array([-1e4, 0.0, 1e4])).tolist()\n[0.0, 0.5, 1.0]"),
+    GD_METHOD("power", GD_FN(mod_power), METH_FASTCALL, "$module, a, b, /",
+     "a ** b elementwise with broadcasting. Integers to negative integer powers raise "
      "ValueError, as in NumPy; for an int64 array of exponents that check is a reduction (on a GPU it "
      "waits for the device). Integer results wrap on overflow.\n\n"
-     ">>> gd.power(gd.arange(4), gd.array([3, 2, 1, 0])).tolist()\n[0, 1, 2, 1]"},
-    {"pow", GD_FN(mod_power), METH_FASTCALL, "pow(a, b): gd.power (PyTorch's name)."},
-    {"floor_divide", GD_FN(mod_floor_divide), METH_FASTCALL,
-     "floor_divide(a, b) = a // b elementwise with broadcasting, as NumPy's: the quotient rounded down. "
+     ">>> gd.power(gd.arange(4), gd.array([3, 2, 1, 0])).tolist()\n[0, 1, 2, 1]"),
+    GD_METHOD("pow", GD_FN(mod_power), METH_FASTCALL, "$module, a, b, /", "gd.power (PyTorch's name)."),
+    GD_METHOD("floor_divide", GD_FN(mod_floor_divide), METH_FASTCALL, "$module, a, b, /",
+     "a // b elementwise with broadcasting, as NumPy's: the quotient rounded down. "
      "For int64, x // 0 is 0 (no warning) and INT64_MIN // -1 wraps to INT64_MIN.\n\n"
-     ">>> gd.floor_divide(gd.array([7, -7]), 2).tolist()\n[3, -4]"},
-    {"remainder", GD_FN(mod_remainder), METH_FASTCALL,
-     "remainder(a, b) = a % b elementwise with broadcasting, as NumPy's: the sign of b, and "
+     ">>> gd.floor_divide(gd.array([7, -7]), 2).tolist()\n[3, -4]"),
+    GD_METHOD("remainder", GD_FN(mod_remainder), METH_FASTCALL, "$module, a, b, /",
+     "a % b elementwise with broadcasting, as NumPy's: the sign of b, and "
      "a == (a // b) * b + a % b. For int64, x % 0 is 0 (no warning); for floats it is NaN.\n\n"
-     ">>> gd.remainder(gd.array([7, -7]), 3).tolist()\n[1, 2]"},
-    {"mod", GD_FN(mod_remainder), METH_FASTCALL, "mod(a, b): gd.remainder (NumPy's alias)."},
-    {"allclose", GD_FN(mod_allclose), METH_VARARGS | METH_KEYWORDS,
-     "allclose(a, b, rtol=1e-05, atol=1e-08) -> bool, as numpy.allclose"},
+     ">>> gd.remainder(gd.array([7, -7]), 3).tolist()\n[1, 2]"),
+    GD_METHOD("mod", GD_FN(mod_remainder), METH_FASTCALL, "$module, a, b, /", "gd.remainder (NumPy's alias)."),
+    GD_METHOD("allclose", GD_FN(mod_allclose), METH_VARARGS | METH_KEYWORDS, "$module, a, b, rtol=1e-05, atol=1e-08",
+              "Whether a and b are equal to within the tolerances, as numpy.allclose."),
     {NULL, NULL, 0, NULL},
 };
 

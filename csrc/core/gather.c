@@ -415,11 +415,11 @@ static PyObject *index_add_fn(PyObject *module, PyObject *const *args, Py_ssize_
  * ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef gather_methods[] = {
-    {"nonzero", (PyCFunction)nonzero_fn, METH_O,
-     "nonzero(a) -> tuple of int64 arrays, one per axis: the coordinates of a's nonzero elements, as NumPy's.\n\n"
+    GD_METHOD("nonzero", (PyCFunction)nonzero_fn, METH_O, "$module, a, /",
+     "A tuple of int64 arrays, one per axis: the coordinates of a's nonzero elements, as NumPy's.\n\n"
      "On a GPU the count is read back first (a synchronization).\n\n"
      ">>> gd.nonzero(gd.array([[0, 3], [5, 0]]))\n"
-     "(Array([0, 1]), Array([1, 0]))"},
+     "(Array([0, 1]), Array([1, 0]))"),
     {"_index_add", GD_FN(index_add_fn), METH_FASTCALL,
      "_index_add(dst, idx, src): dst[idx] += src in place, repeated indices accumulating (autograd's scatter-add)."},
     {NULL, NULL, 0, NULL},

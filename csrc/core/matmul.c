@@ -241,7 +241,8 @@ static PyObject *mod_matmul(PyObject *module, PyObject *const *args, Py_ssize_t 
 }
 
 static PyMethodDef matmul_functions[] = {
-    {"matmul", GD_FN(mod_matmul), METH_FASTCALL, "matmul(a, b): matrix product, NumPy semantics (also a @ b)"},
+    GD_METHOD("matmul", GD_FN(mod_matmul), METH_FASTCALL, "$module, a, b, /",
+              "The matrix product, NumPy semantics (also a @ b)."),
     {NULL, NULL, 0, NULL},
 };
 

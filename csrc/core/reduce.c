@@ -291,17 +291,16 @@ static PyObject *reduce_call(PyObject *self, PyObject *const *args, Py_ssize_t n
     return reduce_array(gd_state_of(self), kind, (ArrayObject *)self, argv[0], keepdims);
 }
 
-#define GD_REDUCTION_METHOD(fname, kind)                                                               \
+#define GD_REDUCTION_METHOD(fname, kind, doc)                                                          \
+    GD_SIGNATURE_SHARED(gd_array_##fname##_sig, #fname, "$self, axis=None, keepdims=False", doc);     \
     PyObject *gd_array_##fname(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) \
     {                                                                                                  \
-        static const gd_params params = {#fname, #fname "(axis=None, keepdims=False)", 2, 0,          \
-                                         {"axis", "keepdims", NULL}};                                  \
-        return reduce_call(self, args, nargs, kwnames, &params, kind);                                 \
+        return reduce_call(self, args, nargs, kwnames, &gd_array_##fname##_sig, kind);                 \
     }
-GD_REDUCTION_METHOD(sum, R_SUM)
-GD_REDUCTION_METHOD(mean, R_MEAN)
-GD_REDUCTION_METHOD(max, R_MAX)
-GD_REDUCTION_METHOD(min, R_MIN)
+GD_REDUCTION_METHOD(sum, R_SUM, "The sum over axis (an int, a tuple, or None for all).")
+GD_REDUCTION_METHOD(mean, R_MEAN, "The mean over axis (an int, a tuple, or None for all).")
+GD_REDUCTION_METHOD(max, R_MAX, "The maximum over axis (an int, a tuple, or None for all); NaN propagates.")
+GD_REDUCTION_METHOD(min, R_MIN, "The minimum over axis (an int, a tuple, or None for all); NaN propagates.")
 #undef GD_REDUCTION_METHOD
 
 /* any: whether some element is nonzero; all: whether none is zero (True over an empty axis).
@@ -326,50 +325,46 @@ static PyObject *any_all_call(gd_state *st, ArrayObject *a, PyObject *axis, PyOb
     return any_all(st, a, axis, keepdims, all);
 }
 
-#define GD_ANY_ALL_METHOD(fname, all)                                                                  \
+#define GD_ANY_ALL_METHOD(fname, all, doc, example)                                                    \
+    GD_SIGNATURE_SHARED(gd_array_##fname##_sig, #fname, "$self, axis=None, keepdims=False", doc);     \
     PyObject *gd_array_##fname(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) \
     {                                                                                                  \
-        static const gd_params params = {#fname, #fname "(axis=None, keepdims=False)", 2, 0,          \
-                                         {"axis", "keepdims", NULL}};                                  \
         PyObject *argv[2] = {Py_None, NULL};                                                           \
-        if (gd_parse_args(argv, &params, args, nargs, kwnames) < 0) return NULL;                       \
+        if (gd_parse_args(argv, &gd_array_##fname##_sig, args, nargs, kwnames) < 0) return NULL;       \
         return any_all_call(gd_state_of(self), (ArrayObject *)self, argv[0], argv[1], all);            \
     }                                                                                                  \
+    GD_SIGNATURE(fname##_sig, #fname, "$module, a, axis=None, keepdims=False", doc example);          \
     static PyObject *mod_##fname(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) \
     {                                                                                                  \
-        static const gd_params params = {#fname, #fname "(a, axis=None, keepdims=False)", 3, 1,       \
-                                         {"a", "axis", "keepdims", NULL}};                             \
         gd_state *st = PyModule_GetState(module);                                                      \
         PyObject *argv[3] = {NULL, Py_None, NULL};                                                     \
-        if (gd_parse_args(argv, &params, args, nargs, kwnames) < 0) return NULL;                       \
+        if (gd_parse_args(argv, &fname##_sig, args, nargs, kwnames) < 0) return NULL;                  \
         ArrayObject *a = gd_need_array(st, argv[0], #fname);                                           \
         return a ? any_all_call(st, a, argv[1], argv[2], all) : NULL;                                  \
     }
-GD_ANY_ALL_METHOD(any, 0)
-GD_ANY_ALL_METHOD(all, 1)
+GD_ANY_ALL_METHOD(any, 0, "Whether some element is nonzero (a bool array).",
+                  "\n\n>>> gd.any(gd.arange(3) > 1).item()\nTrue")
+GD_ANY_ALL_METHOD(all, 1, "Whether every element is nonzero (True for none; a bool array).",
+                  "\n\n>>> gd.all(gd.arange(3) < 5).item()\nTrue")
 #undef GD_ANY_ALL_METHOD
 
+GD_SIGNATURE(norm_sig, "norm", "$module, a, axis=None, keepdims=False",
+             "The Frobenius / 2-norm; axis=(1, 2) gives a batch of matrix norms.");
 static PyObject *mod_norm(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static const gd_params params = {"norm", "norm(a, axis=None, keepdims=False)", 3, 1, {"a", "axis", "keepdims", NULL}};
     gd_state *st = PyModule_GetState(module);
     PyObject *argv[3] = {NULL, Py_None, NULL};
     int keepdims = 0;
-    if (gd_parse_args(argv, &params, args, nargs, kwnames) < 0) return NULL;
+    if (gd_parse_args(argv, &norm_sig, args, nargs, kwnames) < 0) return NULL;
     ArrayObject *a = gd_need_array(st, argv[0], "norm");
     if (!a || gd_parse_bool(argv[2], &keepdims) < 0) return NULL;
     return reduce_array(st, R_NORM, a, argv[1], keepdims);
 }
 
 static PyMethodDef reduce_functions[] = {
-    {"norm", GD_FN(mod_norm), GD_FASTKW,
-     "norm(a, axis=None, keepdims=False): Frobenius / 2-norm; axis=(1, 2) gives a batch of matrix norms"},
-    {"any", GD_FN(mod_any), GD_FASTKW,
-     "any(a, axis=None, keepdims=False): whether some element is nonzero (a bool array)\n\n"
-     ">>> gd.any(gd.arange(3) > 1).item()\nTrue"},
-    {"all", GD_FN(mod_all), GD_FASTKW,
-     "all(a, axis=None, keepdims=False): whether every element is nonzero (True for none)\n\n"
-     ">>> gd.all(gd.arange(3) < 5).item()\nTrue"},
+    GD_DEF(norm_sig, GD_FN(mod_norm), GD_FASTKW),
+    GD_DEF(any_sig, GD_FN(mod_any), GD_FASTKW),
+    GD_DEF(all_sig, GD_FN(mod_all), GD_FASTKW),
     {NULL, NULL, 0, NULL},
 };
 

@@ -234,13 +234,13 @@ static PyObject *mod_sync(PyObject *module, PyObject *const *args, Py_ssize_t na
     Py_RETURN_NONE;
 }
 
+GD_SIGNATURE_USAGE(synchronize_sig, "synchronize", "$module, device=None", " takes at most one argument, device",
+                   "Wait for queued work on `device`, or on every GPU with queued work.");
 static PyObject *mod_synchronize(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static const gd_params params = {"synchronize", "synchronize(device=None) takes at most one argument, device",
-                                     1, 0, {"device", NULL}};
     gd_state *st = PyModule_GetState(module);
     PyObject *device = Py_None;
-    if (gd_parse_args(&device, &params, args, nargs, kwnames) < 0) return NULL;
+    if (gd_parse_args(&device, &synchronize_sig, args, nargs, kwnames) < 0) return NULL;
     int rc;
     if (device == Py_None) {
         rc = sync_cause(st, "synchronize", NULL);
@@ -347,23 +347,23 @@ static PyObject *mod_cpu_facts(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(
  * ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef runtime_functions[] = {
-    {"num_gpus", mod_num_gpus, METH_NOARGS, "num_gpus() -> int: GPUs gpudev can use (0 without CUDA, driver or GPU)."},
-    {"cuda_available", mod_cuda_available, METH_NOARGS, "cuda_available() -> bool: at least one usable GPU."},
-    {"synchronize", GD_FN(mod_synchronize), GD_FASTKW,
-     "synchronize(device=None): wait for queued work on `device`, or on every GPU with queued work."},
+    GD_METHOD("num_gpus", mod_num_gpus, METH_NOARGS, "$module",
+              "How many GPUs gpudev can use (0 without CUDA, driver or GPU)."),
+    GD_METHOD("cuda_available", mod_cuda_available, METH_NOARGS, "$module", "Whether at least one GPU is usable."),
+    GD_DEF(synchronize_sig, GD_FN(mod_synchronize), GD_FASTKW),
     {"_sync", GD_FN(mod_sync), METH_FASTCALL, NULL},
     {"_pending_devices", mod_pending_devices, METH_NOARGS, NULL},
     {"_take_touched_devices", mod_take_touched_devices, METH_NOARGS, NULL},
     {"_register_cuda", mod_register_cuda, METH_O, NULL},
     {"_set_cuda_unavailable", mod_set_cuda_unavailable, METH_O, NULL},
     {"_cuda_reason", mod_cuda_reason, METH_NOARGS, NULL},
-    {"manual_seed", mod_manual_seed, METH_O,
-     "manual_seed(seed): seed the generator behind rand/randn on every device.\n\n"
-     ">>> gd.manual_seed(0); a = gd.randn(3)"},
+    GD_METHOD("manual_seed", mod_manual_seed, METH_O, "$module, seed, /",
+              "Seed the generator behind rand/randn on every device.\n\n>>> gd.manual_seed(0); a = gd.randn(3)"),
     {"_rng_state", mod_rng_state, METH_NOARGS, NULL},
-    {"set_num_threads", mod_set_num_threads, METH_O,
-     "set_num_threads(n): CPU threads for gpudev's kernels and OpenBLAS."},
-    {"get_num_threads", mod_get_num_threads, METH_NOARGS, "get_num_threads() -> int"},
+    GD_METHOD("set_num_threads", mod_set_num_threads, METH_O, "$module, n, /",
+              "CPU threads for gpudev's kernels and OpenBLAS."),
+    GD_METHOD("get_num_threads", mod_get_num_threads, METH_NOARGS, "$module",
+              "CPU threads for gpudev's kernels and OpenBLAS."),
     {"_cpu_facts", mod_cpu_facts, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };

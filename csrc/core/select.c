@@ -154,15 +154,18 @@ fail:
     return NULL;
 }
 
+GD_SIGNATURE_USAGE(where_sig, "where", "$module, condition, x, y",
+                   " takes 3 arguments: the elements of x where condition is true, else of y; for the "
+                   "indices where condition is true use gd.nonzero(condition)",
+                   "The elements of x where condition is true (nonzero), else those of y.\n\n"
+                   "condition, x and y broadcast together; x and y may be Python numbers (NumPy 2 promotion). Values\n"
+                   "are selected, not computed, so inf and NaN in the branch not taken do no harm. Gradients flow\n"
+                   "to x and y, none to the condition. gd.nonzero(condition) gives the indices instead.\n\n"
+                   ">>> x = gd.array([-1.0, 2.0, -3.0])\n>>> gd.where(x > 0, x, 0.0).tolist()\n[0.0, 2.0, 0.0]");
 static PyObject *mod_where(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static const gd_params params = {
-        "where",
-        "where(condition, x, y) takes 3 arguments: the elements of x where condition is true, else of y; for the "
-        "indices where condition is true use gd.nonzero(condition)",
-        3, 3, {"condition", "x", "y", NULL}};
     PyObject *argv[3] = {NULL, NULL, NULL};
-    if (gd_parse_args(argv, &params, args, nargs, kwnames) < 0) return NULL;
+    if (gd_parse_args(argv, &where_sig, args, nargs, kwnames) < 0) return NULL;
     return where_compute(PyModule_GetState(module), argv);
 }
 
@@ -224,18 +227,32 @@ static PyObject *argreduce(gd_state *st, ArrayObject *a, PyObject *axis, int kee
     return (PyObject *)out;
 }
 
+#define GD_ARG_DOC(what) \
+    "The index of the first " what " (int64); axis=None: the index into the flattened array (a 0-d array). "
+GD_SIGNATURE(argmax_sig, "argmax", "$module, a, axis=None, keepdims=False",
+             GD_ARG_DOC("maximum") "NaN counts as the maximum, as in NumPy. The result has no gradient.\n\n"
+             ">>> gd.argmax(gd.array([[1, 5, 5], [7, 0, 2]]), axis=1).tolist()\n[1, 0]");
+GD_SIGNATURE(argmin_sig, "argmin", "$module, a, axis=None, keepdims=False",
+             GD_ARG_DOC("minimum") "NaN counts as the minimum, as in NumPy. The result has no gradient.\n\n"
+             ">>> gd.argmin(gd.array([3.0, 1.0, 1.0])).item()\n1");
+GD_SIGNATURE_SHARED(gd_array_argmax_sig, "argmax", "$self, axis=None, keepdims=False",
+                    GD_ARG_DOC("maximum") "NaN counts as the maximum.\n\n"
+                    ">>> gd.array([1.0, 3.0, 3.0]).argmax().item()\n1");
+GD_SIGNATURE_SHARED(gd_array_argmin_sig, "argmin", "$self, axis=None, keepdims=False",
+                    GD_ARG_DOC("minimum") "NaN counts as the minimum.\n\n"
+                    ">>> gd.array([[4, 2], [1, 3]]).argmin(axis=0).tolist()\n[1, 0]");
+#undef GD_ARG_DOC
+
 /* (a,) axis=None, keepdims=False, for the functions and the methods */
 static PyObject *arg_call(gd_state *st, PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
                           gd_redop op)
 {
-    static const gd_params fmax = {"argmax", "argmax(a, axis=None, keepdims=False)", 3, 1, {"a", "axis", "keepdims", NULL}};
-    static const gd_params fmin = {"argmin", "argmin(a, axis=None, keepdims=False)", 3, 1, {"a", "axis", "keepdims", NULL}};
-    static const gd_params mmax = {"argmax", "argmax(axis=None, keepdims=False)", 2, 0, {"axis", "keepdims", NULL}};
-    static const gd_params mmin = {"argmin", "argmin(axis=None, keepdims=False)", 2, 0, {"axis", "keepdims", NULL}};
+    gd_params *const fmax = &argmax_sig, *const fmin = &argmin_sig;
+    gd_params *const mmax = &gd_array_argmax_sig, *const mmin = &gd_array_argmin_sig;
     const int is_max = op == GD_RED_MAX;
     PyObject *argv[3] = {self, Py_None, NULL};
     int keepdims = 0;
-    const gd_params *p = self ? (is_max ? &mmax : &mmin) : (is_max ? &fmax : &fmin);
+    const gd_params *p = self ? (is_max ? mmax : mmin) : (is_max ? fmax : fmin);
     if (gd_parse_args(self ? argv + 1 : argv, p, args, nargs, kwnames) < 0 || gd_parse_bool(argv[2], &keepdims) < 0)
         return NULL;
     ArrayObject *a = gd_need_array(st, argv[0], p->fname);
@@ -267,22 +284,9 @@ static PyObject *mod_argmin(PyObject *module, PyObject *const *args, Py_ssize_t 
  * ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef select_functions[] = {
-    {"where", GD_FN(mod_where), GD_FASTKW,
-     "where(condition, x, y): the elements of x where condition is true (nonzero), else those of y\n\n"
-     "condition, x and y broadcast together; x and y may be Python numbers (NumPy 2 promotion). Values\n"
-     "are selected, not computed, so inf and NaN in the branch not taken do no harm. Gradients flow\n"
-     "to x and y, none to the condition. gd.nonzero(condition) gives the indices instead.\n\n"
-     ">>> x = gd.array([-1.0, 2.0, -3.0])\n>>> gd.where(x > 0, x, 0.0).tolist()\n[0.0, 2.0, 0.0]"},
-    {"argmax", GD_FN(mod_argmax), GD_FASTKW,
-     "argmax(a, axis=None, keepdims=False): the index of the first maximum (int64)\n\n"
-     "axis=None gives the index into the flattened array (a 0-d array). NaN counts as the maximum,\n"
-     "as in NumPy. The result has no gradient.\n\n"
-     ">>> gd.argmax(gd.array([[1, 5, 5], [7, 0, 2]]), axis=1).tolist()\n[1, 0]"},
-    {"argmin", GD_FN(mod_argmin), GD_FASTKW,
-     "argmin(a, axis=None, keepdims=False): the index of the first minimum (int64)\n\n"
-     "axis=None gives the index into the flattened array (a 0-d array). NaN counts as the minimum,\n"
-     "as in NumPy. The result has no gradient.\n\n"
-     ">>> gd.argmin(gd.array([3.0, 1.0, 1.0])).item()\n1"},
+    GD_DEF(where_sig, GD_FN(mod_where), GD_FASTKW),
+    GD_DEF(argmax_sig, GD_FN(mod_argmax), GD_FASTKW),
+    GD_DEF(argmin_sig, GD_FN(mod_argmin), GD_FASTKW),
     {NULL, NULL, 0, NULL},
 };
 

@@ -339,21 +339,21 @@ static PyObject *join_fn(PyObject *module, PyObject *const *args, Py_ssize_t nar
     return concatenate(PyModule_GetState(module), argv[0], axis, stack);
 }
 
+GD_SIGNATURE(stack_sig, "stack", "$module, arrays, axis=0", "Join arrays along a new axis.");
 static PyObject *mod_stack(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
 {
-    static const gd_params params = {"stack", "stack(arrays, axis=0)", 2, 1, {"arrays", "axis", NULL}};
-    return join_fn(m, a, n, k, &params, 1);
+    return join_fn(m, a, n, k, &stack_sig, 1);
 }
 
+GD_SIGNATURE(concatenate_sig, "concatenate", "$module, arrays, axis=0", "Join arrays along an existing axis.");
 static PyObject *mod_concatenate(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
 {
-    static const gd_params params = {"concatenate", "concatenate(arrays, axis=0)", 2, 1, {"arrays", "axis", NULL}};
-    return join_fn(m, a, n, k, &params, 0);
+    return join_fn(m, a, n, k, &concatenate_sig, 0);
 }
 
 static PyMethodDef shape_ops_functions[] = {
-    {"stack", GD_FN(mod_stack), GD_FASTKW, "stack(arrays, axis=0): join along a new axis"},
-    {"concatenate", GD_FN(mod_concatenate), GD_FASTKW, "concatenate(arrays, axis=0): join along an existing axis"},
+    GD_DEF(stack_sig, GD_FN(mod_stack), GD_FASTKW),
+    GD_DEF(concatenate_sig, GD_FN(mod_concatenate), GD_FASTKW),
     {NULL, NULL, 0, NULL},
 };
 

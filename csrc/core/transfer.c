@@ -169,14 +169,16 @@ static PyObject *host_ndarray(gd_state *st, ArrayObject *a, const char *cause, c
  * methods: to, cpu, cuda, copy, astype
  * ---------------------------------------------------------------------------------------- */
 
+GD_SIGNATURE_SHARED(gd_array_to_sig, "to", "$self, device, copy=False",
+                    "The array on `device` (itself when already there, unless copy=True).\n\n>>> b = a.to('cuda:0')");
 PyObject *gd_array_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static const gd_params params = {"to", "to(device, copy=False)", 2, 1, {"device", "copy", NULL}};
     gd_state *st = gd_state_of(self);
     ArrayObject *a = (ArrayObject *)self;
     PyObject *argv[2] = {NULL, NULL};
     int copy = 0;
-    if (gd_parse_args(argv, &params, args, nargs, kwnames) < 0 || gd_parse_bool(argv[1], &copy) < 0) return NULL;
+    if (gd_parse_args(argv, &gd_array_to_sig, args, nargs, kwnames) < 0 || gd_parse_bool(argv[1], &copy) < 0)
+        return NULL;
     if (argv[0] == Py_None) {
         PyErr_SetString(PyExc_TypeError, "to: device must be a Device or a string like 'cuda:0', not None");
         return NULL;
@@ -197,13 +199,14 @@ PyObject *gd_array_cpu(PyObject *self, PyObject *Py_UNUSED(ignored))
     return GD_AG_OUT(st, "to", out, a, NULL, NULL);
 }
 
+GD_SIGNATURE_SHARED(gd_array_cuda_sig, "cuda", "$self, i=0", "A copy on GPU i (itself when already there).");
 PyObject *gd_array_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static const gd_params params = {"cuda", "cuda(i=0)", 1, 0, {"i", NULL}};
     ArrayObject *a = (ArrayObject *)self;
     PyObject *arg = NULL;
     gd_device dev = {GD_CUDA, 0};
-    if (gd_parse_args(&arg, &params, args, nargs, kwnames) < 0 || (arg && gd_parse_gpu_index(&dev.index, arg, "cuda") < 0))
+    if (gd_parse_args(&arg, &gd_array_cuda_sig, args, nargs, kwnames) < 0 ||
+        (arg && gd_parse_gpu_index(&dev.index, arg, "cuda") < 0))
         return NULL;
     if (gd_device_eq(dev, a->device)) return Py_NewRef(self);
     gd_state *st = gd_state_of(self);
@@ -241,13 +244,13 @@ PyObject *gd_array_dunder_deepcopy(PyObject *self, PyObject *memo)
     return out;
 }
 
+GD_SIGNATURE_SHARED(gd_array_astype_sig, "astype", "$self, dtype, copy=True", "The array converted to dtype.");
 PyObject *gd_array_astype_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static const gd_params params = {"astype", "astype(dtype, copy=True)", 2, 1, {"dtype", "copy", NULL}};
     PyObject *argv[2] = {NULL, Py_True};
-    if (gd_parse_args(argv, &params, args, nargs, kwnames) < 0) return NULL;
+    if (gd_parse_args(argv, &gd_array_astype_sig, args, nargs, kwnames) < 0) return NULL;
     if (argv[0] == Py_None) {
-        PyErr_SetString(PyExc_TypeError, params.usage);
+        PyErr_SetString(PyExc_TypeError, gd_array_astype_sig.usage);
         return NULL;
     }
     gd_dtype dt;
@@ -291,13 +294,14 @@ static PyObject *not_a_numpy_dtype(PyObject *dtype)
     return NULL;
 }
 
+GD_SIGNATURE_SHARED(gd_array_dunder_array_sig, "__array__", "$self, dtype=None, copy=None",
+                    "NumPy's conversion: a view sharing memory (CPU arrays only).");
 PyObject *gd_array_dunder_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static const gd_params params = {"__array__", "__array__(dtype=None, copy=None)", 1, 0, {"dtype", "copy", NULL}};
     ArrayObject *a = (ArrayObject *)self;
     PyObject *argv[2] = {Py_None, Py_None};
     int want_copy = 0;
-    if (refuse_gpu(a, "__array__") < 0 || gd_parse_args(argv, &params, args, nargs, kwnames) < 0 ||
+    if (refuse_gpu(a, "__array__") < 0 || gd_parse_args(argv, &gd_array_dunder_array_sig, args, nargs, kwnames) < 0 ||
         gd_parse_bool(argv[1], &want_copy) < 0)
         return NULL;
     PyObject *arr = host_ndarray(gd_state_of(self), a, NULL, "__array__");
