@@ -25,7 +25,8 @@ step "comparing the wheel's files with the package's"
 "$PY" - "$ROOT" "$wheel" "$sdist" <<'PYEOF'
 import pathlib, sys, tarfile, zipfile
 root, wheel, sdist = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-tree = {p.relative_to(root).as_posix() for p in (root / "gpudev").rglob("*.py")
+tree = {p.relative_to(root).as_posix() for pattern in ("*.py", "*.pyi", "py.typed")
+        for p in (root / "gpudev").rglob(pattern)
         if "__pycache__" not in p.parts and p.name != "_build_info.py"}
 in_wheel = set(zipfile.ZipFile(wheel).namelist())
 with tarfile.open(sdist) as t:
@@ -35,7 +36,7 @@ src = {p.relative_to(root).as_posix() for d in ("csrc",) for p in (root / d).rgl
 missing = sorted(tree - in_wheel) + sorted((tree | src) - in_sdist)
 if missing:
     sys.exit("missing from the wheel or the sdist: " + ", ".join(missing))
-print(f"wheel: {len(tree)} Python files of the package, all there; sdist: {len(src)} C/CUDA sources too")
+print(f"wheel: {len(tree)} Python files and type stubs of the package, all there; sdist: {len(src)} C/CUDA sources too")
 PYEOF
 
 smoke() {  # $1: the virtual environment to use, from a folder outside the tree
