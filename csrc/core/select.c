@@ -143,13 +143,8 @@ static PyObject *where_compute(gd_state *st, PyObject *const *args)
     }
     if (gd_trace_op(st, "where", out, use[1] ? use[1] : use[0], use[2]) < 0) goto fail;
     /* autograd: x and y are the inputs; the condition (as bool) rides along for the rule */
-    PyObject *cond = use[0] ? Py_NewRef((PyObject *)use[0]) : Py_NewRef(args[0]);
-    if (use[0] && use[0] == p.op[0].arr && !gd_is_array(st, args[0]) && gd_ag_wanted(st, args[1], args[2])) {
-        /* backward reads the condition again: one borrowed from NumPy has no write count */
-        Py_SETREF(cond, (PyObject *)gd_converted(st, be, use[0], GD_BOOL, "where"));
-        if (!cond) goto fail;
-    }
-    PyObject *res = GD_AG_OUT(st, "where", out, args[1], args[2], cond);
+    PyObject *cond = use[0] ? (PyObject *)use[0] : args[0];
+    PyObject *res = GD_AG_OUT(st, "where", out, args[1], args[2], Py_NewRef(cond));
     out = NULL;
     for (int i = 0; i < 3; i++) Py_XDECREF(use[i]);
     return res;
