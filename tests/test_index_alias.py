@@ -248,6 +248,24 @@ def test_nonzero_of_a_2d_mask_while_it_flips():
     _race(call, mutate)
 
 
+def test_argmax_while_the_values_are_rewritten():
+    # the CPU finds the extreme, then its first position: a write in between must not make
+    # that search run past the row
+    a = gd.zeros(1 << 18, dtype=gd.float32)
+    view = a.numpy()
+    ramp = np.arange(view.size, dtype=np.float32)
+
+    def mutate():
+        view[:] = ramp
+        view[:] = -ramp
+
+    def call():
+        assert 0 <= gd.argmax(a).item() < view.size
+        assert 0 <= gd.argmin(a).item() < view.size
+
+    _race(call, mutate)
+
+
 # ---------------------------------------------------------------------------------------------
 # autograd: index arrays and conditions changed after they were saved
 # ---------------------------------------------------------------------------------------------
