@@ -23,16 +23,21 @@ Semantics follow PyTorch: gradients accumulate into ``.grad`` of leaves, ``backw
 the graph unless ``retain_graph=True``, an in-place operation on a leaf that requires grad
 raises, and an array a rule needs that was modified in place after it was used makes
 ``backward()`` raise (each storage counts its writes in place) instead of giving a wrong
-gradient. An operation without a rule raises ``NotImplementedError`` naming it. Grad mode
+gradient: the inputs a rule reads, and the index arrays and conditions it reads too (the
+rows of ``x[idx]``, ``where``'s condition, the keys of ``a[idx] = v``; lists and NumPy
+arrays in a key are copied when recorded, having no write count). An operation without a rule raises ``NotImplementedError`` naming it. Grad mode
 belongs to each thread, as in PyTorch.
 """
 
 from __future__ import annotations
 
+import copy
 import operator
 from collections.abc import Callable, Iterator
 from contextlib import ContextDecorator
 from typing import Any
+
+import numpy as np
 
 from . import _C, _grad_rules
 from ._C import Array
@@ -107,13 +112,16 @@ class Node:
         <MultiplyBackward>
     """
 
-    __slots__ = ("name", "edges", "inputs", "versions", "metas", "extra", "out_meta", "freed",
-                 "__weakref__")
+    __slots__ = ("name", "edges", "inputs", "versions", "metas", "extra", "extra_versions",
+                 "out_meta", "freed", "__weakref__")
 
     def __init__(self, name: str, edges: tuple, inputs: tuple, versions: tuple, metas: tuple,
                  extra: Any, out_meta: tuple) -> None:
         self.name, self.edges, self.inputs, self.versions = name, edges, inputs, versions
         self.metas, self.extra, self.out_meta, self.freed = metas, extra, out_meta, False
+        # Arrays the rule reads from extra (the rows of a[idx], where's condition, the index
+        # arrays of a[idx] = v) are saved tensors too: their write counts are checked as well.
+        self.extra_versions = tuple((x, x._version) for x in _arrays_in(extra))
 
     @property
     def next_functions(self) -> tuple:
@@ -131,14 +139,46 @@ class Node:
                     f"backward: input {i} of {self.name} (shape {x.shape}) was modified in place "
                     f"after {self.name} used it (writes {v} -> {x._version}), so its gradient "
                     f"would be wrong; use an out-of-place operation (y = y + 1) or a copy")
+        for x, v in self.extra_versions:
+            if x._version != v:
+                raise RuntimeError(
+                    f"backward: one of the variables needed for gradient computation has been "
+                    f"modified by an inplace operation: the {_EXTRA_NAMES.get(self.name, 'operand')} "
+                    f"of {self.name} (shape {x.shape}, {x.dtype}) is at version {x._version}; "
+                    f"expected version {v}; pass a copy (idx.copy()) or leave it unchanged until "
+                    f"backward() has run")
 
     def free(self) -> None:
-        self.inputs = self.versions = ()
+        self.inputs = self.versions = self.extra_versions = ()
         self.edges = tuple(None for _ in self.edges)
         self.freed = True
 
     def __repr__(self) -> str:
         return f"<{''.join(p.capitalize() for p in self.name.split('_'))}Backward>"
+
+
+_EXTRA_NAMES = {"take": "index array", "where": "condition", "setitem": "index array"}
+
+
+def _arrays_in(extra: Any) -> tuple:
+    """The Arrays in a node's extra: itself, or the items of a tuple (one level, as keys are)."""
+    if isinstance(extra, Array):
+        return (extra,)
+    if isinstance(extra, tuple):
+        return tuple(x for x in extra if isinstance(x, Array))
+    return ()
+
+
+def _frozen_key(key: Any) -> Any:
+    """key with its lists and NumPy arrays copied: they keep no write count, so the copy is
+    what backward() reads (Arrays are checked by their write count instead)."""
+    if isinstance(key, tuple):
+        return tuple(_frozen_key(k) for k in key)
+    if isinstance(key, list):
+        return copy.deepcopy(key)
+    if isinstance(key, np.ndarray):
+        return key.copy()
+    return key
 
 
 def _edge(x: Any) -> Any:
@@ -234,7 +274,7 @@ def _record_setitem(a: Array, key: Any, value: Any) -> None:
     _refuse_inplace("setitem", a, isinstance(value, Array) and value.requires_grad)
     _grad_rules.refuse_repeated_rows(a, key, value)
     # an integer array holds no gradient: the values are converted and the graph ends here
-    node = _make_node("setitem", _meta(a), (a, value), key) if a.dtype.kind == "f" else None
+    node = _make_node("setitem", _meta(a), (a, value), _frozen_key(key)) if a.dtype.kind == "f" else None
     with no_grad():
         a[key] = value
     _C._set_grad_fn(a, node)

@@ -4,6 +4,13 @@
  * of a[idx] uses. Both kinds of index become one list of row numbers into a viewed as rows:
  * a mask's nonzero positions (stream compaction), or the index array itself. Every index is
  * checked before a row moves (on a GPU that reads the result back: a synchronization).
+ *
+ * An assignment's row numbers must not change while the rows move: when they share memory
+ * with the target (b[b] = 5, a[a[0]] = 5, views, reversed or partial), they are copied first,
+ * as NumPy copies an index that overlaps its output. The values are always copied into a
+ * buffer of their own before the scatter, so a value array overlapping the target is read
+ * as it was. Arrays other threads may write while the GIL is released are the backends'
+ * concern: their kernels read each index once (see csrc/cpu/gather.c).
  */
 #include "core.h"
 
@@ -110,6 +117,7 @@ typedef struct take_plan {
     ArrayObject *rowsidx; /* int64, C-contiguous, on a's device: the row numbers */
     int64_t rows, inner;  /* a as rows x inner elements */
     int lead;             /* axes of a the rows span */
+    int foreign;          /* the index came from outside gpudev (a NumPy array may lend its memory) */
     int ndim;             /* the selection's shape */
     int64_t shape[GD_MAX_NDIM];
 } take_plan;
@@ -189,6 +197,7 @@ static int plan_take(take_plan *p, gd_state *st, ArrayObject *a, PyObject *key, 
     if (a->ndim == 0) return too_many(a, 1, op);
     ArrayObject *idx = index_array(st, a, item, op);
     if (!idx) return -1;
+    p->foreign = !gd_is_array(st, item) && idx->dtype != GD_BOOL;
     int rc = idx->dtype == GD_BOOL ? plan_mask(p, st, a, idx, trailing, op) : plan_ints(p, st, a, idx, trailing, op);
     Py_DECREF(idx);
     if (rc < 0) Py_CLEAR(p->rowsidx);
@@ -244,11 +253,19 @@ static int run_rows(gd_state *st, int which, char *table, int64_t rows, int64_t 
 }
 
 /* Scatter (or scatter-add) src's rows into a's, through a contiguous copy of a when a is a
- * strided view, written back only once every index passed. */
-static int scatter_into(gd_state *st, int which, ArrayObject *a, const take_plan *p, ArrayObject *src, const char *op)
+ * strided view, written back only once every index passed. Row numbers that share memory
+ * with a (an index that is a view of the target) are copied first: the scatter would
+ * otherwise read indices it has already overwritten. */
+static int scatter_into(gd_state *st, int which, ArrayObject *a, take_plan *p, ArrayObject *src, const char *op)
 {
     const gd_backend *be = gd_backend_of(st, a->device, op);
-    ArrayObject *t = be ? gd_contiguous(st, be, a, op) : NULL;
+    if (!be) return -1;
+    if (gd_overlaps(p->rowsidx, a)) {
+        ArrayObject *own = gd_converted(st, be, p->rowsidx, GD_INT64, op);
+        if (!own) return -1;
+        Py_SETREF(p->rowsidx, own);
+    }
+    ArrayObject *t = gd_contiguous(st, be, a, op);
     if (!t) return -1;
     int rc = run_rows(st, which, t->data, p->rows, p->inner, p->rowsidx, src->data, a->dtype, a->device, op);
     if (rc == 0 && t != a) rc = gd_store(st, be, a, t, op);
@@ -275,7 +292,14 @@ int gd_take(PyObject **out, gd_state *st, ArrayObject *a, PyObject *key)
     if (res && gd_trace_op(st, "take", res, a, p.rowsidx) < 0) Py_CLEAR(res);
     Py_XDECREF(src);
     PyObject *extra = NULL;
-    if (res && gd_ag_wanted(st, (PyObject *)a, NULL)) extra = Py_BuildValue("(Oi)", p.rowsidx, p.lead);
+    if (res && gd_ag_wanted(st, (PyObject *)a, NULL)) {
+        /* backward reads the rows again: a gpudev index is checked by its write count (a
+         * change makes backward raise), one borrowed from NumPy has none and is copied */
+        ArrayObject *rows = p.foreign && be ? gd_converted(st, be, p.rowsidx, GD_INT64, op)
+                                            : (ArrayObject *)Py_NewRef((PyObject *)p.rowsidx);
+        if (!rows) Py_CLEAR(res);
+        else extra = Py_BuildValue("(Ni)", (PyObject *)rows, p.lead);
+    }
     Py_DECREF(p.rowsidx);
     *out = GD_AG_OUT(st, "take", res, a, NULL, extra);
     return *out ? 1 : -1;

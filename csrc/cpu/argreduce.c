@@ -36,6 +36,19 @@ typedef struct gd_arg_kernels {
 } gd_arg_kernels;
 
 #define GD_DEFINE_ARG(NAME, T, BEATS, EXT)                                                       \
+    /* the same in one pass, each element read once: for a row that another thread rewrote   \
+     * between the two passes of the scan below (the GIL is released), which then found no    \
+     * element equal to its extreme; the search stops at `to` either way */                  \
+    static int64_t NAME##_scan_once(const T *x, int64_t from, int64_t to)                        \
+    {                                                                                            \
+        int64_t at = from;                                                                       \
+        T best = x[from];                                                                        \
+        for (int64_t i = from + 1; i < to; i++) {                                                \
+            const T v = x[i];                                                                    \
+            if (BEATS(v, best)) best = v, at = i;                                                \
+        }                                                                                        \
+        return at;                                                                               \
+    }                                                                                            \
     /* index of the first extreme of x[from, to), to > from: the extreme itself from         \
      * GD_ARG_LANES accumulators (EXT propagates NaN, so the loop vectorizes), then the first  \
      * element equal to it (or the first NaN), an early-stopping scan */                       \
@@ -51,10 +64,10 @@ typedef struct gd_arg_kernels {
         for (int j = 1; j < GD_ARG_LANES; j++) m = EXT(acc[j], m);                               \
         int64_t r = from;                                                                        \
         if (m != m)                                                                              \
-            while (x[r] == x[r]) r++;                                                            \
+            while (r < to && x[r] == x[r]) r++;                                                  \
         else                                                                                     \
-            while (x[r] != m) r++;                                                               \
-        return r;                                                                                \
+            while (r < to && x[r] != m) r++;                                                     \
+        return r < to ? r : NAME##_scan_once(x, from, to);                                       \
     }                                                                                            \
     static void NAME##_rows(void *ctx, int64_t begin, int64_t end)                               \
     {                                                                                            \

@@ -5,6 +5,12 @@
  * A check kernel records the first bad index in a device word (atomicMin), and the copy
  * kernels queued after it do nothing when that word is set, so a bad index never reads or
  * writes out of bounds; the word is then read back, which synchronizes.
+ *
+ * Checked once, read once: the GIL is released while these are queued, so another thread's
+ * write to the index array or the mask can land on the stream between two of our kernels.
+ * The copy kernel therefore reads each index once and checks that value again (a bad one
+ * moves nothing and is flagged), and the fill kernel never writes past the `count` that
+ * sized its output, whatever the mask holds by then.
  */
 #include "backend_cuda.cuh"
 
@@ -32,12 +38,17 @@ __device__ inline int64_t wrap(int64_t i, int64_t rows) { return i < 0 ? i + row
 /* One kernel for the three row copies: MODE 0 gathers, 1 scatters, 2 scatter-adds. */
 template <int MODE, class U>
 __global__ void rows_kernel(U *dst, const U *src, const int64_t *__restrict__ idx, int64_t n, int64_t rows,
-                            int64_t inner, const long long *flag)
+                            int64_t inner, long long *flag)
 {
     if (*flag != GD_NO_BAD) return;
     const int64_t total = n * inner;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t k = e / inner, i = e % inner, at = wrap(idx[k], rows) * inner + i;
+        const int64_t k = e / inner, i = e % inner, r = idx[k];
+        if (r < -rows || r >= rows) { /* rewritten since the check */
+            atomicMin(flag, (long long)k);
+            continue;
+        }
+        const int64_t at = wrap(r, rows) * inner + i;
         if constexpr (MODE == 0) dst[e] = src[at];
         else if constexpr (MODE == 1) dst[at] = src[e];
         else atomicAdd(&dst[at], src[e]);
@@ -122,7 +133,7 @@ __global__ void fill_kernel(int64_t *out, int64_t count, const uint8_t *__restri
         long long total;
         long long at = tile_offsets[t] + block_scan(thread_count(mask, n, t), buf, &total);
         const int64_t lo = (t * GD_CUDA_THREADS + threadIdx.x) * GD_NZ_ITEMS;
-        for (int64_t p = lo; p < lo + GD_NZ_ITEMS && p < n; p++) {
+        for (int64_t p = lo; p < lo + GD_NZ_ITEMS && p < n && at < count; p++) {
             if (!mask[p]) continue;
             int64_t rem = p;
             for (int k = s.ndim - 1; k >= 0; k--) {
@@ -152,7 +163,7 @@ int read_back(long long *host, long long *word, gd_cuda_device *dev, gd_error *e
 
 template <int MODE, class U>
 int launch_rows(void *dst, const void *src, const int64_t *idx, int64_t n, int64_t rows, int64_t inner,
-                const long long *flag, gd_cuda_device *dev, gd_error *err)
+                long long *flag, gd_cuda_device *dev, gd_error *err)
 {
     rows_kernel<MODE, U><<<gd_cuda_blocks(dev, n * inner, GD_CUDA_THREADS), GD_CUDA_THREADS, 0, dev->stream>>>(
         (U *)dst, (const U *)src, idx, n, rows, inner, flag);
@@ -163,7 +174,7 @@ int launch_rows(void *dst, const void *src, const int64_t *idx, int64_t n, int64
 /* The type a row copy moves: bits for gathers and scatters, the dtype's own for adds. */
 template <int MODE>
 int dispatch_rows(void *dst, const void *src, const int64_t *idx, int64_t n, int64_t rows, gd_dtype dtype,
-                  int64_t inner, const long long *flag, gd_cuda_device *dev, gd_error *err)
+                  int64_t inner, long long *flag, gd_cuda_device *dev, gd_error *err)
 {
     if constexpr (MODE == 2) {
         if (dtype == GD_FLOAT32) return launch_rows<2, float>(dst, src, idx, n, rows, inner, flag, dev, err);

@@ -1,7 +1,8 @@
 /* conformance_gather.c - the entries of indexing that copies: gather_rows, scatter_rows and
  * scatter_add_rows (negative indices, the first bad index reported and nothing written then,
- * repeated indices accumulating), count_nonzero and nonzero (stream compaction in C order),
- * against host loops. Exact.
+ * repeated indices accumulating), count_nonzero and nonzero (stream compaction in C order,
+ * and no write past the given count when the mask no longer matches it), against host loops.
+ * Exact.
  */
 #include "conformance.h"
 
@@ -158,6 +159,33 @@ static void check_nonzero_case(int ndim, const int64_t *shape, int density_pct)
     free(mask);
 }
 
+/* A mask that changed between count_nonzero and nonzero (another thread wrote it; the core
+ * releases the GIL between them): whatever nonzero returns, it writes nothing past the count
+ * that sized its output. The mask has n nonzero bytes, nonzero is told `count`. */
+static void check_nonzero_changed(int ndim, const int64_t *shape, int64_t count)
+{
+    int64_t n = 1;
+    for (int k = 0; k < ndim; k++) n *= shape[k];
+    uint8_t *mask = gdt_host(n, GD_BOOL);
+    memset(mask, 1, (size_t)n);
+    void *dmask = gdt_upload_new(mask, (size_t)n);
+    const int64_t guard = 4096, size = count * ndim + guard;
+    int64_t *host = gdt_host(size, GD_INT64);
+    for (int64_t i = 0; i < size; i++) host[i] = -7;
+    void *out = gdt_upload_new(host, (size_t)size * sizeof(int64_t));
+    gd_error err = {0};
+    (void)gdt_be->nonzero(out, count, dmask, ndim, shape, gdt_dev, &err); /* an error is allowed */
+    gdt_download(host, out, (size_t)size * sizeof(int64_t));
+    int64_t past = 0;
+    for (int64_t i = count * ndim; i < size; i++) past += host[i] != -7;
+    CHECK(past == 0, "nonzero ndim %d n %lld told count %lld: %lld words written past the output", ndim,
+          (long long)n, (long long)count, (long long)past);
+    gdt_free(out, (size_t)size * sizeof(int64_t));
+    gdt_free(dmask, (size_t)n);
+    free(host);
+    free(mask);
+}
+
 void gdt_check_gather(void)
 {
     for (size_t c = 0; c < sizeof rows_cases / sizeof rows_cases[0]; c++)
@@ -171,4 +199,8 @@ void gdt_check_gather(void)
     check_nonzero_case(1, s2, 100);
     check_nonzero_case(3, s3, 40);
     check_nonzero_case(3, s4, 60);
+    check_nonzero_changed(1, s2, 1);
+    check_nonzero_changed(1, s2, 777);
+    check_nonzero_changed(3, s4, 5000);
+    check_nonzero_changed(1, s1, 3); /* fewer nonzero bytes than counted */
 }

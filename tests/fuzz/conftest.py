@@ -2,7 +2,8 @@
 
 GPUDEV_FUZZ=short (the default, inside `make test`) or long (`make fuzz`) sets the number of
 files per mutation kind, hypothesis examples per property and hostile calls per argument
-sweep (under the sanitizer build, a fifth of the calls: it runs about ten times slower);
+sweep (under the sanitizer build, a fifth of the calls: it runs about ten times slower) and
+seconds per callable of the thread-mutation harness (GPUDEV_FUZZ_RACE_SECONDS overrides it);
 GPUDEV_FUZZ_FILES, GPUDEV_FUZZ_EXAMPLES and GPUDEV_FUZZ_SEED override the file count, the
 examples and the random seed; GPUDEV_FUZZ_FAILURES names a
 folder that keeps every file that broke the contract (default: pytest's temporary folder).
@@ -24,6 +25,7 @@ _FILES = {"short": 40, "long": 5000}
 _EXAMPLES = {"short": 40, "long": 2000}
 _BOMB_LOG2 = {"short": 23, "long": 26}  # honest zip bombs hold up to 8 MiB, 64 MiB
 _CALLS = {"short": 3000, "long": 10**9}  # long: every hostile case, and random pairs
+_RACE_SECONDS = {"short": 0.15, "long": 5.0}  # per callable, while another thread rewrites it
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class Profile:
     calls: int  # hostile calls per argument sweep, at most
     bomb_log2: int
     seed: int
+    race_seconds: float  # per callable of the thread-mutation harness
 
 
 def _profile() -> Profile:
@@ -44,7 +47,8 @@ def _profile() -> Profile:
     examples = int(os.environ.get("GPUDEV_FUZZ_EXAMPLES", _EXAMPLES[name]))
     seed = int(os.environ.get("GPUDEV_FUZZ_SEED", "0"))
     calls = _CALLS[name] // (5 if SANITIZED else 1)
-    return Profile(name, files, examples, calls, _BOMB_LOG2[name], seed)
+    race = float(os.environ.get("GPUDEV_FUZZ_RACE_SECONDS", _RACE_SECONDS[name]))
+    return Profile(name, files, examples, calls, _BOMB_LOG2[name], seed, race)
 
 
 PROFILE = _profile()
