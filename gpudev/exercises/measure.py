@@ -92,13 +92,15 @@ def one_device(device: DeviceLike | None, op: str) -> tuple[gd.Device, list[str]
 
 
 def device_meta(devices: Iterable[gd.Device]) -> dict[str, Any]:
-    """{device: its info() as JSON values}, or the error a device gave instead."""
+    """{device: its info() as JSON values}, or the error a device gave instead; ``emulated``
+    says whether it is an emulated GPU (no roofs, no speed claims)."""
     out = {}
     for d in devices:
         try:
             out[str(d)] = jsonable(d.info())
         except gd.GpudevError as exc:
             out[str(d)] = {"error": str(exc)}
+        out[str(d)]["emulated"] = bool(getattr(d, "emulated", False))
     return out
 
 
