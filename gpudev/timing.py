@@ -202,7 +202,7 @@ class BenchmarkResult:
         text += f"  [{calls}empty call {format_seconds(self.overhead)}]"
         if self.stop_reason:
             text += f"  stopped: {self.stop_reason}"
-        return "\n".join([text, *(f"  note: {n}" for n in self.notes)])
+        return "".join([text, *(f"  note: {n}" for n in self.notes)])
 
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain Python values (for JSON)."""

@@ -5,6 +5,8 @@ say. It reads results.json and report.md and fails, saying what disagrees, unles
   alone (each table from its rows, each conclusion by its exercise's ``conclusion_of`` from
   the rows and sizes, the generated notes from the rows) and every line must come out the
   same; a numeral that differs is named with the line it sits in;
+- **derived cells follow from measured ones**: each median, GFLOP/s, GB/s and ratio column
+  agrees with its formula (DERIVED_CELLS) applied to the row's repeats;
 - **every numeral traces**: the numerals of the prose kept as written (notes, skip reasons,
   check details) must each round to a value of the exercise's table, meta or checks;
 - **points sit under their roofs**: the roofline's plot data is computed again from the
@@ -31,12 +33,12 @@ import math
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import stats
 from .catalog import MODULES
-from .report import exercise_lines, report_text
+from .report import report_text
 from .result import Result
 from .roofline_chart import plot_data, roof_at
 
@@ -199,6 +201,44 @@ def _check_numerals(res: Result) -> list[Problem]:
     return problems
 
 
+def _median_or_best(row: dict[str, Any]) -> float:
+    times = sorted(row["times"])
+    if str(row.get("timing", "")).startswith("best of"):
+        return times[0]  # a roof measurement reports its best repeat
+    mid = len(times) // 2
+    return times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
+
+
+# how a row's derived cells follow from its measured ones (the table's own formulas)
+DERIVED_CELLS: dict[str, Callable[[dict[str, Any], list[dict[str, Any]]], float]] = {
+    "seconds": lambda r, rows: _median_or_best(r),
+    "min_s": lambda r, rows: min(r["times"]),
+    "max_s": lambda r, rows: max(r["times"]),
+    "gflops": lambda r, rows: r["flops"] / r["seconds"] / 1e9,
+    "gbps": lambda r, rows: r["bytes"] / r["seconds"] / 1e9,
+    "ns_per_element": lambda r, rows: r["seconds"] / r["elements"] * 1e9,
+    "speedup": lambda r, rows: rows[0]["seconds"] / r["seconds"],  # exercise 3: a / this, medians
+}
+
+
+def _check_cells(res: Result) -> list[Problem]:
+    """Each derived cell of each row against its formula in DERIVED_CELLS."""
+    problems = []
+    for i, row in enumerate(res.rows, start=1):
+        if not row.get("times"):
+            continue
+        for key, formula in DERIVED_CELLS.items():
+            if row.get(key) is None or (key == "speedup" and res.number != 3):
+                continue
+            if key in ("gbps", "gflops") and not row.get("flops" if key == "gflops" else "bytes"):
+                continue
+            want = formula(row, res.rows)
+            if not math.isclose(row[key], want, rel_tol=1e-6):
+                problems.append(Problem("derived cell", f"exercise {res.number}, row {i}, {key}",
+                                        f"{row[key]:.6g} where its formula gives {want:.6g}"))
+    return problems
+
+
 def _check_roofs(payload: dict[str, Any], results: list[Result]) -> list[Problem]:
     """The roofline's data computed again, against what was drawn; points under roofs of
     their own workload."""
@@ -327,9 +367,13 @@ def referee(folder: str) -> list[Problem]:
         rederived.append(again)
         problems += _check_intervals(ratios, where)
         problems += _check_numerals(res)
+        problems += _check_cells(res)
         problems += [Problem("required row", where, f"missing {m}") for m in _required(res)]
-        section = "\n".join(exercise_lines(res, None))
-        problems += _check_claims(section, where, emulated)
+        prose = "\n".join([res.conclusion, res.skipped or "", *res.notes])
+        problems += _check_claims(prose, where, emulated)
+        problems += [Problem("emulated", where, f"a {key} cell for the emulated {r['device']}: {r.get(key)}")
+                     for r in res.rows if r.get("device") in emulated for key in ("gflops", "gbps")
+                     if r.get(key) is not None]
     problems += _check_report(payload, report, rederived)
     problems += _check_roofs(payload, results)
     problems += _check_emulated_roofs(payload, emulated)
