@@ -25,7 +25,7 @@ from .result import TIMING_FIELDS, Result, bar_item, figure_of, notes_text
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["conclusion_of", "COLUMNS", "FIELDS", "conclusion", "params_on_device", "plot", "same_predictions"]
+__all__ = ["COLUMNS", "FIELDS", "conclusion", "conclusion_of", "params_on_device", "plot", "same_predictions"]
 
 NUMBER = 2
 FIELDS = {

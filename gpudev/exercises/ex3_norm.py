@@ -25,7 +25,7 @@ from .result import TIMING_FIELDS, Result, bar_item, figure_of, notes_text
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["conclusion_of", "COLUMNS", "FIELDS", "conclusion", "norm_logging", "plot"]
+__all__ = ["COLUMNS", "FIELDS", "conclusion", "conclusion_of", "norm_logging", "plot"]
 
 NUMBER = 3
 SLOW_SYNC_S = 20e-6  # an .item() that costs more than this waited for something

@@ -25,7 +25,7 @@ from .result import TIMING_FIELDS, Result, bar_item, figure_of, notes_text
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["conclusion_of", "COLUMNS", "FIELDS", "SIZES", "conclusion", "plot", "two_devices"]
+__all__ = ["COLUMNS", "FIELDS", "SIZES", "conclusion", "conclusion_of", "plot", "two_devices"]
 
 NUMBER = 4
 FIELDS = {
