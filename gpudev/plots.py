@@ -193,6 +193,13 @@ def roofline(ax: Axes, points: Sequence[dict[str, Any]], roofs: dict[str, dict[s
                     linestyle=styles[k % len(styles)],
                     label=f"{dev} {bw['name']}: {bw['gbps']:.3g} GB/s ({bw['source']})")
     roof_legend = ax.legend(fontsize=6, loc="upper left", framealpha=0.9) if roofs else None
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(x_lo, x_hi)
+    ys = [p["gflops"] for p in points] + [pk["gflops"] for pk in roofs.values() if pk.get("gflops")]
+    if ys:
+        # room above the roofs for their legend, and below the points for theirs
+        ax.set_ylim(min(ys) / 10 ** (0.25 * (len(points) + len(legend)) ** 0.5 + 0.5), max(ys) * 30)
     handles = _roofline_points(ax, points)
     for text, marker in legend:
         handles.append(ax.scatter([], [], marker=marker, color="0.6", edgecolor="black", label=text))
@@ -200,47 +207,53 @@ def roofline(ax: Axes, points: Sequence[dict[str, Any]], roofs: dict[str, dict[s
         ax.legend(handles=handles, fontsize=6, loc="lower right", framealpha=0.9)
         if roof_legend is not None:
             ax.add_artist(roof_legend)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(x_lo, x_hi)
-    ys = [p["gflops"] for p in points] + [pk["gflops"] for pk in roofs.values() if pk.get("gflops")]
-    if ys:
-        # room above the roofs for their legend, and below the points for theirs
-        ax.set_ylim(min(ys) / 10 ** (0.25 * len(handles) ** 0.5 + 0.5), max(ys) * 30)
     ax.set_xlabel("arithmetic intensity (FLOP per byte of least memory traffic)")
     ax.set_ylabel("achieved GFLOP/s (log scale)")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3, which="both")
 
 
-# where a point's number may go, in points from the marker: right, left, above, below, diagonals
-_LABEL_SPOTS = [(6, -3), (-12, -3), (-3, 6), (-3, -12), (6, 6), (-12, 6), (6, -12), (-12, -12),
-                (14, -3), (-20, -3), (-3, 14), (-3, -20)]
-_LABEL_BOX = 0.06  # half the size (in decades) two numbers must keep apart on a log axis
+# where a point's number may go, in points from its marker: near first, then further out
+# (with a line back to the marker)
+_LABEL_SPOTS = [(dx * r, dy * r) for r in (1, 2, 3, 4)
+                for dx, dy in ((7, -3), (-13, -3), (-3, 6), (-3, -12), (7, 5), (-13, 5), (7, -10), (-13, -10))]
+_LABEL_SIZE = (11.0, 8.0)  # a number of up to two digits at 7 points, in points
+_MARKER_R = 4.0  # half a marker, in points
 
 
-def _free_spot(where: tuple[float, float], taken: list[tuple[float, float]]) -> tuple[int, int]:
-    """The first of _LABEL_SPOTS whose number (in decades, roughly 40 points per decade)
-    does not overlap a number already placed; the last one when all are taken."""
-    for dx, dy in _LABEL_SPOTS:
-        spot = (where[0] + dx / 40, where[1] + dy / 40)
-        if all(abs(spot[0] - x) > _LABEL_BOX or abs(spot[1] - y) > _LABEL_BOX / 2 for x, y in taken):
-            taken.append(spot)
-            return dx, dy
-    dx, dy = _LABEL_SPOTS[-1]
-    taken.append((where[0] + dx / 40, where[1] + dy / 40))
-    return dx, dy
+def _overlaps(box: tuple[float, float, float, float], other: tuple[float, float, float, float]) -> bool:
+    return not (box[2] <= other[0] or other[2] <= box[0] or box[3] <= other[1] or other[3] <= box[1])
+
+
+def _place_numbers(ax: Axes, points: Sequence[dict[str, Any]]) -> list[tuple[float, float]]:
+    """An offset (in points) for each point's number such that no number overlaps another
+    number or a marker, found in display space once the axes' limits are set."""
+    scale = 72.0 / ax.figure.dpi  # display pixels to points
+    where = [tuple(v * scale for v in ax.transData.transform((p["intensity"], p["gflops"]))) for p in points]
+    taken = [(x - _MARKER_R, y - _MARKER_R, x + _MARKER_R, y + _MARKER_R) for x, y in where]
+    offsets = []
+    for x, y in where:
+        for dx, dy in _LABEL_SPOTS:
+            box = (x + dx, y + dy, x + dx + _LABEL_SIZE[0], y + dy + _LABEL_SIZE[1])
+            if not any(_overlaps(box, t) for t in taken):
+                break
+        taken.append(box)
+        offsets.append((dx, dy))
+    return offsets
 
 
 def _roofline_points(ax: Axes, points: Sequence[dict[str, Any]]) -> list[Any]:
-    """Each point, numbered next to its marker; returns legend handles 'number: label (device)'."""
+    """Each point, numbered next to its marker (numbers placed apart from each other and from
+    the markers); returns legend handles 'number: label (device)'. The axes' limits must be
+    set before."""
     handles = []
-    taken: list[tuple[float, float]] = []
     for k, p in enumerate(points, start=1):
         handles.append(ax.scatter(p["intensity"], p["gflops"], color=device_color(p["device"]),
                                   marker=p["marker"], edgecolor="black", linewidth=0.5, zorder=3,
                                   label=f"{k}: {p['label']} ({p['device']}), {p['gflops']:.3g} GFLOP/s"))
-        where = (math.log10(p["intensity"]), math.log10(p["gflops"]))
-        ax.annotate(str(k), (p["intensity"], p["gflops"]), xytext=_free_spot(where, taken),
-                    textcoords="offset points", ha="left", fontsize=7, color="0.2")
+    for k, (p, (dx, dy)) in enumerate(zip(points, _place_numbers(ax, points)), start=1):
+        far = abs(dx) > 14 or abs(dy) > 12
+        ax.annotate(str(k), (p["intensity"], p["gflops"]), xytext=(dx, dy), textcoords="offset points",
+                    ha="left", va="bottom", fontsize=7, color="0.2",
+                    arrowprops={"arrowstyle": "-", "color": "0.6", "linewidth": 0.5} if far else None)
     return handles

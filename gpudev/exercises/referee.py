@@ -45,7 +45,7 @@ from .roofline_chart import plot_data, roof_at
 __all__ = ["GENERATED_NOTES", "Problem", "load", "main", "numerals", "referee", "traces"]
 
 # notes the Result writes itself from its rows: re-derived, not stored prose
-GENERATED_NOTES = ("noisy repeats", "launch-dominated")
+GENERATED_NOTES = ("noisy repeats", "launch-dominated", "repeats ended by")
 # keys whose values are prose: their numerals must trace, they are no evidence themselves
 PROSE_KEYS = {"conclusion", "notes", "skipped", "question", "detail", "title"}
 

@@ -39,6 +39,8 @@ TIMING_FIELDS = {
     "repeats": "how many repeats were timed",
     "calls": "calls timed together in one repeat (gd.benchmark's n_calls); times are per unit",
     "overhead_s": "what the same timing reports per call for an empty callable (None: not measured)",
+    "stop": "what ended the repeats: the repeat count, the time budget, or the noise target "
+            "(spread under measure.NOISE_TARGET); None where the rounds were counted",
     "clock": "'gpu' (CUDA events), 'host' (perf_counter, ending after a synchronization) "
              "or 'host, unsynchronized' (the wrong way, shown on purpose)",
     "times": "every repeat's time, seconds",
@@ -83,7 +85,7 @@ class Result:
         for row in self.rows:
             for key in self.fields:
                 row.setdefault(key, None)
-        for note in (self._noisy_note(), self._launch_note()):
+        for note in (self._noisy_note(), self._launch_note(), self._stop_note()):
             if note and note not in self.notes:
                 self.notes = [*self.notes, note]
 
@@ -102,6 +104,20 @@ class Result:
             return None
         return (f"launch-dominated (under {format_seconds(LAUNCH_DOMINATED_S)} per call, so the time is "
                 f"mostly the cost of making the call, not the work): " + "; ".join(short))
+
+    def _stop_note(self) -> str | None:
+        """'repeats ended by: ...': how many rows each limit ended (the noise target, the
+        repeat count, the time budget), so a reader knows which rows are as quiet as asked."""
+        counts: dict[str, int] = {}
+        for r in self.rows:
+            stop = r.get("stop")
+            if stop:
+                kind = ("the noise target" if stop.startswith("spread") else
+                        "the repeat limit" if stop.startswith("n_repeat") else "the time budget")
+                counts[kind] = counts.get(kind, 0) + 1
+        if not counts:
+            return None
+        return "repeats ended by: " + "; ".join(f"{kind} in {k} row(s)" for kind, k in counts.items())
 
     def _noisy_note(self) -> str | None:
         """'noisy repeats: ...' naming each row whose slowest repeat is far above its median."""
