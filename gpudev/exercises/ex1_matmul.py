@@ -305,7 +305,8 @@ def _device_text(rows: list[dict[str, Any]], dev: str, n: int, small: int) -> st
     roof = compute_roof(rows, dev)
     s = f"On {dev} the {n}x{n} product takes {format_seconds(mm['seconds'])} ({format_gflops(mm['gflops'])}"
     if roof["label"] == mm["label"] and roof["timing"] == "synchronized":
-        s += ": its fastest repeat is the best rate of any product in this run"
+        s += (f"; its fastest repeat, {format_gflops(roof['gflops'])}, is the best rate of any product in "
+              f"this run")
     else:
         which = roof["label"] if roof["timing"].startswith("best of") else f"{roof['label']}, {roof['timing']}"
         s += (f", {mm['gflops'] / roof['gflops']:.0%} of {format_gflops(roof['gflops'])}, the best rate of "

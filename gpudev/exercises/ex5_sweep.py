@@ -393,6 +393,10 @@ def sweep(res: Result, ax: Axes | None = None) -> Figure:
     return fig
 
 
+# the labels of the vertical lines sit on a pale box, so a curve passing behind stays apart
+_LABEL_BOX = {"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1.0}
+
+
 def _marks(ax: Axes, res: Result) -> None:
     """Cache sizes (as elements of b), break-evens and crossovers, as vertical lines."""
     from gpudev import plots
@@ -402,26 +406,26 @@ def _marks(ax: Axes, res: Result) -> None:
             ax.axvline(c["bytes"] / 4, color=plots.device_color(dev), linestyle=":", alpha=0.5)
             ax.annotate(f"{dev} {c['level']} {format_bytes(c['bytes'])}", (c["bytes"] / 4, 0.98),
                         xycoords=("data", "axes fraction"), rotation=90, ha="right", va="top",
-                        fontsize=7, color="0.35")
+                        fontsize=7, color="0.35", bbox=_LABEL_BOX)
     split = [r for r in res.rows if r.get("threaded")]
     if split and res.meta.get("parallel_from"):
         at = res.meta["parallel_from"]
         ax.axvline(at, color="0.2", linestyle="--", alpha=0.6)
         ax.annotate(f"split over threads from {at:,} elements", (at, 0.02), xycoords=("data", "axes fraction"),
-                    rotation=90, ha="left", va="bottom", fontsize=7, color="0.2")
+                    rotation=90, ha="left", va="bottom", fontsize=7, color="0.2", bbox=_LABEL_BOX)
     for dev, even in res.meta.get("break_even", {}).items():
         if even.get("status") == "found":
             ax.axvline(even["elements"], color=plots.device_color(dev), linestyle="-.", alpha=0.7)
             ax.annotate(f"{dev}: an op takes twice its fixed cost from ~{even['elements']:,.0f}",
                         (even["elements"], 0.02),
                         xycoords=("data", "axes fraction"), rotation=90, ha="right", va="bottom",
-                        fontsize=7, color=plots.device_color(dev))
+                        fontsize=7, color=plots.device_color(dev), bbox=_LABEL_BOX)
     for g, c in res.meta.get("crossovers", {}).items():
         if c.get("status") == "crossover":
             ax.axvline(c["elements"], color=plots.device_color(g), linestyle="--")
             ax.annotate(f"{g} wins from ~{c['size']:.0f}x{c['size']:.0f}", (c["elements"], 0.5),
                         xycoords=("data", "axes fraction"), rotation=90, ha="right", va="center",
-                        fontsize=8, color=plots.device_color(g))
+                        fontsize=8, color=plots.device_color(g), bbox=_LABEL_BOX)
         else:
             ax.text(0.98, 0.02, f"{g}: {c.get('status')}", transform=ax.transAxes, ha="right", fontsize=8)
 
