@@ -142,7 +142,7 @@ def _same_logs(logs: dict[str, np.ndarray], rtol: float) -> list[dict[str, Any]]
         checks.append({"check": f"variant {key} logs the same norms as variant a",
                        "passed": bool(np.allclose(logs[key], logs["a"], rtol=rtol, atol=0)),
                        "detail": f"max relative difference {rel:.2g} (rtol {rtol:g})",
-                       "max_rel_diff": rel})
+                       "max_rel_diff": rel, "rtol": rtol})
     return checks
 
 
