@@ -109,13 +109,13 @@ def test_the_newest_kernels_hw_checks_hold_on_the_cpu_at_small_sizes(monkeypatch
     hw = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hw)
     sizes = {"DEV": "cpu", "BIG": 1000, "R": 8191, "C": 16, "N": 1000 + 2**10 + 3, "MASK_N": 2**13 + 5,
-             "ARG_ROWS": 10**5, "MIN_ARGMAX_GBS": 0.0}
+             "ARG_ROWS": 10**5, "MIN_ARGMAX_GBS": 0.0, "RANDOM_N": 10**4}
     for name, value in sizes.items():
         monkeypatch.setattr(hw, name, value)
     monkeypatch.setenv("GPU_LOG_DIR", str(tmp_path))
-    for section in (hw.indexing, hw.argreduce, hw.foreign_bools):
+    for section in (hw.indexing, hw.argreduce, hw.foreign_bools, hw.random_numbers):
         section()
-    assert len(hw.CHECKS) == 7
+    assert len(hw.CHECKS) == 8
     for name, fn in hw.CHECKS:
         hw.run_check(name, fn)
     results = json.loads((tmp_path / "hw.json").read_text())

@@ -4,7 +4,8 @@ The newest kernels first: gathers, scatters and scatter-adds moving over 2**31 e
 masks, nonzero and their counts over more than 2**27 bytes, argmax/argmin past 2**31
 elements (the extreme and a NaN beyond it), a bad index on the GPU (IndexError, the array
 unchanged, the next operation fine), bool data from PyTorch or CuPy whose bytes are not 0/1,
-and the time of argmax(axis=0) of a (1e8, 2) array. Then arrays of 2**31 elements and more
+the time of argmax(axis=0) of a (1e8, 2) array, and how far one seed's rand and randn on the
+GPU are from the CPU's (philox.h: rand bit for bit, randn within ulps). Then arrays of 2**31 elements and more
 (elementwise, every reduction kernel, transpose, astype, rand), cuBLAS with an operand over
 2**31 elements and a batch over 65535, TF32 off/on/off, timing with CUDA events, PyTorch and
 CuPy loaded beside gpudev (which libcublas and libcudart each got, and all three computing
@@ -50,6 +51,7 @@ N = BIG + 2**20 + 3
 MASK_N = 2**28 + 2**20 + 5  # bytes of a mask: past 2**27
 ARG_ROWS = 10**8  # the (1e8, 2) argmax
 MIN_ARGMAX_GBS = 300.0  # what that argmax must read at least (an H200 reads ~4 TB/s)
+RANDOM_N = 10**7  # numbers compared between the GPU and the CPU, per dtype and generator
 
 
 class Skip(Exception):
@@ -276,6 +278,35 @@ def argreduce() -> None:
             msg += f"; torch argmax(dim=0) {tt.median * 1e3:.3f} ms"
         assert gbs > MIN_ARGMAX_GBS, f"argmax(axis=0) reads only {gbs:.0f} GB/s: {msg}"
         return msg
+
+
+def ulps_apart(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """How many representable numbers lie between a and b, elementwise (finite, same dtype)."""
+    bits = np.int64 if a.dtype == np.float64 else np.int32
+    ia, ib = (x.view(bits).astype(np.int64) for x in (a, b))
+    ia, ib = (np.where(i < 0, np.iinfo(bits).min - i, i) for i in (ia, ib))  # sign-magnitude to ordered
+    return np.abs(ia - ib)
+
+
+def random_numbers() -> None:
+    @check("figure: one seed on the GPU and the CPU, 10**7 numbers: rand bit for bit, randn within ulps")
+    def _():
+        n, parts = RANDOM_N, []
+        for dtype in (gd.float32, gd.float64):
+            for fn in (gd.rand, gd.randn):
+                gd.manual_seed(11)
+                g = fn(n, dtype=dtype, device=DEV).cpu().numpy()
+                gd.manual_seed(11)
+                c = fn(n, dtype=dtype).numpy()
+                ulps = ulps_apart(g, c)
+                name = f"{fn.__name__} {np.dtype(g.dtype).name}"
+                if fn is gd.rand:
+                    eq(int(ulps.max()), 0, f"{name}: largest difference in ulps")
+                else:
+                    assert ulps.max() <= (1 if dtype == gd.float32 else 16), (
+                        f"{name}: {int((ulps > 0).sum())} of {n} differ, by up to {int(ulps.max())} ulps")
+                parts.append(f"{name} {int((ulps > 0).sum())} differ (max {int(ulps.max())} ulp)")
+        return "; ".join(parts)
 
 
 def foreign_bools() -> None:
@@ -587,7 +618,7 @@ def faults() -> None:
         return f"exit {p.returncode}: " + " | ".join(p.stdout.strip().splitlines())[:400]
 
 
-SECTIONS = (indexing, argreduce, foreign_bools, libraries, big_arrays, blas, timing, sharing, faults)
+SECTIONS = (indexing, argreduce, foreign_bools, random_numbers, libraries, big_arrays, blas, timing, sharing, faults)
 
 if __name__ == "__main__":
     sys.exit(main())
