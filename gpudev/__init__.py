@@ -99,7 +99,7 @@ def _load_cuda() -> None:
 
 _load_cuda()
 
-from . import _clip, _protocols, _torch  # noqa: E402
+from . import _clip, _index, _protocols, _torch  # noqa: E402
 from ._clip import clamp, clip  # noqa: E402
 from ._creation import empty_like, full_like, ones_like, zeros_like  # noqa: E402
 from ._logic import isfinite, isnan  # noqa: E402
@@ -109,6 +109,7 @@ from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  #
 _protocols.install()
 _clip.install()
 _torch.install()
+_index.install()
 tensor = array  # PyTorch's spelling of gd.array
 device = Device  # PyTorch's spelling of gd.Device: gd.device('cuda:0'), gd.device('cuda', 0)
 from ._torch import bmm, cat, from_numpy, int32, normal, randint  # noqa: E402

@@ -18,12 +18,12 @@ from __future__ import annotations
 import builtins
 import math
 import numbers
+import reprlib
 from typing import Any
 
 import numpy as np
 
 from . import _C
-from ._devices import as_device
 
 __all__ = ["bmm", "cat", "from_numpy", "install", "int32", "max", "min", "normal", "randint"]
 
@@ -207,6 +207,19 @@ def _type(self: Array, dtype: Any = None) -> Any:
     return self.astype(_dtype_of("type", dtype), copy=False)
 
 
+def _is_dtype(x: Any) -> bool:
+    """Whether x names a dtype (a.to(x) casts) rather than a device (a.to(x) moves)."""
+    if x is None or isinstance(x, (str, _C.Device, bool, numbers.Number, list, tuple, dict)):
+        return False
+    if isinstance(x, _Int32):
+        return True
+    try:
+        np.dtype(x)
+    except Exception:  # NumPy raises TypeError, ValueError or worse for things far from dtypes
+        return False
+    return True
+
+
 def _to(self: Array, *args: Any, **kwargs: Any) -> Array:
     """a.to(device), a.to(dtype) or a.to(device, dtype): a copy on `device` and/or as `dtype`.
 
@@ -222,14 +235,14 @@ def _to(self: Array, *args: Any, **kwargs: Any) -> Array:
         raise TypeError(f"to() got an unexpected keyword argument {next(iter(kwargs))!r}; it takes "
                         f"device, dtype and copy")
     for arg in args:
-        if isinstance(arg, (str, _C.Device)) and device is None:
-            device = arg
-        elif dtype is None and not isinstance(arg, (str, _C.Device, bool)):
+        if dtype is None and _is_dtype(arg):
             dtype = arg
+        elif device is None:
+            device = arg  # or what the core's to() explains is not a device
         else:
-            raise TypeError(f"to: cannot read {arg!r} as a device or a dtype; use e.g. "
+            raise TypeError(f"to: cannot read {reprlib.repr(arg)} as a device or a dtype; use e.g. "
                             f"a.to('cuda:0'), a.to(gd.float64) or a.to('cpu', gd.float64)")
-    out = self if device is None else _c_to(self, as_device(device, "to"), copy=bool(copy) and dtype is None)
+    out = self if device is None else _c_to(self, device, copy=bool(copy) and dtype is None)
     if dtype is not None:
         out = out.astype(_dtype_of("to", dtype), copy=bool(copy) and out is self)
     elif copy and out is self:

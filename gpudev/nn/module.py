@@ -20,12 +20,14 @@ attributes (or added with ``add_module``). gpudev Arrays cannot be subclassed, s
 
 from __future__ import annotations
 
+import reprlib
+
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 import gpudev as gd
 
-from .._devices import DeviceLike
+from .._devices import DeviceLike, as_device
 
 __all__ = ["IncompatibleKeys", "Module", "Parameter", "StateDictError"]
 
@@ -78,15 +80,15 @@ def _device_and_dtype(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[gd
         raise TypeError(f"Module.to: unexpected keyword argument(s) {sorted(kwargs)}; it takes "
                         f"device and dtype")
     for arg in args:
-        if isinstance(arg, (str, gd.Device)) and device is None:
-            device = arg
-        elif dtype is None and not isinstance(arg, (str, gd.Device)):
+        if dtype is None and gd._torch._is_dtype(arg):
             dtype = arg
+        elif device is None:
+            device = arg
         else:
-            raise TypeError(f"Module.to: cannot read {arg!r} as a device or a dtype; use e.g. "
-                            f"net.to('cuda:0'), net.to(gd.float64) or net.to('cpu', gd.float64)")
+            raise TypeError(f"Module.to: cannot read {reprlib.repr(arg)} as a device or a dtype; use "
+                            f"e.g. net.to('cuda:0'), net.to(gd.float64) or net.to('cpu', gd.float64)")
     if device is not None:
-        device = device if isinstance(device, gd.Device) else gd.Device(device)
+        device = as_device(device, "Module.to")
     if dtype is not None:
         if gd._torch._dtype_of("Module.to", dtype) not in _FLOATS:
             raise TypeError(f"Module.to: dtype must be gd.float32 or gd.float64, got {dtype!r}")
