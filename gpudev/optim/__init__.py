@@ -55,7 +55,7 @@ class Optimizer:
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         op = type(self).__name__
         self.defaults = defaults
-        items = list(params)
+        items = list(_check_params(op, params, "params") if isinstance(params, gd.Array) else params)
         if not items:
             raise ValueError(f"{op}: got an empty list of parameters; pass model.parameters()")
         groups = items if all(isinstance(g, dict) for g in items) else [{"params": items}]
