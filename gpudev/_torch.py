@@ -29,10 +29,10 @@ __all__ = ["bmm", "cat", "from_numpy", "install", "int32", "max", "min", "normal
 
 Array = _C.Array
 # the core's methods that the PyTorch-aware ones below replace on Array, and call
-REPLACED = {name: vars(Array)[name] for name in ("to", "transpose", "flatten")}
+REPLACED = {name: vars(Array)[name] for name in ("to", "transpose", "flatten", "max", "min")}
 _c_to, _c_transpose, _c_flatten = REPLACED["to"], REPLACED["transpose"], REPLACED["flatten"]
+_c_max, _c_min = REPLACED["max"], REPLACED["min"]
 _c_size = Array.size  # the C getter: the element count
-_c_max, _c_min = Array.max, Array.min
 
 
 def _need_array(op: str, x: Any) -> Array:
@@ -234,6 +234,8 @@ def _to(self: Array, *args: Any, **kwargs: Any) -> Array:
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument {next(iter(kwargs))!r}; it takes "
                         f"device, dtype and copy")
+    if not args and device is None and dtype is None:
+        return _c_to(self)  # the core's usage error: to() needs a device (or here a dtype)
     for arg in args:
         if dtype is None and _is_dtype(arg):
             dtype = arg
@@ -364,15 +366,14 @@ def _transpose(self: Array, *axes: Any) -> Array:
     Two ints swap two axes (PyTorch), except on a 2-D array where NumPy reads (0, 1) as the
     order it has: that form is refused with the spellings that say which is meant.
     """
-    if len(axes) == 2 and all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in axes):
-        i, j = (_axis("transpose", self, d) for d in axes)
-        if self.ndim == 2 and i < j:
+    if len(axes) == 2 and all(_is_int(d) for d in axes):
+        if self.ndim != 2:
+            return self.swapaxes(*axes)  # NumPy would refuse two axes here: no conflict
+        if all(-2 <= d < 2 for d in axes) and axes[0] % 2 < axes[1] % 2:
             raise ValueError(f"transpose{tuple(axes)} on a 2-D array means 'keep the order' in "
                              f"NumPy but 'swap' in PyTorch; write x.T or x.swapaxes(0, 1) to swap, "
                              f"or leave x as it is")
-        if self.ndim != 2:
-            return self.swapaxes(i, j)
-    return _c_transpose(self, *axes)
+    return _c_transpose(self, *axes)  # (1, 0) swaps in both; bad axes get the core's error
 
 
 class _Size(int):
@@ -429,31 +430,63 @@ def _abs(self: Array) -> Array:
 # module functions
 # ---------------------------------------------------------------------------------------------
 
-def _extreme(name: str, c_method: Any, pair: Any, a: Any, other: Any, axis: Any, keepdims: bool) -> Array:
+def _ambiguous_axis(call: str, name: str, d: Any) -> TypeError:
+    return TypeError(f"{call}: NumPy reads the int as an axis and returns values, PyTorch returns "
+                     f"(values, indices); write {call.split('(')[0]}(axis={d}) for the values and "
+                     f"arg{name}(axis={d}) for the indices")
+
+
+def _dim_refused(name: str) -> TypeError:
+    return TypeError(f"{name}() got an unexpected keyword argument 'dim'; use axis= (and "
+                     f"arg{name}(axis=) for PyTorch's indices)")
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def _extreme(name: str, c_method: Any, pair: Any, a: Any, other: Any, axis: Any, keepdims: bool,
+             dim: Any) -> Array:
     _need_array(name, a)
+    if dim is not None:
+        raise _dim_refused(name)
     if other is None:
         return c_method(a, axis=axis, keepdims=keepdims)
-    if isinstance(other, numbers.Integral) and not isinstance(other, bool):
-        raise TypeError(f"{name}(a, {other}): NumPy reads the int as an axis and returns values, "
-                        f"PyTorch returns (values, indices); write gd.{name}(a, axis={other}) for "
-                        f"the values and gd.arg{name}(a, axis={other}) for the indices")
+    if _is_int(other):
+        raise _ambiguous_axis(f"gd.{name}(a, {other})", name, other)
     if axis is not None:
         raise TypeError(f"{name}: give a second array or axis=, not both")
     return pair(a, other)
 
 
-def max(a: Array, other: Any = None, *, axis: Any = None, keepdims: bool = False) -> Array:  # noqa: A001
+def max(a: Array, other: Any = None, *, axis: Any = None, keepdims: bool = False,  # noqa: A001
+        dim: Any = None) -> Array:
     """``gd.max(a, axis=None)``: the largest values; ``gd.max(a, b)``: ``gd.maximum(a, b)``.
 
-    ``gd.max(a, 1)`` means an axis in NumPy and (values, indices) in PyTorch, so it is refused
-    with both spellings.
+    ``gd.max(a, 1)`` means an axis in NumPy and (values, indices) in PyTorch, and so does
+    ``dim=``: both are refused with the spellings to use.
     """
-    return _extreme("max", _c_max, _C.maximum, a, other, axis, keepdims)
+    return _extreme("max", _c_max, _C.maximum, a, other, axis, keepdims, dim)
 
 
-def min(a: Array, other: Any = None, *, axis: Any = None, keepdims: bool = False) -> Array:  # noqa: A001
+def min(a: Array, other: Any = None, *, axis: Any = None, keepdims: bool = False,  # noqa: A001
+        dim: Any = None) -> Array:
     """``gd.min(a, axis=None)``: the smallest values; ``gd.min(a, b)``: ``gd.minimum(a, b)``."""
-    return _extreme("min", _c_min, _C.minimum, a, other, axis, keepdims)
+    return _extreme("min", _c_min, _C.minimum, a, other, axis, keepdims, dim)
+
+
+def _extreme_method(name: str, c_method: Any) -> Any:
+    def method(self: Array, *args: Any, **kwargs: Any) -> Array:
+        if "dim" in kwargs:
+            raise _dim_refused(name)
+        if args and _is_int(args[0]) and "axis" not in kwargs:
+            raise _ambiguous_axis(f"a.{name}({args[0]})", name, args[0])
+        return c_method(self, *args, **kwargs)
+
+    method.__doc__ = (f"a.{name}(axis=None, keepdims=False): the {'largest' if name == 'max' else 'smallest'} "
+                      f"values, NumPy's and the array API's; a.{name}(1) is refused (PyTorch reads it as "
+                      f"(values, indices)): write a.{name}(axis=1).")
+    return method
 
 
 def cat(tensors: Any, dim: int = 0, *, axis: Any = None) -> Array:
@@ -546,6 +579,7 @@ _METHODS = {
     "to": _to, "t": _t, "numel": _numel, "dim": _dim, "clone": _clone, "squeeze": _squeeze,
     "unsqueeze": _unsqueeze, "view": _view, "expand": _expand, "repeat": _repeat,
     "flatten": _flatten, "transpose": _transpose, "var": _var, "std": _std, "abs": _abs,
+    "max": _extreme_method("max", _c_max), "min": _extreme_method("min", _c_min),
 }
 
 
