@@ -53,11 +53,14 @@ def _axis(op: str, a: Array, d: Any, extra: int = 0) -> int:
     return int(d) % n
 
 
-def _dims(sizes: tuple[Any, ...]) -> tuple[int, ...]:
-    """PyTorch's f(2, 3) or f((2, 3)) as one tuple of sizes."""
+def _dims(sizes: tuple[Any, ...], op: str = "shape") -> tuple[int, ...]:
+    """PyTorch's f(2, 3) or f((2, 3)) as one tuple of ints."""
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
-        return tuple(sizes[0])
-    return tuple(sizes)
+        sizes = tuple(sizes[0])
+    for s in sizes:
+        if not _is_int(s):
+            raise TypeError(f"{op}: sizes must be ints, got {reprlib.repr(s)}")
+    return tuple(int(s) for s in sizes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,8 +172,8 @@ def _dtype_of(op: str, dtype: Any) -> Any:
         raise _int32_refused(op)
     try:
         is_int32 = np.dtype(dtype) == np.int32
-    except TypeError:
-        is_int32 = False  # not a dtype at all: the core says so
+    except Exception:  # not a dtype at all (NumPy may raise more than TypeError): the core says so
+        is_int32 = False
     if is_int32:
         raise _int32_refused(op)
     return dtype
@@ -232,7 +235,7 @@ def _to(self: Array, *args: Any, **kwargs: Any) -> Array:
     device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
     if kwargs:
-        raise TypeError(f"to() got an unexpected keyword argument {next(iter(kwargs))!r}; it takes "
+        raise TypeError(f"to() got an unexpected keyword argument {reprlib.repr(next(iter(kwargs)))}; it takes "
                         f"device, dtype and copy")
     if not args and device is None and dtype is None:
         return _c_to(self)  # the core's usage error: to() needs a device (or here a dtype)
@@ -301,9 +304,9 @@ def _view(self: Array, *shape: Any) -> Array:
     """
     if not self.is_contiguous():
         raise ValueError(f"view: the array of shape {self.shape} and strides {self.strides} is "
-                         f"not contiguous, so it cannot be viewed as {_dims(shape)}; use "
+                         f"not contiguous, so it cannot be viewed as {reprlib.repr(shape)}; use "
                          f"x.reshape(...) (which copies when it must) or x.contiguous().view(...)")
-    return self.reshape(_dims(shape))
+    return self.reshape(_dims(shape, "view"))
 
 
 def _expand(self: Array, *sizes: Any) -> Array:
@@ -312,7 +315,7 @@ def _expand(self: Array, *sizes: Any) -> Array:
     The result holds its own copy of the values (the core has no stride-0 views of length
     above 1): writing into it does not change self.
     """
-    sizes = _dims(sizes)
+    sizes = _dims(sizes, "expand")
     if len(sizes) < self.ndim:
         raise ValueError(f"expand: {len(sizes)} sizes {sizes} for an array of {self.ndim} "
                          f"dimensions {self.shape}; give at least {self.ndim}")
@@ -329,7 +332,7 @@ def _expand(self: Array, *sizes: Any) -> Array:
 
 def _repeat(self: Array, *sizes: Any) -> Array:
     """PyTorch's ``x.repeat(2, 3)``: the array tiled `sizes` times along each dimension."""
-    reps = _dims(sizes)
+    reps = _dims(sizes, "repeat")
     if len(reps) < self.ndim:
         raise ValueError(f"repeat: {len(reps)} repeat counts {reps} for an array of {self.ndim} "
                          f"dimensions; give at least {self.ndim}")
@@ -348,7 +351,7 @@ def _flatten(self: Array, start_dim: Any = 0, end_dim: int = -1) -> Array:
     """
     if isinstance(start_dim, str):
         if start_dim != "C":
-            raise ValueError(f"flatten: order {start_dim!r} is not supported; gpudev arrays "
+            raise ValueError(f"flatten: order {reprlib.repr(start_dim)} is not supported; gpudev arrays "
                              f"flatten in C order")
         return _c_flatten(self)
     if self.ndim == 0:
@@ -545,13 +548,13 @@ def randint(low: int, high: Any = None, size: Any = None, *, dtype: Any = None,
         low, high = 0, low
     for name, v in (("low", low), ("high", high)):
         if not isinstance(v, numbers.Integral) or isinstance(v, bool):
-            raise TypeError(f"randint: {name} must be an int, got {v!r}")
+            raise TypeError(f"randint: {name} must be an int, got {reprlib.repr(v)}")
     if high <= low:
         raise ValueError(f"randint: high ({high}) must be above low ({low})")
     if size is None:
         raise TypeError("randint: give the shape, e.g. gd.randint(0, 10, (2, 3))")
-    if dtype is not None and np.dtype(_dtype_of("randint", dtype)) != np.int64:
-        raise TypeError(f"randint: dtype must be gd.int64, got {dtype}")
+    if dtype is not None and not (_is_dtype(_dtype_of("randint", dtype)) and np.dtype(dtype) == np.int64):
+        raise TypeError(f"randint: dtype must be gd.int64, got {reprlib.repr(dtype)}")
     shape = (size,) if isinstance(size, numbers.Integral) else tuple(size)
     # float64 keeps the scaled uniform exact below 2**53 values; floor stays inside [0, span)
     u = _C.rand(*shape, dtype=_C.float64, device=device)

@@ -13,6 +13,8 @@ PyTorch's ``reduction='mean' | 'sum' | 'none'`` and refuses any other.
 
 from __future__ import annotations
 
+import reprlib
+
 from typing import Any
 
 import gpudev as gd
@@ -30,7 +32,7 @@ REDUCTIONS = ("none", "mean", "sum")
 def reduction_of(op: str, reduction: Any) -> str:
     """`reduction` after checking it is one of PyTorch's: 'none', 'mean' or 'sum'."""
     if reduction not in REDUCTIONS:
-        raise ValueError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+        raise ValueError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reprlib.repr(reduction)}")
     return reduction
 
 

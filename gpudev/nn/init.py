@@ -15,6 +15,8 @@ gradient) and returns it. Random ones draw with gpudev's generator on the array'
 
 from __future__ import annotations
 
+import reprlib
+
 import math
 from typing import Any
 
@@ -78,7 +80,7 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
         slope = 0.01 if param is None else float(param)
         return math.sqrt(2.0 / (1 + slope ** 2))
     if nonlinearity not in _GAINS:
-        raise ValueError(f"init.calculate_gain: unknown nonlinearity {nonlinearity!r}; use one "
+        raise ValueError(f"init.calculate_gain: unknown nonlinearity {reprlib.repr(nonlinearity)}; use one "
                          f"of {sorted(_GAINS) + ['leaky_relu']}")
     return _GAINS[nonlinearity]
 
@@ -99,7 +101,7 @@ def xavier_normal_(tensor: gd.Array, gain: float = 1.0) -> gd.Array:
 def _kaiming_std(op: str, tensor: gd.Array, a: float, mode: str, nonlinearity: str) -> float:
     fan_in, fan_out = _fans(op, tensor)
     if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"init.{op}: mode must be 'fan_in' or 'fan_out', got {mode!r}")
+        raise ValueError(f"init.{op}: mode must be 'fan_in' or 'fan_out', got {reprlib.repr(mode)}")
     return calculate_gain(nonlinearity, a) / math.sqrt(fan_in if mode == "fan_in" else fan_out)
 
 

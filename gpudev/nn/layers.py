@@ -10,6 +10,8 @@ torch.nn.
 
 from __future__ import annotations
 
+import reprlib
+
 import math
 import numbers
 from collections.abc import Iterator
@@ -92,7 +94,7 @@ class Linear(Module):
 
 def _check_features(op: str, name: str, value: Any) -> int:
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{op}: {name} must be a positive int, got {value!r}")
+        raise ValueError(f"{op}: {name} must be a positive int, got {reprlib.repr(value)}")
     return int(value)
 
 
@@ -191,7 +193,7 @@ class Dropout(Module):
     def __init__(self, p: float = 0.5) -> None:
         super().__init__()
         if not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
-            raise ValueError(f"Dropout: p must be a probability in [0, 1], got {p!r}")
+            raise ValueError(f"Dropout: p must be a probability in [0, 1], got {reprlib.repr(p)}")
         self.p = float(p)
 
     def forward(self, x: gd.Array) -> gd.Array:
@@ -228,9 +230,9 @@ class Sequential(Module):
     def add_module(self, name: str, module: Module | None) -> None:
         """Append `module` as the layer called `name` (replacing one of that name in place)."""
         if not isinstance(name, str) or not name or "." in name:
-            raise KeyError(f"add_module: the name must be a non-empty str without '.', got {name!r}")
+            raise KeyError(f"add_module: the name must be a non-empty str without '.', got {reprlib.repr(name)}")
         if not isinstance(module, Module):
-            raise TypeError(f"add_module: {name!r} must be an nn.Module, got {type(module).__name__}")
+            raise TypeError(f"add_module: {reprlib.repr(name)} must be an nn.Module, got {type(module).__name__}")
         self._named[name] = module
 
     register_module = add_module
@@ -247,7 +249,7 @@ class Sequential(Module):
         named = self.__dict__.get("_named", {})
         if name in named:
             return named[name]
-        raise AttributeError(f"'Sequential' object has no attribute {name!r}")
+        raise AttributeError(f"'Sequential' object has no attribute {reprlib.repr(name)}")
 
     def __getitem__(self, index: int | slice) -> Module:
         if isinstance(index, slice):

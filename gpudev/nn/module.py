@@ -91,7 +91,7 @@ def _device_and_dtype(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[gd
         device = as_device(device, "Module.to")
     if dtype is not None:
         if gd._torch._dtype_of("Module.to", dtype) not in _FLOATS:
-            raise TypeError(f"Module.to: dtype must be gd.float32 or gd.float64, got {dtype!r}")
+            raise TypeError(f"Module.to: dtype must be gd.float32 or gd.float64, got {reprlib.repr(dtype)}")
     return device, dtype
 
 
@@ -166,9 +166,9 @@ class Module:
     def add_module(self, name: str, module: Module | None) -> None:
         """Add `module` as the child `name` (``setattr`` with a check), as PyTorch's."""
         if not isinstance(name, str) or not name or "." in name:
-            raise KeyError(f"add_module: the name must be a non-empty str without '.', got {name!r}")
+            raise KeyError(f"add_module: the name must be a non-empty str without '.', got {reprlib.repr(name)}")
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"add_module: {name!r} must be an nn.Module, got {type(module).__name__}")
+            raise TypeError(f"add_module: {reprlib.repr(name)} must be an nn.Module, got {type(module).__name__}")
         setattr(self, name, module)
 
     register_module = add_module
@@ -177,12 +177,12 @@ class Module:
         """Keep `tensor` as the attribute `name`: moved with the module and (when persistent)
         in its state_dict, but not a parameter."""
         if not isinstance(name, str) or not name or "." in name:
-            raise KeyError(f"register_buffer: the name must be a non-empty str without '.', got {name!r}")
+            raise KeyError(f"register_buffer: the name must be a non-empty str without '.', got {reprlib.repr(name)}")
         if tensor is not None and not isinstance(tensor, gd.Array):
-            raise TypeError(f"register_buffer: {name!r} must be an Array or None, got "
+            raise TypeError(f"register_buffer: {reprlib.repr(name)} must be an Array or None, got "
                             f"{type(tensor).__name__}")
         if name in self.__dict__.get("_param_names", ()):
-            raise KeyError(f"register_buffer: {name!r} is already a parameter")
+            raise KeyError(f"register_buffer: {reprlib.repr(name)} is already a parameter")
         self.__dict__.setdefault("_buffer_names", {})[name] = bool(persistent)
         object.__setattr__(self, name, tensor)
 
@@ -256,7 +256,7 @@ class Module:
     def train(self, mode: bool = True) -> Module:
         """Training mode (Dropout drops), or evaluation mode for mode=False; returns self."""
         if not isinstance(mode, bool):
-            raise ValueError(f"train: mode must be a bool, got {mode!r}")
+            raise ValueError(f"train: mode must be a bool, got {reprlib.repr(mode)}")
         for m in self.modules():
             m.training = mode
         return self
@@ -375,9 +375,9 @@ class Module:
         params = {name for name, _ in self.named_parameters()}
         for name, p in common.items():
             value = state[name]
-            _check_array("load_state_dict", f"state[{name!r}]", value)
+            _check_array("load_state_dict", f"state[{reprlib.repr(name)}]", value)
             if value.shape != p.shape:
-                raise ValueError(f"load_state_dict: {name!r} has shape {value.shape} but the "
+                raise ValueError(f"load_state_dict: {reprlib.repr(name)} has shape {value.shape} but the "
                                  f"{'parameter' if name in params else 'buffer'} has shape {p.shape}")
         with gd.no_grad():
             copies = [state[name].to(p.device).astype(p.dtype) for name, p in common.items()]

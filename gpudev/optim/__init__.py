@@ -15,6 +15,8 @@ that list of dicts, where a learning-rate scheduler changes ``'lr'``.
 
 from __future__ import annotations
 
+import reprlib
+
 import math
 import numbers
 from collections.abc import Iterable
@@ -29,7 +31,7 @@ __all__ = ["SGD", "Adam", "AdamW", "Optimizer", "lr_scheduler"]
 
 def _check_number(op: str, name: str, value: object, low: float, high: float = math.inf) -> float:
     if not (isinstance(value, numbers.Real) and math.isfinite(value) and low <= value < high):
-        raise ValueError(f"{op}: {name} must be a finite number in [{low}, {high}), got {value!r}")
+        raise ValueError(f"{op}: {name} must be a finite number in [{low}, {high}), got {reprlib.repr(value)}")
     return float(value)
 
 
@@ -82,7 +84,7 @@ class Optimizer:
         if any(id(p) in seen for p in full["params"]):
             raise ValueError(f"{op}: a parameter appears in more than one parameter group")
         if not isinstance(full["lr"], numbers.Real) or not math.isfinite(full["lr"]) or full["lr"] <= 0:
-            raise ValueError(f"{op}: lr must be a positive finite number, got {full['lr']!r}")
+            raise ValueError(f"{op}: lr must be a positive finite number, got {reprlib.repr(full['lr'])}")
         for name, (low, high) in self._checks.items():
             full[name] = _check_number(op, name, full[name], low, high)
         full["initial_lr"] = full.get("initial_lr", full["lr"])
@@ -172,7 +174,7 @@ class Adam(Optimizer):
         try:
             b1, b2 = betas
         except (TypeError, ValueError):
-            raise ValueError(f"{op}: betas must be a pair (beta1, beta2), got {betas!r}") from None
+            raise ValueError(f"{op}: betas must be a pair (beta1, beta2), got {reprlib.repr(betas)}") from None
         betas = (_check_number(op, "betas[0]", b1, 0.0, 1.0), _check_number(op, "betas[1]", b2, 0.0, 1.0))
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay})
 

@@ -14,6 +14,8 @@ sets every parameter group's ``'lr'`` from the epoch count.
 
 from __future__ import annotations
 
+import reprlib
+
 import math
 import numbers
 from typing import Any
@@ -49,7 +51,7 @@ class LRScheduler:
 
 def _positive_int(op: str, name: str, value: Any) -> int:
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{op}: {name} must be a positive int, got {value!r}")
+        raise ValueError(f"{op}: {name} must be a positive int, got {reprlib.repr(value)}")
     return int(value)
 
 

@@ -16,6 +16,8 @@ gather per array (``x[indices]``) on the arrays' own device, not one sample at a
 
 from __future__ import annotations
 
+import reprlib
+
 import numbers
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -80,7 +82,7 @@ class Generator:
     def manual_seed(self, seed: int) -> Generator:
         """Restart from `seed`; returns self."""
         if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or seed < 0:
-            raise ValueError(f"Generator.manual_seed: seed must be an int >= 0, got {seed!r}")
+            raise ValueError(f"Generator.manual_seed: seed must be an int >= 0, got {reprlib.repr(seed)}")
         self._rng = np.random.default_rng(int(seed))
         return self
 
@@ -124,7 +126,7 @@ class DataLoader:
             raise TypeError(f"DataLoader: dataset must have __getitem__ and __len__, got "
                             f"{type(dataset).__name__}")
         if not isinstance(batch_size, numbers.Integral) or isinstance(batch_size, bool) or batch_size < 1:
-            raise ValueError(f"DataLoader: batch_size must be a positive int, got {batch_size!r}")
+            raise ValueError(f"DataLoader: batch_size must be a positive int, got {reprlib.repr(batch_size)}")
         if generator is not None and not isinstance(generator, Generator):
             raise TypeError(f"DataLoader: generator must be a gd.utils.data.Generator, got "
                             f"{type(generator).__name__}")
