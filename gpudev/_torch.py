@@ -429,6 +429,11 @@ def _abs(self: Array) -> Array:
     return _C.abs(self)
 
 
+def _pow(self: Array, exponent: Any) -> Array:
+    """self ** exponent (``gd.pow``)."""
+    return _C.pow(self, exponent)
+
+
 # ---------------------------------------------------------------------------------------------
 # module functions
 # ---------------------------------------------------------------------------------------------
@@ -515,9 +520,10 @@ def bmm(a: Array, b: Array) -> Array:
 
 
 def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, dtype: Any = None,
-           device: Any = None) -> Array:
+           device: Any = None, requires_grad: bool = False) -> Array:
     """Normal random numbers: PyTorch's ``normal(mean, std, size)`` (NumPy's ``normal(loc,
-    scale, size)`` in the same order). mean and std may be arrays (then size is their shape).
+    scale, size)`` in the same order). mean and std may be arrays (then size is their shape);
+    ``requires_grad=True`` makes the result a leaf that requires grad.
 
     Example:
         >>> gd.normal(0, 0.01, size=(3, 4)).shape
@@ -532,7 +538,8 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, dtype: Any = No
         device = arrays[0].device if device is None else device
         dtype = arrays[0].dtype if dtype is None else dtype
     shape = (size,) if isinstance(size, numbers.Integral) else tuple(size)
-    return _C.randn(*shape, dtype=dtype, device=device) * std + mean
+    out = _C.randn(*shape, dtype=dtype, device=device) * std + mean
+    return out.requires_grad_() if requires_grad else out
 
 
 def randint(low: int, high: Any = None, size: Any = None, *, dtype: Any = None,
@@ -581,7 +588,7 @@ _METHODS = {
     "float": _float, "double": _double, "long": _long, "int": _int, "bool": _bool, "type": _type,
     "to": _to, "t": _t, "numel": _numel, "dim": _dim, "clone": _clone, "squeeze": _squeeze,
     "unsqueeze": _unsqueeze, "view": _view, "expand": _expand, "repeat": _repeat,
-    "flatten": _flatten, "transpose": _transpose, "var": _var, "std": _std, "abs": _abs,
+    "flatten": _flatten, "transpose": _transpose, "var": _var, "std": _std, "abs": _abs, "pow": _pow,
     "max": _extreme_method("max", _c_max), "min": _extreme_method("min", _c_min),
 }
 

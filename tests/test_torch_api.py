@@ -241,6 +241,8 @@ def test_creation_with_size(device):
     assert m.tolist() == [[5.0, 5.0], [5.0, 5.0]]
     with pytest.raises(TypeError, match=r"normal: give size= when mean and std are numbers"):
         gd.normal(0, 1)
+    w = gd.normal(0, 0.01, size=(3, 1), requires_grad=True)  # a leaf, as d2l's scratch models make
+    assert w.requires_grad and w.is_leaf
 
 
 def test_randint(device):
@@ -586,6 +588,14 @@ def test_adamw_decays_the_weights():
         v = 0.999 * v + 0.001 * gs[0] ** 2
         p = p - 0.01 * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
     np.testing.assert_allclose(got[0], p, rtol=1e-10)
+
+
+def test_a_group_may_hold_one_parameter():
+    # as PyTorch: {'params': w} for a single parameter (d2l's weight decay per group)
+    lin = nn.Linear(3, 1)
+    opt = gd.optim.SGD([{"params": lin.weight, "weight_decay": 0.5}, {"params": lin.bias}], lr=0.1)
+    assert [g["weight_decay"] for g in opt.param_groups] == [0.5, 0.0]
+    assert gd.ones(3).pow(2).tolist() == [1.0, 1.0, 1.0] and gd.arange(3.0).pow(2).tolist() == [0.0, 1.0, 4.0]
 
 
 def test_optimizer_errors():

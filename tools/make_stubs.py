@@ -54,7 +54,7 @@ TYPES = {
     "min": "_Operand", "max": "_Operand", "ufunc": "np.ufunc", "method": "str", "inputs": "object",
     "kwargs": "object", "func": "Callable[..., object]", "types": "tuple[type, ...]", "args": "tuple[object, ...]",
     "other": "_Operand", "alpha": "_Scalar", "mean": "float", "std": "float", "src": "_Operand", "dim": "int",
-    "sizes": "int", "size": "_Shape", "start_dim": "int | str", "end_dim": "int", "correction": "float", "unbiased": "builtins.bool",
+    "sizes": "int", "size": "_Shape", "start_dim": "int | str", "end_dim": "int", "correction": "float", "unbiased": "builtins.bool", "exponent": "_Operand",
 }
 # (callable, parameter) -> type, where a name means something else there
 TYPES_OF = {

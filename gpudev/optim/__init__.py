@@ -77,7 +77,9 @@ class Optimizer:
         if unknown:
             raise TypeError(f"{op}: unknown option(s) {sorted(unknown)} in a parameter group; "
                             f"{op} takes {sorted(self.defaults)}")
-        full = {**self.defaults, **group, "params": _check_params(op, group["params"], where)}
+        params = group["params"]
+        params = [params] if isinstance(params, gd.Array) else params  # one parameter, as PyTorch allows
+        full = {**self.defaults, **group, "params": _check_params(op, params, where)}
         if not full["params"]:
             raise ValueError(f"{op}: {where} has no parameters")
         seen = {id(p) for g in self.param_groups for p in g["params"]}

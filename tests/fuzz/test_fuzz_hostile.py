@@ -334,7 +334,8 @@ METHODS.update({
 # PyTorch's names: functions, and Array methods (in place, dtypes, shapes)
 SIGNATURES.update({
     "normal": (P("mean", "number", lambda: 0.0), P("std", "number", lambda: 1.0), P("size", "shape", lambda: (2, 3)),
-               P("dtype", "dtype", lambda: None, "keyword"), P("device", "device", lambda: None, "keyword")),
+               P("dtype", "dtype", lambda: None, "keyword"), P("device", "device", lambda: None, "keyword"),
+               P("requires_grad", "flag", lambda: False, "keyword")),
     "randint": (P("low", "number", lambda: 0), P("high", "number", lambda: 5), P("size", "shape", lambda: (2, 3)),
                 P("dtype", "dtype", lambda: None, "keyword"), P("device", "device", lambda: None, "keyword")),
     "from_numpy": (P("a", "producer", lambda: np.arange(3.0), "positional"),),
@@ -354,6 +355,7 @@ METHODS.update({
     "clamp_": (P("min", "array", lambda: 0.5), P("max", "array", lambda: None)),
     "copy_": (P("src", "array", arr(2, 3)),), "float": (), "double": (), "long": (), "bool": (), "int": (),
     "type": (P("dtype", "dtype", lambda: None),), "t": (), "numel": (), "dim": (), "clone": (), "abs": (),
+    "pow": (P("exponent", "array", lambda: 2.0),),
     "squeeze": (P("dim", "axis", lambda: None),), "unsqueeze": (P("dim", "axis", lambda: 0),),
     "view": (P("shape", "dim", lambda: -1, "varargs"),), "expand": (P("sizes", "dim", lambda: -1, "varargs"),),
     "repeat": (P("sizes", "dim", lambda: 1, "varargs"),),
