@@ -82,6 +82,8 @@ def row_dim():
         gd.max(a, dim=1)
     with pytest.raises(TypeError, match=r"sum\(\) got an unexpected keyword argument 'dim'; use axis="):
         a.sum(dim=1)
+    with pytest.raises(TypeError, match=r"mean\(\) got an unexpected keyword argument 'keepdim'; use keepdims="):
+        a.mean(axis=1, keepdim=True)
 
 
 def row_std_var():
