@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 import gpudev as gd
 
-from .._devices import DeviceLike, as_device
+from .._devices import as_device
 
 __all__ = ["IncompatibleKeys", "Module", "Parameter", "StateDictError"]
 
