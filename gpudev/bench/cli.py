@@ -96,7 +96,7 @@ def run_cli(argv: list[str] | None = None) -> int:
 
     before = load_average()
     with busy_processes(args.load):
-        setup, results = run(devices, peers, args.quick, args.repeat, row_filter, peak, gpu_peak)
+        setup, results = run(devices, peers, args.quick, args.repeat, row_filter, peak, gpu_peak, args.load)
         after = load_average()
     setup["busy_processes"] = args.load
     setup["load_average"] = {"before": before, "after": after}
