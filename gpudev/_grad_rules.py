@@ -170,14 +170,28 @@ def _swap(x: Array) -> Array:
     return x.transpose(axes)
 
 
-def _product_with_swapped(x: Array, y: Array, swap_first: bool) -> Array:
-    """swap(x) @ y (swap_first) or x @ swap(y), transposing whichever side copies less: the
-    transposes are copies, and swap(p @ q) == swap(q) @ swap(p) moves the copy to g."""
+def _transposed(x: Array) -> bool:
+    """Whether x is laid out as a transpose (x.T contiguous, x not), as a layer's W.T is."""
+    return x.ndim == 2 and not x.is_contiguous() and x.T.is_contiguous()
+
+
+def _product_with_swapped(x: Array, y: Array, swap_first: bool, like: Array) -> Array:
+    """swap(x) @ y (swap_first) or x @ swap(y), the gradient of `like`, in like's layout.
+
+    matmul reads 2-D transposes in place (as BLAS flags), so both orders of a 2-D product
+    cost the same, and swap(p @ q) == swap(q) @ swap(p) chooses the layout: the gradient of
+    a layer's W.T then comes out as W's own transpose, so that W.grad is contiguous and the
+    update after it (p -= lr * p.grad) reads memory in order. Batched transposes are copies:
+    there the order that copies less is taken."""
+    if like.ndim == 2 and x.ndim == 2 and y.ndim == 2:
+        flip = _transposed(like)
+    elif swap_first:
+        flip = x.size > y.size + x.shape[-1] * y.shape[-1]
+    else:
+        flip = y.size > x.size + x.shape[-2] * y.shape[-2]
     if swap_first:
-        direct, other = x.size, y.size + x.shape[-1] * y.shape[-1]
-        return _swap(x) @ y if direct <= other else _swap(_swap(y) @ x)
-    direct, other = y.size, x.size + x.shape[-2] * y.shape[-2]
-    return x @ _swap(y) if direct <= other else _swap(y @ _swap(x))
+        return _swap(_swap(y) @ x) if flip else _swap(x) @ y
+    return _swap(y @ _swap(x)) if flip else x @ _swap(y)
 
 
 def _matmul(n: Any, g: Array) -> tuple:
@@ -193,11 +207,11 @@ def _matmul(n: Any, g: Array) -> tuple:
         g2 = g2.reshape(g2.shape + (1,))
     ga = gb = None
     if n.needs[0]:
-        ga = _product_with_swapped(g2, b2, swap_first=False)
+        ga = _product_with_swapped(g2, b2, swap_first=False, like=a2)
         if a.ndim == 1:
             ga = ga.reshape(ga.shape[:-2] + ga.shape[-1:])
     if n.needs[1]:
-        gb = _product_with_swapped(a2, g2, swap_first=True)
+        gb = _product_with_swapped(a2, g2, swap_first=True, like=b2)
         if b.ndim == 1:
             gb = gb.reshape(gb.shape[:-1])
     return _fit_all(n, ga, gb)

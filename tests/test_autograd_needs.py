@@ -109,3 +109,19 @@ def _backward_ops_retained(loss: gd.Array) -> Counter:
     with gd.trace() as t:
         loss.backward(retain_graph=True)
     return Counter(e.name for e in t.ops)
+
+
+@pytest.mark.parametrize("transposed", [False, True], ids=["w", "w.T"])
+def test_a_products_gradient_comes_out_in_its_inputs_layout(transposed):
+    """x @ w.T (a layer's weight read transposed) gives w a contiguous gradient, as x @ w does,
+    so the update after backward reads memory in order; the values match NumPy's."""
+    x_np, w_np = _host(6, 5), _host(4, 5) if transposed else _host(5, 4)
+    x, w = gd.array(x_np), gd.array(w_np).requires_grad_()
+    (x @ (w.T if transposed else w)).sum().backward()
+    assert w.grad.is_contiguous()
+    want = (np.ones((6, 4)).T @ x_np) if transposed else x_np.T @ np.ones((6, 4))
+    np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-12)
+    xs = gd.array(x_np.T.copy()).requires_grad_()  # the input read transposed too
+    (xs.T @ (w.T if transposed else w)).sum().backward()
+    assert xs.grad.is_contiguous()
+    np.testing.assert_allclose(xs.grad.numpy(), (np.ones((6, 4)) @ (w_np if transposed else w_np.T)).T, rtol=1e-12)
