@@ -79,3 +79,30 @@ def test_judge_checks_every_peer_of_a_target():
     verdict, why = bench.judge(ctx, row, {"torch": 0.9, "numpy": 1.3}, {"gpudev": {}})
     assert verdict == "FAIL" and "0.90x torch > 0.80x" in why and "numpy" in why
     assert bench.judge(ctx, row, {"torch": 0.7}, {"gpudev": {}})[0] == "INFO"  # NumPy not run
+
+
+def test_runs_option_prints_and_records_every_run(tmp_path):
+    import json
+
+    out = tmp_path / "runs.json"
+    assert bench.run_cli(["--device", "cpu", "--vs", "numpy", "--rows", "a + b", "--quick", "--repeat", "2",
+                          "--runs", "2", "--json", str(out)]) == 0
+    runs = json.loads(out.read_text())["runs"]
+    assert len(runs) == 2 and all(len(r["rows"]) >= 1 and r["setup"]["repeats"] == 2 for r in runs)
+
+
+def test_runs_must_be_positive(capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench.run_cli(["--runs", "0"])
+    assert exc.value.code == 2 and "--runs must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_gemm_sweep_times_every_peer_and_restores_the_thread_count(capsys):
+    from gpudev.bench import gemm_sweep
+
+    gd.set_num_threads(2)
+    (row,) = gemm_sweep.sweep([(300, 40, 200)], blocks=2)
+    assert row["shape"] == (300, 40, 200) and row["flop"] == 2.0 * 300 * 40 * 200
+    assert set(row["times"]) == {"gpudev", "one thread", "numpy"}
+    assert all(len(t) >= 8 and min(t) > 0 for t in row["times"].values())
+    assert gd.get_num_threads() == 2
