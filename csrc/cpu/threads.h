@@ -77,7 +77,22 @@
 /* matrix products (multiply-adds m*n*k): OpenBLAS always runs single-threaded, and gpudev
  * splits a product into panels of its result, each one single-threaded OpenBLAS call on the
  * pool (gemm.c), or a batch into whole products. Below this size a product runs whole on the
- * calling thread. FIGURES_GEMM_PAR */
+ * calling thread: 2^21 multiply-adds (4.2 MFLOP, ~40 us on one thread) leave each of two threads
+ * 2^20, several times a wake-up (~15-20 us, pool.c). `python -m gpudev.bench.gemm_sweep`
+ * (gpudev on 2 threads / one OpenBLAS call on one thread, median | 90th percentile, 2-core
+ * AMD EPYC VM that other builds kept at load average 7-9 besides the busy processes):
+ *                 busy processes:  0            1
+ *   128^3         (one thread)     1.00 | 1.01  0.99 | 1.06
+ *   256x784x10    (one thread)     1.06 | 1.12  1.02 | 1.00
+ *   170^3         (split)          1.00 | 1.00  1.02 | 1.01
+ *   256x784x24    (split)          1.02 | 1.16  1.10 | 1.26
+ *   1000x100x50   (split)          1.02 | 1.13  1.13 | 1.32
+ *   256x784x256   (split)          1.10 | 4.24  1.03 | 1.20
+ *   1000^3        (split)          1.08 | 1.43  0.77 | 0.93
+ * On that machine the pool mostly ran products on the caller alone (it wakes no sleeping
+ * worker when it has seen no idle core): a win from the second thread there could not be
+ * measured, and the size is where the split costs nothing measurable rather than where it
+ * was seen to pay. */
 #define GD_PAR_GEMM_MNK ((int64_t)1 << 21)
 /* The fewest rows (or columns) of one panel: each call packs its own copy of the operand it
  * reads whole, so thinner panels spend a growing share of their time packing. One thread
