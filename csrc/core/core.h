@@ -67,6 +67,7 @@ typedef struct gd_state {
     const gd_backend *backends[2];      /* [GD_CPU] always; [GD_CUDA] once gpudev._cuda loaded */
     PyObject *cuda_capsule;             /* keeps the CUDA backend's module alive */
     PyObject *cuda_reason;              /* str: why CUDA is off, or None */
+    int cuda_emulated;                  /* the CUDA backend is gpudev._cuda_emu (CPU emulation) */
     PyObject *trace_hook;               /* callable receiving trace events, or NULL */
     uint64_t seed;                      /* Philox key */
     uint64_t offset;                    /* next Philox block counter */

@@ -83,9 +83,9 @@ struct Statistics {
     long long launches, blocks, threads;
     ~Statistics()
     {
-        if (launches)
+        if (launches && print_statistics())
             printf("cuda_emu: %lld kernel launches, %lld blocks, %lld threads on %d emulated GPUs of %d "
-                   "multiprocessors\n", launches, blocks, threads, kDevices, multiprocessors());
+                   "multiprocessors\n", launches, blocks, threads, device_count(), multiprocessors());
     }
 } g_stats;
 
@@ -269,6 +269,12 @@ bool gd_emu_launch_check(const gd_emu_site &site, dim3 grid, dim3 block, size_t 
     }
     if (device_of(s) != t_device) { /* a launch goes to a stream of the current device */
         fail(cudaErrorInvalidResourceHandle);
+        return false;
+    }
+    /* a planted launch failure (named "cudaLaunchKernel", the launch's runtime call): the kernel
+     * does not run and the status waits for cudaGetLastError, as a failed launch's does */
+    if (int st = injected("cudaLaunchKernel")) {
+        fail((cudaError_t)st);
         return false;
     }
     return true;
