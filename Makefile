@@ -13,7 +13,7 @@ SOURCES := $(wildcard csrc/*.h csrc/core/* csrc/cpu/* csrc/cuda/* tools/cuda_emu
 BUILT   := $(VENV)/.built
 INSTALLED := $(VENV)/.installed
 
-.PHONY: all build demo test test-gpu-emu install-check fuzz sanitize tsan cuda-emu gpu-check gpu-wheels bench lab clean
+.PHONY: all build demo test test-gpu-emu install-check fuzz sanitize sanitize-gpu-emu tsan cuda-emu gpu-check gpu-wheels bench lab clean
 .PHONY: test-pool test-pool-tsan test-pool-asan bench-pool check-aarch64
 
 all: test
@@ -100,6 +100,20 @@ sanitize: $(DEPS)
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  PYTHONPATH=$(CURDIR)/build/asan GPUDEV_SANITIZE_RUN=1 \
 	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(SANITIZE_TESTS)
+
+# The same with emulated GPUs: the C core and gpudev._cuda_emu both built with AddressSanitizer +
+# UBSan into build/asan-emu, then the GPU tests on two emulated GPUs, so a kernel that reads or
+# writes past its allocation (below 64 MiB, where the emulation uses the heap) is reported.
+SANITIZE_EMU_TESTS = $(CURDIR)/tests -m "gpu and not slow"
+sanitize-gpu-emu: $(DEPS)
+	rm -rf build/asan-emu && mkdir -p build/asan-emu/gpudev
+	cd gpudev && cp --parents $$(find . -name '*.py' -not -path '*/__pycache__/*') $(CURDIR)/build/asan-emu/gpudev/
+	$(LOCK) env GPUDEV_SANITIZE=1 GPUDEV_CUDA=0 $(PY) setup.py -q build_ext --build-lib build/asan-emu --build-temp build/asan-emu-tmp --force
+	cd build/asan-emu && LD_PRELOAD="$(ASAN_LIB) $(UBSAN_LIB)" \
+	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1:detect_stack_use_after_return=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 GPUDEV_EMULATE_GPUS=2 \
+	  PYTHONPATH=$(CURDIR)/build/asan-emu GPUDEV_SANITIZE_RUN=1 \
+	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(SANITIZE_EMU_TESTS)
 
 # The C core built with ThreadSanitizer into build/tsan, then the tests that run gpudev from
 # several Python threads and change the thread count under them, with CPython and OpenBLAS

@@ -288,6 +288,9 @@ class BuildExt(build_ext):
         # as tools/cuda_emu/build.sh: no fused multiply-adds the reference loops lack; kernels
         # reinterpret memory as vector types, which nvcc allows
         args = ["-std=c++17", "-O2", "-Wall", "-Wextra", "-ffp-contract=off", "-fno-strict-aliasing"]
+        sanitize = SANITIZERS.get(os.environ.get("GPUDEV_SANITIZE", ""))
+        if sanitize:  # a kernel reading past its allocation is then a heap-buffer-overflow report
+            args += ["-O1", "-g", "-fno-omit-frame-pointer", *sanitize]
         includes = [os.path.join("tools", "cuda_emu", "inc"), "csrc", os.path.join("csrc", "cuda")]
         obj_dir = os.path.join(work, "obj")
         headers = max(os.path.getmtime(d) for d in ext.depends)  # type: ignore[attr-defined]
@@ -306,7 +309,8 @@ class BuildExt(build_ext):
             [r for r in runtime if r in stale], output_dir=obj_dir, include_dirs=includes, extra_postargs=args)
         objects = list(objects.values())
         os.makedirs(os.path.dirname(out_path), exist_ok=True)
-        self.compiler.link_shared_object(objects, out_path, target_lang="c++", extra_postargs=["-pthread"])
+        self.compiler.link_shared_object(objects, out_path, target_lang="c++",
+                                         extra_postargs=["-pthread", *(sanitize or [])])
         log(f"emulated GPUs built in {time.monotonic() - started:.0f} s")
 
     def write_build_info(self) -> None:

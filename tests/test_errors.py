@@ -485,6 +485,7 @@ def test_gpu_out_of_memory_then_the_pool_still_works(cuda0):
 
 
 @pytest.mark.gpu
+@pytest.mark.hardware("fills a real card with 8 GiB blocks; emulated memory is host memory")
 def test_many_moderate_allocations_until_oom_then_recover(cuda0):
     """Fill the card with 8 GiB blocks until it refuses; freeing them all makes room again."""
     blocks = []
