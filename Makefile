@@ -62,8 +62,10 @@ test-gpu-emu: $(BUILT)
 install-check: $(BUILT)
 	bash tools/install_check.sh $(CURDIR)/$(PY)
 
+# the referee then checks that report.md says only what results.json's tables say
 demo: $(BUILT)
 	$(PY) -m gpudev exercises --out results
+	$(PY) -m gpudev referee results
 
 bench: $(BUILT)
 	$(PY) -m gpudev bench

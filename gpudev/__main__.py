@@ -21,6 +21,7 @@ COMMANDS = {
     "info": "the devices (CPU included) and how gpudev was built",
     "bench": "time gpudev against NumPy, PyTorch and CuPy (--help for options)",
     "exercises": "run the GPUs chapter's exercises (--help for options)",
+    "referee": "check that a run's report.md says only what its results.json tables say",
 }
 
 
@@ -162,7 +163,14 @@ def cmd_exercises(argv: list[str]) -> int:
     return exercises.run_cli(argv)
 
 
-HANDLERS: dict[str, Callable[[list[str]], int]] = {"info": cmd_info, "bench": cmd_bench, "exercises": cmd_exercises}
+def cmd_referee(argv: list[str]) -> int:
+    from gpudev.exercises import referee
+
+    return referee.main(argv)
+
+
+HANDLERS: dict[str, Callable[[list[str]], int]] = {"info": cmd_info, "bench": cmd_bench, "exercises": cmd_exercises,
+                                                   "referee": cmd_referee}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -164,65 +164,96 @@ def roofline(ax: Axes, points: Sequence[dict[str, Any]], roofs: dict[str, dict[s
     """Achieved GFLOP/s of `points` against each device's roofs, on log-log axes.
 
     Each point: ``device``, ``intensity`` (FLOP per byte), ``gflops``, ``label`` and
-    ``marker``; points are numbered on the chart and listed under it. `roofs` maps a device
-    to its ``gflops`` and ``gbps`` peaks and where each comes from (``gflops_source``,
-    ``gbps_source``), drawn as min(gflops, gbps x intensity), and optionally ``bandwidths``,
-    faster memories (caches) as dicts of ``name``, ``gbps`` and ``source``, drawn dashed.
-    `legend` lists (text, marker) entries that explain the markers.
+    ``marker``; points are numbered on the chart (numbers placed so they do not overlap) and
+    listed in a legend. `roofs` maps a device to its compute roof ``gflops`` (None: none)
+    with ``gflops_source``, and ``bandwidths``: dicts of ``name``, ``gbps`` and ``source``,
+    one line each (a bandwidth times the intensity, up to the compute roof). `legend` lists
+    (text, marker) entries that explain the markers. Every legend sits inside the axes.
 
     Example:
         >>> ax = Figure().subplots()
         >>> roofline(ax, [{"device": "cpu", "intensity": 0.25, "gflops": 5.0, "label": "sum",
         ...                "marker": "o"}],
-        ...          {"cpu": {"gflops": 200.0, "gflops_source": "sgemm", "gbps": 20.0,
-        ...                   "gbps_source": "add", "bandwidths": [
+        ...          {"cpu": {"gflops": 200.0, "gflops_source": "sgemm", "bandwidths": [
         ...                       {"name": "L2", "gbps": 90.0, "source": "add in L2"}]}},
         ...          title="CPU roofline")
     """
     xs = [p["intensity"] for p in points] or [1.0]
     x_lo, x_hi = min(xs + [0.01]) / 3, max(xs + [100.0]) * 3
     grid = np.logspace(math.log10(x_lo), math.log10(x_hi), 200)
+    styles = ("--", ":", "-.", (0, (5, 1, 1, 1)), (0, (1, 3)))
     for dev, pk in roofs.items():
         color = device_color(dev)
-        ax.plot(grid, np.minimum(pk["gflops"], pk["gbps"] * grid), color=color, linewidth=2, alpha=0.7,
-                label=f"{dev}: {pk['gflops']:.3g} GFLOP/s ({pk['gflops_source']}); main memory "
-                      f"{pk['gbps']:.3g} GB/s ({pk['gbps_source']})")
+        top = pk.get("gflops") or math.inf
+        if pk.get("gflops"):
+            ax.axhline(pk["gflops"], color=color, linewidth=2, alpha=0.7,
+                       label=f"{dev} compute: {pk['gflops']:.3g} GFLOP/s ({pk['gflops_source']})")
         for k, bw in enumerate(pk.get("bandwidths", ())):
-            ax.plot(grid, np.minimum(pk["gflops"], bw["gbps"] * grid), color=color, linewidth=1, alpha=0.6,
-                    linestyle=("--", ":", "-.")[k % 3], label=f"{dev} {bw['name']}: {bw['gbps']:.3g} GB/s ({bw['source']})")
-    roof_legend = ax.legend(fontsize=6, loc="upper left") if roofs else None
+            ax.plot(grid, np.minimum(top, bw["gbps"] * grid), color=color, linewidth=1, alpha=0.7,
+                    linestyle=styles[k % len(styles)],
+                    label=f"{dev} {bw['name']}: {bw['gbps']:.3g} GB/s ({bw['source']})")
+    roof_legend = ax.legend(fontsize=6, loc="upper left", framealpha=0.9) if roofs else None
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(x_lo, x_hi)
+    ys = [p["gflops"] for p in points] + [pk["gflops"] for pk in roofs.values() if pk.get("gflops")]
+    if ys:
+        # room above the roofs for their legend, and below the points for theirs
+        ax.set_ylim(min(ys) / 10 ** (0.25 * (len(points) + len(legend)) ** 0.5 + 0.5), max(ys) * 30)
     handles = _roofline_points(ax, points)
     for text, marker in legend:
         handles.append(ax.scatter([], [], marker=marker, color="0.6", edgecolor="black", label=text))
     if handles:
-        ax.legend(handles=handles, fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2,
-                  frameon=False)
+        ax.legend(handles=handles, fontsize=6, loc="lower right", framealpha=0.9)
         if roof_legend is not None:
             ax.add_artist(roof_legend)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(x_lo, x_hi)
-    ys = [p["gflops"] for p in points] + [pk["gflops"] for pk in roofs.values()]
-    if ys:
-        ax.set_ylim(min(ys) / 5, max(ys) * 8)  # room above the roofs for their legend
     ax.set_xlabel("arithmetic intensity (FLOP per byte of least memory traffic)")
     ax.set_ylabel("achieved GFLOP/s (log scale)")
-    ax.set_title(title)
+    ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3, which="both")
 
 
+# where a point's number may go, in points from its marker: near first, then further out
+# (with a line back to the marker)
+_LABEL_SPOTS = [(dx * r, dy * r) for r in (1, 2, 3, 4)
+                for dx, dy in ((7, -3), (-13, -3), (-3, 6), (-3, -12), (7, 5), (-13, 5), (7, -10), (-13, -10))]
+_LABEL_SIZE = (11.0, 8.0)  # a number of up to two digits at 7 points, in points
+_MARKER_R = 4.0  # half a marker, in points
+
+
+def _overlaps(box: tuple[float, float, float, float], other: tuple[float, float, float, float]) -> bool:
+    return not (box[2] <= other[0] or other[2] <= box[0] or box[3] <= other[1] or other[3] <= box[1])
+
+
+def _place_numbers(ax: Axes, points: Sequence[dict[str, Any]]) -> list[tuple[float, float]]:
+    """An offset (in points) for each point's number such that no number overlaps another
+    number or a marker, found in display space once the axes' limits are set."""
+    scale = 72.0 / ax.figure.dpi  # display pixels to points
+    where = [tuple(v * scale for v in ax.transData.transform((p["intensity"], p["gflops"]))) for p in points]
+    taken = [(x - _MARKER_R, y - _MARKER_R, x + _MARKER_R, y + _MARKER_R) for x, y in where]
+    offsets = []
+    for x, y in where:
+        for dx, dy in _LABEL_SPOTS:
+            box = (x + dx, y + dy, x + dx + _LABEL_SIZE[0], y + dy + _LABEL_SIZE[1])
+            if not any(_overlaps(box, t) for t in taken):
+                break
+        taken.append(box)
+        offsets.append((dx, dy))
+    return offsets
+
+
 def _roofline_points(ax: Axes, points: Sequence[dict[str, Any]]) -> list[Any]:
-    """Each point, numbered next to its marker; returns legend handles 'number: label (device)'."""
+    """Each point, numbered next to its marker (numbers placed apart from each other and from
+    the markers); returns legend handles 'number: label (device)'. The axes' limits must be
+    set before."""
     handles = []
-    placed: list[tuple[float, float]] = []
     for k, p in enumerate(points, start=1):
         handles.append(ax.scatter(p["intensity"], p["gflops"], color=device_color(p["device"]),
                                   marker=p["marker"], edgecolor="black", linewidth=0.5, zorder=3,
                                   label=f"{k}: {p['label']} ({p['device']}), {p['gflops']:.3g} GFLOP/s"))
-        # the numbers of points that (nearly) coincide go one under the other
-        where = (math.log10(p["intensity"]), math.log10(p["gflops"]))
-        stacked = sum(abs(where[0] - x) < 0.3 and abs(where[1] - y) < 0.15 for x, y in placed)
-        placed.append(where)
-        ax.annotate(str(k), (p["intensity"], p["gflops"]), xytext=(5, 2 - 8 * stacked),
-                    textcoords="offset points", ha="left", fontsize=7, color="0.2")
+    for k, (p, (dx, dy)) in enumerate(zip(points, _place_numbers(ax, points)), start=1):
+        far = abs(dx) > 14 or abs(dy) > 12
+        ax.annotate(str(k), (p["intensity"], p["gflops"]), xytext=(dx, dy), textcoords="offset points",
+                    ha="left", va="bottom", fontsize=7, color="0.2",
+                    arrowprops={"arrowstyle": "-", "color": "0.6", "linewidth": 0.5} if far else None)
     return handles

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _C
+from . import _C, stats
 from ._format import TIME_SCALES, format_seconds, time_unit
 
 __all__ = ["BenchmarkResult", "Timer", "benchmark"]
@@ -183,6 +183,9 @@ class BenchmarkResult:
     times: list[float] = dataclasses.field(repr=False)
     cpu_times: list[float] = dataclasses.field(repr=False)
     gpu_times: dict[str, list[float]] = dataclasses.field(repr=False)
+    stop_reason: str = ""  # which limit ended the repeats: n_repeat, max_duration or the noise target
+    spread: float | None = None  # stats.relative_spread(times)
+    notes: list[str] = dataclasses.field(default_factory=list)  # trust signals (launch-dominated)
 
     def __str__(self) -> str:
         unit = time_unit(self.median)
@@ -196,7 +199,10 @@ class BenchmarkResult:
         if self.gpu_times:
             text += f"  host {format_seconds(float(np.median(self.cpu_times)))}"
         calls = f"{self.n_calls:,} calls per repeat, " if self.n_calls > 1 else ""
-        return text + f"  [{calls}empty call {format_seconds(self.overhead)}]"
+        text += f"  [{calls}empty call {format_seconds(self.overhead)}]"
+        if self.stop_reason:
+            text += f"  stopped: {self.stop_reason}"
+        return "".join([text, *(f"  note: {n}" for n in self.notes)])
 
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain Python values (for JSON)."""
@@ -307,6 +313,24 @@ def _autorange(measure: _Measurement, call: Callable[[], Any], deadline: float) 
         n_calls = n_calls * 5 // 2 if str(n_calls)[0] == "2" else n_calls * 2  # 1, 2, 5, 10, 20...
 
 
+def _repeat(measure: _Measurement, call: Callable[[], Any], n_calls: int, samples: list, n_repeat: int | None,
+            max_duration: float, deadline: float, target_spread: float | None) -> str:
+    """Append repeats to `samples` until the first limit is reached; returns which one ended
+    it: the repeat count, the time budget, or the noise target (nvbench's model: repeat until
+    the relative spread is below the target or the budget is spent)."""
+    limit = n_repeat if n_repeat is not None else math.inf
+    while True:
+        if len(samples) >= limit:
+            return f"n_repeat={n_repeat} repeats reached"
+        if samples and time.perf_counter() >= deadline:
+            return f"max_duration={max_duration:g} s spent"
+        if samples:
+            quiet = stats.noise_stop([measure.reported(x) for x in samples], target_spread)
+            if quiet is not None:
+                return quiet
+        samples.append(measure(call, n_calls))
+
+
 def _empty_call() -> None:
     return None
 
@@ -319,9 +343,15 @@ def benchmark(
     max_duration: float = 1.0,
     devices: DevicesArg = None,
     n_calls: int | None = None,
+    target_spread: float | None = None,
     **kwargs: Any,
 ) -> BenchmarkResult:
     """Time ``fn(*args, **kwargs)``: warm up, then repeat, timing host and GPUs.
+
+    ``target_spread`` (e.g. 0.02) adds a noise criterion: repeats also stop once at least
+    ``gd.stats.MIN_REPEATS`` ran and their relative spread (``gd.stats.relative_spread``) is
+    below it. ``stop_reason`` says which limit ended the run, and ``notes`` warns when a call
+    is launch-dominated (under ``gd.stats.LAUNCH_DOMINATED_S``).
 
     ``n_warmup`` calls run first (caches, allocator pools, cuBLAS handles). Then each repeat
     runs ``n_calls`` calls in a row, timed on the host with ``perf_counter`` up to the end of
@@ -345,6 +375,10 @@ def benchmark(
     """
     op = "benchmark"
     _check_arguments(fn, n_warmup, n_repeat, max_duration, n_calls, op)
+    if target_spread is not None and (isinstance(target_spread, bool) or not isinstance(target_spread, (int, float))
+                                      or not 0 < target_spread < 1):
+        raise ValueError(f"{op}: target_spread must be a fraction between 0 and 1 (e.g. 0.02 for 2%) or None, "
+                         f"got {reprlib.repr(target_spread)}")
     requested = _device_list(devices, op)
     if requested is not None:  # checked before the warm-up spends any time
         gpus = list(dict.fromkeys(d for d in requested if d.type == "cuda"))
@@ -365,15 +399,20 @@ def benchmark(
     if n_calls is None:
         n_calls, first = _autorange(measure, call, deadline)
         samples.append(first)
-    limit = n_repeat if n_repeat is not None else math.inf
-    while len(samples) < limit and not (samples and time.perf_counter() >= deadline):
-        samples.append(measure(call, n_calls))
+    stop_reason = _repeat(measure, call, n_calls, samples, n_repeat, max_duration, deadline, target_spread)
     empty = [measure.reported(measure(_empty_call, n_calls)) / n_calls for _ in range(_OVERHEAD_REPEATS)]
 
     cpu_times = [host / n_calls for host, _gpu in samples]
     gpu_times = {str(d): [gpu[i] / n_calls for _host, gpu in samples] for i, d in enumerate(gpus)}
     times = [measure.reported(s) / n_calls for s in samples]
+    median = float(np.median(times))
+    notes = [f"launch-dominated: one call takes {format_seconds(median)}, under "
+             f"{format_seconds(stats.LAUNCH_DOMINATED_S)}, so its time is mostly the cost of making the "
+             f"call, not the work"] if stats.launch_dominated(median) else []
     return BenchmarkResult(
+        stop_reason=stop_reason,
+        spread=stats.relative_spread(times),
+        notes=notes,
         name=_fn_name(fn),
         n=len(samples),
         n_warmup=n_warmup,

@@ -190,6 +190,7 @@ def test_benchmark_result_str_and_dict():
     assert "\n" not in line
     assert line.startswith("matmul  n=7  median ")
     assert "(min " in line and ", max " in line
+    assert r.stop_reason == "n_repeat=7 repeats reached" and "stopped: n_repeat=7 repeats reached" in line
     d = r.to_dict()
     assert d["n"] == 7 and len(d["cpu_times"]) == 7
     json.dumps(d)

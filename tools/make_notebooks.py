@@ -521,9 +521,10 @@ for name, (losses, times) in runs.items():
           f"median epoch {sorted(times)[len(times) // 2] * 1e3:.1f} ms")"""),
     ("md", "## The loss curve"),
     ("code", """\
-import matplotlib.pyplot as plt
+from matplotlib.figure import Figure  # not pyplot: a pyplot figure would display twice
 
-fig, ax = plt.subplots(figsize=(6, 3.5))
+fig = Figure(figsize=(6, 3.5), layout="constrained")
+ax = fig.subplots()
 for name, (losses, _) in runs.items():
     ax.plot(range(1, EPOCHS + 1), losses, marker="o", label=name)
 ax.set_xlabel("epoch"); ax.set_ylabel("mean training loss (MSE)"); ax.set_yscale("log")

@@ -21,6 +21,11 @@ extern const gd_backend gd_cpu_backend;
 void gd_cpu_set_num_threads(int n);
 int gd_cpu_get_num_threads(void);
 
+/* Elements from which an elementwise operation (add, multiply, ...) is split over a second
+ * thread (GD_PAR_ELEMENTWISE in threads.h): the exercises mark this size in their sweeps, so
+ * a jump in speed there is credited to the threads, not to a cache. */
+int64_t gd_cpu_elementwise_parallel_from(void);
+
 /* The widest vector unit the hot loops use on this machine, detected at run time:
  * "avx512f", "avx2", "neon" or "baseline". */
 const char *gd_cpu_simd_level(void);

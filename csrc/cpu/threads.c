@@ -46,6 +46,11 @@ static int gd_default_threads(void)
     return n > 0 ? (int)GD_MIN(n, (long)INT_MAX) : 1;
 }
 
+int64_t gd_cpu_elementwise_parallel_from(void)
+{
+    return GD_PAR_ELEMENTWISE;
+}
+
 int gd_cpu_get_num_threads(void)
 {
     int n = atomic_load_explicit(&gd_threads, memory_order_relaxed);

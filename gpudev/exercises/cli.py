@@ -21,7 +21,9 @@ from .catalog import EXERCISES, device_kwargs, quick_from_env, settings
 from .measure import set_progress
 from .report import machine, write_report, write_results
 from .result import NO_MATPLOTLIB, Result, plots_module
-from .roofline_chart import roofline
+from .roofline_chart import plot_data, roofline
+
+ROOFLINE_TITLE = "Achieved GFLOP/s under the best rate of the same workload (roofline)"
 
 __all__ = ["build_parser", "run_cli"]
 
@@ -171,14 +173,18 @@ def run_cli(argv: list[str] | None = None) -> int:
     extra: dict[str, str] = {}
     if plots is not None and any(r.meta.get("peaks") for r in results):
         roofline(results).savefig(os.path.join(args.out, "roofline.png"), dpi=110)
-        extra["Achieved GFLOP/s against the measured peaks (roofline)"] = "roofline.png"
+        extra[ROOFLINE_TITLE] = "roofline.png"
     elapsed = time.perf_counter() - started
     used = devices if devices is not None else all_devices()
+    run_at = time.strftime("%Y-%m-%d %H:%M:%S")
+    # everything the report says comes from here: the referee writes the report again from it
     payload = {"machine": here, "quick": quick, "devices": [str(d) for d in used],
-               "settings": jsonable(kwargs), "seconds": elapsed,
-               "results": [r.to_dict() for r in results], "errors": errors}
+               "settings": jsonable(kwargs), "seconds": elapsed, "run_at": run_at,
+               "results": [r.to_dict() for r in results], "errors": errors,
+               "plots": {str(k): v for k, v in plot_files.items()}, "extra_plots": extra,
+               "plot_data": {"roofline": jsonable(plot_data(results))}}
     json_path = write_results(args.out, payload)
-    report_path = write_report(args.out, results, plot_files, extra, here, quick, errors, elapsed)
+    report_path = write_report(args.out, results, plot_files, extra, here, quick, errors, elapsed, run_at)
     return _summary(results, errors, len(plot_files) + len(extra), json_path, report_path, elapsed)
 
 

@@ -92,13 +92,15 @@ def one_device(device: DeviceLike | None, op: str) -> tuple[gd.Device, list[str]
 
 
 def device_meta(devices: Iterable[gd.Device]) -> dict[str, Any]:
-    """{device: its info() as JSON values}, or the error a device gave instead."""
+    """{device: its info() as JSON values}, or the error a device gave instead; ``emulated``
+    says whether it is an emulated GPU (no roofs, no speed claims)."""
     out = {}
     for d in devices:
         try:
             out[str(d)] = jsonable(d.info())
         except gd.GpudevError as exc:
             out[str(d)] = {"error": str(exc)}
+        out[str(d)]["emulated"] = bool(getattr(d, "emulated", False))
     return out
 
 
@@ -107,7 +109,8 @@ def device_meta(devices: Iterable[gd.Device]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def stats(times: Sequence[float], clock: str, *, calls: int = 1, overhead: float | None = None) -> dict[str, Any]:
+def stats(times: Sequence[float], clock: str, *, calls: int = 1, overhead: float | None = None,
+          stop: str | None = None) -> dict[str, Any]:
     """The timing fields of a row (TIMING_FIELDS but 'device') for the repeats `times`.
 
     >>> stats([2.0, 1.0, 3.0], "host")["seconds"]
@@ -124,20 +127,31 @@ def stats(times: Sequence[float], clock: str, *, calls: int = 1, overhead: float
         "overhead_s": overhead,
         "clock": clock,
         "times": arr.tolist(),
+        "stop": stop,
     }
 
 
+# The exercises' noise criterion (nvbench's model): repeat until the relative spread of the
+# repeats is under NOISE_TARGET, up to NOISE_MORE times the repeats asked for, or until the
+# time budget is spent; each row's ``stop`` says which ended it.
+NOISE_TARGET = 0.02
+NOISE_MORE = 4
+
+
 def time_repeats(fn: Callable[[], Any], repeats: int, *, warmup: int = 1, calls: int | None = None,
-                 wall: bool = False, max_s: float = 120.0) -> dict[str, Any]:
-    """gd.benchmark's statistics of `fn` per call: `repeats` repeats, or fewer when they
-    would take more than `max_s` seconds; `calls` calls per repeat (None: gd.benchmark sizes
-    the batch so a tiny call is not swamped by the cost of reading the clock).
+                 wall: bool = False, max_s: float = 120.0, noise_stop: bool = True) -> dict[str, Any]:
+    """gd.benchmark's statistics of `fn` per call: `repeats` repeats, then (``noise_stop``)
+    more until their spread is under NOISE_TARGET or NOISE_MORE x `repeats` ran, all within
+    `max_s` seconds; `calls` calls per repeat (None: gd.benchmark sizes the batch so a tiny
+    call is not swamped by the cost of reading the clock). ``stop`` says what ended them.
 
     `wall=True` uses the host clock up to the end of the synchronization (elapsed time a user
     waits) even when a GPU was timed with events."""
-    r = gd.benchmark(fn, n_warmup=warmup, n_repeat=repeats, max_duration=max_s, n_calls=calls)
+    most = repeats * NOISE_MORE if noise_stop else repeats
+    r = gd.benchmark(fn, n_warmup=warmup, n_repeat=most, max_duration=max_s, n_calls=calls,
+                     target_spread=NOISE_TARGET if noise_stop else None)
     return stats(r.cpu_times if wall else r.times, "host" if wall else r.clock, calls=r.n_calls,
-                 overhead=r.overhead)
+                 overhead=r.overhead, stop=r.stop_reason)
 
 
 def interleaved(fns: Sequence[Callable[[], Any]], repeats: int, *, warmup: int = 1,

@@ -1,6 +1,6 @@
 """The roofs of the roofline chart, measured on this machine: the compute peak (the best of
 several float32 products of a size at which BLAS runs at full speed), the main-memory
-bandwidth (a stream-style add ``x += y`` on arrays far larger than the last cache), and the
+bandwidth (an in-place add ``b += b``, exercise 5's operation, on an array far larger than the last cache), and the
 same add on arrays that fit in each cache level, with the cache sizes read from the machine
 (Linux sysfs for the CPU, the CUDA device properties for a GPU).
 
@@ -23,7 +23,7 @@ import gpudev as gd
 from .._format import format_bytes
 from .measure import step
 
-__all__ = ["PEAK_N", "SYSFS_CACHE", "cache_levels", "level_of", "measure_peaks"]
+__all__ = ["PEAK_N", "SYSFS_CACHE", "cache_levels", "elementwise_parallel_from", "level_of", "measure_peaks", "threaded"]
 
 # A product of this size runs at the BLAS / cuBLAS peak (OpenBLAS sgemm levels off from
 # n ~ 2000 on a CPU core; cuBLAS needs thousands of rows per GPU) and is still affordable: a
@@ -94,11 +94,28 @@ def _best(fn: Any, repeats: int, budget_s: float) -> dict[str, Any]:
     return {"best_s": r.min, "median_s": r.median, "times": r.times, "clock": r.clock}
 
 
+def elementwise_parallel_from() -> int:
+    """Elements from which gpudev splits an elementwise operation over threads (on the CPU,
+    when it has more than one thread)."""
+    return int(gd._C._cpu_facts()["elementwise_parallel_from"])
+
+
+def threaded(device: gd.Device, elements: int) -> bool:
+    """True when an elementwise operation on `elements` runs on several CPU threads.
+
+    >>> threaded(gd.cpu(), 16)
+    False
+    """
+    return device.type == "cpu" and gd.get_num_threads() > 1 and elements >= elementwise_parallel_from()
+
+
 def _stream_add(device: gd.Device, elements: int, repeats: int, budget_s: float) -> dict[str, Any]:
-    """x += y on two float32 arrays of `elements`: 12 bytes moved and 1 FLOP per element."""
-    x, y = gd.zeros((elements,), device=device), gd.ones((elements,), device=device)
-    timed = _best(functools.partial(operator.iadd, x, y), repeats, budget_s)
-    return {**timed, "flops": float(elements), "bytes": 12.0 * elements, "footprint": 8.0 * elements}
+    """b += b on one float32 array of `elements` (exercise 5's operation, so that its points
+    and these roofs are the same workload): 8 bytes moved and 1 FLOP per element."""
+    b = gd.zeros((elements,), device=device)
+    timed = _best(functools.partial(operator.iadd, b, b), repeats, budget_s)
+    return {**timed, "flops": float(elements), "bytes": 8.0 * elements, "footprint": 4.0 * elements,
+            "threaded": threaded(device, elements)}
 
 
 def measure_peaks(device: gd.Device, *, n: int | None = None, repeats: int = 5,
@@ -117,23 +134,23 @@ def measure_peaks(device: gd.Device, *, n: int | None = None, repeats: int = 5,
     a, b = gd.randn(n, n, device=device), gd.randn(n, n, device=device)
     mm = _best(functools.partial(gd.matmul, a, b), repeats, budget_s)
     del a, b
-    out = [{"task": "peak sgemm", "label": f"peak: matmul {n}x{n}, best of {len(mm['times'])}",
+    out = [{"task": "peak sgemm", "label": f"peak: matmul {n}x{n}",
             "level": None, **mm, "flops": 2.0 * n**3, "bytes": 12.0 * n * n, "footprint": 12.0 * n * n}]
     levels = cache_levels(device)
     largest = max((c["bytes"] for c in levels), default=0)
     dram_elements = max(4 * largest, _MAIN_MEMORY_MIN_BYTES) // 4
-    plan = [(c["level"], c["bytes"] // 16) for c in levels] + [("memory", dram_elements)]
-    for level, elements in plan:  # two arrays filling half of each level, then main memory
-        where = "main memory" if level == "memory" else f"{level} ({format_bytes(elements * 8)} of data)"
-        step(f"1: peak: stream add in {where} on {device}")
+    plan = [(c["level"], c["bytes"] // 8) for c in levels] + [("memory", dram_elements)]
+    for level, elements in plan:  # an array filling half of each level, then main memory
+        where = "main memory" if level == "memory" else f"{level} ({format_bytes(elements * 4)} of data)"
+        step(f"1: peak: b += b in {where} on {device}")
         # cache-resident adds take microseconds: more repeats cost nothing and find the best
         add = _stream_add(device, int(elements), repeats if level == "memory" else 4 * repeats, budget_s)
-        out.append({"task": "stream add", "label": f"peak: x += y in {where}", "level": level, **add})
+        out.append({"task": "stream add", "label": f"peak: b += b in {where}", "level": level, **add})
     peak = {"gflops": out[0]["flops"] / out[0]["best_s"] / 1e9,
             "gflops_source": f"best of {len(mm['times'])} products {n}x{n}",
             "gbps": out[-1]["bytes"] / out[-1]["best_s"] / 1e9,
-            "gbps_source": f"best x += y on 2 x {format_bytes(dram_elements * 4)}",
+            "gbps_source": f"best b += b on {format_bytes(dram_elements * 4)}",
             "caches": [{"level": m["level"], "bytes": c["bytes"], "gbps": m["bytes"] / m["best_s"] / 1e9,
-                        "source": f"best x += y on 2 x {format_bytes(m['footprint'] / 2)}"}
+                        "source": f"best b += b on {format_bytes(m['footprint'])}"}
                        for m, c in zip(out[1:-1], levels)]}
     return out, peak

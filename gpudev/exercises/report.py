@@ -22,7 +22,7 @@ from .._format import format_gib, jsonable
 from .measure import device_meta
 from .result import Result
 
-__all__ = ["machine", "machine_text", "write_report", "write_results"]
+__all__ = ["exercise_lines", "machine", "machine_text", "report_text", "write_report", "write_results"]
 
 
 def machine() -> dict[str, Any]:
@@ -61,28 +61,43 @@ def write_results(out: str, payload: dict[str, Any]) -> str:
     return path
 
 
-def write_report(out: str, results: list[Result], plots: dict[int, str], extra_plots: dict[str, str],
-                 machine: dict[str, Any], quick: bool, errors: dict[int, str], seconds: float) -> str:
-    """`out`/report.md; `plots` names each exercise's PNG, `extra_plots` {title: PNG} the
-    figures of several exercises. Returns the path."""
+def exercise_lines(res: Result, plot: str | None) -> list[str]:
+    """One exercise's section of report.md: question, table, conclusion, notes and plot."""
+    lines = [f"## Exercise {res.number}: {res.title}", "", f"*{res.question}*", ""]
+    if res.skipped:
+        lines += [f"**Skipped:** {res.skipped}", ""]
+    lines += [res.table(markdown=True), "", res.conclusion, ""]
+    lines += [f"- note: {n}" for n in res.notes]
+    if res.notes:
+        lines.append("")
+    if plot is not None:
+        lines += [f"![exercise {res.number}]({plot})", ""]
+    return lines
+
+
+def report_text(results: list[Result], plots: dict[int, str], extra_plots: dict[str, str],
+                machine: dict[str, Any], quick: bool, errors: dict[int, str], seconds: float, run_at: str) -> str:
+    """The text of report.md (a pure function of its arguments, so the referee can write it
+    again from results.json and compare)."""
     lines = ["# gpudev: the GPUs chapter's exercises, measured", "",
-             f"Run {time.strftime('%Y-%m-%d %H:%M:%S')}, {'quick sizes' if quick else 'the book sizes'}, "
-             f"{seconds:.0f} s in all.", "", "## Machine", "", machine_text(machine), ""]
+             f"Run {run_at}, {'quick sizes' if quick else 'the book sizes'}, {seconds:.0f} s in all.", "",
+             "## Machine", "", machine_text(machine), ""]
     for res in results:
-        lines += [f"## Exercise {res.number}: {res.title}", "", f"*{res.question}*", ""]
-        if res.skipped:
-            lines += [f"**Skipped:** {res.skipped}", ""]
-        lines += [res.table(markdown=True), "", res.conclusion, ""]
-        lines += [f"- note: {n}" for n in res.notes]
-        if res.notes:
-            lines.append("")
-        if res.number in plots:
-            lines += [f"![exercise {res.number}]({plots[res.number]})", ""]
+        lines += exercise_lines(res, plots.get(res.number))
     for number, message in errors.items():
         lines += [f"## Exercise {number}: failed", "", "```", message, "```", ""]
     for title, name in extra_plots.items():
         lines += [f"## {title}", "", f"![{title}]({name})", ""]
+    return "\n".join(lines)
+
+
+def write_report(out: str, results: list[Result], plots: dict[int, str], extra_plots: dict[str, str],
+                 machine: dict[str, Any], quick: bool, errors: dict[int, str], seconds: float,
+                 run_at: str | None = None) -> str:
+    """`out`/report.md; `plots` names each exercise's PNG, `extra_plots` {title: PNG} the
+    figures of several exercises. Returns the path."""
+    run_at = run_at or time.strftime("%Y-%m-%d %H:%M:%S")
     path = os.path.join(out, "report.md")
     with open(path, "w") as f:
-        f.write("\n".join(lines))
+        f.write(report_text(results, plots, extra_plots, machine, quick, errors, seconds, run_at))
     return path

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._format import format_bytes, format_seconds, jsonable
-from .compare import noisy
+from ..stats import LAUNCH_DOMINATED_S, launch_dominated, noisy
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -39,9 +39,13 @@ TIMING_FIELDS = {
     "repeats": "how many repeats were timed",
     "calls": "calls timed together in one repeat (gd.benchmark's n_calls); times are per unit",
     "overhead_s": "what the same timing reports per call for an empty callable (None: not measured)",
+    "stop": "what ended the repeats: the repeat count, the time budget, or the noise target "
+            "(spread under measure.NOISE_TARGET); None where the rounds were counted",
     "clock": "'gpu' (CUDA events), 'host' (perf_counter, ending after a synchronization) "
              "or 'host, unsynchronized' (the wrong way, shown on purpose)",
     "times": "every repeat's time, seconds",
+    "demonstration": "True for a row shown on purpose (e.g. a timer that does not wait for the GPU): "
+                     "the roofline and the conclusions make no claim from it",
 }
 
 
@@ -81,9 +85,39 @@ class Result:
         for row in self.rows:
             for key in self.fields:
                 row.setdefault(key, None)
-        note = self._noisy_note()
-        if note and note not in self.notes:
-            self.notes = [*self.notes, note]
+        for note in (self._noisy_note(), self._launch_note(), self._stop_note()):
+            if note and note not in self.notes:
+                self.notes = [*self.notes, note]
+
+    def _row_name(self, row: dict[str, Any]) -> str:
+        """A row named by its columns before the first time column (device, task, size...)."""
+        first_time = next((i for i, (_, _, kind) in enumerate(self.columns) if kind == "time"), 0)
+        name = " ".join(_format_cell(row.get(key), kind) for key, _, kind in self.columns[:first_time])
+        return name.strip() or "a row"
+
+    def _launch_note(self) -> str | None:
+        """'launch-dominated: ...' naming each steady row whose median is under
+        stats.LAUNCH_DOMINATED_S: its time is mostly the cost of making the call."""
+        short = [self._row_name(r) for r in self.rows
+                 if r.get("seconds") and r.get("timing") != "first call" and launch_dominated(r["seconds"])]
+        if not short:
+            return None
+        return (f"launch-dominated (under {format_seconds(LAUNCH_DOMINATED_S)} per call, so the time is "
+                f"mostly the cost of making the call, not the work): " + "; ".join(short))
+
+    def _stop_note(self) -> str | None:
+        """'repeats ended by: ...': how many rows each limit ended (the noise target, the
+        repeat count, the time budget), so a reader knows which rows are as quiet as asked."""
+        counts: dict[str, int] = {}
+        for r in self.rows:
+            stop = r.get("stop")
+            if stop:
+                kind = ("the noise target" if stop.startswith("spread") else
+                        "the repeat limit" if stop.startswith("n_repeat") else "the time budget")
+                counts[kind] = counts.get(kind, 0) + 1
+        if not counts:
+            return None
+        return "repeats ended by: " + "; ".join(f"{kind} in {k} row(s)" for kind, k in counts.items())
 
     def _noisy_note(self) -> str | None:
         """'noisy repeats: ...' naming each row whose slowest repeat is far above its median."""
@@ -246,5 +280,7 @@ def notes_text(ax: Any, res: Result) -> None:
             n_ = f"noisy repeats in {n_.count('(slowest ')} row(s): the report lists them"
         lines.append(f"note: {n_}")
     if lines:  # at the foot of the figure, where the layout keeps room for it under the tick labels
-        ax.figure.supxlabel("\n".join(plots.wrap(l_, 160) for l_ in lines), x=0.01, ha="left",
+        # about 17 characters of 7-point text per inch of figure
+        width = int(17 * ax.figure.get_figwidth())
+        ax.figure.supxlabel("\n".join(plots.wrap(l_, width) for l_ in lines), x=0.01, ha="left",
                             fontsize=7, color="0.3")
