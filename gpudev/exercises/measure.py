@@ -91,6 +91,35 @@ def one_device(device: DeviceLike | None, op: str) -> tuple[gd.Device, list[str]
     return dev, []
 
 
+# An emulated GPU (GPUDEV_EMULATE_GPUS) runs every code path of an exercise, but its times are
+# the CPU's: its products run at most EMULATED_N x EMULATED_N (the emulation does about
+# 1 GFLOP/s), and no conclusion compares its times or gives it rates or roofs.
+EMULATED_N = 256
+
+
+def is_emulated(d: gd.Device | str) -> bool:
+    """Whether `d` is an emulated GPU."""
+    d = d if isinstance(d, gd.Device) else gd.Device(d)
+    return bool(getattr(d, "emulated", False))
+
+
+def emulated_size(d: gd.Device, n: int) -> int:
+    """The matrix size to run on `d`: `n`, at most EMULATED_N on an emulated GPU."""
+    return min(n, EMULATED_N) if is_emulated(d) else n
+
+
+def emulated_text(d: gd.Device | str) -> str:
+    """The sentence every exercise says about an emulated GPU instead of comparing its times."""
+    return (f"{d} is an emulated GPU: its times are CPU times, not a GPU's, so this report draws no "
+            f"speed conclusion from them. ")
+
+
+def emulated_in(meta_devices: dict[str, Any]) -> set[str]:
+    """The emulated GPUs among a Result's ``meta["devices"]`` (a report read back in another
+    process cannot ask the devices themselves)."""
+    return {dev for dev, info in meta_devices.items() if info.get("emulated")}
+
+
 def device_meta(devices: Iterable[gd.Device]) -> dict[str, Any]:
     """{device: its info() as JSON values}, or the error a device gave instead; ``emulated``
     says whether it is an emulated GPU (no roofs, no speed claims)."""
