@@ -183,10 +183,12 @@ ctest-cuda:
 
 # On a machine with a GPU and perhaps no package registry (see tools/gpu_check.sh): build for
 # the local GPU and check it. GPU_CHECK=quick (about 4 minutes on an H200: the C conformance
-# test on the GPU, tools/gpu_hw_check.py, the GPU tests) or full (the whole suite and the GPU
-# benchmark rows). Logs and summary.txt go to $(GPU_LOG_DIR), outside the build tree.
+# test on the GPU, the newest kernels' GPU tests, tools/gpu_hw_check.py, the other GPU tests)
+# or full (the whole suite and the GPU benchmark rows). It leaves summary.txt and
+# gpu-check-logs.tar.gz (every log) in $(GPU_LOG_DIR): $(OUT) when that is set, else a
+# folder outside the build tree.
 GPU_CHECK ?= quick
-GPU_LOG_DIR ?= /tmp/gpudev-gpu-check
+GPU_LOG_DIR ?= $(if $(OUT),$(OUT),/tmp/gpudev-gpu-check)
 gpu-check:
 	bash tools/gpu_check.sh --$(GPU_CHECK) $(GPU_LOG_DIR)
 

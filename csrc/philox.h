@@ -1,9 +1,18 @@
 /* philox.h - Philox4x32-10, the counter-based generator behind rand and randn, written once
- * for the C backend and the CUDA backend so one seed gives the same numbers on every device.
+ * for the C backend and the CUDA backend, so that one seed gives the same numbers on every
+ * device, as far as their arithmetic allows:
+ *   rand   the same bits everywhere: integer arithmetic, then scalings by powers of two,
+ *          which are exact (also where the compiler fuses them into an FMA);
+ *   randn  not bit for bit: its Box-Muller step calls log, sin and cos in double, and CUDA's
+ *          (within 1 and 2 ulps of the exact result) and the C library's round differently
+ *          in their last bits. float64 values then differ between the CPU and a GPU by a few
+ *          ulps now and then; float32 values, rounded from those doubles, almost always
+ *          agree, and differ by one ulp where the double lies that close to a float32
+ *          rounding boundary.
  *
  * A counter-based generator needs no state but (seed, counter): element i of a request is a
  * pure function of (seed, offset + i / per), so any thread can compute any element. That is
- * what makes the CPU and the GPU agree, and lets the GPU fill an array in parallel.
+ * what lets the CPU and the GPU follow one stream, and the GPU fill an array in parallel.
  *
  * Layout (the contract both backends follow):
  *   block b = philox(counter = offset + i / per, key = seed) gives 4 words w[0..3].

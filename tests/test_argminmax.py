@@ -125,6 +125,23 @@ def test_long_rows_split_into_pieces_keep_the_first_extreme(device, op):
 
 
 @pytest.mark.parametrize("op", OPS)
+def test_long_columns_split_into_chunks_keep_the_first_extreme(device, op):
+    n = 200_003  # few long columns: each cut into chunks of rows, merged in order
+    extreme = 5.0 if op == "argmax" else -5.0
+    a = np.zeros((n, 2))
+    a[150_000:, 0] = extreme  # a tie in every chunk from there on: the first one wins
+    a[n - 1, 1] = extreme
+    both(device, op, a, axis=0)
+    a[[90_000, 180_000], 0] = np.nan  # NaNs tie across chunks and beat the extreme before them
+    a[[7, 199_999], 1] = np.nan
+    both(device, op, a, axis=0)
+    b = data((2, n, 3), np.int64, 8)
+    b[1, 123_456:, 2] = 9 if op == "argmax" else -9
+    both(device, op, b, axis=1)
+    both(device, op, b.astype(np.bool_), axis=1)
+
+
+@pytest.mark.parametrize("op", OPS)
 def test_many_columns_in_tiles(device, op):
     a = data((9, 3, 700), np.int64, 5)  # inner 700: three tiles of columns per outer index
     a[4, 1, 650] = 99 if op == "argmax" else -99

@@ -3,42 +3,52 @@
 # registry (numpy, setuptools and pytest installed; wheels placed in .whl/ by `make gpu-wheels`
 # are installed from there first). `make gpu-check` runs it.
 #
-#   usage: tools/gpu_check.sh [--quick | --full] LOG_DIR
+#   usage: tools/gpu_check.sh [--quick | --full] [LOG_DIR]
 #
 #   --quick (default) about 4 minutes on an H200, the build included: the build for the local
-#           GPU only; the backend's C conformance test on the real GPU (tests/c); the checks
-#           only a GPU can make (tools/gpu_hw_check.py); the GPU tests (pytest -m gpu), each
-#           with a time limit.
+#           GPU only; the backend's C conformance test on the real GPU (tests/c); the GPU
+#           tests of the hardware and of the newest kernels (first_tests below); the checks
+#           only a GPU can make (tools/gpu_hw_check.py); the other GPU tests (pytest -m gpu),
+#           each with a time limit.
 #   --full  the same with the whole test suite instead of its GPU tests, then
 #           `python -m gpudev bench --device cuda:0` (gpudev side by side with PyTorch and
 #           CuPy where installed; its targets are checked there).
 #
-# Every step writes its log to LOG_DIR/<step>.log and one line to LOG_DIR/summary.txt (PASS,
-# FAIL or TIMEOUT, its time, where to look); a step that fails does not stop the next. Each
-# step has a time limit, and all of them together at most GPU_CHECK_BUDGET seconds (quick: 240,
-# full: 2400); the last step gets what is left. GPU_CHECK_SCALE=2 doubles every limit (a slow
-# machine). Run it with an outer limit of budget + 60 s or more. Exit status: 0 when every step
-# passed, 1 when one failed, 2 when this machine cannot run the check (no driver or GPU, a
-# missing tool); GPU_CHECK_NO_GPU=1 runs the steps anyway (they then skip their GPU parts),
-# to try the script on a machine without one.
+# LOG_DIR defaults to $OUT when that is set. The check leaves two files there, kept up to date
+# after every step, so that a run cut short still leaves what it saw: summary.txt, one line
+# per step (PASS, FAIL or TIMEOUT, its time, the last line of its log), and
+# gpu-check-logs.tar.gz, every step's log (<step>.log), hw.json and bench.json and a copy of
+# the summary (`tar -xzf gpu-check-logs.tar.gz build.log`). A step that fails does not stop
+# the next. Each step has a time limit, and all of them together at most GPU_CHECK_BUDGET
+# seconds (quick: 240, full: 2400); the last step gets what is left. GPU_CHECK_SCALE=2 doubles
+# every limit (a slow machine). Run it with an outer limit of budget + 60 s or more. Exit
+# status: 0 when every step passed, 1 when one failed, 2 when this machine cannot run the
+# check (no driver or GPU, a missing tool); GPU_CHECK_NO_GPU=1 runs the steps anyway (they
+# then skip their GPU parts), to try the script on a machine without one.
 set -uo pipefail
 
 mode=quick
 case "${1:-}" in
 --quick | --full) mode=${1#--}; shift ;;
 esac
-if [ $# -ne 1 ] || [ -z "$1" ]; then
-    echo "usage: tools/gpu_check.sh [--quick | --full] LOG_DIR   (e.g. make gpu-check GPU_LOG_DIR=/tmp/gpu)" >&2
+dir=${1:-${OUT:-}}
+if [ $# -gt 1 ] || [ -z "$dir" ]; then
+    echo "usage: tools/gpu_check.sh [--quick | --full] [LOG_DIR]   (LOG_DIR defaults to \$OUT when set;" \
+        "e.g. make gpu-check GPU_LOG_DIR=/tmp/gpu)" >&2
     exit 2
 fi
-mkdir -p "$1" || exit 2
-LOG=$(cd "$1" && pwd)
+mkdir -p "$dir" || exit 2
+DEST=$(cd "$dir" && pwd)
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 ROOT=$PWD
 PY=${PYTHON:-python3}
 SCALE=${GPU_CHECK_SCALE:-1}
 JOBS=$(nproc 2>/dev/null || echo 4)
-SUMMARY=$LOG/summary.txt
+ARCHIVE=gpu-check-logs.tar.gz
+# The steps write their logs to LOG, a private folder that `keep` packs into DEST/$ARCHIVE.
+LOG=$(mktemp -d "${TMPDIR:-/tmp}/gpudev-gpu-check.XXXXXX") || exit 2
+trap 'rm -rf "$LOG"' EXIT
+SUMMARY=$DEST/summary.txt
 budget=${GPU_CHECK_BUDGET:-$([ "$mode" = full ] && echo 2400 || echo 240)}
 export PYTHONUNBUFFERED=1 GPU_LOG_DIR=$LOG
 : >"$SUMMARY"
@@ -46,7 +56,17 @@ started=$SECONDS
 deadline=$((SECONDS + budget * SCALE))
 failed=0
 
-note() { echo "$*" | tee -a "$SUMMARY"; }
+# DEST/$ARCHIVE from what LOG holds now (replaced whole, never left half written).
+keep() {
+    cp "$SUMMARY" "$LOG/summary.txt" &&
+        tar -czf "$DEST/.$ARCHIVE.new" -C "$LOG" . &&
+        mv -f "$DEST/.$ARCHIVE.new" "$DEST/$ARCHIVE"
+}
+
+note() {
+    echo "$*" | tee -a "$SUMMARY"
+    keep
+}
 
 # step NAME SECONDS COMMAND...: run COMMAND with a time limit (SECONDS, or what is left of the
 # budget; SIGINT first, so pytest still prints what it saw), its output to NAME.log and the
@@ -65,10 +85,10 @@ step() {
     if [ $rc -eq 0 ]; then
         note "PASS    $name ($((SECONDS - t0)) s): $last"
     elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
-        note "TIMEOUT $name (over ${limit} s; see $name.log): $last"
+        note "TIMEOUT $name (over ${limit} s; see $name.log in $ARCHIVE): $last"
         failed=1
     else
-        note "FAIL    $name (exit $rc, $((SECONDS - t0)) s; see $name.log): $last"
+        note "FAIL    $name (exit $rc, $((SECONDS - t0)) s; see $name.log in $ARCHIVE): $last"
         failed=1
     fi
     return $rc
@@ -114,7 +134,7 @@ if compgen -G "$ROOT/.whl/*.whl" >/dev/null; then
     if ! "$PY" -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$site" "$ROOT"/.whl/*.whl \
         >"$LOG/wheels.log" 2>&1; then
         cat "$LOG/wheels.log"
-        note "CANNOT RUN: installing .whl/*.whl failed (see wheels.log)"
+        note "CANNOT RUN: installing .whl/*.whl failed (see wheels.log in $ARCHIVE)"
         exit 2
     fi
     export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
@@ -142,13 +162,13 @@ EOF
 # build: the extension and the C conformance test at once, for this GPU only
 # ---------------------------------------------------------------------------------------------
 
-export ctest=$ROOT/build/gpu-check-ctest LOG PY JOBS
+export ctest=$ROOT/build/gpu-check-ctest LOG PY JOBS ARCHIVE
 build_all() {
     make -s -C tests/c cuda-bin BUILD="$ctest" -j "$JOBS" >"$LOG/build-ctest.log" 2>&1 &
     local ctest_pid=$!
     "$PY" setup.py -q build_ext --inplace -j "$JOBS"
     local rc=$?
-    wait "$ctest_pid" || { echo "the C conformance test did not build: see build-ctest.log"; tail -n 20 "$LOG/build-ctest.log"; }
+    wait "$ctest_pid" || { echo "the C conformance test did not build: see build-ctest.log in $ARCHIVE"; tail -n 20 "$LOG/build-ctest.log"; }
     return $rc
 }
 export -f build_all
@@ -166,10 +186,25 @@ step info 20 "$PY" -m gpudev info
 if [ -x "$ctest/conformance_cuda" ]; then
     step ctest-cuda 40 "$ctest/conformance_cuda"
 else
-    note "FAIL    ctest-cuda (not built; see build-ctest.log)"
+    note "FAIL    ctest-cuda (not built; see build-ctest.log in $ARCHIVE)"
     failed=1
 fi
-step hw-checks 100 "$PY" tools/gpu_hw_check.py
+# The tests that run before the others, so that a time-out still leaves their results: those
+# written for real hardware, then the newest kernels' (gather.cu: index arrays, masks,
+# nonzero; bool bytes from other libraries; argreduce.cu; where; the newest elementwise
+# operations), newest first. A new kernel's tests go at the front.
+first_tests=(tests/test_cuda_runtime.py tests/test_index_alias.py tests/fuzz/test_fuzz_alias.py
+             tests/test_ingest.py tests/fuzz/test_fuzz_bool_bytes.py tests/test_fancy_index.py
+             tests/test_argminmax.py tests/test_where.py tests/test_where_props.py
+             tests/test_sigmoid_floor_pow_clip.py tests/test_softmax.py)
+rest=()
+for f in "${first_tests[@]}"; do
+    if [ ! -f "$f" ]; then
+        note "FAIL    first-tests: $f is listed in tools/gpu_check.sh but does not exist"
+        failed=1
+    fi
+    rest+=("--ignore=$f")
+done
 
 # A hung CUDA call cannot be interrupted: each test gets a time limit that dumps every
 # thread's stack and ends the run (pytest-timeout's thread method, else the conftest's own).
@@ -179,15 +214,20 @@ if ! "$PY" -c "import pytest_timeout" 2>/dev/null; then
     export GPUDEV_TEST_TIMEOUT=$((45 * SCALE)) GPUDEV_TEST_TIMEOUT_LOG=$LOG/test-timeout.txt
 fi
 pytest=("$PY" -m pytest -q -p no:cacheprovider -rfEs --durations=15 "${limit[@]}")
-# the tests written for real hardware first, so a time-out still leaves their results
+# pytest collects a folder once, in its own order, even when some of its files are named
+# before it: the first tests are a step of their own, and the rest ignores them.
 if [ "$mode" = quick ]; then
-    step gpu-tests 600 "${pytest[@]}" -m "gpu and not slow" tests/test_cuda_runtime.py tests
+    step first-tests 90 "${pytest[@]}" -m "gpu and not slow" "${first_tests[@]}"
+    step hw-checks 100 "$PY" tools/gpu_hw_check.py
+    step gpu-tests 600 "${pytest[@]}" -m "gpu and not slow" "${rest[@]}" tests
 else
-    step all-tests 1200 "${pytest[@]}" -m "not slow" tests/test_cuda_runtime.py tests
+    step first-tests 300 "${pytest[@]}" -m "not slow" "${first_tests[@]}"
+    step hw-checks 100 "$PY" tools/gpu_hw_check.py
+    step all-tests 1200 "${pytest[@]}" -m "not slow" "${rest[@]}" tests
     step bench 1200 "$PY" -m gpudev bench --device cuda:0 --json "$LOG/bench.json"
 fi
 
-note "total: $((SECONDS - started)) s; logs in $LOG"
+note "total: $((SECONDS - started)) s; logs in $DEST/$ARCHIVE"
 if [ $failed -ne 0 ]; then
     note "RESULT: FAILED (lines above)"
     exit 1

@@ -1,13 +1,27 @@
 /* argreduce.c - the CPU backend's argmax and argmin over the middle axis of an (outer, len,
  * inner) block: the index of the first extreme, NaN counting as the extreme (NumPy's rule),
  * with results that do not depend on the thread count.
+ *
+ *   inner == 1, many rows     rows over the threads
+ *   inner == 1, few long rows each row cut into pieces over the threads, merged in order
+ *   inner > 1                 tiles of columns over the threads, each tile down every row
+ *   inner > 1, few columns    the same, with the rows also cut into chunks (a (1e8, 2)
+ *                             argmax(axis=0) is one tile: without chunks, one thread), each
+ *                             chunk's per-column results merged in order afterwards
  */
 #include "cpu.h"
+
+#include <stdlib.h>
 
 #define GD_ARG_LANES 16     /* independent accumulators of a row's extreme */
 #define GD_ARG_TILE 256      /* columns scanned together when inner > 1 (their best on stack) */
 #define GD_ARG_MAX_SEGS 64   /* pieces of one long row scanned by separate threads */
 #define GD_ARG_MIN_SEG ((int64_t)1 << 15) /* smallest such piece (elements) */
+/* columns: rows per chunk at least, and chunks only while outer * inner is at most
+ * GD_ARG_SPLIT_MAX (a wider block already has tiles for every thread; its scratch of
+ * chunks * outer * inner indices stays under 2 MiB) */
+#define GD_ARG_RCHUNK ((int64_t)1 << 12)
+#define GD_ARG_SPLIT_MAX ((int64_t)4096)
 
 /* ------------------------------------------------------------------------------------------
  * kernels
@@ -26,13 +40,16 @@ typedef struct gd_arg_job {
     const char *in;
     int64_t outer, len, inner;
     int64_t ntiles;   /* column tiles per outer index */
-    int64_t seg;      /* elements per piece of a split row */
-    int64_t *seg_at;  /* each piece's first extreme (absolute index) */
+    int64_t seg;      /* elements per piece of a split row; rows per chunk of split columns */
+    int64_t nseg;     /* pieces of a split row; chunks of split columns */
+    int64_t *seg_at;  /* each piece's first extreme (absolute index); for columns, chunk c of
+                         outer index o at seg_at[(o * nseg + c) * inner + i] */
 } gd_arg_job;
 
 typedef struct gd_arg_kernels {
-    gd_range_fn rows, tiles, segs;
+    gd_range_fn rows, tiles, segs, col_chunks;
     int64_t (*merge)(const gd_arg_job *j, int64_t nseg);
+    void (*merge_cols)(const gd_arg_job *j);
 } gd_arg_kernels;
 
 #define GD_DEFINE_ARG(NAME, T, BEATS, EXT)                                                       \
@@ -75,28 +92,58 @@ typedef struct gd_arg_kernels {
         const T *x = (const T *)j->in;                                                           \
         for (int64_t o = begin; o < end; o++) j->out[o] = NAME##_scan(x + o * j->len, 0, j->len);  \
     }                                                                                            \
-    /* tile t: columns [i0, i1) of outer index t / ntiles, all rows at once (reads stay in    \
-     * order along each row of the block) */                                                   \
+    /* tile t (columns [i0, i0 + w) of outer index t / ntiles) over rows [r0, r1), all of    \
+     * its columns at once (reads stay in order along each row of the block): each column's   \
+     * first extreme there into at[q] */                                                       \
+    static void NAME##_tile(const gd_arg_job *j, int64_t t, int64_t r0, int64_t r1, int64_t *at) \
+    {                                                                                            \
+        T best[GD_ARG_TILE];                                                                     \
+        const int64_t o = t / j->ntiles, i0 = (t % j->ntiles) * GD_ARG_TILE;                     \
+        const int64_t w = GD_MIN(j->inner - i0, (int64_t)GD_ARG_TILE);                            \
+        const T *x = (const T *)j->in + o * j->len * j->inner + i0;                              \
+        for (int64_t q = 0; q < w; q++) {                                                        \
+            best[q] = x[r0 * j->inner + q];                                                      \
+            at[q] = r0;                                                                          \
+        }                                                                                        \
+        for (int64_t r = r0 + 1; r < r1; r++) {                                                  \
+            const T *row = x + r * j->inner;                                                     \
+            for (int64_t q = 0; q < w; q++)                                                      \
+                if (BEATS(row[q], best[q])) {                                                    \
+                    best[q] = row[q];                                                            \
+                    at[q] = r;                                                                   \
+                }                                                                                \
+        }                                                                                        \
+    }                                                                                            \
     static void NAME##_tiles(void *ctx, int64_t begin, int64_t end)                              \
     {                                                                                            \
         const gd_arg_job *j = ctx;                                                               \
-        T best[GD_ARG_TILE];                                                                     \
-        for (int64_t t = begin; t < end; t++) {                                                  \
-            const int64_t o = t / j->ntiles, i0 = (t % j->ntiles) * GD_ARG_TILE;                 \
-            const int64_t w = GD_MIN(j->inner - i0, (int64_t)GD_ARG_TILE);                        \
-            const T *x = (const T *)j->in + o * j->len * j->inner + i0;                          \
-            int64_t *at = j->out + o * j->inner + i0;                                            \
-            for (int64_t q = 0; q < w; q++) {                                                    \
-                best[q] = x[q];                                                                  \
-                at[q] = 0;                                                                       \
-            }                                                                                    \
-            for (int64_t r = 1; r < j->len; r++) {                                               \
-                const T *row = x + r * j->inner;                                                 \
-                for (int64_t q = 0; q < w; q++)                                                  \
-                    if (BEATS(row[q], best[q])) {                                                \
-                        best[q] = row[q];                                                        \
-                        at[q] = r;                                                               \
-                    }                                                                            \
+        for (int64_t t = begin; t < end; t++)                                                    \
+            NAME##_tile(j, t, 0, j->len,                                                         \
+                        j->out + (t / j->ntiles) * j->inner + (t % j->ntiles) * GD_ARG_TILE);    \
+    }                                                                                            \
+    /* item p: row chunk c = p % nseg of tile t = p / nseg */                                   \
+    static void NAME##_col_chunks(void *ctx, int64_t begin, int64_t end)                         \
+    {                                                                                            \
+        const gd_arg_job *j = ctx;                                                               \
+        for (int64_t p = begin; p < end; p++) {                                                  \
+            const int64_t c = p % j->nseg, t = p / j->nseg, o = t / j->ntiles;                   \
+            const int64_t r0 = c * j->seg, r1 = GD_MIN(j->len, r0 + j->seg);                      \
+            NAME##_tile(j, t, r0, r1, j->seg_at + (o * j->nseg + c) * j->inner + (t % j->ntiles) * GD_ARG_TILE); \
+        }                                                                                        \
+    }                                                                                            \
+    /* each column's chunks in order: a later chunk wins only by beating the best so far */    \
+    static void NAME##_merge_cols(const gd_arg_job *j)                                           \
+    {                                                                                            \
+        for (int64_t o = 0; o < j->outer; o++) {                                                 \
+            const T *x = (const T *)j->in + o * j->len * j->inner;                               \
+            const int64_t *chunks = j->seg_at + o * j->nseg * j->inner;                          \
+            for (int64_t i = 0; i < j->inner; i++) {                                             \
+                int64_t at = chunks[i];                                                          \
+                for (int64_t c = 1; c < j->nseg; c++) {                                          \
+                    const int64_t r = chunks[c * j->inner + i];                                  \
+                    if (BEATS(x[r * j->inner + i], x[at * j->inner + i])) at = r;                \
+                }                                                                                \
+                j->out[o * j->inner + i] = at;                                                   \
             }                                                                                    \
         }                                                                                        \
     }                                                                                            \
@@ -115,7 +162,8 @@ typedef struct gd_arg_kernels {
             if (BEATS(x[j->seg_at[p]], x[at])) at = j->seg_at[p];                                \
         return at;                                                                               \
     }                                                                                            \
-    static const gd_arg_kernels NAME = {NAME##_rows, NAME##_tiles, NAME##_segs, NAME##_merge};
+    static const gd_arg_kernels NAME = {NAME##_rows, NAME##_tiles, NAME##_segs, NAME##_col_chunks, \
+                                        NAME##_merge, NAME##_merge_cols};
 
 GD_DEFINE_ARG(argmax_f32, float, GD_BEATS_MAX, GD_FMAX)
 GD_DEFINE_ARG(argmax_f64, double, GD_BEATS_MAX, GD_FMAX)
@@ -133,9 +181,38 @@ static const gd_arg_kernels *const gd_arg_table[2][GD_NUM_DTYPES] = {
 };
 
 /* ------------------------------------------------------------------------------------------
- * the entry: threads over rows or column tiles; a single long row is cut into pieces whose
- * results merge in order, so the first extreme wins whatever the thread count
+ * the entry: threads over rows or column tiles; a single long row is cut into pieces, and
+ * long columns into chunks of rows, whose results merge in order, so the first extreme wins
+ * whatever the thread count
  * ---------------------------------------------------------------------------------------- */
+
+/* inner > 1: tiles of columns over the threads, each tile's rows cut into chunks when the
+ * columns are few and long (the chunks' per-column results merged in order afterwards). */
+static int gd_arg_columns(gd_arg_job *job, const gd_arg_kernels *k, int nt, const char *name, gd_error *err)
+{
+    const int64_t outer = job->outer, len = job->len, inner = job->inner;
+    job->ntiles = (inner + GD_ARG_TILE - 1) / GD_ARG_TILE;
+    const int64_t tiles = outer * job->ntiles;
+    const int split = outer * len * inner >= GD_PAR_REDUCE && len >= 2 * GD_ARG_RCHUNK && outer * inner <= GD_ARG_SPLIT_MAX;
+    if (!split) {
+        gd_parallel_for(GD_MIN((int64_t)nt, tiles), tiles, 1, k->tiles, job);
+        return GD_OK;
+    }
+    const int64_t want = GD_MIN((int64_t)GD_ARG_MAX_SEGS, len / GD_ARG_RCHUNK);
+    job->seg = (len + want - 1) / want;
+    job->nseg = (len + job->seg - 1) / job->seg; /* every chunk non-empty */
+    const size_t bytes = (size_t)(outer * job->nseg * inner) * sizeof(int64_t);
+    job->seg_at = malloc(bytes);
+    if (!job->seg_at) {
+        char want_text[32];
+        return gd_set_error(err, GD_ERR_HOST_OOM, "%s: out of host memory allocating %s of scratch", name,
+                            gd_format_bytes(want_text, sizeof want_text, bytes));
+    }
+    gd_parallel_for(GD_MIN((int64_t)nt, tiles * job->nseg), tiles * job->nseg, 1, k->col_chunks, job);
+    k->merge_cols(job);
+    free(job->seg_at);
+    return GD_OK;
+}
 
 int gd_cpu_argreduce(int64_t *out, gd_redop op, const void *in, gd_dtype dtype, int64_t outer, int64_t len,
                      int64_t inner, int device, gd_error *err)
@@ -150,8 +227,7 @@ int gd_cpu_argreduce(int64_t *out, gd_redop op, const void *in, gd_dtype dtype, 
     gd_arg_job job = {.out = out, .in = in, .outer = outer, .len = len, .inner = inner};
     const int nt = gd_threads_for(outer * len * inner, GD_PAR_REDUCE);
     if (inner > 1) {
-        job.ntiles = (inner + GD_ARG_TILE - 1) / GD_ARG_TILE;
-        gd_parallel_for(GD_MIN((int64_t)nt, outer * job.ntiles), outer * job.ntiles, 1, k->tiles, &job);
+        return gd_arg_columns(&job, k, nt, op == GD_RED_MAX ? "argmax" : "argmin", err);
     } else if (outer >= nt || len < 2 * GD_ARG_MIN_SEG) {
         gd_parallel_for(GD_MIN((int64_t)nt, outer), outer, 1, k->rows, &job);
     } else { /* few long rows: each cut into pieces */

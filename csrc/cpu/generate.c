@@ -1,5 +1,6 @@
 /* generate.c - the CPU backend's generators: arange and the Philox random numbers (the same
- * philox.h as the CUDA backend, so one seed gives the same numbers on every device).
+ * philox.h as the CUDA backend, so one seed gives the same rand numbers, bit for bit, on
+ * every device, and randn numbers within a few ulps of each other: see philox.h).
  */
 #include <string.h>
 

@@ -119,6 +119,38 @@ static inline unsigned gd_cuda_blocks(const gd_cuda_device *dev, int64_t n, int 
     return (unsigned)(blocks < wave ? blocks : wave);
 }
 
+/* Chunks of a reduction of `len` elements along each of `items` independent work items, so
+ * that about `target` blocks run (a wave: sm_count * 2048 / GD_CUDA_THREADS), each chunk at
+ * least `min_chunk` long and a multiple of 64 (a chunk of a contiguous row then starts on a
+ * 16-byte boundary when the row does). *splits = chunks per item; returns the chunk length.
+ * Long and few (one long row, two long columns) gives many chunks, whose partial results a
+ * second pass merges; many items give one chunk each. */
+static inline int64_t gd_cuda_plan_chunk(int64_t *splits, int64_t items, int64_t len, int64_t target,
+                                         int64_t min_chunk)
+{
+    int64_t s = 1;
+    if (items < target) {
+        s = (target + items - 1) / items;
+        const int64_t by_size = (len + min_chunk - 1) / min_chunk;
+        if (s > by_size) s = by_size;
+        if (s < 1) s = 1;
+    }
+    int64_t chunk = (len + s - 1) / s;
+    chunk = (chunk + 63) / 64 * 64;
+    *splits = (len + chunk - 1) / chunk;
+    return chunk;
+}
+
+/* Column kernels (the reduced axis strided by inner > 1) work on tiles of TX = 2^bits
+ * adjacent columns by GD_CUDA_THREADS / TX row lanes, so that a warp's loads are coalesced
+ * whatever inner is: TX = inner rounded up to a power of two, at most 32. */
+static inline int gd_cuda_col_tile_bits(int64_t inner)
+{
+    int bits = 0;
+    while (bits < 5 && ((int64_t)1 << bits) < inner) bits++;
+    return bits;
+}
+
 /* ------------------------------------------------------------------------------------------
  * kernel tables: each entry picks its launcher from a table indexed by enum values
  * ---------------------------------------------------------------------------------------- */

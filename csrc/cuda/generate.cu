@@ -1,5 +1,6 @@
 /* generate.cu - the CUDA backend's generators: arange and the Philox random kernel (the same
- * philox.h as the CPU backend, so one seed gives the same numbers on every device).
+ * philox.h as the CPU backend, so one seed gives the same rand numbers, bit for bit, as the
+ * CPU, and randn numbers within a few ulps of the CPU's: see philox.h).
  */
 #include "backend_cuda.cuh"
 #include "philox.h"

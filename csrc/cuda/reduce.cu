@@ -234,23 +234,6 @@ unsigned grid_of(int64_t items)
     return (unsigned)(items < cap ? items : cap);
 }
 
-/* Splits of a reduction of `len` along one of `items` independent work items so that about
- * `target` blocks run, each with at least `min_chunk` elements; returns the chunk length. */
-int64_t plan_chunk(int64_t *splits, int64_t items, int64_t len, int64_t target, int64_t min_chunk)
-{
-    int64_t s = 1;
-    if (items < target) {
-        s = ceil_div(target, items);
-        const int64_t by_size = ceil_div(len, min_chunk);
-        if (s > by_size) s = by_size;
-        if (s < 1) s = 1;
-    }
-    int64_t chunk = ceil_div(len, s);
-    chunk = ceil_div(chunk, 64) * 64; /* chunks keep a row's 16-byte alignment */
-    *splits = ceil_div(len, chunk);
-    return chunk;
-}
-
 /* The second pass: rows of `splits` partials -> out. */
 template <gd_redop OP, class Acc, class Out>
 int merge_partials(Out *out, const Acc *partial, int64_t rows, int64_t splits, gd_cuda_device *dev, gd_error *err)
@@ -317,7 +300,7 @@ int reduce_impl(Out *out, const T *in, int64_t outer, int64_t len, int64_t inner
             return GD_OK;
         }
         int64_t splits;
-        const int64_t chunk = plan_chunk(&splits, outer, len, wave, 16 * GD_CUDA_THREADS);
+        const int64_t chunk = gd_cuda_plan_chunk(&splits, outer, len, wave, 16 * GD_CUDA_THREADS);
         if (splits == 1) {
             rows_block_kernel<OP, Acc, T, Out>
                 <<<grid_of(outer), GD_CUDA_THREADS, 0, dev->stream>>>(out, nullptr, in, outer, len, 1, len);
@@ -332,12 +315,11 @@ int reduce_impl(Out *out, const T *in, int64_t outer, int64_t len, int64_t inner
         return rc;
     }
 
-    int tx_bits = 0;
-    while (tx_bits < 5 && ((int64_t)1 << tx_bits) < inner) tx_bits++; /* TX = min(32, next power of 2) */
+    const int tx_bits = gd_cuda_col_tile_bits(inner);
     const int64_t rows_per_pass = GD_CUDA_THREADS >> tx_bits;
     const int64_t tiles = outer * ceil_div(inner, (int64_t)1 << tx_bits);
     int64_t splits;
-    const int64_t chunk = plan_chunk(&splits, tiles, len, wave, 8 * rows_per_pass);
+    const int64_t chunk = gd_cuda_plan_chunk(&splits, tiles, len, wave, 8 * rows_per_pass);
     if (splits == 1) {
         cols_kernel<OP, Acc, T, Out><<<grid_of(tiles), GD_CUDA_THREADS, 0, dev->stream>>>(
             out, nullptr, in, outer, len, inner, tx_bits, 1, len);

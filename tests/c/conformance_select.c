@@ -1,7 +1,8 @@
 /* conformance_select.c - the selection entries: where (every dtype; array, scalar and
  * broadcast operands; transposed, stepped and reversed views; sizes past the parallel
- * thresholds) and argreduce (argmax and argmin of every dtype over rows, columns and long
- * rows, with ties, NaN anywhere and rows of NaN), against plain host loops.
+ * thresholds) and argreduce (argmax and argmin of every dtype over rows, columns, long rows
+ * and long columns, with ties, NaN anywhere and rows of NaN, and ties and NaNs across the
+ * chunks a long axis is cut into), against plain host loops.
  */
 #include "conformance.h"
 
@@ -112,6 +113,7 @@ static const arg_case arg_cases[] = {
     {"(1,300001,1)", 1, 300001, 1, 0}, {"(1,300001,1) NaN", 1, 300001, 1, 100003},
     {"(2,70001,1)", 2, 70001, 1, 0},  {"(400,33,1)", 400, 33, 1, 0},
     {"(4,6,5) all NaN", 4, 6, 5, -1}, {"(1,40000,3)", 1, 40000, 3, 0},
+    {"(1,200003,2)", 1, 200003, 2, 0}, {"(2,150001,3) NaN", 2, 150001, 3, 30011},
 };
 
 /* v beats b: strictly beyond it, or a NaN over a number (gpudev.h's argreduce contract) */
@@ -121,34 +123,90 @@ static int beats(double v, double b, int is_max)
     return is_max ? v > b : v < b;
 }
 
+/* The first extreme of each column of x, an (outer, len, inner) block, into want. */
+static void arg_reference(int64_t *want, const void *x, gd_dtype t, int64_t outer, int64_t len, int64_t inner,
+                          int is_max)
+{
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t k = 0; k < inner; k++) {
+            int64_t at = 0;
+            for (int64_t r = 1; r < len; r++)
+                if (beats(gdt_getf(x, t, (o * len + r) * inner + k), gdt_getf(x, t, (o * len + at) * inner + k), is_max))
+                    at = r;
+            want[o * inner + k] = at;
+        }
+}
+
+/* The backend's argreduce of the host block x against arg_reference. */
+static void expect_arg(const void *x, gd_dtype t, int64_t outer, int64_t len, int64_t inner, int is_max,
+                       const char *name)
+{
+    const int64_t n = outer * len * inner, m = outer * inner;
+    int64_t *want = gdt_host(m, GD_INT64);
+    arg_reference(want, x, t, outer, len, inner, is_max);
+    const size_t bytes = (size_t)n * gd_dtype_size(t);
+    void *dx = gdt_upload_new(x, bytes), *dout = gdt_alloc((size_t)m * sizeof(int64_t));
+    if (OK(gdt_be->argreduce(dout, is_max ? GD_RED_MAX : GD_RED_MIN, dx, t, outer, len, inner, gdt_dev, &gdt_err)))
+        EXPECT(dout, GD_INT64, m, want, GDT_EXACT, "%s %s %s", is_max ? "argmax" : "argmin", name, gdt_dtype_name(t));
+    gdt_free(dx, bytes);
+    gdt_free(dout, (size_t)m * sizeof(int64_t));
+    free(want);
+}
+
 static void check_arg_case(const arg_case *ac, gd_dtype t, int is_max)
 {
-    const int64_t n = ac->outer * ac->len * ac->inner, m = ac->outer * ac->inner;
+    const int64_t n = ac->outer * ac->len * ac->inner;
     void *x = gdt_host(n, t);
-    int64_t *want = gdt_host(m, GD_INT64);
     for (int64_t i = 0; i < n; i++) { /* few distinct values: ties everywhere */
         const int64_t v = (int64_t)(gdt_rand_u64() % 7) - 3;
         const int nan = gd_dtype_is_float(t) && (ac->nan_every < 0 || (ac->nan_every > 0 && i % ac->nan_every == 3));
         gdt_put(x, t, i, nan ? NAN : (double)v * 0.5, t == GD_BOOL ? v > 0 : v);
     }
-    for (int64_t o = 0; o < ac->outer; o++)
-        for (int64_t k = 0; k < ac->inner; k++) {
-            int64_t at = 0;
-            for (int64_t r = 1; r < ac->len; r++)
-                if (beats(gdt_getf(x, t, (o * ac->len + r) * ac->inner + k), gdt_getf(x, t, (o * ac->len + at) * ac->inner + k),
-                          is_max))
-                    at = r;
-            want[o * ac->inner + k] = at;
-        }
-    const size_t bytes = (size_t)n * gd_dtype_size(t);
-    void *dx = gdt_upload_new(x, bytes), *dout = gdt_alloc((size_t)m * sizeof(int64_t));
-    if (OK(gdt_be->argreduce(dout, is_max ? GD_RED_MAX : GD_RED_MIN, dx, t, ac->outer, ac->len, ac->inner, gdt_dev,
-                             &gdt_err)))
-        EXPECT(dout, GD_INT64, m, want, GDT_EXACT, "%s %s %s", is_max ? "argmax" : "argmin", ac->name,
-               gdt_dtype_name(t));
-    gdt_free(dx, bytes);
-    gdt_free(dout, (size_t)m * sizeof(int64_t));
-    free(x), free(want);
+    expect_arg(x, t, ac->outer, ac->len, ac->inner, is_max, ac->name);
+    free(x);
+}
+
+/* Long columns, few of them: the axis is cut into chunks (of rows that are multiples of 64 on
+ * the GPU, 1/64 of the axis on the CPU) whose candidates are merged. In column c = o * inner
+ * + k the extreme fills every row from run[c] on, so each later chunk offers a tie and the
+ * merge must keep the earliest; a row before run[c] never holds it. With NaNs (floats),
+ * nan[c] >= 0 puts a NaN at that row and at every 4099th row after it: NaNs tie with each
+ * other across chunks and beat the extreme before them. The rows include the axis' first and
+ * last rows and the first and last rows of chunks as this length is cut: 62528 rows ((1, L, 2) and (1, L, 3))
+ * and 125056 ((2, L, 3)) with 2 multiprocessors; 1024, 960 and 1920 with 132; 15626 on the
+ * CPU. */
+typedef struct arg_run_case {
+    const char *name;
+    int64_t outer, len, inner;
+    int64_t run[6], nan[6];
+} arg_run_case;
+
+static const arg_run_case arg_run_cases[] = {
+    {"(1,1000003,2) runs", 1, 1000003, 2, {500224, 307199}, {-1, -1}},
+    {"(1,1000003,2) runs, NaN", 1, 1000003, 2, {62527, 0}, {937920, 1023}},
+    {"(1,1000003,3) runs at the ends", 1, 1000003, 3, {1000002, 15625, 745920}, {999999, -1, 959}},
+    {"(2,1000003,3) runs, NaN", 2, 1000003, 3, {46877, 250112, 31252, 5, 1920, 1000000},
+     {-1, 625280, 62528, 1919, -1, 700001}},
+};
+
+static void check_arg_run_case(const arg_run_case *rc, gd_dtype t, int is_max)
+{
+    const int64_t n = rc->outer * rc->len * rc->inner;
+    const double extreme = is_max ? 2.0 : -2.0; /* beyond the other values, within [-1.5, 1.5] */
+    void *x = gdt_host(n, t);
+    for (int64_t o = 0; o < rc->outer; o++)
+        for (int64_t r = 0; r < rc->len; r++)
+            for (int64_t k = 0; k < rc->inner; k++) {
+                const int64_t c = o * rc->inner + k, i = (o * rc->len + r) * rc->inner + k;
+                const int64_t v = (int64_t)(gdt_rand_u64() % 7) - 3;
+                const int in_run = r >= rc->run[c];
+                const int nan = gd_dtype_is_float(t) && rc->nan[c] >= 0 && r >= rc->nan[c] && (r - rc->nan[c]) % 4099 == 0;
+                if (t == GD_BOOL) gdt_put(x, t, i, 0, in_run ? is_max : !is_max);
+                else if (nan) gdt_put(x, t, i, NAN, 0);
+                else gdt_put(x, t, i, in_run ? extreme : (double)v * 0.5, in_run ? (int64_t)extreme * 2 : v);
+            }
+    expect_arg(x, t, rc->outer, rc->len, rc->inner, is_max, rc->name);
+    free(x);
 }
 
 /* Entries refuse what their contract rules out, with a status and a message. */
@@ -172,6 +230,10 @@ void gdt_check_select(void)
         for (size_t i = 0; i < sizeof arg_cases / sizeof arg_cases[0]; i++) {
             check_arg_case(&arg_cases[i], (gd_dtype)t, 1);
             check_arg_case(&arg_cases[i], (gd_dtype)t, 0);
+        }
+        for (size_t i = 0; i < sizeof arg_run_cases / sizeof arg_run_cases[0]; i++) {
+            check_arg_run_case(&arg_run_cases[i], (gd_dtype)t, 1);
+            check_arg_run_case(&arg_run_cases[i], (gd_dtype)t, 0);
         }
     }
     check_refusals();
