@@ -105,7 +105,7 @@ def _load_cuda() -> None:
 
 _load_cuda()
 
-from . import _clip, _protocols, emulation  # noqa: E402
+from . import _clip, _index, _protocols, _torch, emulation  # noqa: E402
 from ._clip import clamp, clip  # noqa: E402
 from ._creation import empty_like, full_like, ones_like, zeros_like  # noqa: E402
 from ._logic import isfinite, isnan  # noqa: E402
@@ -114,13 +114,17 @@ from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  #
 
 _protocols.install()
 _clip.install()
+_torch.install()
+_index.install()
 tensor = array  # PyTorch's spelling of gd.array
+device = Device  # PyTorch's spelling of gd.Device: gd.device('cuda:0'), gd.device('cuda', 0)
+from ._torch import bmm, cat, from_numpy, int32, normal, randint  # noqa: E402
 
 from ._info import build_info, empty_cache, memory_stats, set_tf32  # noqa: E402
 from .io import load, save  # noqa: E402
 from .timing import BenchmarkResult, Timer, benchmark  # noqa: E402
 from .trace import Trace, trace  # noqa: E402
-from . import nn  # noqa: E402
+from . import cuda, nn, optim, utils  # noqa: E402
 
 
 def __getattr__(name: str):
@@ -145,9 +149,12 @@ __all__ = [
     "synchronize", "tanh", "tensor", "trace", "try_all_gpus", "try_gpu", "zeros", "zeros_like",
     "clamp", "clip", "floor_divide", "mod", "pow", "power", "remainder", "sigmoid",
     "argmax", "argmin", "nonzero", "where",
+    "bmm", "cat", "cuda", "device", "from_numpy", "int32", "max", "min", "normal", "optim",
+    "randint", "utils",
 ]
 
 # NumPy's names, bound last so the code above still sees Python's own any, all and bool
 from ._C import all, any, bool  # noqa: E402,A004
+from ._torch import max, min  # noqa: E402,A004
 
 bool_ = bool

@@ -2,7 +2,11 @@
 
 An Array becomes a ``.npy`` file and a dict of name -> Array (a model's state dict) becomes a
 ``.npz`` archive, so plain ``np.load`` reads what gpudev writes and gpudev reads what
-``np.save`` / ``np.savez`` write. Loading only ever parses a header that is a literal dict of
+``np.save`` / ``np.savez`` write. Lists, tuples and nested dicts of arrays (``gd.save([x, y],
+path)``, as PyTorch code saves them) become a ``.npz`` too: their arrays are the members
+``arr_0``, ``arr_1``, ... (``np.savez(x, y)``'s names) and one more member,
+``__gpudev_layout__``, holds the container's shape as JSON text, which ``load`` reads back into
+the same lists, tuples and dicts. Loading only ever parses a header that is a literal dict of
 three known keys and copies raw bytes: nothing in a file is unpickled or executed, and a file
 that is not exactly what its header says is refused before any array is created.
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import errno
+import json
 import math
 import os
 import secrets
@@ -137,6 +142,50 @@ def _validate_state_dict(obj: Mapping) -> None:
             )
 
 
+# ---------------------------------------------------------------------------------------------
+# containers: lists, tuples and nested dicts of arrays, as arrays plus a JSON layout
+# ---------------------------------------------------------------------------------------------
+
+_LAYOUT = "__gpudev_layout__"
+_LAYOUT_DEPTH = 64  # nesting deeper than this is refused (and could not be a real model state)
+
+
+def _layout(obj: Any, arrays: list[gd.Array], where: str, depth: int = 0) -> Any:
+    """The JSON form of a container; its arrays appended to `arrays` in order."""
+    if depth > _LAYOUT_DEPTH:
+        raise ValueError(f"save: {where} is nested more than {_LAYOUT_DEPTH} levels deep")
+    if isinstance(obj, gd.Array):
+        arrays.append(obj)
+        return {"array": f"arr_{len(arrays) - 1}"}
+    if isinstance(obj, (list, tuple)):
+        kind = "list" if isinstance(obj, list) else "tuple"
+        return {kind: [_layout(v, arrays, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj)]}
+    if isinstance(obj, Mapping):
+        for key in obj:
+            if not isinstance(key, str):
+                raise TypeError(f"save: the keys of {where} must be strings, got {key!r}")
+        return {"dict": [[k, _layout(v, arrays, f"{where}[{k!r}]", depth + 1)] for k, v in obj.items()]}
+    raise TypeError(f"save: {where} is a {type(obj).__name__}; gpudev saves Arrays and lists, tuples "
+                    f"and dicts of them, never pickles; convert it first, e.g. gd.asarray(value)")
+
+
+def _rebuild(node: Any, arrays: dict[str, Any], path: str, depth: int = 0) -> Any:
+    """The container a layout describes, with the loaded arrays in it; ValueError if corrupt."""
+    bad = ValueError(f"load: {path!r} has a corrupt {_LAYOUT} member")
+    if depth > _LAYOUT_DEPTH + 1 or not isinstance(node, dict) or len(node) != 1:
+        raise bad
+    (kind, body), = node.items()
+    if kind == "array" and isinstance(body, str) and body in arrays:
+        return arrays[body]
+    if kind in ("list", "tuple") and isinstance(body, list):
+        items = [_rebuild(v, arrays, path, depth + 1) for v in body]
+        return items if kind == "list" else tuple(items)
+    if kind == "dict" and isinstance(body, list) and all(
+            isinstance(kv, list) and len(kv) == 2 and isinstance(kv[0], str) for kv in body):
+        return {k: _rebuild(v, arrays, path, depth + 1) for k, v in body}
+    raise bad
+
+
 def _check_suffix(path: str, is_dict: bool) -> None:
     # The path is used as given, but a .npy/.npz suffix that contradicts the format the object
     # is written in is almost certainly a mistake (an Array saved where a state dict belongs).
@@ -185,7 +234,8 @@ def _fsync_folder(folder: str) -> None:
 
 
 def save(obj: Any, path: PathLike) -> None:
-    """Save an Array as a NumPy ``.npy`` file, or a dict of str -> Array as a ``.npz`` archive.
+    """Save an Array as a NumPy ``.npy`` file, or a dict of str -> Array as a ``.npz`` archive
+    (a list, tuple or nested dict of arrays too: see the module's documentation).
 
     The file is readable by plain ``np.load`` (no pickle). GPU arrays are copied to the host
     first, one ``a.cpu()`` each (they show up in ``gd.trace()``), one array at a time.
@@ -208,12 +258,18 @@ def save(obj: Any, path: PathLike) -> None:
         >>> import numpy as np; np.load("a.npy").tolist()
         [[0, 1, 2], [3, 4, 5]]
     """
-    is_dict = isinstance(obj, Mapping)
-    if is_dict:
+    is_dict = not isinstance(obj, gd.Array)  # written as a .npz archive
+    if isinstance(obj, Mapping) and not any(isinstance(v, (list, tuple, Mapping)) for v in obj.values()):
         _validate_state_dict(obj)
+        members = dict(obj)
+    elif isinstance(obj, (list, tuple, Mapping)):
+        arrays: list[gd.Array] = []
+        text = json.dumps(_layout(obj, arrays, "obj"), separators=(",", ":"))
+        members = {f"arr_{i}": a for i, a in enumerate(arrays)}
+        members[_LAYOUT] = gd.array(np.frombuffer(text.encode("utf-8"), dtype=np.uint8).astype(np.int64))
     elif not isinstance(obj, gd.Array):
         raise TypeError(
-            f"save: expected a gpudev Array or a dict of str -> Array, got "
+            f"save: expected a gpudev Array or a dict, list or tuple of Arrays, got "
             f"{type(obj).__name__}; convert it first, e.g. gd.asarray(obj)"
         )
     if not isinstance(path, (str, os.PathLike)):
@@ -238,7 +294,7 @@ def save(obj: Any, path: PathLike) -> None:
         with os.fdopen(fd, "wb") as f:
             if is_dict:
                 with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as zf:
-                    for key, value in obj.items():
+                    for key, value in members.items():
                         host = _host_view(value)
                         # zip64 fields cost 20 bytes and lift the 4 GiB member limit.
                         with zf.open(key + ".npy", "w", force_zip64=True) as member:
@@ -524,8 +580,9 @@ def _parse_device(device: Any) -> gd.Device:
     return require(dev, "load", "load onto the CPU with device='cpu'")
 
 
-def load(path: PathLike, device: Any = None) -> gd.Array | dict[str, gd.Array]:
-    """Load a ``.npy`` file as an Array, or a ``.npz`` archive as a dict of str -> Array.
+def load(path: PathLike, device: Any = None) -> Any:
+    """Load a ``.npy`` file as an Array, or a ``.npz`` archive as a dict of str -> Array (or as
+    the list, tuple or nested dict that ``save`` wrote).
 
     ``device`` puts every array there directly, one host-to-device copy each (PyTorch's
     ``map_location``); the default is the CPU, so a file saved on a GPU machine loads on any
@@ -577,6 +634,14 @@ def load(path: PathLike, device: Any = None) -> gd.Array | dict[str, gd.Array]:
             raise ValueError(
                 f"load: {path!r} is not a .npy or .npz file: it starts with {start!r}{hint}"
             )
-    if isinstance(hosts, dict):
-        return {key: gd.asarray(host, device=dev) for key, host in hosts.items()}
-    return gd.asarray(hosts, device=dev)
+    if not isinstance(hosts, dict):
+        return gd.asarray(hosts, device=dev)
+    layout = hosts.pop(_LAYOUT, None)
+    if layout is not None:
+        try:
+            tree = json.loads(bytes(layout.astype(np.uint8)).decode("utf-8"))
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            raise ValueError(f"load: {path!r} has a corrupt {_LAYOUT} member") from None
+        _rebuild(tree, dict.fromkeys(hosts), path)  # check it all before creating arrays
+        return _rebuild(tree, {k: gd.asarray(h, device=dev) for k, h in hosts.items()}, path)
+    return {key: gd.asarray(host, device=dev) for key, host in hosts.items()}

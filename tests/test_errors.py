@@ -366,13 +366,19 @@ def test_unsupported_indexes(device):
         a[::0]
     with pytest.raises(IndexError, match=r"setitem: only integers"):
         a[1.5] = 100
-    # index arrays past the leading axes: refused with what is supported, never a wrong selection
-    for index in ((slice(None), gd.arange(2, device=device)), (np.array([0, 1]), [0, 1]), ([0, 1], 1)):
-        with pytest.raises(IndexError, match=r"getitem: an index array or mask is supported only alone on the "
-                                              r"leading axes"):
+    # several index arrays: each one's range is checked, and a bad key writes nothing
+    for index, axis in (((slice(None), gd.array([0, 3], device=device)), 1), (([0, 1], [0, 5]), 1),
+                        (([4, 1], 1), 0), (([0, -5], 0), 0)):
+        with pytest.raises(IndexError, match=rf"getitem: index -?\d is out of bounds for axis {axis} with size"):
             a[index]
-        with pytest.raises(IndexError, match=r"setitem: an index array or mask is supported only alone"):
+        with pytest.raises(IndexError, match=rf"setitem: index -?\d is out of bounds for axis {axis}"):
             a[index] = 0
+    with pytest.raises(IndexError, match=r"getitem: shape mismatch: indexing arrays could not be broadcast "
+                                          r"together with shapes \(2,\) \(3,\)"):
+        a[[0, 1], [0, 1, 2]]
+    with pytest.raises(IndexError, match=r"getitem: only integers, slices .* got str"):
+        a[[0, 1], "x"]
+    assert a.tolist() == np.arange(12).reshape(4, 3).tolist()
     _still_usable(a, np.arange(12).reshape(4, 3))
 
 

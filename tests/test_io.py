@@ -516,8 +516,15 @@ def test_overlapping_members_are_refused(tmp_path):
 def test_save_argument_errors(tmp_path):
     with pytest.raises(TypeError, match=r"save: expected a gpudev Array .* got ndarray"):
         gd.save(np.ones(3), tmp_path / "a.npy")
-    with pytest.raises(TypeError, match=r"save: value for key 'b' is not a gpudev Array \(got list\)"):
-        gd.save({"a": gd.ones(2), "b": [1, 2]}, tmp_path / "m.npz")
+    with pytest.raises(TypeError, match=r"save: value for key 'b' is not a gpudev Array \(got int\)"):
+        gd.save({"a": gd.ones(2), "b": 1}, tmp_path / "m.npz")
+    with pytest.raises(TypeError, match=r"save: obj\['b'\]\[1\] is a int; gpudev saves Arrays and lists, "
+                                        r"tuples and dicts of them, never pickles"):
+        gd.save({"a": gd.ones(2), "b": [gd.ones(1), 1]}, tmp_path / "m.npz")
+    with pytest.raises(TypeError, match=r"save: the keys of obj\[0\] must be strings, got 1"):
+        gd.save([{1: gd.ones(2)}], tmp_path / "m.npz")
+    with pytest.raises(ValueError, match=r"save: a dict is written as a \.npz archive"):
+        gd.save([gd.ones(2)], tmp_path / "a.npy")
     with pytest.raises(TypeError, match="save: dict keys must be non-empty strings"):
         gd.save({1: gd.ones(2)}, tmp_path / "m.npz")
     with pytest.raises(ValueError, match=r"save: an Array is written as a \.npy file"):
@@ -631,3 +638,51 @@ def test_bool_bytes_other_than_0_and_1_load_as_true(tmp_path):
     assert b.dtype == gd.bool and b.tolist() == [False, True, True, True]
     assert (b & gd.array([True, True, True, True])).tolist() == [False, True, True, True]
     assert np.asarray(b).view(np.uint8).tolist() == [0, 1, 1, 1]
+
+
+# ---------------------------------------------------------------------------------------------
+# lists, tuples and nested dicts of arrays
+# ---------------------------------------------------------------------------------------------
+
+
+def test_lists_tuples_and_nested_dicts_round_trip(tmp_path, device):
+    x, y = gd.arange(4, device=device), gd.ones((2, 3), dtype=gd.float64, device=device)
+    for obj in ([x, y], (x,), {"w": [x, (y, x)], "inner": {"b": y}}, [], [[x], {}]):
+        path = tmp_path / "c.npz"
+        gd.save(obj, path)
+        back = gd.load(path, device=device)
+
+        def same(a, b):
+            assert type(a) is type(b)
+            if isinstance(a, gd.Array):
+                assert a.dtype == b.dtype and a.device == b.device
+                np.testing.assert_array_equal(a.cpu().numpy(), b.cpu().numpy())
+            elif isinstance(a, dict):
+                assert list(a) == list(b)
+                for k in a:
+                    same(a[k], b[k])
+            else:
+                assert len(a) == len(b)
+                for u, v in zip(a, b):
+                    same(u, v)
+
+        same(back, obj)
+
+
+def test_a_saved_list_is_np_savez_with_a_layout(tmp_path):
+    path = tmp_path / "xy.npz"
+    gd.save([gd.arange(3), gd.zeros(2)], path)
+    with np.load(path) as f:  # NumPy reads the arrays under np.savez's own names
+        assert sorted(f.files) == ["__gpudev_layout__", "arr_0", "arr_1"]
+        assert f["arr_0"].tolist() == [0, 1, 2]
+    gd.save({"w": gd.ones(2)}, path)  # a flat dict stays a plain archive
+    with np.load(path) as f:
+        assert f.files == ["w"]
+
+
+def test_a_corrupt_layout_is_refused(tmp_path):
+    path = tmp_path / "bad.npz"
+    for text in (b"{not json", b'{"list": [{"array": "arr_7"}]}', b'{"pickle": 1}', b"[" * 5000):
+        np.savez(path, arr_0=np.zeros(2), __gpudev_layout__=np.frombuffer(text, dtype=np.uint8))
+        with pytest.raises(ValueError, match=r"has a corrupt __gpudev_layout__ member"):
+            gd.load(path)

@@ -22,6 +22,7 @@ import pytest
 
 import gpudev as gd
 import gpudev._C as C
+from gpudev._torch import REPLACED
 
 A = gd.arange(6.0).reshape(2, 3)
 Call = tuple[tuple[Any, ...], dict[str, Any]]
@@ -105,8 +106,10 @@ def public_core_callables() -> dict[str, Any]:
 
 
 def c_methods(cls: type) -> set[str]:
-    """The methods cls defines in C (PyMethodDef entries), not slots or inherited ones."""
-    return {n for n, v in vars(cls).items() if isinstance(v, types.MethodDescriptorType)}
+    """The methods cls defines in C (PyMethodDef entries), not slots or inherited ones; for
+    Array also those that gpudev's PyTorch-aware Python methods replace (checked as C)."""
+    found = {n for n, v in vars(cls).items() if isinstance(v, types.MethodDescriptorType)}
+    return found | set(REPLACED) if cls is gd.Array else found
 
 
 def test_every_callable_has_a_call_here():
@@ -143,7 +146,7 @@ def _target(name: str, cls: type | None, make) -> tuple[Callable[..., Any], Call
         self, args, kwargs = make()
         return (self,) + tuple(args), kwargs
 
-    return getattr(cls, name), fresh
+    return (REPLACED[name] if cls is gd.Array and name in REPLACED else getattr(cls, name)), fresh
 
 
 def _same(x: Any, y: Any, name: str) -> bool:

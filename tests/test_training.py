@@ -100,8 +100,8 @@ def test_cross_entropy_refuses_bad_targets():
         loss_fn(logits, gd.zeros(2))
     with pytest.raises(ValueError, match=r"cross_entropy: logits must be \(batch, classes\)"):
         loss_fn(gd.zeros(3), gd.array([0]))
-    with pytest.raises(ValueError, match="CrossEntropyLoss: reduction must be 'mean' or 'sum'"):
-        nn.CrossEntropyLoss(reduction="none")
+    with pytest.raises(ValueError, match="CrossEntropyLoss: reduction must be 'none', 'mean' or 'sum', got 'avg'"):
+        nn.CrossEntropyLoss(reduction="avg")
 
 
 def run_optimizer(make, grads: list[np.ndarray], p0: np.ndarray, device: gd.Device) -> np.ndarray:

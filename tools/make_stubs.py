@@ -14,6 +14,7 @@ committed stub differs from what this writes, and runs mypy's stubtest on it.
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 import types
 from pathlib import Path
@@ -52,6 +53,8 @@ TYPES = {
     "index": "int", "axis1": "int", "axis2": "int", "value": "_Operand", "mod": "None", "key": "object",
     "min": "_Operand", "max": "_Operand", "ufunc": "np.ufunc", "method": "str", "inputs": "object",
     "kwargs": "object", "func": "Callable[..., object]", "types": "tuple[type, ...]", "args": "tuple[object, ...]",
+    "other": "_Operand", "alpha": "_Scalar", "mean": "float", "std": "float", "src": "_Operand", "dim": "int",
+    "sizes": "int", "size": "_Shape", "start_dim": "int | str", "end_dim": "int", "correction": "float", "unbiased": "builtins.bool", "exponent": "_Operand",
 }
 # (callable, parameter) -> type, where a name means something else there
 TYPES_OF = {
@@ -67,6 +70,9 @@ TYPES_OF = {
     ("Device.__eq__", "value"): "object", ("Device.__ne__", "value"): "object",
     ("Device.__lt__", "value"): "Device", ("Device.__le__", "value"): "Device",
     ("Device.__gt__", "value"): "Device", ("Device.__ge__", "value"): "Device",
+    ("Array.uniform_", "a"): "float", ("Array.uniform_", "b"): "float", ("Array.to", "args"): "object",
+    ("Array.fill_", "value"): "_Scalar", ("Array.squeeze", "dim"): "int | Sequence[int]",
+    ("Array.view", "shape"): "int | Sequence[int]",
 }
 RETURNS = {
     "allclose": "builtins.bool", "nonzero": "tuple[Array, ...]", "cpu": "Device", "gpu": "Device",
@@ -84,6 +90,7 @@ RETURNS = {
     "Device.__repr__": "str", "Device.__str__": "str", "Device.__hash__": "int",
     "Device.__eq__": "builtins.bool", "Device.__ne__": "builtins.bool", "Device.__lt__": "builtins.bool",
     "Device.__le__": "builtins.bool", "Device.__gt__": "builtins.bool", "Device.__ge__": "builtins.bool",
+    "Array.numel": "int", "Array.dim": "int", "Array.type": "Array | str",
 }
 # attributes (getset descriptors) -> type
 ATTRIBUTES = {
@@ -157,7 +164,7 @@ def class_stub(cls: type) -> str:
         lines.append(f"    def __new__({params}) -> Device: ...\n")
     for attr, value in sorted(vars(cls).items()):
         where = f"{name}.{attr}"
-        if isinstance(value, types.GetSetDescriptorType):
+        if isinstance(value, (types.GetSetDescriptorType, property)):  # size is a Python property
             if attr.startswith("_") and not attr.endswith("__"):
                 continue
             lines.append(f"    @property\n    def {attr}(self) -> {ATTRIBUTES[where]}: ...\n")
@@ -169,7 +176,9 @@ def class_stub(cls: type) -> str:
             if attr == "__hash__" and name == "Array":
                 continue
             lines.append(function(where, attr, value, "    ", True))
-    return "".join(lines)
+    # Array has methods named int, float and bool (PyTorch's casts), which shadow the types
+    # inside the class body: spell the types through builtins there
+    return re.sub(r"(?<![.\w])(int|float)\b(?!\()", r"builtins.\1", "".join(lines))
 
 
 def stub() -> str:

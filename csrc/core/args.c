@@ -104,7 +104,12 @@ int gd_parse_args(PyObject **out, const gd_params *params, PyObject *const *args
         int i = strlen(name) == (size_t)len ? param_index(p, name) : -1;
         if (i < 0) {
             PyObject *shown = gd_brief_repr(key);
-            if (shown) PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument %U", p->fname, shown);
+            /* PyTorch's dim= and keepdim= are gpudev's (NumPy's and the array API's) axis= and keepdims= */
+            const char *hint = strcmp(name, "dim") == 0 && param_index(p, "axis") >= 0              ? "; use axis="
+                               : strcmp(name, "keepdim") == 0 && param_index(p, "keepdims") >= 0 ? "; use keepdims="
+                                                                                                  : "";
+            if (shown)
+                PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument %U%s", p->fname, shown, hint);
             Py_XDECREF(shown);
             return -1;
         }

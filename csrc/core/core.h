@@ -76,6 +76,8 @@ typedef struct gd_state {
                                          * _take_touched_devices() (benchmark's warm-up) */
     int gpu_count;                      /* GPUs of the CUDA backend; -1 until first asked */
     PyObject *ag_hooks;                 /* gpudev.autograd's recorder (autograd.c), or NULL */
+    PyObject *multi_index;              /* (take, put) of gpudev/_index.py: keys with several
+                                         * index arrays (gather.c), or NULL */
 } gd_state;
 
 /* ------------------------------------------------------------------------------------------

@@ -368,21 +368,30 @@ static PyObject *random_array(PyObject *module, PyObject *const *args, Py_ssize_
 {
     gd_state *st = PyModule_GetState(module);
     const char *op = params->fname;
-    PyObject *argv[3] = {Py_None, Py_None, NULL}; /* dtype, device, requires_grad: keyword-only */
+    /* size, dtype, device, requires_grad: keyword-only; size= is PyTorch's and NumPy's
+     * keyword for the shape, so it replaces the positional dimensions rather than adding to them */
+    PyObject *argv[4] = {Py_None, Py_None, Py_None, NULL};
     int ndim;
     int64_t shape[GD_MAX_NDIM];
     gd_dtype dt = GD_FLOAT32;
     gd_device dev = GD_CPU_DEVICE;
-    if (gd_parse_args(argv, params, args + nargs, 0, kwnames) < 0 || gd_parse_shape(args, nargs, &ndim, shape, op) < 0 ||
-        gd_parse_dtype(argv[0], &dt, op) < 0)
+    if (gd_parse_args(argv, params, args + nargs, 0, kwnames) < 0) return NULL;
+    if (argv[0] != Py_None && nargs > 0) {
+        PyErr_Format(PyExc_TypeError, "%s() got the shape twice, as dimensions and as size=; give one, e.g. "
+                     "%s(2, 3) or %s(size=(2, 3))", op, op, op);
         return NULL;
+    }
+    const int sized = argv[0] != Py_None;
+    if (gd_parse_shape(sized ? &argv[0] : args, sized ? 1 : nargs, &ndim, shape, op) < 0) return NULL;
+    PyObject **rest = argv + 1; /* dtype, device, requires_grad */
+    if (gd_parse_dtype(rest[0], &dt, op) < 0) return NULL;
     if (!gd_dtype_is_float(dt)) {
         PyErr_Format(PyExc_TypeError,
                      "%s: dtype %s is not supported, random numbers are floats; use dtype=gd.float32 or gd.float64",
                      op, gd_dtype_name(dt));
         return NULL;
     }
-    if (gd_parse_device(st, argv[1], &dev) < 0) return NULL;
+    if (gd_parse_device(st, rest[1], &dev) < 0) return NULL;
     ArrayObject *a = gd_array_new(st, dev, dt, ndim, shape, op);
     if (!a) return NULL;
     if (a->size) {
@@ -393,18 +402,19 @@ static PyObject *random_array(PyObject *module, PyObject *const *args, Py_ssize_
         if (gd_run_end(st, dev, ts, rc, &err, op) < 0) Py_CLEAR(a);
     }
     if (a && gd_trace_op(st, op, a, NULL, NULL) < 0) Py_CLEAR(a);
-    return gd_ag_created((PyObject *)a, argv[2]);
+    return gd_ag_created((PyObject *)a, rest[2]);
 }
 
-GD_SIGNATURE(rand_sig, "rand", "$module, *shape, dtype=None, device=None, requires_grad=False",
-             "Uniform random numbers in [0, 1); the shape as dimensions or as one tuple.\n\n>>> gd.rand(2, 3)");
+GD_SIGNATURE(rand_sig, "rand", "$module, *shape, size=None, dtype=None, device=None, requires_grad=False",
+             "Uniform random numbers in [0, 1); the shape as dimensions, as one tuple or as size=.\n\n"
+             ">>> gd.rand(2, 3)");
 static PyObject *mod_rand(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)
 {
     return random_array(m, a, n, k, &rand_sig, GD_RAND_UNIFORM);
 }
 
-GD_SIGNATURE(randn_sig, "randn", "$module, *shape, dtype=None, device=None, requires_grad=False",
-             "Standard normal random numbers; the shape as dimensions or as one tuple.\n\n"
+GD_SIGNATURE(randn_sig, "randn", "$module, *shape, size=None, dtype=None, device=None, requires_grad=False",
+             "Standard normal random numbers; the shape as dimensions, as one tuple or as size=.\n\n"
              "The same values on every device after manual_seed, to within about an ulp: a GPU's log, sin\n"
              "and cos are not the C library's.\n\n>>> gd.randn(2, 3)");
 static PyObject *mod_randn(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k)

@@ -5,6 +5,11 @@
  * a mask's nonzero positions (stream compaction), or the index array itself. Every index is
  * checked before a row moves (on a GPU that reads the result back: a synchronization).
  *
+ * Every other advanced key (several index arrays, a[rows, cols], a[idx, :, idx2], or one
+ * after a slice or an integer) goes to gpudev/_index.py, which composes NumPy's broadcasting
+ * rules from whole-array operations into one flat a.reshape(-1)[flat] of the single-array
+ * kind here, and so runs on every backend.
+ *
  * An assignment's row numbers must not change while the rows move: when they share memory
  * with the target (b[b] = 5, a[a[0]] = 5, views, reversed or partial), they are copied first,
  * as NumPy copies an index that overlaps its output. The values are always copied into a
@@ -36,11 +41,12 @@ static int is_full_slice(PyObject *it)
 }
 
 /* The index array of an advanced key (a borrowed reference) and in *trailing the full slices
- * after it; NULL without an exception for a basic key, NULL with IndexError for advanced
- * combinations gpudev does not support. */
-static PyObject *advanced_item(gd_state *st, PyObject *key, int *trailing, const char *op)
+ * after it; NULL without an exception for a basic key; NULL with *multi set for any other
+ * advanced key (gpudev/_index.py composes those). */
+static PyObject *advanced_item(gd_state *st, PyObject *key, int *trailing, int *multi)
 {
     *trailing = 0;
+    *multi = 0;
     if (!PyTuple_Check(key)) return is_array_item(st, key) ? key : NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(key), arrays = 0;
     int plain_tail = 1;
@@ -52,14 +58,19 @@ static PyObject *advanced_item(gd_state *st, PyObject *key, int *trailing, const
     }
     if (arrays == 0) return NULL;
     if (arrays == 1 && plain_tail && is_array_item(st, PyTuple_GET_ITEM(key, 0))) return PyTuple_GET_ITEM(key, 0);
-    PyObject *r = gd_brief_repr(key);
-    if (r)
-        PyErr_Format(PyExc_IndexError,
-                     "%s: an index array or mask is supported only alone on the leading axes (a[idx], a[mask], "
-                     "a[idx, ...], a[idx, :]), got %U; on the CPU use a.numpy()[index]",
-                     op, r);
-    Py_XDECREF(r);
+    *multi = 1;
     return NULL;
+}
+
+/* Hand a[key] (value NULL) or a[key] = value to gpudev/_index.py: its result, or NULL. */
+static PyObject *multi_index(gd_state *st, ArrayObject *a, PyObject *key, PyObject *value, const char *op)
+{
+    if (!st->multi_index) {
+        PyErr_Format(PyExc_IndexError, "%s: several index arrays need gpudev's Python package; import gpudev", op);
+        return NULL;
+    }
+    PyObject *fn = PyTuple_GET_ITEM(st->multi_index, value ? 1 : 0);
+    return PyObject_CallFunctionObjArgs(fn, (PyObject *)a, key, value, NULL);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -188,11 +199,12 @@ static int plan_ints(take_plan *p, gd_state *st, ArrayObject *a, ArrayObject *id
 }
 
 /* Plan a[key] for an advanced key: 1 with *p filled (p->rowsidx a new reference), 0 for a
- * basic key, -1 with an exception. */
+ * basic key, 2 for a key that multi_index takes, -1 with an exception. */
 static int plan_take(take_plan *p, gd_state *st, ArrayObject *a, PyObject *key, const char *op)
 {
-    int trailing;
-    PyObject *item = advanced_item(st, key, &trailing, op);
+    int trailing, multi;
+    PyObject *item = advanced_item(st, key, &trailing, &multi);
+    if (multi) return 2;
     if (!item) return PyErr_Occurred() ? -1 : 0;
     if (a->ndim == 0) return too_many(a, 1, op);
     ArrayObject *idx = index_array(st, a, item, op);
@@ -283,6 +295,10 @@ int gd_take(PyObject **out, gd_state *st, ArrayObject *a, PyObject *key)
     const char *op = "getitem";
     take_plan p = {0};
     int r = plan_take(&p, st, a, key, op);
+    if (r == 2) {
+        *out = multi_index(st, a, key, NULL, op);
+        return *out ? 1 : -1;
+    }
     if (r <= 0) return r;
     const gd_backend *be = gd_backend_of(st, a->device, op);
     ArrayObject *src = be ? gd_contiguous(st, be, a, op) : NULL;
@@ -310,6 +326,11 @@ int gd_put(gd_state *st, ArrayObject *a, PyObject *key, PyObject *value)
     const char *op = "setitem";
     take_plan p = {0};
     int r = plan_take(&p, st, a, key, op);
+    if (r == 2) {
+        PyObject *done = multi_index(st, a, key, value, op);
+        Py_XDECREF(done);
+        return done ? 1 : -1;
+    }
     if (r <= 0) return r;
     /* the value, broadcast and cast to the selection (NumPy's rules), in a buffer of its own */
     ArrayObject *src = gd_array_new(st, a->device, a->dtype, p.ndim, p.shape, op);
@@ -419,8 +440,8 @@ static PyObject *index_add_fn(PyObject *module, PyObject *const *args, Py_ssize_
     }
     take_plan p = {0};
     int r = plan_take(&p, st, a, args[1], op);
-    if (r == 0) PyErr_Format(PyExc_IndexError, "%s: idx must be an integer index array", op);
-    if (r <= 0) return NULL;
+    if (r == 0 || r == 2) PyErr_Format(PyExc_IndexError, "%s: idx must be an integer index array", op);
+    if (r <= 0 || r == 2) return NULL;
     ArrayObject *s = NULL;
     int rc = -1;
     char b1[256], b2[256];
@@ -438,12 +459,26 @@ static PyObject *index_add_fn(PyObject *module, PyObject *const *args, Py_ssize_
  * setup
  * ---------------------------------------------------------------------------------------- */
 
+/* _set_multi_index((take, put)): the Python functions for keys with several index arrays. */
+static PyObject *set_multi_index_fn(PyObject *module, PyObject *arg)
+{
+    gd_state *st = PyModule_GetState(module);
+    if (!PyTuple_Check(arg) || PyTuple_GET_SIZE(arg) != 2) {
+        PyErr_SetString(PyExc_TypeError, "_set_multi_index: expected (take, put)");
+        return NULL;
+    }
+    Py_XSETREF(st->multi_index, Py_NewRef(arg));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef gather_methods[] = {
     GD_METHOD("nonzero", (PyCFunction)nonzero_fn, METH_O, "$module, a, /",
      "A tuple of int64 arrays, one per axis: the coordinates of a's nonzero elements, as NumPy's.\n\n"
      "On a GPU the count is read back first (a synchronization).\n\n"
      ">>> gd.nonzero(gd.array([[0, 3], [5, 0]]))\n"
      "(Array([0, 1]), Array([1, 0]))"),
+    {"_set_multi_index", set_multi_index_fn, METH_O, "_set_multi_index((take, put)): where keys with several "
+     "index arrays go."},
     {"_index_add", GD_FN(index_add_fn), METH_FASTCALL,
      "_index_add(dst, idx, src): dst[idx] += src in place, repeated indices accumulating (autograd's scatter-add)."},
     {NULL, NULL, 0, NULL},

@@ -1,7 +1,8 @@
 """A small neural-network kit on gpudev's autograd, written the way PyTorch code is.
 
 Subclass :class:`Module`, assign layers and parameters as attributes, write ``forward``; the
-loss's ``backward()`` fills every parameter's ``.grad`` and an optimizer updates them. All
+loss's ``backward()`` fills every parameter's ``.grad`` and an optimizer (``gd.optim``, also
+reachable here as ``nn.SGD``, ``nn.Adam``) updates them. All
 numerics are whole-array gpudev operations, so a model runs on whatever device its
 parameters are on.
 
@@ -24,11 +25,12 @@ parameters are on.
     ...     opt.step()
 """
 
-from . import functional
-from .layers import Dropout, Flatten, Linear, ReLU, Sequential, Sigmoid, Tanh
+from ..optim import SGD, Adam, AdamW, Optimizer
+from . import functional, init
+from .layers import Dropout, Flatten, LazyLinear, Linear, ReLU, Sequential, Sigmoid, Tanh
 from .losses import CrossEntropyLoss, MSELoss
-from .module import Module, Parameter
-from .optim import SGD, Adam, Optimizer
+from .module import IncompatibleKeys, Module, Parameter, StateDictError
 
-__all__ = ["Adam", "CrossEntropyLoss", "Dropout", "Flatten", "Linear", "MSELoss", "Module",
-           "Optimizer", "Parameter", "ReLU", "SGD", "Sequential", "Sigmoid", "Tanh", "functional"]
+__all__ = ["Adam", "AdamW", "CrossEntropyLoss", "Dropout", "Flatten", "IncompatibleKeys",
+           "LazyLinear", "Linear", "MSELoss", "Module", "Optimizer", "Parameter", "ReLU", "SGD",
+           "Sequential", "Sigmoid", "StateDictError", "Tanh", "functional", "init"]

@@ -1,25 +1,75 @@
 """Functions of arrays that the layers and losses are made of, differentiable through autograd.
 
-Each is a gpudev operation or a few, so its gradient comes from theirs: ``sigmoid``,
-``softmax`` and ``log_softmax`` are :func:`gpudev.sigmoid`, :func:`gpudev.softmax` and
-:func:`gpudev.log_softmax` (numerically stable, one autograd node each).
+Each is a gpudev operation or a few, so its gradient comes from theirs: ``relu``,
+``sigmoid``, ``tanh``, ``softmax`` and ``log_softmax`` are :func:`gpudev.relu` and the others
+(numerically stable, one autograd node each), with PyTorch's ``dim=``. Every loss takes
+PyTorch's ``reduction='mean' | 'sum' | 'none'`` and refuses any other.
 
     >>> import gpudev as gd
     >>> from gpudev.nn import functional as F
-    >>> F.softmax(gd.array([[0.0, 0.0]]), axis=1).tolist()
+    >>> F.softmax(gd.array([[0.0, 0.0]]), dim=1).tolist()
     [[0.5, 0.5]]
 """
 
 from __future__ import annotations
 
+import reprlib
+
+from typing import Any
+
 import gpudev as gd
 
-__all__ = ["cross_entropy", "dropout", "log_softmax", "mse_loss", "one_hot", "sigmoid", "softmax"]
+__all__ = ["cross_entropy", "dropout", "linear", "log_softmax", "mse_loss", "one_hot", "relu",
+           "sigmoid", "softmax", "tanh"]
 
-
+relu = gd.relu
 sigmoid = gd.sigmoid
-log_softmax = gd.log_softmax
-softmax = gd.softmax
+tanh = gd.tanh
+
+REDUCTIONS = ("none", "mean", "sum")
+
+
+def reduction_of(op: str, reduction: Any) -> str:
+    """`reduction` after checking it is one of PyTorch's: 'none', 'mean' or 'sum'."""
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reprlib.repr(reduction)}")
+    return reduction
+
+
+def _reduce(per_element: gd.Array, reduction: str) -> gd.Array:
+    if reduction == "none":
+        return per_element
+    return per_element.mean() if reduction == "mean" else per_element.sum()
+
+
+def _axis_of(op: str, dim: Any, axis: Any) -> int:
+    """PyTorch's dim= (or NumPy's axis=), which softmax needs: no guessing one."""
+    if dim is not None and axis is not None:
+        raise TypeError(f"{op}: give dim= or axis=, not both")
+    if dim is None and axis is None:
+        raise TypeError(f"{op}: give the axis to normalize over, e.g. {op}(x, dim=1)")
+    return dim if axis is None else axis
+
+
+def softmax(input: gd.Array, dim: int | None = None, *, axis: int | None = None) -> gd.Array:  # noqa: A002
+    """exp(x) / sum(exp(x)) along `dim` (``gd.softmax``; stable for any x)."""
+    return gd.softmax(input, axis=_axis_of("softmax", dim, axis))
+
+
+def log_softmax(input: gd.Array, dim: int | None = None, *, axis: int | None = None) -> gd.Array:  # noqa: A002
+    """log(softmax(x)) along `dim`, computed stably (``gd.log_softmax``)."""
+    return gd.log_softmax(input, axis=_axis_of("log_softmax", dim, axis))
+
+
+def linear(input: gd.Array, weight: gd.Array, bias: gd.Array | None = None) -> gd.Array:  # noqa: A002
+    """input @ weight.T + bias, with weight of shape (out_features, in_features)."""
+    if weight.ndim not in (1, 2):
+        raise ValueError(f"linear: weight must be (out_features, in_features), got shape {weight.shape}")
+    if input.ndim == 0 or input.shape[-1] != weight.shape[-1]:
+        raise ValueError(f"linear: input of shape {input.shape} does not match weight of shape "
+                         f"{weight.shape}: the input's last dimension must be {weight.shape[-1]}")
+    y = input @ weight.T
+    return y if bias is None else y + bias
 
 
 def one_hot(target: gd.Array, num_classes: int, dtype: object = gd.float32) -> gd.Array:
@@ -47,10 +97,15 @@ def _check_targets(op: str, target: gd.Array, n: int, num_classes: int) -> None:
 
 
 def cross_entropy(logits: gd.Array, target: gd.Array, reduction: str = "mean") -> gd.Array:
-    """-log softmax(logits)[i, target[i]], averaged (or summed) over the batch.
+    """-log softmax(logits)[i, target[i]] for each row i, then averaged ('mean'), summed
+    ('sum') or kept per row ('none'), as ``torch.nn.functional.cross_entropy``.
 
-    logits is (N, C) float, target (N,) int64 in [0, C). As ``torch.nn.functional.cross_entropy``.
+    logits is (N, C) float, target (N,) int64 in [0, C).
+
+        >>> cross_entropy(gd.zeros((4, 3)), gd.zeros(4, dtype=gd.int64), reduction='none').shape
+        (4,)
     """
+    reduction = reduction_of("cross_entropy", reduction)
     if logits.ndim != 2:
         raise ValueError(f"cross_entropy: logits must be (batch, classes), got shape {logits.shape}")
     n, c = logits.shape
@@ -59,15 +114,16 @@ def cross_entropy(logits: gd.Array, target: gd.Array, reduction: str = "mean") -
                                      f"on {target.device}; move one, e.g. "
                                      f"target.to('{logits.device}')")
     _check_targets("cross_entropy", target, n, c)
-    picked = (log_softmax(logits, axis=1) * one_hot(target, c, logits.dtype)).sum()
-    return -picked / max(n, 1) if reduction == "mean" else -picked
+    picked = (gd.log_softmax(logits, axis=1) * one_hot(target, c, logits.dtype)).sum(axis=1)
+    return _reduce(-picked, reduction)
 
 
 def mse_loss(pred: gd.Array, target: gd.Array, reduction: str = "mean") -> gd.Array:
-    """Mean (or sum) of (pred - target)**2 over all elements, as ``torch.nn.functional.mse_loss``."""
+    """(pred - target)**2, averaged ('mean'), summed ('sum') or per element ('none'), as
+    ``torch.nn.functional.mse_loss``."""
+    reduction = reduction_of("mse_loss", reduction)
     diff = pred - target
-    sq = diff * diff
-    return sq.mean() if reduction == "mean" else sq.sum()
+    return _reduce(diff * diff, reduction)
 
 
 def dropout(x: gd.Array, p: float = 0.5, training: bool = True) -> gd.Array:

@@ -1,4 +1,5 @@
-"""Layers: Linear, ReLU, Sigmoid, Tanh, Flatten, Dropout and Sequential, as in torch.nn.
+"""Layers: Linear, LazyLinear, ReLU, Sigmoid, Tanh, Flatten, Dropout and Sequential, as in
+torch.nn.
 
     >>> import gpudev as gd
     >>> from gpudev import nn
@@ -8,6 +9,8 @@
 """
 
 from __future__ import annotations
+
+import reprlib
 
 import math
 import numbers
@@ -22,7 +25,7 @@ from .._devices import DeviceLike
 from . import functional as F
 from .module import Module, Parameter, _check_array
 
-__all__ = ["Dropout", "Flatten", "Linear", "ReLU", "Sequential", "Sigmoid", "Tanh"]
+__all__ = ["Dropout", "Flatten", "LazyLinear", "Linear", "ReLU", "Sequential", "Sigmoid", "Tanh"]
 
 
 def _float_dtype(op: str, dtype: Any) -> np.dtype:
@@ -50,17 +53,20 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  device: DeviceLike | None = None, dtype: Any = None) -> None:
         super().__init__()
-        for name, value in (("in_features", in_features), ("out_features", out_features)):
-            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"Linear: {name} must be a positive int, got {value!r}")
-        dt = _float_dtype("Linear", dtype)
-        self.in_features, self.out_features = int(in_features), int(out_features)
-        bound = 1.0 / math.sqrt(self.in_features)
+        _check_features("Linear", "in_features", in_features)
+        self.out_features = _check_features("Linear", "out_features", out_features)
+        self._make_parameters(int(in_features), bias, device, _float_dtype("Linear", dtype))
+
+    def _make_parameters(self, in_features: int, bias: bool, device: DeviceLike | None,
+                         dt: np.dtype) -> None:
+        # PyTorch's default: weight and bias uniform in +-1/sqrt(in_features)
+        self.in_features = in_features
+        bound = 1.0 / math.sqrt(in_features)
 
         def uniform(*shape: int) -> gd.Array:
             return Parameter(gd.rand(*shape, dtype=dt, device=device) * (2.0 * bound) - bound)
 
-        self.weight = uniform(self.out_features, self.in_features)
+        self.weight = uniform(self.out_features, in_features)
         self.bias = uniform(self.out_features) if bias else None
 
     def forward(self, x: gd.Array) -> gd.Array:
@@ -84,6 +90,56 @@ class Linear(Module):
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+def _check_features(op: str, name: str, value: Any) -> int:
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{op}: {name} must be a positive int, got {reprlib.repr(value)}")
+    return int(value)
+
+
+class LazyLinear(Linear):
+    """A Linear layer whose in_features is the last dimension of its first input.
+
+    Until the first call ``weight`` and ``bias`` are None and the layer has no parameters
+    (run one batch through the model before building its optimizer, as in PyTorch). The
+    first call makes them, drawn as Linear draws them, on the device and dtype given here
+    or by a later ``module.to(...)``, and the layer becomes a plain ``nn.Linear``.
+
+    Example:
+        >>> net = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(1))
+        >>> net(gd.rand(2, 20)).shape, net[0].weight.shape
+        ((2, 1), (8, 20))
+    """
+
+    def __init__(self, out_features: int, bias: bool = True, device: DeviceLike | None = None,
+                 dtype: Any = None) -> None:
+        Module.__init__(self)
+        self.out_features = _check_features("LazyLinear", "out_features", out_features)
+        self.in_features = 0
+        self.weight: gd.Array | None = None
+        self.bias: gd.Array | None = None
+        self._lazy = {"bias": bool(bias), "device": device, "dtype": _float_dtype("LazyLinear", dtype)}
+
+    def _lazy_target(self, device: gd.Device | None, dtype: Any) -> None:
+        """Module.to before the first call: make the parameters there (or with that dtype)."""
+        if device is not None:
+            self._lazy["device"] = device
+        if dtype is not None:
+            self._lazy["dtype"] = np.dtype(dtype)
+
+    def forward(self, x: gd.Array) -> gd.Array:
+        _check_array("LazyLinear", "x", x)
+        if x.ndim == 0 or x.shape[-1] == 0:
+            raise ValueError(f"LazyLinear: the first input fixes in_features from its last "
+                             f"dimension, but it has shape {x.shape}")
+        lazy = self.__dict__.pop("_lazy")
+        self._make_parameters(x.shape[-1], lazy["bias"], lazy["device"], lazy["dtype"])
+        self.__class__ = Linear  # what PyTorch's lazy modules become
+        return Linear.forward(self, x)
+
+    def extra_repr(self) -> str:
+        return f"in_features=<uninitialized>, out_features={self.out_features}"
 
 
 class ReLU(Module):
@@ -116,19 +172,18 @@ class Tanh(Module):
 
 
 class Flatten(Module):
-    """(N, d1, d2, ...) -> (N, d1 * d2 * ...): every axis from `start_dim` on becomes one."""
+    """(N, d1, d2, ...) -> (N, d1 * d2 * ...): the axes start_dim..end_dim become one."""
 
-    def __init__(self, start_dim: int = 1) -> None:
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
         super().__init__()
-        self.start_dim = start_dim
+        self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, x: gd.Array) -> gd.Array:
         _check_array("Flatten", "x", x)
-        lead = x.shape[:self.start_dim]
-        return x.reshape(lead + (-1,)) if x.size else x.reshape(lead + (math.prod(x.shape[self.start_dim:]),))
+        return x.flatten(self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:
-        return f"start_dim={self.start_dim}"
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
 class Dropout(Module):
@@ -138,7 +193,7 @@ class Dropout(Module):
     def __init__(self, p: float = 0.5) -> None:
         super().__init__()
         if not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
-            raise ValueError(f"Dropout: p must be a probability in [0, 1], got {p!r}")
+            raise ValueError(f"Dropout: p must be a probability in [0, 1], got {reprlib.repr(p)}")
         self.p = float(p)
 
     def forward(self, x: gd.Array) -> gd.Array:
@@ -150,7 +205,8 @@ class Dropout(Module):
 
 
 class Sequential(Module):
-    """Layers applied in order. Indexable like a list.
+    """Layers applied in order. Indexable like a list; ``add_module(name, m)`` appends one
+    under its name (PyTorch's children of a Sequential are named '0', '1', ... otherwise).
 
     Example:
         >>> net = nn.Sequential(nn.Linear(10, 512), nn.ReLU(), nn.Linear(512, 10))
@@ -160,15 +216,40 @@ class Sequential(Module):
 
     def __init__(self, *layers: Module) -> None:
         super().__init__()
+        self._named: dict[str, Module] = {}
         for i, layer in enumerate(layers):
             if not isinstance(layer, Module):
                 raise TypeError(f"Sequential: layer {i} is not an nn.Module (got "
                                 f"{type(layer).__name__})")
-        self.layers = list(layers)
+            self._named[str(i)] = layer
+
+    @property
+    def layers(self) -> list[Module]:
+        return list(self._named.values())
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Append `module` as the layer called `name` (replacing one of that name in place)."""
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f"add_module: the name must be a non-empty str without '.', got {reprlib.repr(name)}")
+        if not isinstance(module, Module):
+            raise TypeError(f"add_module: {reprlib.repr(name)} must be an nn.Module, got {type(module).__name__}")
+        self._named[name] = module
+
+    register_module = add_module
+
+    def append(self, module: Module) -> Sequential:
+        """Add `module` at the end; returns self."""
+        self.add_module(str(len(self._named)), module)
+        return self
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
-        for i, layer in enumerate(self.layers):
-            yield str(i), layer
+        yield from self._named.items()
+
+    def __getattr__(self, name: str) -> Module:  # net.block0 for a layer added by name
+        named = self.__dict__.get("_named", {})
+        if name in named:
+            return named[name]
+        raise AttributeError(f"'Sequential' object has no attribute {reprlib.repr(name)}")
 
     def __getitem__(self, index: int | slice) -> Module:
         if isinstance(index, slice):
@@ -176,12 +257,12 @@ class Sequential(Module):
         return self.layers[index]
 
     def __len__(self) -> int:
-        return len(self.layers)
+        return len(self._named)
 
     def __iter__(self) -> Iterator[Module]:
         return iter(self.layers)
 
     def forward(self, x: gd.Array) -> gd.Array:
-        for layer in self.layers:
+        for layer in self._named.values():
             x = layer(x)
         return x

@@ -17,14 +17,12 @@ from .module import Module, _check_array
 __all__ = ["CrossEntropyLoss", "MSELoss"]
 
 
-def _reduction(op: str, reduction: str) -> str:
-    if reduction not in ("mean", "sum"):
-        raise ValueError(f"{op}: reduction must be 'mean' or 'sum', got {reduction!r}")
-    return reduction
+_reduction = F.reduction_of
 
 
 class MSELoss(Module):
-    """Mean squared error over all elements (``reduction='sum'``: the sum).
+    """Mean squared error over all elements (``reduction='sum'``: the sum, ``'none'``: each
+    element's).
 
     Example:
         >>> pred = gd.array([1.0, 2.0]).requires_grad_()
@@ -56,7 +54,7 @@ class MSELoss(Module):
 
 class CrossEntropyLoss(Module):
     """Softmax cross-entropy of (N, C) logits against (N,) int64 class indices, averaged over
-    the batch (``reduction='sum'``: summed). Stable for any logits (log-softmax subtracts each
+    the batch (``reduction='sum'``: summed, ``'none'``: one per row). Stable for any logits (log-softmax subtracts each
     row's maximum). Targets outside [0, C) raise IndexError (checked with one transfer).
 
     Example:

@@ -286,7 +286,7 @@ METHODS: dict[str, tuple[P, ...]] = {
     "__deepcopy__": (P("memo", "memo", lambda: {}, "positional"),),
     "__array__": (P("dtype", "dtype", lambda: None), P("copy", "flag", lambda: None)),
     "astype": (P("dtype", "dtype", lambda: gd.float64), P("copy", "flag", lambda: True)),
-    "reshape": (P("shape", "dim", lambda: -1, "varargs"),), "flatten": (),
+    "reshape": (P("shape", "dim", lambda: -1, "varargs"),),
     "transpose": (P("axes", "axis", lambda: None, "varargs"),),
     "sum": REDUCE, "mean": REDUCE, "max": REDUCE, "min": REDUCE,
     "__dlpack__": (P("stream", "any", lambda: None, "keyword"), P("max_version", "any", lambda: (1, 0), "keyword"),
@@ -330,6 +330,41 @@ METHODS.update({
     "sigmoid": (), "clip": (P("min", "array", lambda: 0.5), P("max", "array", lambda: 2.0)),
     "clamp": (P("min", "array", lambda: 0.5), P("max", "array", lambda: None)),
 })
+
+# PyTorch's names: functions, and Array methods (in place, dtypes, shapes)
+SIGNATURES.update({
+    "normal": (P("mean", "number", lambda: 0.0), P("std", "number", lambda: 1.0), P("size", "shape", lambda: (2, 3)),
+               P("dtype", "dtype", lambda: None, "keyword"), P("device", "device", lambda: None, "keyword"),
+               P("requires_grad", "flag", lambda: False, "keyword")),
+    "randint": (P("low", "number", lambda: 0), P("high", "number", lambda: 5), P("size", "shape", lambda: (2, 3)),
+                P("dtype", "dtype", lambda: None, "keyword"), P("device", "device", lambda: None, "keyword")),
+    "from_numpy": (P("a", "producer", lambda: np.arange(3.0), "positional"),),
+    "cat": (P("tensors", "arrays", lambda: [gd.ones((2, 3)), gd.zeros((2, 3))]), P("dim", "axis", lambda: 0)),
+    "bmm": (P("a", "array", arr(2, 3, 4)), P("b", "array", arr(2, 4, 5))),
+    "max": (P("a", "array", arr(2, 3)), P("other", "array", lambda: None), P("axis", "axis", lambda: None, "keyword"),
+            P("keepdims", "flag", lambda: False, "keyword")),
+})
+SIGNATURES["min"] = SIGNATURES["max"]
+SIGNATURES["device"] = SIGNATURES["Device"]
+NUMBER = (P("value", "number", lambda: 2.0, "positional"),)
+METHODS.update({
+    "zero_": (), "fill_": NUMBER, "add_": (P("other", "array", lambda: 1.0), P("alpha", "number", lambda: 1)),
+    "mul_": (P("other", "array", lambda: 2.0),), "div_": (P("other", "array", lambda: 2.0),),
+    "normal_": (P("mean", "number", lambda: 0.0), P("std", "number", lambda: 1.0)),
+    "uniform_": (P("a", "number", lambda: 0.0), P("b", "number", lambda: 1.0)),
+    "clamp_": (P("min", "array", lambda: 0.5), P("max", "array", lambda: None)),
+    "copy_": (P("src", "array", arr(2, 3)),), "float": (), "double": (), "long": (), "bool": (), "int": (),
+    "type": (P("dtype", "dtype", lambda: None),), "t": (), "numel": (), "dim": (), "clone": (), "abs": (),
+    "pow": (P("exponent", "array", lambda: 2.0),),
+    "squeeze": (P("dim", "axis", lambda: None),), "unsqueeze": (P("dim", "axis", lambda: 0),),
+    "view": (P("shape", "dim", lambda: -1, "varargs"),), "expand": (P("sizes", "dim", lambda: -1, "varargs"),),
+    "repeat": (P("sizes", "dim", lambda: 1, "varargs"),),
+    "flatten": (P("start_dim", "axis", lambda: 0), P("end_dim", "axis", lambda: -1)),
+    "var": (P("axis", "axis", lambda: None), P("correction", "number", lambda: None, "keyword"),
+            P("keepdims", "flag", lambda: False, "keyword")),
+})
+METHODS["sub_"] = METHODS["add_"]
+METHODS["std"] = METHODS["var"]
 
 # indexing that copies: gd.nonzero, Array.nonzero, and masks and index arrays as keys
 SIGNATURES["nonzero"] = (ONE,)
