@@ -1,9 +1,11 @@
 """The backward rules of autograd: one table, ``RULES``, keyed by the operation's name.
 
 A rule receives the :class:`gpudev.autograd.Node` (``inputs``: the operands, Arrays only
-where ``saves`` is set; ``metas``: each Array operand's (shape, dtype, device); ``extra``:
-what the operation was called with, e.g. (axis, keepdims)) and the gradient ``g`` of the
-output, and returns one gradient per input (None where none flows). Every rule is a few
+where ``saves`` is set; ``metas``: each Array operand's (shape, dtype, device); ``needs``:
+whether each operand's gradient goes anywhere; ``extra``: what the operation was called
+with, e.g. (axis, keepdims)) and the gradient ``g`` of the output, and returns one gradient
+per input (None where none flows). A rule computes only the gradients in ``needs``: for
+``x @ w`` with a data batch x, the product for x's gradient is the largest of the step. Every rule is a few
 whole-array gpudev operations, run without recording, on the device of the arrays.
 Gradients are summed back over broadcast axes and cast to their input's dtype by ``_fit``.
 
@@ -54,7 +56,7 @@ def _fit(g: Array, meta: tuple | None) -> Array | None:
 
 
 def _fit_all(node: Any, *grads: Array | None) -> tuple:
-    return tuple(_fit(g, m) for g, m in zip(grads, node.metas))
+    return tuple(_fit(g, m) if need else None for g, m, need in zip(grads, node.metas, node.needs))
 
 
 def _zeros(meta: tuple) -> Array:
@@ -72,18 +74,19 @@ def _add(n: Any, g: Array) -> tuple:
 
 
 def _subtract(n: Any, g: Array) -> tuple:
-    return _fit_all(n, g, -g)
+    return _fit_all(n, g, -g if n.needs[1] else None)
 
 
 def _multiply(n: Any, g: Array) -> tuple:
     a, b = n.inputs
-    return _fit_all(n, g * b, g * a)
+    need_a, need_b = n.needs
+    return _fit_all(n, g * b if need_a else None, g * a if need_b else None)
 
 
 def _divide(n: Any, g: Array) -> tuple:
     a, b = n.inputs
-    gb = None if n.metas[1] is None else -(g * a) / (b * b)
-    return _fit_all(n, g / b, gb)
+    gb = -(g * a) / (b * b) if n.needs[1] and n.metas[1] is not None else None
+    return _fit_all(n, g / b if n.needs[0] else None, gb)
 
 
 def _log_base(a: Any) -> Any:
@@ -97,12 +100,12 @@ def _log_base(a: Any) -> Any:
 def _power(n: Any, g: Array) -> tuple:
     a, b = n.inputs
     ga = gb = None
-    if n.metas[0] is not None:
+    if n.needs[0] and n.metas[0] is not None:
         if isinstance(b, (int, float)) and b == 0:
             ga = g * 0.0
         else:
             ga = g * (b * a ** (b - 1))
-    if n.metas[1] is not None:
+    if n.needs[1] and n.metas[1] is not None:
         gb = g * (a ** b) * _log_base(a)
     return _fit_all(n, ga, gb)
 
@@ -111,9 +114,14 @@ def _extremum(n: Any, g: Array, sign: float) -> tuple:
     # maximum (sign 1): a gets g where a > b, b where b > a, half each on ties (PyTorch).
     # Compared directly, not through a - b, which is NaN for equal infinities.
     a, b = n.inputs
-    wins_a, wins_b = (a > b, b > a) if sign > 0 else (a < b, b < a)
     half_tie = _mask(a == b, g) * 0.5
-    return _fit_all(n, g * (_mask(wins_a, g) + half_tie), g * (_mask(wins_b, g) + half_tie))
+
+    def share(wins: Array) -> Array:
+        return g * (_mask(wins, g) + half_tie)
+
+    ga = share(a > b if sign > 0 else a < b) if n.needs[0] else None
+    gb = share(b > a if sign > 0 else b < a) if n.needs[1] else None
+    return _fit_all(n, ga, gb)
 
 
 def _sign(x: Array, like: Array) -> Array:
@@ -142,7 +150,7 @@ def _sigmoid_grad(y: Array, g: Array) -> Array:
 def _remainder(n: Any, g: Array) -> tuple:
     # a % b = a - floor(a / b) * b, and the floor is constant between its steps
     a, b = n.inputs
-    gb = None if n.metas[1] is None else -g * _C.floor_divide(a, b)
+    gb = -g * _C.floor_divide(a, b) if n.needs[1] and n.metas[1] is not None else None
     return _fit_all(n, g, gb)
 
 
@@ -162,14 +170,28 @@ def _swap(x: Array) -> Array:
     return x.transpose(axes)
 
 
-def _product_with_swapped(x: Array, y: Array, swap_first: bool) -> Array:
-    """swap(x) @ y (swap_first) or x @ swap(y), transposing whichever side copies less: the
-    transposes are copies, and swap(p @ q) == swap(q) @ swap(p) moves the copy to g."""
+def _transposed(x: Array) -> bool:
+    """Whether x is laid out as a transpose (x.T contiguous, x not), as a layer's W.T is."""
+    return x.ndim == 2 and not x.is_contiguous() and x.T.is_contiguous()
+
+
+def _product_with_swapped(x: Array, y: Array, swap_first: bool, like: Array) -> Array:
+    """swap(x) @ y (swap_first) or x @ swap(y), the gradient of `like`, in like's layout.
+
+    matmul reads 2-D transposes in place (as BLAS flags), so both orders of a 2-D product
+    cost the same, and swap(p @ q) == swap(q) @ swap(p) chooses the layout: the gradient of
+    a layer's W.T then comes out as W's own transpose, so that W.grad is contiguous and the
+    update after it (p -= lr * p.grad) reads memory in order. Batched transposes are copies:
+    there the order that copies less is taken."""
+    if like.ndim == 2 and x.ndim == 2 and y.ndim == 2:
+        flip = _transposed(like)
+    elif swap_first:
+        flip = x.size > y.size + x.shape[-1] * y.shape[-1]
+    else:
+        flip = y.size > x.size + x.shape[-2] * y.shape[-2]
     if swap_first:
-        direct, other = x.size, y.size + x.shape[-1] * y.shape[-1]
-        return _swap(x) @ y if direct <= other else _swap(_swap(y) @ x)
-    direct, other = y.size, x.size + x.shape[-2] * y.shape[-2]
-    return x @ _swap(y) if direct <= other else _swap(y @ _swap(x))
+        return _swap(_swap(y) @ x) if flip else _swap(x) @ y
+    return _swap(y @ _swap(x)) if flip else x @ _swap(y)
 
 
 def _matmul(n: Any, g: Array) -> tuple:
@@ -183,12 +205,15 @@ def _matmul(n: Any, g: Array) -> tuple:
         g2 = g2.reshape(g2.shape[:-1] + (1,) + g2.shape[-1:]) if b.ndim > 1 else g2.reshape(1, -1)
     if b.ndim == 1:
         g2 = g2.reshape(g2.shape + (1,))
-    ga = _product_with_swapped(g2, b2, swap_first=False)
-    gb = _product_with_swapped(a2, g2, swap_first=True)
-    if a.ndim == 1:
-        ga = ga.reshape(ga.shape[:-2] + ga.shape[-1:])
-    if b.ndim == 1:
-        gb = gb.reshape(gb.shape[:-1])
+    ga = gb = None
+    if n.needs[0]:
+        ga = _product_with_swapped(g2, b2, swap_first=False, like=a2)
+        if a.ndim == 1:
+            ga = ga.reshape(ga.shape[:-2] + ga.shape[-1:])
+    if n.needs[1]:
+        gb = _product_with_swapped(a2, g2, swap_first=True, like=b2)
+        if b.ndim == 1:
+            gb = gb.reshape(gb.shape[:-1])
     return _fit_all(n, ga, gb)
 
 
@@ -271,9 +296,11 @@ def _getitem(n: Any, g: Array) -> tuple:
 
 
 def _setitem(n: Any, g: Array) -> tuple:
-    ga = g.copy()
-    ga[n.extra] = 0
-    gv = g[n.extra] if n.metas[1] is not None else None
+    ga = None
+    if n.needs[0]:
+        ga = g.copy()
+        ga[n.extra] = 0
+    gv = g[n.extra] if n.needs[1] and n.metas[1] is not None else None
     return _fit_all(n, ga, gv)
 
 
@@ -295,7 +322,7 @@ def _join(n: Any, g: Array, stack: bool) -> tuple:
             part = gt[start:start + size]
             grads.append(part.transpose(back) if ax else part)
             start += size
-    return tuple(_fit(gi, m) for gi, m in zip(grads, n.metas))
+    return tuple(_fit(gi, m) if need else None for gi, m, need in zip(grads, n.metas, n.needs))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -307,8 +334,8 @@ def _where(n: Any, g: Array) -> tuple:
     # extra is the condition (a bool Array or a number): g goes to x where it holds, to y
     # elsewhere; the condition itself gets none.
     cond = n.extra
-    gx = _C.where(cond, g, 0.0) if n.metas[0] is not None else None
-    gy = _C.where(cond, 0.0, g) if n.metas[1] is not None else None
+    gx = _C.where(cond, g, 0.0) if n.needs[0] and n.metas[0] is not None else None
+    gy = _C.where(cond, 0.0, g) if n.needs[1] and n.metas[1] is not None else None
     return _fit_all(n, gx, gy)
 
 

@@ -103,7 +103,9 @@ class Node:
     """One recorded operation: how to send the gradient of its output back to its inputs.
 
     ``edges[i]`` says where input i's gradient goes: None (no gradient needed), a leaf Array
-    (added to its ``.grad``) or the Node that computed the input. ``inputs`` holds what the
+    (added to its ``.grad``) or the Node that computed the input; ``needs[i]`` whether it
+    goes anywhere, so that a rule computes only the gradients that flow (the data batch of a
+    layer gets none). ``inputs`` holds what the
     rule reads: Arrays it needs (with their storage's write count, checked at backward),
     scalars, or None; ``metas`` the (shape, dtype, device) of each Array input.
 
@@ -112,12 +114,13 @@ class Node:
         <MultiplyBackward>
     """
 
-    __slots__ = ("name", "edges", "inputs", "versions", "metas", "extra", "extra_versions",
+    __slots__ = ("name", "edges", "needs", "inputs", "versions", "metas", "extra", "extra_versions",
                  "out_meta", "freed", "__weakref__")
 
     def __init__(self, name: str, edges: tuple, inputs: tuple, versions: tuple, metas: tuple,
                  extra: Any, out_meta: tuple) -> None:
         self.name, self.edges, self.inputs, self.versions = name, edges, inputs, versions
+        self.needs = tuple(e is not None for e in edges)  # by identity, as in _make_node
         self.metas, self.extra, self.out_meta, self.freed = metas, extra, out_meta, False
         # Arrays the rule reads from extra (the rows of a[idx], where's condition, the index
         # arrays of a[idx] = v) are saved tensors too: their write counts are checked as well.

@@ -14,7 +14,7 @@ from gpudev.__main__ import info_text, main
 
 CPU_ROWS = {"b += b", "a + b", "a.sum().item()", "benchmark(a.sum)", "b += b x1000", "b += b; b *= .5", "sum", "mean",
             "norm", "sgemm", "batched @", "looped @", "a[:, ::2] + 1", "a.T + a", "a @ a.T",
-            "train step"}
+            "train step", "softmax epoch", "MLP epoch"}
 
 
 def _run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:

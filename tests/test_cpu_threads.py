@@ -90,6 +90,24 @@ def _check_every_kind(rng: np.random.Generator) -> None:
     a3 = rng.standard_normal((64, 48, 40))
     b3 = rng.standard_normal((64, 40, 56))
     np.testing.assert_allclose((gd.array(a3) @ gd.array(b3)).numpy(), a3 @ b3, rtol=1e-12, atol=1e-12)
+    _check_split_products(rng)
+
+
+def _check_split_products(rng: np.random.Generator) -> None:
+    """Products large enough to be cut into panels (of rows, of columns, of a @ a.T's
+    triangle), transposed and sliced operands included, against NumPy in float64."""
+    for m, k, n in [(300, 130, 70), (45, 100, 601), (257, 200, 256)]:
+        a_np, b_np = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+        a, b = gd.array(a_np), gd.array(b_np)
+        np.testing.assert_allclose((a @ b).numpy(), a_np @ b_np, rtol=1e-12, atol=1e-12)
+        at, bt = gd.array(a_np.T.copy()).T, gd.array(b_np.T.copy()).T
+        np.testing.assert_allclose((at @ bt).numpy(), a_np @ b_np, rtol=1e-12, atol=1e-12)
+    w_np = rng.standard_normal((530, 90))
+    w = gd.array(w_np)
+    np.testing.assert_allclose((w @ w.T).numpy(), w_np @ w_np.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose((w.T @ w).numpy(), w_np.T @ w_np, rtol=1e-12, atol=1e-12)
+    s = gd.array(w_np)[5:400, 3:80]  # a sliced view: rows longer than the matrix
+    np.testing.assert_allclose((s @ s.T).numpy(), w_np[5:400, 3:80] @ w_np[5:400, 3:80].T, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("busy", [CORES, max(CORES - 1, 1)], ids=["busy-every-core", "busy-all-but-one"])
@@ -123,6 +141,33 @@ def test_results_while_python_threads_and_busy_processes_share_the_cores():
         for t in threads:
             t.join()
     assert not errors, errors[:3]
+
+
+@pytest.mark.parametrize("nt", [1, 2, 3])
+def test_split_products_on_any_thread_count(nt):
+    gd.set_num_threads(nt)
+    _check_split_products(np.random.default_rng(nt))
+
+
+def _openblas_threads() -> int:
+    """OpenBLAS's own thread count, read from the library gpudev calls."""
+    import ctypes
+
+    import scipy_openblas32
+
+    path = os.path.join(scipy_openblas32.get_lib_dir(), f"lib{scipy_openblas32.get_library()}.so")
+    return ctypes.CDLL(path).scipy_openblas_get_num_threads()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the library's file name is Linux's")
+def test_openblas_stays_single_threaded_and_the_count_governs_products():
+    """Products run on gpudev's threads: OpenBLAS is held at one thread whatever the count."""
+    a = gd.ones((300, 300))
+    for nt in (CORES + 1, 1, 2):
+        gd.set_num_threads(nt)
+        assert (a @ a).numpy()[0, 0] == 300.0
+        assert _openblas_threads() == 1
+        assert gd.get_num_threads() == nt
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,29 +1,26 @@
 /* gemm.c - the CPU backend's matrix products: float32 and float64 through OpenBLAS (row-major
- * CBLAS; transposed operands as transpose flags), one product threaded by OpenBLAS, batches of
- * small products one per core on gpudev's threads; int64 products with plain loops.
+ * CBLAS; transposed operands as transpose flags), always single-threaded and split over
+ * gpudev's threads; int64 products with plain loops.
  */
 #include <limits.h>
+#include <math.h>
 #include <string.h>
 
 #include <cblas.h> /* scipy-openblas32: scipy_cblas_* with 32-bit int dimensions */
 
 #include "cpu.h"
-
-#define GD_GEMM_ONE_THREAD_MNK 262144.0    /* OpenBLAS runs m*n*k <= 64^3 on one thread */
-#define GD_GEMM_BATCH_MAX_MNK 16777216.0   /* batches of products up to 256^3: a core each */
-#define GD_GEMM_PAR_MNK ((int64_t)1 << 18) /* multiply-adds worth a second thread */
+#include "pool.h"
 
 /* ------------------------------------------------------------------------------------------
  * matrix products (OpenBLAS, row-major CBLAS)
  *
- * One product: OpenBLAS threads it. A batch of small products (1000 of 100x100 is the
- * benchmark) is spread over gpudev's threads instead, one parallel loop for the whole batch,
- * each product on one core: OpenBLAS's own batch call synchronizes its threads after every
- * `nthreads` products, which costs more than the products on a busy machine. Inside that
- * loop OpenBLAS must run single-threaded, or each product would start OpenBLAS's threads
- * too (nt * nt threads on nt cores). It already is for m*n*k <= 64^3; for larger products
- * its thread count is lowered to 1 for the duration (gd_blas_single_begin in threads.c: a
- * process-wide setting, so it is reference-counted and gd_cpu_set_num_threads defers).
+ * OpenBLAS runs on one thread (threads.c says why) and gpudev splits the work on its pool,
+ * whose caller never waits for a worker that has not started: one product is cut into
+ * panels of its result, each panel one OpenBLAS call; a batch of products is handed out a
+ * few whole products at a time. A panel call packs its own copy of the operand every panel
+ * reads whole, so a product is cut along the longer side of its result (rows when m >= n):
+ * the copied operand is then the smaller one. Below GD_PAR_GEMM_MNK multiply-adds
+ * (threads.h) a product runs whole on the calling thread.
  * ---------------------------------------------------------------------------------------- */
 
 typedef struct gd_gemm_job {
@@ -34,28 +31,71 @@ typedef struct gd_gemm_job {
     int lda, ldb;
     int trans_a, trans_b;
     int64_t stride_a, stride_b, stride_c; /* bytes */
+    int64_t esz;
+    int64_t p;        /* the product a panel loop works on */
+    int split_rows;   /* panels of rows (1) or of columns (0) */
 } gd_gemm_job;
 
-/* Row-major C (m, n) = A (m, k) @ B (k, n) for product p of the batch. */
-static void gd_gemm_one(const gd_gemm_job *job, int64_t p)
+/* Row-major C[i0:i1, j0:j1] = A[i0:i1, :] @ B[:, j0:j1] for product p of the batch; ldc is n.
+ * Row i of A is row i of the stored matrix, or its column i when A is transposed (and the
+ * same for the columns of B). */
+static void gd_gemm_block(const gd_gemm_job *job, int64_t p, int64_t i0, int64_t i1, int64_t j0, int64_t j1)
 {
-    const char *a = job->a + p * job->stride_a, *b = job->b + p * job->stride_b;
-    char *c = job->c + p * job->stride_c;
+    const char *a = job->a + p * job->stride_a + (job->trans_a ? i0 : i0 * job->lda) * job->esz;
+    const char *b = job->b + p * job->stride_b + (job->trans_b ? j0 * job->ldb : j0) * job->esz;
+    char *c = job->c + p * job->stride_c + (i0 * job->n + j0) * job->esz;
     const enum CBLAS_TRANSPOSE ta = job->trans_a ? CblasTrans : CblasNoTrans;
     const enum CBLAS_TRANSPOSE tb = job->trans_b ? CblasTrans : CblasNoTrans;
+    const int m = (int)(i1 - i0), n = (int)(j1 - j0);
     if (job->dtype == GD_FLOAT32)
-        scipy_cblas_sgemm(CblasRowMajor, ta, tb, job->m, job->n, job->k, 1.0f, (const float *)a, job->lda,
-                          (const float *)b, job->ldb, 0.0f, (float *)c, job->n);
+        scipy_cblas_sgemm(CblasRowMajor, ta, tb, m, n, job->k, 1.0f, (const float *)a, job->lda, (const float *)b,
+                          job->ldb, 0.0f, (float *)c, job->n);
     else
-        scipy_cblas_dgemm(CblasRowMajor, ta, tb, job->m, job->n, job->k, 1.0, (const double *)a, job->lda,
-                          (const double *)b, job->ldb, 0.0, (double *)c, job->n);
+        scipy_cblas_dgemm(CblasRowMajor, ta, tb, m, n, job->k, 1.0, (const double *)a, job->lda, (const double *)b,
+                          job->ldb, 0.0, (double *)c, job->n);
 }
 
+/* whole products [begin, end) of the batch */
 static void gd_gemm_range(void *ctx, int64_t begin, int64_t end)
 {
-    for (int64_t p = begin; p < end; p++) gd_gemm_one(ctx, p);
+    const gd_gemm_job *job = ctx;
+    for (int64_t p = begin; p < end; p++) gd_gemm_block(job, p, 0, job->m, 0, job->n);
 }
 
+/* rows or columns [begin, end) of product job->p */
+static void gd_gemm_panel(void *ctx, int64_t begin, int64_t end)
+{
+    const gd_gemm_job *job = ctx;
+    if (job->split_rows) gd_gemm_block(job, job->p, begin, end, 0, job->n);
+    else gd_gemm_block(job, job->p, 0, job->m, begin, end);
+}
+
+/* Panel edges on multiples of this many rows or columns: OpenBLAS's kernels work in tiles of
+ * up to 16 (its Haswell and SkylakeX sgemm kernels), and edges inside a tile waste part of one. */
+#define GD_GEMM_PANEL_ALIGN 16
+
+/* Pieces per thread's part of `extent` rows or columns: as many as keep a panel at
+ * GD_GEMM_PANEL_MIN or more, so that a thread that finishes early can take the panels of one
+ * that was descheduled. */
+static int gd_gemm_pieces(int64_t extent, int nt)
+{
+    const int64_t p = extent / nt / GD_GEMM_PANEL_MIN;
+    return p < 1 ? 1 : p > GD_POOL_PIECES ? GD_POOL_PIECES : (int)p;
+}
+
+/* One product, whole on this thread or in panels on nt threads. */
+static void gd_gemm_split(gd_gemm_job *job, int64_t p, int nt)
+{
+    job->p = p;
+    job->split_rows = job->m >= job->n;
+    const int64_t extent = job->split_rows ? job->m : job->n;
+    nt = (int)GD_MIN((int64_t)nt, extent / GD_GEMM_PANEL_MIN);
+    if (nt <= 1) {
+        gd_gemm_block(job, p, 0, job->m, 0, job->n);
+        return;
+    }
+    gd_pool_for(nt, extent, GD_GEMM_PANEL_ALIGN, gd_gemm_pieces(extent, nt), gd_gemm_panel, job);
+}
 /* ------------------------------------------------------------------------------------------
  * a @ a.T and a.T @ a: OpenBLAS's syrk computes one triangle of the symmetric result, half the
  * multiply-adds of gemm (NumPy does the same), and the other triangle is mirrored in tiles
@@ -91,19 +131,73 @@ static int gd_is_gram(const gd_matrix *a, const gd_matrix *b, int64_t batch, int
     return batch == 1 && m == n && a->data == b->data && a->trans != b->trans && a->ld == b->ld;
 }
 
+/* Rows [i0, i1) of the upper triangle of C = A A^T (A = op(stored a), n x k): the diagonal
+ * block by syrk, the rest of those rows, C[i0:i1, i1:n] = A[i0:i1] A[i1:n]^T, by gemm (whose
+ * second operand is then A's rows read with the opposite transpose flag). */
+static void gd_gram_rows(const gd_gemm_job *job, int64_t i0, int64_t i1)
+{
+    const int64_t row = job->trans_a ? 1 : job->lda; /* elements from one row of A to the next */
+    const char *a0 = job->a + i0 * row * job->esz, *a1 = job->a + i1 * row * job->esz;
+    char *c = job->c + (i0 * job->n + i0) * job->esz, *c1 = job->c + (i0 * job->n + i1) * job->esz;
+    const enum CBLAS_TRANSPOSE t = job->trans_a ? CblasTrans : CblasNoTrans;
+    const enum CBLAS_TRANSPOSE tb = job->trans_a ? CblasNoTrans : CblasTrans;
+    const int h = (int)(i1 - i0), rest = (int)(job->n - i1);
+    if (job->dtype == GD_FLOAT32) {
+        scipy_cblas_ssyrk(CblasRowMajor, CblasUpper, t, h, job->k, 1.0f, (const float *)a0, job->lda, 0.0f,
+                          (float *)c, job->n);
+        if (rest > 0)
+            scipy_cblas_sgemm(CblasRowMajor, t, tb, h, rest, job->k, 1.0f, (const float *)a0, job->lda,
+                              (const float *)a1, job->lda, 0.0f, (float *)c1, job->n);
+    } else {
+        scipy_cblas_dsyrk(CblasRowMajor, CblasUpper, t, h, job->k, 1.0, (const double *)a0, job->lda, 0.0,
+                          (double *)c, job->n);
+        if (rest > 0)
+            scipy_cblas_dgemm(CblasRowMajor, t, tb, h, rest, job->k, 1.0, (const double *)a0, job->lda,
+                              (const double *)a1, job->lda, 0.0, (double *)c1, job->n);
+    }
+}
+
+/* Row panels of the upper triangle with equal work: rows above row r hold n^2/2 - (n-r)^2/2
+ * of its elements, so panel j of P starts at n (1 - sqrt(1 - j / P)), on a multiple of
+ * GD_GEMM_PANEL_ALIGN. */
+typedef struct gd_gram_job {
+    const gd_gemm_job *job;
+    int64_t panels;
+} gd_gram_job;
+
+static int64_t gd_gram_edge(const gd_gram_job *g, int64_t j)
+{
+    const int64_t n = g->job->n;
+    if (j >= g->panels) return n;
+    const double r = (double)n * (1.0 - sqrt(1.0 - (double)j / (double)g->panels));
+    return GD_MIN(n, (int64_t)(r / GD_GEMM_PANEL_ALIGN) * GD_GEMM_PANEL_ALIGN);
+}
+
+static void gd_gram_range(void *ctx, int64_t begin, int64_t end)
+{
+    const gd_gram_job *g = ctx;
+    for (int64_t j = begin; j < end; j++) {
+        const int64_t i0 = gd_gram_edge(g, j), i1 = gd_gram_edge(g, j + 1);
+        if (i1 > i0) gd_gram_rows(g->job, i0, i1);
+    }
+}
+
 static void gd_gram(const gd_gemm_job *job)
 {
-    /* a not transposed: C = A A^T with A the stored rows; transposed: C = S^T S */
-    const enum CBLAS_TRANSPOSE t = job->trans_a ? CblasTrans : CblasNoTrans;
-    if (job->dtype == GD_FLOAT32)
-        scipy_cblas_ssyrk(CblasRowMajor, CblasUpper, t, job->n, job->k, 1.0f, (const float *)job->a, job->lda, 0.0f,
-                          (float *)job->c, job->n);
-    else
-        scipy_cblas_dsyrk(CblasRowMajor, CblasUpper, t, job->n, job->k, 1.0, (const double *)job->a, job->lda, 0.0,
-                          (double *)job->c, job->n);
+    const double work = (double)job->n * (double)job->n * (double)job->k / 2; /* multiply-adds of syrk */
+    const int nt = (int)GD_MIN((int64_t)gd_threads_for((int64_t)GD_MIN(work, 1e18), GD_PAR_GEMM_MNK),
+                               (int64_t)job->n / GD_GEMM_PANEL_MIN);
+    if (nt <= 1) {
+        gd_gram_rows(job, 0, job->n);
+    } else {
+        const int pieces = gd_gemm_pieces(job->n, nt);
+        gd_gram_job g = {job, (int64_t)nt * pieces};
+        gd_pool_for(nt, g.panels, 1, pieces, gd_gram_range, &g);
+    }
     const int64_t tiles = (job->n + GD_MIRROR_TILE - 1) / GD_MIRROR_TILE;
-    gd_mirror_job mj = {job->c, job->n, tiles, (int64_t)gd_dtype_size(job->dtype)};
-    gd_parallel_for(gd_threads_for((int64_t)job->n * job->n, GD_PAR_CHEAP), tiles * tiles, 1, gd_mirror_range, &mj);
+    gd_mirror_job mj = {job->c, job->n, tiles, job->esz};
+    gd_parallel_for(gd_threads_for((int64_t)job->n * job->n, GD_PAR_ELEMENTWISE), tiles * tiles, 1, gd_mirror_range,
+                    &mj);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -171,7 +265,7 @@ int gd_cpu_gemm(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b,
     if (dtype == GD_INT64) {
         gd_igemm_job ij = {a, b, c, m, n, k, stride_c};
         const int64_t rows = batch * m;
-        gd_parallel_for(gd_threads_for((int64_t)GD_MIN((double)rows * (double)n * (double)k, 1e18), GD_GEMM_PAR_MNK),
+        gd_parallel_for(gd_threads_for((int64_t)GD_MIN((double)rows * (double)n * (double)k, 1e18), GD_PAR_IGEMM_MNK),
                         rows, 1, gd_igemm_rows, &ij);
         return GD_OK;
     }
@@ -181,23 +275,26 @@ int gd_cpu_gemm(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b,
                        "lda=%lld, ldb=%lld; each must be <= %d); split the product into blocks",
                        (long long)m, (long long)n, (long long)k, (long long)a->ld, (long long)b->ld, INT_MAX);
 
-    gd_gemm_job job = {dtype, c, a->data, b->data, (int)m, (int)n, (int)k, (int)a->ld, (int)b->ld, a->trans, b->trans,
-                       a->stride * (int64_t)esz, b->stride * (int64_t)esz, stride_c * (int64_t)esz};
+    gd_blas_init();
+    gd_gemm_job job = {.dtype = dtype, .c = c, .a = a->data, .b = b->data, .m = (int)m, .n = (int)n, .k = (int)k,
+                       .lda = (int)a->ld, .ldb = (int)b->ld, .trans_a = a->trans, .trans_b = b->trans,
+                       .stride_a = a->stride * (int64_t)esz, .stride_b = b->stride * (int64_t)esz,
+                       .stride_c = stride_c * (int64_t)esz, .esz = (int64_t)esz};
     if (gd_is_gram(a, b, batch, m, n)) {
         gd_gram(&job);
         return GD_OK;
     }
     const double mnk = (double)m * (double)n * (double)k;
-    const int nt = batch == 1 ? 1 : gd_threads_for((int64_t)GD_MIN((double)batch * mnk, 1e18), GD_GEMM_PAR_MNK);
-    const int one_thread_already = mnk <= GD_GEMM_ONE_THREAD_MNK;
-    if (nt <= 1 || !(one_thread_already || (mnk <= GD_GEMM_BATCH_MAX_MNK && batch >= 2 * (int64_t)nt))) {
-        gd_gemm_range(&job, 0, batch); /* one product, or few large ones: OpenBLAS threads each */
+    const int nt = gd_threads_for((int64_t)GD_MIN((double)batch * mnk, 1e18), GD_PAR_GEMM_MNK);
+    if (batch >= 2 * (int64_t)nt) {
+        /* whole products, a grab worth GD_GEMM_BATCH_GRAIN_MNK multiply-adds at a time (64
+         * of 16x16x16, one of 100^3), at least two grabs per thread */
+        const int64_t grain = GD_MAX((int64_t)1, (int64_t)((double)GD_GEMM_BATCH_GRAIN_MNK / mnk));
+        gd_parallel_for_dynamic(nt, batch, GD_MIN(grain, (batch + 2 * nt - 1) / (2 * nt)), gd_gemm_range, &job);
         return GD_OK;
     }
-    if (!one_thread_already) gd_blas_single_begin();
-    /* a grab of products worth GD_GEMM_PAR_MNK multiply-adds: 64 of 16x16x16, one of 100^3 */
-    const int64_t grain = GD_MAX((int64_t)1, (int64_t)((double)GD_GEMM_PAR_MNK / mnk));
-    gd_parallel_for_dynamic(nt, batch, GD_MIN(grain, (batch + 2 * nt - 1) / (2 * nt)), gd_gemm_range, &job);
-    if (!one_thread_already) gd_blas_single_end();
+    /* one product, or a few: each split in panels over the threads */
+    const int each = gd_threads_for((int64_t)GD_MIN(mnk, 1e18), GD_PAR_GEMM_MNK);
+    for (int64_t p = 0; p < batch; p++) gd_gemm_split(&job, p, each);
     return GD_OK;
 }

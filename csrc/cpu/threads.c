@@ -1,6 +1,6 @@
-/* threads.c - the CPU backend's threads: the process-wide thread count (also OpenBLAS's), how
+/* threads.c - the CPU backend's threads: the process-wide thread count (products included), how
  * many threads a piece of work is worth, the two parallel loops every kernel goes through (on
- * the worker pool of pool.c), and the section in which OpenBLAS runs single-threaded.
+ * the worker pool of pool.c), and OpenBLAS held at one thread.
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT under -std=c11 (Linux) */
 
@@ -14,16 +14,16 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-#include <cblas.h> /* scipy-openblas32: scipy_openblas_{get,set}_num_threads */
+#include <cblas.h> /* scipy-openblas32: scipy_openblas_set_num_threads */
 
 #include "backend_cpu.h"
 #include "cpu.h"
 #include "pool.h"
 
 /* ------------------------------------------------------------------------------------------
- * the thread count and OpenBLAS's
+ * the thread count
  *
- * One process-wide count drives gpudev's loops and OpenBLAS. The pool keeps at most
+ * One process-wide count drives gpudev's loops, matrix products included. The pool keeps at most
  * count - 1 workers: lowering the count retires the others (nobody waits for them), raising
  * it lets the next loop that wants more create them. The pool survives fork() by itself (a
  * child starts its own workers), so a child computes in parallel as its parent does.
@@ -62,40 +62,22 @@ int gd_cpu_get_num_threads(void)
     return n;
 }
 
-/* guarded by gd_blas_lock: */
-static pthread_mutex_t gd_blas_lock = PTHREAD_MUTEX_INITIALIZER;
-static int gd_blas_single_users;  /* batches now holding OpenBLAS at one thread */
-static int gd_blas_saved_threads; /* its thread count to restore when the last one ends */
+/* OpenBLAS's own threads end each call with a wait for every one of them, which on a busy
+ * machine stalls a product for a scheduler slice (a 256x784 @ 784x10 product took 16 ms
+ * instead of 0.1 ms with 2 threads under load). OpenBLAS therefore runs single-threaded, and
+ * gemm.c splits products over gpudev's pool. fork() needs nothing here: the child inherits
+ * the setting. */
+static pthread_once_t gd_blas_once = PTHREAD_ONCE_INIT;
 
-/* OpenBLAS single-threaded while a batch of products runs on gpudev's threads (see gemm.c);
- * nested and concurrent sections share one count. */
-void gd_blas_single_begin(void)
-{
-    pthread_mutex_lock(&gd_blas_lock);
-    if (gd_blas_single_users++ == 0) {
-        gd_blas_saved_threads = scipy_openblas_get_num_threads();
-        scipy_openblas_set_num_threads(1);
-    }
-    pthread_mutex_unlock(&gd_blas_lock);
-}
+static void gd_blas_single(void) { scipy_openblas_set_num_threads(1); }
 
-void gd_blas_single_end(void)
-{
-    pthread_mutex_lock(&gd_blas_lock);
-    if (--gd_blas_single_users == 0) scipy_openblas_set_num_threads(gd_blas_saved_threads);
-    pthread_mutex_unlock(&gd_blas_lock);
-}
+void gd_blas_init(void) { pthread_once(&gd_blas_once, gd_blas_single); }
 
 void gd_cpu_set_num_threads(int n)
 {
     if (n < 1) n = 1;
-    pthread_mutex_lock(&gd_blas_lock);
+    gd_blas_init();
     atomic_store_explicit(&gd_threads, n, memory_order_relaxed);
-    if (gd_blas_single_users == 0)
-        scipy_openblas_set_num_threads(n);
-    else
-        gd_blas_saved_threads = n; /* a batch holds OpenBLAS at 1 thread: applied when it ends */
-    pthread_mutex_unlock(&gd_blas_lock);
     gd_pool_trim(n);
 }
 

@@ -1,10 +1,10 @@
 /* threads.h - how the CPU backend spreads work over threads: the work sizes worth threads for
  * each kind of operation, how many threads a piece of work is worth, the parallel loops every
- * kernel uses (run on the worker pool of pool.h), and the section in which OpenBLAS stays
- * single-threaded. Plain C11 + pthreads; no Python, no OpenMP.
+ * kernel uses (run on the worker pool of pool.h), and OpenBLAS held at one thread. Plain
+ * C11 + pthreads; no Python, no OpenMP.
  *
  * The count itself is set and read through gd_cpu_set_num_threads / gd_cpu_get_num_threads
- * (backend_cpu.h), which also set OpenBLAS's.
+ * (backend_cpu.h); it governs matrix products too, which gpudev splits itself.
  */
 #ifndef GPUDEV_CPU_THREADS_H
 #define GPUDEV_CPU_THREADS_H
@@ -74,6 +74,42 @@
  *   1 busy  0.97 | 0.94  0.99 | 0.83  1.96 | 1.21 */
 #define GD_PAR_LIBM ((int64_t)1 << 12)
 
+/* matrix products (multiply-adds m*n*k): OpenBLAS always runs single-threaded, and gpudev
+ * splits a product into panels of its result, each one single-threaded OpenBLAS call on the
+ * pool (gemm.c), or a batch into whole products. Below this size a product runs whole on the
+ * calling thread: 2^21 multiply-adds (4.2 MFLOP, ~40 us on one thread) leave each of two threads
+ * 2^20, several times a wake-up (~15-20 us, pool.c). `python -m gpudev.bench.gemm_sweep`
+ * (gpudev on 2 threads / one OpenBLAS call on one thread, median | 90th percentile, 2-core
+ * AMD EPYC VM that other builds kept at load average 7-9 besides the busy processes):
+ *                 busy processes:  0            1
+ *   128^3         (one thread)     1.00 | 1.01  0.99 | 1.06
+ *   256x784x10    (one thread)     1.06 | 1.12  1.02 | 1.00
+ *   170^3         (split)          1.00 | 1.00  1.02 | 1.01
+ *   256x784x24    (split)          1.02 | 1.16  1.10 | 1.26
+ *   1000x100x50   (split)          1.02 | 1.13  1.13 | 1.32
+ *   256x784x256   (split)          1.10 | 4.24  1.03 | 1.20
+ *   1000^3        (split)          1.08 | 1.43  0.77 | 0.93
+ * On that machine the pool mostly ran products on the caller alone (it wakes no sleeping
+ * worker when it has seen no idle core): a win from the second thread there could not be
+ * measured, and the size is where the split costs nothing measurable rather than where it
+ * was seen to pay. */
+#define GD_PAR_GEMM_MNK ((int64_t)1 << 21)
+/* The fewest rows (or columns) of one panel: each call packs its own copy of the operand it
+ * reads whole, so thinner panels spend a growing share of their time packing. One thread
+ * computing a product as panels of h rows, time / one whole call (median of 30, Python's
+ * call included):
+ *                   h = 16   32    64    128   256
+ *   256x784 @ 784x256   1.31  1.17  1.04  1.02
+ *   256x256 @ 256x256   1.46  1.23  1.05  1.00
+ *   1000^3              1.32  1.15  1.07  1.09  1.01
+ *   2000^3              1.82  1.42  1.20  1.19  1.06 */
+#define GD_GEMM_PANEL_MIN 128
+/* Whole products of a batch handed out at a time: about this many multiply-adds. */
+#define GD_GEMM_BATCH_GRAIN_MNK ((int64_t)1 << 18)
+/* int64 products (multiply-adds, plain loops at ~1 ns each: 2^18 is ~0.26 ms serial), where
+ * a second thread clearly pays; not measured size by size. */
+#define GD_PAR_IGEMM_MNK ((int64_t)1 << 18)
+
 /* Earlier names of two kinds, kept so kernels written against them still build. */
 #define GD_PAR_CHEAP GD_PAR_ELEMENTWISE
 #define GD_PAR_COSTLY GD_PAR_LIBM
@@ -100,11 +136,8 @@ void gd_parallel_for(int nt, int64_t n, int64_t align, gd_range_fn fn, void *ctx
  * handed out `grain` at a time to whichever thread is free. */
 void gd_parallel_for_dynamic(int nt, int64_t n, int64_t grain, gd_range_fn fn, void *ctx);
 
-/* OpenBLAS single-threaded between begin and end, for products run one per pool thread
- * (each product threaded again by OpenBLAS would put nt * nt threads on nt cores). Nested
- * and concurrent sections share one count; a thread count set meanwhile applies at the
- * end. */
-void gd_blas_single_begin(void);
-void gd_blas_single_end(void);
+/* Makes OpenBLAS single-threaded, once per process: every product runs on gpudev's threads
+ * (gemm.c), so that one pool that never waits for a descheduled thread serves BLAS too. */
+void gd_blas_init(void);
 
 #endif /* GPUDEV_CPU_THREADS_H */

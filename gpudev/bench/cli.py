@@ -3,6 +3,7 @@
     python -m gpudev bench --quick
     python -m gpudev bench --vs numpy --device cpu --json bench.json
     python -m gpudev bench --device cpu --load 2     # with 2 busy processes on the machine
+    python -m gpudev bench --device cpu --rows epoch --runs 3   # three whole runs, each recorded
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--load", "--busy", type=int, default=0, metavar="N",
                    help="run with N busy processes (started and stopped by the bench), as on a laptop or "
                         "shared server where other programs keep the cores busy; e.g. one per core")
+    p.add_argument("--runs", type=int, default=1,
+                   help="run the whole bench this many times in a row and print and record every run "
+                        "(not the best), to see how much the verdicts move between runs")
     p.add_argument("--rows", help="only rows whose name contains one of these, comma-separated (e.g. 'sgemm,sum')")
     p.add_argument("--peak-gflops", type=float, default=None,
                    help="the CPU's FP32 peak for the %% of peak column (default: $GPUDEV_PEAK_GFLOPS)")
@@ -89,17 +93,34 @@ def run_cli(argv: list[str] | None = None) -> int:
         parser.error(f"--repeat must be >= 1, got {args.repeat}")
     if args.load < 0:
         parser.error(f"--load must be >= 0 busy processes, got {args.load}")
+    if args.runs < 1:
+        parser.error(f"--runs must be >= 1, got {args.runs}")
     devices = _devices(args.device, parser)
     peak = args.peak_gflops if args.peak_gflops is not None else _env_float("GPUDEV_PEAK_GFLOPS")
     gpu_peak = args.gpu_peak_tflops if args.gpu_peak_tflops is not None else _env_float("GPUDEV_GPU_PEAK_TFLOPS")
     row_filter = [r.strip() for r in args.rows.split(",")] if args.rows else None
 
-    before = load_average()
-    with busy_processes(args.load):
-        setup, results = run(devices, peers, args.quick, args.repeat, row_filter, peak, gpu_peak)
-        after = load_average()
-    setup["busy_processes"] = args.load
-    setup["load_average"] = {"before": before, "after": after}
+    documents, errors = [], 0
+    for k in range(args.runs):
+        if args.runs > 1:
+            print(f"{'' if k == 0 else chr(10)}run {k + 1} of {args.runs}")
+        before = load_average()
+        with busy_processes(args.load):
+            setup, results = run(devices, peers, args.quick, args.repeat, row_filter, peak, gpu_peak, args.load)
+            after = load_average()
+        setup["busy_processes"] = args.load
+        setup["load_average"] = {"before": before, "after": after}
+        errors += _print_run(setup, results)
+        documents.append(document(setup, results))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(documents[0] if args.runs == 1 else {"runs": documents}, f, indent=1, allow_nan=False)
+        print(f"raw times written to {args.json}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def _print_run(setup: dict, results: list) -> int:
+    """Prints one run's setup, table and verdict counts; returns its ERROR count."""
     shown = [p for p in (*PEERS, "timeit") if any(p in r.median for r in results)]
     print(setup_text(setup))
     print()
@@ -107,8 +128,4 @@ def run_cli(argv: list[str] | None = None) -> int:
     counts = {v: sum(r.verdict == v for r in results) for v in ("PASS", "FAIL", "INFO", "ERROR")}
     summary = f"{counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['INFO']} INFO"
     print("\n" + summary + (f", {counts['ERROR']} ERROR" if counts["ERROR"] else ""))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(document(setup, results), f, indent=1, allow_nan=False)
-        print(f"raw times written to {args.json}", file=sys.stderr)
-    return 1 if counts["ERROR"] else 0
+    return counts["ERROR"]

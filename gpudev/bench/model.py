@@ -49,13 +49,15 @@ class Impl:
 
 @dataclasses.dataclass
 class Target:
-    """PASS when gpudev's time is at most `max_ratio` times `peer`'s, its relative error at
-    most `max_rel_err`, and its throughput at least `min_fraction` of the bandwidth named
-    `bandwidth` (measured earlier in the same run); criteria left None are not checked."""
+    """PASS when gpudev's time is at most `max_ratio` times `peer`'s (and at most each
+    (peer, max_ratio) of `also`), its relative error at most `max_rel_err`, and its
+    throughput at least `min_fraction` of the bandwidth named `bandwidth` (measured earlier
+    in the same run); criteria left None are not checked."""
 
     text: str
     peer: str | None = None
     max_ratio: float | None = None
+    also: tuple[tuple[str, float], ...] = ()
     max_rel_err: float | None = None
     bandwidth: str | None = None
     min_fraction: float | None = None

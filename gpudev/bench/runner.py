@@ -32,8 +32,8 @@ __all__ = ["judge", "plan", "run", "run_row"]
 # ---------------------------------------------------------------------------------------------
 
 
-def plan(devices: list[str], quick: bool) -> list[tuple[str, str, str, RowBuilder]]:
-    """Every row to run, in order."""
+def plan(devices: list[str], quick: bool, load: int = 0) -> list[tuple[str, str, str, RowBuilder]]:
+    """Every row to run, in order; `load` busy processes run meanwhile (some targets depend on it)."""
     rows: list[tuple[str, str, str, RowBuilder]] = []
     for device in devices:
         if device == "cpu":
@@ -45,7 +45,7 @@ def plan(devices: list[str], quick: bool) -> list[tuple[str, str, str, RowBuilde
             rows += sgemm_rows(device, [1000] if quick else [1000, 4000])
             rows += batched_rows(device, quick)
             rows += view_rows(device, 2000, [1000] if quick else [1000, 2000])
-            rows += training_rows(device, quick)
+            rows += training_rows(device, quick, load)
         else:
             rows += tiny_rows(device, 2000 if quick else 10000)
             rows += benchmark_rows(device, 2000 if quick else 10000)
@@ -55,7 +55,7 @@ def plan(devices: list[str], quick: bool) -> list[tuple[str, str, str, RowBuilde
             rows += sgemm_rows(device, [8192])
             rows += batched_rows(device, quick)
             rows += view_rows(device, 8192, [8192])
-            rows += training_rows(device, quick)
+            rows += training_rows(device, quick, load)
     return rows
 
 
@@ -111,11 +111,12 @@ def judge(ctx: Context, row: Row, ratio: dict[str, float], metrics: dict[str, di
     if t is None:
         return "INFO", ""
     failed = []
-    if t.peer is not None:
-        if t.peer not in ratio:
-            return "INFO", f"target {t.text}: {t.peer} not run"
-        if ratio[t.peer] > t.max_ratio:
-            failed.append(f"{ratio[t.peer]:.2f}x {t.peer} > {t.max_ratio:.2f}x")
+    limits = ([(t.peer, t.max_ratio)] if t.peer is not None else []) + list(t.also)
+    for peer, max_ratio in limits:
+        if peer not in ratio:
+            return "INFO", f"target {t.text}: {peer} not run"
+        if ratio[peer] > max_ratio:
+            failed.append(f"{ratio[peer]:.2f}x {peer} > {max_ratio:.2f}x")
     if t.bandwidth is not None:
         if t.bandwidth not in ctx.bandwidths:
             return "INFO", f"target {t.text}: {t.bandwidth} not measured"
@@ -153,11 +154,13 @@ def run(
     rows: list[str] | None = None,
     peak_gflops: float | None = None,
     gpu_peak_tflops: float | None = None,
+    load: int = 0,
 ) -> tuple[dict[str, Any], list[RowResult]]:
-    """Run the bench; returns (setup description, results). `rows` filters by row name."""
+    """Run the bench; returns (setup description, results). `rows` filters by row name;
+    `load` is the number of busy processes running meanwhile (started by the caller)."""
     modules, notes = load_peers(peers)
     ctx = Context(modules, quick, peak_gflops, gpu_peak_tflops)
-    planned = [p for p in plan(devices, quick) if not rows or any(f in p[0] for f in rows)]
+    planned = [p for p in plan(devices, quick, load) if not rows or any(f in p[0] for f in rows)]
     setup = describe_setup(ctx, repeats, devices, notes)
     results = []
     bar = _progress(len(planned))

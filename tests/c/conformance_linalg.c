@@ -42,6 +42,10 @@ static const gemm_case gemm_cases[] = {
     {1, 72, 73, 74, 0, 0, 2, 3},   {1, 1, 300, 7, 0, 0, 3, 0},    {1, 300, 1, 7, 0, 0, 1, 2},
     {5, 9, 11, 13, 0, 0, 1, 1},    {4, 8, 6, 5, 2, 1, 2, 2},      {6, 9, 11, 13, 1, 0, 3, 5},
     {1, 33, 17, 65, 0, 0, 0, 4},   {3, 5, 7, 0, 0, 0, 3, 1},
+    /* above the CPU's size for splitting a product (threads.h): panels of rows (m >= n) and of
+     * columns, edges off the panel alignment, every transpose, padded rows, a few in a batch */
+    {1, 300, 70, 130, 0, 0, 0, 0}, {1, 300, 70, 130, 0, 0, 3, 2}, {1, 45, 601, 100, 0, 0, 1, 0},
+    {1, 45, 601, 100, 0, 0, 2, 3}, {2, 299, 71, 120, 0, 1, 1, 1}, {3, 40, 530, 128, 2, 0, 3, 0},
 };
 
 /* One stored operand: rows x cols per matrix (the transpose of the matrix when stored
