@@ -429,7 +429,7 @@ def test_missing_gpu_leaves_the_source_usable():
 @pytest.mark.gpu
 @pytest.mark.parametrize(
     "op, name",
-    [(lambda a, b: a + b, "add"), (lambda a, b: a * b, "mul"), (lambda a, b: a @ b, "matmul"),
+    [(lambda a, b: a + b, "add"), (lambda a, b: a * b, "multiply"), (lambda a, b: a @ b, "matmul"),
      (gd.maximum, "maximum"), (lambda a, b: gd.concatenate([a, b]), "concatenate"),
      (lambda a, b: gd.stack([a, b]), "stack"), (gd.allclose, "allclose")],
     ids=["add", "mul", "matmul", "maximum", "concatenate", "stack", "allclose"],

@@ -203,7 +203,8 @@ def _product(d: gd.Device, n: int, repeats: int, budget_s: float, rows: list[dic
     # measurement they may overrun the budget a little, which the first call's judgement needs
     warm_repeats = min(repeats, max(WARM_MIN, int((budget_s - first["seconds"]) // first["seconds"])))
     step(f"1: {label} on {d}, {warm_repeats} warm repeat(s)")
-    warm = time_repeats(lambda: a @ b, warm_repeats, warmup=0, calls=1, noise_stop=False)  # budget-bound
+    warm = time_repeats(lambda: a @ b, warm_repeats, warmup=0, calls=1, noise_stop=False,  # budget-bound
+                        devices=[d])  # without a warm-up to learn the GPU from, it is named
     rows.append(row(d, "matmul", label, "synchronized", warm, flops, nbytes, nbytes))
     if d.type == "cuda":
         rows.append(row(d, "matmul", label, "unsynchronized (wrong)",
