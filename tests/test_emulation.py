@@ -217,3 +217,22 @@ def test_an_unsynchronized_timer_misses_the_emulated_work():
         print(wrong < t.elapsed / 5, wrong, t.elapsed)
     """, GPUDEV_EMULATE_GPUS="1")
     assert out[0].split()[0] == "True", out
+
+
+def test_bench_leaves_emulated_gpus_out_and_says_so():
+    out = run("""
+        from gpudev.bench import cli
+        try:
+            cli.run_cli(["--device", "cuda:0", "--quick"])
+        except SystemExit as exc:
+            print("exit", exc.code)
+    """, GPUDEV_EMULATE_GPUS="1")
+    assert "exit 2" in out.stdout
+    assert "--device cuda:0: cuda:0: emulated GPUs (GPUDEV_EMULATE_GPUS), left out" in out.stderr
+    assert "unset GPUDEV_EMULATE_GPUS on a machine with a GPU" in out.stderr
+    picked = lines("""
+        import argparse
+        from gpudev.bench import cli
+        print(cli._devices("all", argparse.ArgumentParser()))
+    """, GPUDEV_EMULATE_GPUS="2")
+    assert picked[0].startswith("cuda:0, cuda:1: emulated GPUs") and picked[1] == "['cpu']"
