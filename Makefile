@@ -9,11 +9,11 @@ DEPS    := $(VENV)/.deps-installed
 LOCK    := flock $(VENV)/.build.lock
 # `make build` after editing C code; the CUDA backend is rebuilt only when csrc/cuda or the
 # shared headers in csrc/ change.
-SOURCES := $(wildcard csrc/*.h csrc/core/* csrc/cpu/* csrc/cuda/*) setup.py pyproject.toml
+SOURCES := $(wildcard csrc/*.h csrc/core/* csrc/cpu/* csrc/cuda/* tools/cuda_emu/*.* tools/cuda_emu/inc/*) setup.py pyproject.toml
 BUILT   := $(VENV)/.built
 INSTALLED := $(VENV)/.installed
 
-.PHONY: all build demo test install-check fuzz sanitize tsan cuda-emu gpu-check gpu-wheels bench lab clean
+.PHONY: all build demo test test-gpu-emu install-check fuzz sanitize sanitize-gpu-emu tsan cuda-emu gpu-check gpu-wheels bench lab clean
 .PHONY: test-pool test-pool-tsan test-pool-asan bench-pool check-aarch64
 
 all: test
@@ -49,6 +49,13 @@ build: $(BUILT)
 test: $(BUILT)
 	$(PY) -m pytest -q tests; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+# The whole suite again on two emulated GPUs (GPUDEV_EMULATE_GPUS=2, gpudev._cuda_emu: the CUDA
+# backend compiled for the CPU; README, "No GPU? Emulated GPUs"): every GPU variant runs, except
+# tests marked `hardware`. The CPU tests run a second time too (the emulation changes nothing
+# for them), which costs a minute and keeps the command simple.
+test-gpu-emu: $(BUILT)
+	GPUDEV_EMULATE_GPUS=2 GPUDEV_EMULATE_GPU_MEMORY=8GiB $(PY) -m pytest -q tests
 
 # The wheel and the sdist built, installed into fresh venvs and used from outside the tree, as
 # users install gpudev (tools/install_check.sh; a few minutes: the sdist compiles everything)
@@ -89,12 +96,26 @@ SANITIZE_TESTS = $(CURDIR)/tests -m "not slow"
 sanitize: $(DEPS)
 	rm -rf build/asan && mkdir -p build/asan/gpudev
 	cd gpudev && cp --parents $$(find . -name '*.py' -not -path '*/__pycache__/*') $(CURDIR)/build/asan/gpudev/
-	$(LOCK) env GPUDEV_SANITIZE=1 GPUDEV_CUDA=0 $(PY) setup.py -q build_ext --build-lib build/asan --build-temp build/asan-tmp --force
+	$(LOCK) env GPUDEV_SANITIZE=1 GPUDEV_CUDA=0 GPUDEV_CUDA_EMU=0 $(PY) setup.py -q build_ext --build-lib build/asan --build-temp build/asan-tmp --force
 	cd build/asan && LD_PRELOAD="$(ASAN_LIB) $(UBSAN_LIB)" \
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  PYTHONPATH=$(CURDIR)/build/asan GPUDEV_SANITIZE_RUN=1 \
 	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(SANITIZE_TESTS)
+
+# The same with emulated GPUs: the C core and gpudev._cuda_emu both built with AddressSanitizer +
+# UBSan into build/asan-emu, then the GPU tests on two emulated GPUs, so a kernel that reads or
+# writes past its allocation (below 64 MiB, where the emulation uses the heap) is reported.
+SANITIZE_EMU_TESTS = $(CURDIR)/tests -m "gpu and not slow"
+sanitize-gpu-emu: $(DEPS)
+	rm -rf build/asan-emu && mkdir -p build/asan-emu/gpudev
+	cd gpudev && cp --parents $$(find . -name '*.py' -not -path '*/__pycache__/*') $(CURDIR)/build/asan-emu/gpudev/
+	$(LOCK) env GPUDEV_SANITIZE=1 GPUDEV_CUDA=0 $(PY) setup.py -q build_ext --build-lib build/asan-emu --build-temp build/asan-emu-tmp --force
+	cd build/asan-emu && LD_PRELOAD="$(ASAN_LIB) $(UBSAN_LIB)" \
+	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1:detect_stack_use_after_return=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 GPUDEV_EMULATE_GPUS=2 \
+	  PYTHONPATH=$(CURDIR)/build/asan-emu GPUDEV_SANITIZE_RUN=1 \
+	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(SANITIZE_EMU_TESTS)
 
 # The C core built with ThreadSanitizer into build/tsan, then the tests that run gpudev from
 # several Python threads and change the thread count under them, with CPython and OpenBLAS
@@ -107,7 +128,7 @@ TSAN_TESTS = tests/test_threads.py tests/test_cpu_threads.py
 tsan: $(DEPS)
 	rm -rf build/tsan && mkdir -p build/tsan/gpudev
 	cd gpudev && cp --parents $$(find . -name '*.py' -not -path '*/__pycache__/*') $(CURDIR)/build/tsan/gpudev/
-	$(LOCK) env GPUDEV_SANITIZE=thread GPUDEV_CUDA=0 $(PY) setup.py -q build_ext --build-lib build/tsan --build-temp build/tsan-tmp --force
+	$(LOCK) env GPUDEV_SANITIZE=thread GPUDEV_CUDA=0 GPUDEV_CUDA_EMU=0 $(PY) setup.py -q build_ext --build-lib build/tsan --build-temp build/tsan-tmp --force
 	cd build/tsan && LD_PRELOAD="$(TSAN_LIB)" \
 	  TSAN_OPTIONS="halt_on_error=1 die_after_fork=0 suppressions=$(CURDIR)/tools/tsan.supp" \
 	  PYTHONPATH=$(CURDIR)/build/tsan GPUDEV_SANITIZE_RUN=1 \
@@ -125,7 +146,7 @@ check-aarch64: $(DEPS)
 	  echo "check-aarch64: SKIPPED: $(AARCH64_CC) not found (Debian/Ubuntu: apt-get install gcc-aarch64-linux-gnu)"; \
 	  exit 0; fi; \
 	set -e; rm -rf build/aarch64 build/aarch64-tmp; \
-	$(LOCK) env CC=$(AARCH64_CC) CFLAGS=-Werror LDSHARED=true GPUDEV_CUDA=0 \
+	$(LOCK) env CC=$(AARCH64_CC) CFLAGS=-Werror LDSHARED=true GPUDEV_CUDA=0 GPUDEV_CUDA_EMU=0 \
 	  $(PY) setup.py -q build_ext --build-lib build/aarch64 --build-temp build/aarch64-tmp --force; \
 	objs=$$(find build/aarch64-tmp -name '*.o' | sort); \
 	n=$$(echo "$$objs" | grep -c .); srcs=$$(ls csrc/core/*.c csrc/cpu/*.c | wc -l); \

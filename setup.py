@@ -1,5 +1,7 @@
 """Build gpudev's extensions: the C core `gpudev._C` always, the CUDA backend `gpudev._cuda`
-when a CUDA toolkit is found.
+when a CUDA toolkit is found, and the same CUDA backend compiled for the CPU against the CUDA
+emulation in tools/cuda_emu, `gpudev._cuda_emu` (emulated GPUs: GPUDEV_EMULATE_GPUS=N at run
+time), when a C++ compiler is found; it needs no toolkit.
 
 Environment:
     GPUDEV_CUDA=0          build without the CUDA backend even if a toolkit is found
@@ -9,6 +11,8 @@ Environment:
                            links in about a minute. "all": machine code for sm_75..sm_90 plus
                            compute_90 PTX (wheels for other machines; several minutes per file).
                            A list such as "sm_90" or "sm_80,sm_90" is taken as it is.
+    GPUDEV_CUDA_EMU=0      build without the emulated GPUs (default: built when a C++ compiler
+                           and tools/cuda_emu are there; =1 makes their absence an error)
     GPUDEV_BUILD_JOBS=N    .cu files compiled at once (default: the number of cores)
     GPUDEV_EXTENSIONS=0    install metadata only, no compiling (the Makefile's editable install,
                            which then builds in place, where the build's progress is visible)
@@ -186,6 +190,8 @@ class BuildExt(build_ext):
     def build_extension(self, ext: Extension) -> None:
         if ext.name == "gpudev._cuda":
             self.build_cuda(ext)
+        elif ext.name == "gpudev._cuda_emu":
+            self.build_cuda_emu(ext)
         else:
             started = time.monotonic()
             jobs = build_jobs(self.parallel, len(ext.sources))
@@ -256,6 +262,57 @@ class BuildExt(build_ext):
         with open(stamp, "w") as f:
             f.write(arch_list)
 
+    def build_cuda_emu(self, ext: Extension) -> None:
+        """Every csrc/cuda/*.cu as C++ for the CPU (tools/cuda_emu/transform.py rewrites the
+        launches), linked with the emulation's runtime and cuBLAS into gpudev._cuda_emu."""
+        out_path = self.get_ext_fullpath(ext.name)
+        cached = os.path.join(HERE, self.get_ext_filename(ext.name))
+        deps = ext.sources + ext.depends  # type: ignore[attr-defined]
+        if (not self.force and os.path.exists(cached)
+                and all(os.path.getmtime(d) <= os.path.getmtime(cached) for d in deps)):
+            if os.path.abspath(cached) != os.path.abspath(out_path):
+                os.makedirs(os.path.dirname(out_path), exist_ok=True)
+                shutil.copy2(cached, out_path)
+            log(f"emulated GPUs up to date ({cached})")
+            return
+        started = time.monotonic()
+        work = os.path.join("build", "cuda_emu_py")
+        os.makedirs(os.path.join(work, "src"), exist_ok=True)
+        kernels = []
+        for cu in (s for s in ext.sources if s.endswith(".cu")):
+            cpp = os.path.join(work, "src", os.path.basename(cu)[:-3] + ".cpp")
+            if self.force or not os.path.exists(cpp) or os.path.getmtime(cpp) < os.path.getmtime(cu):
+                self.spawn([sys.executable, os.path.join("tools", "cuda_emu", "transform.py"), cu, cpp])
+            kernels.append(cpp)
+        runtime = [s for s in ext.sources if s.endswith(".cpp")]
+        # as tools/cuda_emu/build.sh: no fused multiply-adds the reference loops lack; kernels
+        # reinterpret memory as vector types, which nvcc allows
+        args = ["-std=c++17", "-O2", "-Wall", "-Wextra", "-ffp-contract=off", "-fno-strict-aliasing"]
+        sanitize = SANITIZERS.get(os.environ.get("GPUDEV_SANITIZE", ""))
+        if sanitize:  # a kernel reading past its allocation is then a heap-buffer-overflow report
+            args += ["-O1", "-g", "-fno-omit-frame-pointer", *sanitize]
+        includes = [os.path.join("tools", "cuda_emu", "inc"), "csrc", os.path.join("csrc", "cuda")]
+        obj_dir = os.path.join(work, "obj")
+        headers = max(os.path.getmtime(d) for d in ext.depends)  # type: ignore[attr-defined]
+        objects = {src: self.compiler.object_filenames([src], output_dir=obj_dir)[0] for src in kernels + runtime}
+        stale = [src for src, obj in objects.items() if self.force or not os.path.exists(obj)
+                 or os.path.getmtime(obj) < max(os.path.getmtime(src), headers)]
+        jobs = build_jobs(self.parallel, max(1, len(stale)))
+        log(f"compiling the emulated GPUs ({len(stale)} of {len(objects)} files: the CUDA sources as "
+            f"C++ and the emulation, {jobs} at a time)")
+        compile_in_parallel(self.compiler, jobs)
+        self.compiler.compile(
+            [k for k in kernels if k in stale], output_dir=obj_dir, include_dirs=includes,
+            macros=[("__CUDACC__", None), ("GD_CUDA_EMULATED", None),
+                    ("GD_CUDA_ARCH_LIST", '"emulated"')], extra_postargs=args)
+        self.compiler.compile(
+            [r for r in runtime if r in stale], output_dir=obj_dir, include_dirs=includes, extra_postargs=args)
+        objects = list(objects.values())
+        os.makedirs(os.path.dirname(out_path), exist_ok=True)
+        self.compiler.link_shared_object(objects, out_path, target_lang="c++",
+                                         extra_postargs=["-pthread", *(sanitize or [])])
+        log(f"emulated GPUs built in {time.monotonic() - started:.0f} s")
+
     def write_build_info(self) -> None:
         cuda_home, reason = find_cuda()
         arch_list = ",".join(cuda_targets(os.path.join(cuda_home, "bin", "nvcc"))[0]) if cuda_home else ""
@@ -272,6 +329,8 @@ class BuildExt(build_ext):
             "cuda_compiled": cuda_home is not None,
             "cuda_reason": reason,
             "cuda_archs": arch_list,
+            "cuda_emu_compiled": emu_sources()[0] is not None,
+            "cuda_emu_reason": emu_sources()[1],
             "sanitize": os.environ.get("GPUDEV_SANITIZE") in SANITIZERS,
             "machine": platform.machine(),
         }
@@ -323,6 +382,22 @@ def core_extension() -> Extension:
     )
 
 
+def emu_sources() -> tuple[list[str] | None, str]:
+    """(sources, reason): what gpudev._cuda_emu is built from, or None and why it is not."""
+    asked = os.environ.get("GPUDEV_CUDA_EMU", "")
+    if asked == "0":
+        return None, "disabled at build time by GPUDEV_CUDA_EMU=0"
+    emu = sorted(glob.glob(os.path.join("tools", "cuda_emu", "*.cpp")))
+    cxx = os.environ.get("CXX", "").split()[:1] or ["g++"]
+    missing = ("tools/cuda_emu is not in this source tree" if not emu else
+               None if shutil.which(cxx[0]) or shutil.which("c++") else f"no C++ compiler ({cxx[0]}) found")
+    if missing:
+        if asked == "1":
+            raise SystemExit(f"gpudev build: GPUDEV_CUDA_EMU=1, but {missing}")
+        return None, missing
+    return sorted(glob.glob("csrc/cuda/*.cu")) + emu, "built with the C++ compiler"
+
+
 def extensions() -> list[Extension]:
     if os.environ.get("GPUDEV_EXTENSIONS", "1") == "0":
         return []
@@ -332,6 +407,14 @@ def extensions() -> list[Extension]:
     if cuda_home:
         ext = Extension("gpudev._cuda", sources=sorted(glob.glob("csrc/cuda/*.cu")))
         ext.cuda_home = cuda_home  # type: ignore[attr-defined]
+        exts.append(ext)
+    emu, reason = emu_sources()
+    log(f"emulated GPUs: {'building' if emu else 'skipped'}: {reason}")
+    if emu:
+        ext = Extension("gpudev._cuda_emu", sources=emu)
+        ext.depends = sorted(glob.glob("csrc/cuda/*.cuh") + glob.glob("csrc/*.h")  # type: ignore[attr-defined]
+                             + glob.glob("tools/cuda_emu/*.h") + glob.glob("tools/cuda_emu/inc/*.h")
+                             + ["tools/cuda_emu/transform.py"])
         exts.append(ext)
     return exts
 

@@ -79,7 +79,13 @@ __version__ = "0.2.0"
 
 
 def _load_cuda() -> None:
-    """Hand the CUDA backend to the core, or record why there is none."""
+    """Hand the CUDA backend to the core (the emulated one when GPUDEV_EMULATE_GPUS is set:
+    the two never mix), or record why there is none."""
+    from . import emulation
+
+    if emulation.requested():
+        _C._register_cuda(emulation.load().backend, True)
+        return
     try:
         from ._build_info import BUILD_INFO
     except ImportError:  # a build without setup.py's record
@@ -99,7 +105,7 @@ def _load_cuda() -> None:
 
 _load_cuda()
 
-from . import _clip, _index, _protocols, _torch  # noqa: E402
+from . import _clip, _index, _protocols, _torch, emulation  # noqa: E402
 from ._clip import clamp, clip  # noqa: E402
 from ._creation import empty_like, full_like, ones_like, zeros_like  # noqa: E402
 from ._logic import isfinite, isnan  # noqa: E402

@@ -118,7 +118,12 @@ def info_text(gd: Any) -> str:
         + f"   threads {blas.get('threads', gd.get_num_threads())}",
     ]
     n = gd.num_gpus()
-    if cuda.get("compiled"):
+    if cuda.get("emulated"):
+        emu = cuda["emulated"]
+        title.append(f"GPUs: {n} emulated (GPUDEV_EMULATE_GPUS={emu['devices']}): gpudev's CUDA backend "
+                     "run by a CPU emulation, for its logic; times measured on them are CPU times, "
+                     "not GPU speed")
+    elif cuda.get("compiled"):
         archs = cuda.get("archs")
         archs = ",".join(archs) if isinstance(archs, (list, tuple)) else archs
         runtime, driver = cuda.get("runtime_version"), cuda.get("driver_version")

@@ -19,7 +19,14 @@ except ImportError:
 
 
 def _cuda_module():
-    """gpudev._cuda when it was built and imports on this machine, else None."""
+    """The CUDA backend's module: gpudev._cuda_emu when GPUs are emulated, else gpudev._cuda
+    when it was built and imports on this machine, else None."""
+    from . import emulation
+
+    if emulation.active():
+        from . import _cuda_emu
+
+        return _cuda_emu
     if not BUILD_INFO.get("cuda_compiled"):
         return None
     try:
@@ -53,7 +60,7 @@ def build_info() -> dict[str, Any]:
     >>> gd.build_info()['cuda']['compiled']
     True
     """
-    from . import __version__
+    from . import __version__, emulation
 
     facts = _C._cpu_facts()
     blas_config = facts["blas_config"]
@@ -66,6 +73,8 @@ def build_info() -> dict[str, Any]:
         "available": _C.num_gpus() > 0,
         "num_gpus": _C.num_gpus(),
         "reason": _C._cuda_reason(),
+        "emulated": emulation.settings() or False,
+        "emulation_built": bool(BUILD_INFO.get("cuda_emu_compiled")),
     }
     cuda_mod = _cuda_module()
     cuda["runtime_version"] = cuda_mod.runtime_version() if cuda_mod else None
@@ -95,6 +104,8 @@ def device_info(dev: _C.Device) -> dict[str, Any]:
     """
     props = _C._device_props(dev)
     if props is not None:
+        if dev.emulated:  # its clocks and bus are an H200's figures, which it does not have
+            return {**props, "device": str(dev), "emulated": True}
         return {**props, "device": str(dev)}
     facts = _C._cpu_facts()
     return {

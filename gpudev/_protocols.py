@@ -126,11 +126,13 @@ def _ufunc_by_gpudev(ufunc: np.ufunc, inputs: tuple) -> Any:
 def array_ufunc(self: Array, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
     """NumPy's ufunc protocol: gpudev's operation where it has one, else NumPy on views."""
     name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
-    _refuse_gpu(name, (inputs, kwargs))
+    # gpudev's own operation first, on any device: np.float32(0.5) == a reaches here as
+    # numpy.equal(0.5, a), which a GPU array computes where it lives
     if method == "__call__" and not kwargs:
         res = _ufunc_by_gpudev(ufunc, inputs)
         if res is not NotImplemented:
             return res
+    _refuse_gpu(name, (inputs, kwargs))
     _refuse_grad(name, (inputs, kwargs))
     out = kwargs.get("out")
     res = getattr(ufunc, method)(*_to_numpy(inputs), **_to_numpy(kwargs))

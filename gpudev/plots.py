@@ -139,18 +139,23 @@ def bars(ax: Axes, items: Sequence[dict[str, Any]], *, ylabel: str, log: bool | 
             text = it.get("note") or format_seconds(it["median"], micro=MICRO)
             ax.annotate(text, (x, it["max"] / scale), xytext=(0, 3), textcoords="offset points",
                         ha="center", va="bottom", fontsize=7, rotation=90 if len(series) > 1 else 0)
-    ax.set_xticks(range(len(groups)), [wrap(g) for g in groups], fontsize=8)
+    # about 3 characters of 8-point text per tenth of an inch of each group's share of the axes
+    per_group = ax.get_position().width * ax.figure.get_figwidth() / max(len(groups), 1)
+    ax.set_xticks(range(len(groups)), [wrap(g, max(8, min(18, int(per_group * 11)))) for g in groups], fontsize=8)
+    legend_cols = 1 if len(series) <= 4 else 2 if len(series) <= 6 else 3
+    legend_rows = -(-len(series) // legend_cols)
     if log:
         ax.set_yscale("log")
         ax.set_ylabel(f"{ylabel} (s, log scale)")
         lo = min(it["min"] for it in items if it["min"] > 0)
         hi = max(it["max"] for it in items)
-        ax.set_ylim(lo / 3, hi * (30 if annotate else 3))
+        # room above the tallest bar for its label and for the legend's rows
+        ax.set_ylim(lo / 3, hi * (30 if annotate else 3) * 10 ** (0.35 * max(0, legend_rows - 1)))
     else:
         ax.set_ylabel(f"{ylabel} ({unit})")
         ax.set_ylim(0, lin_top / scale)
     ax.grid(axis="y", alpha=0.3, which="both")
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(fontsize=8, loc="upper right", ncol=legend_cols)
     return positions, width, scale
 
 

@@ -32,6 +32,7 @@ Array = type(gd.zeros(0))
 
 NO_GPU = "no CUDA GPU"
 NO_GPU2 = "needs two CUDA GPUs"
+EMULATED = gd.emulation.active()  # GPUDEV_EMULATE_GPUS: cuda:i are CPU emulations
 
 
 def _device_params() -> list:
@@ -56,6 +57,7 @@ DEVICES = _device_params()
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu2: needs two CUDA GPUs")
+    config.addinivalue_line("markers", "hardware(reason): holds only on a real GPU, skipped on emulated ones")
 
 
 # A test that takes one of these fixtures needs that many GPUs: it is marked so, whether or not
@@ -74,6 +76,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=NO_GPU2))
         elif item.get_closest_marker("gpu") is not None and NUM_GPUS < 1:
             item.add_marker(pytest.mark.skip(reason=NO_GPU))
+        hardware = item.get_closest_marker("hardware")
+        if hardware is not None and EMULATED and _on_gpu(item):
+            why = hardware.args[0] if hardware.args else hardware.kwargs.get("reason", "")
+            item.add_marker(pytest.mark.skip(reason=f"real GPU only (emulated here): {why}"))
+
+
+def _on_gpu(item: pytest.Item) -> bool:
+    """Whether a test uses a GPU: a GPU fixture, a GPU marker or a cuda:i parameter."""
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params.values() if callspec else ()
+    return (item.get_closest_marker("gpu") is not None or item.get_closest_marker("gpu2") is not None
+            or any(isinstance(p, gd.Device) and p.type == "cuda" for p in params))
 
 
 # ---------------------------------------------------------------------------------------------

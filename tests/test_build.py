@@ -178,6 +178,7 @@ def test_no_visible_gpu_means_zero_gpus_not_an_error():
         "print(gd.num_gpus(), gd.cuda_available(), gd.try_gpu(), gd.try_all_gpus(), a.sum().item())\n"
     )
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    env.pop("GPUDEV_EMULATE_GPUS", None)  # about real GPUs: emulated ones ignore the variable
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["0", "False", "cpu", "[Device('cpu')]", "3.0"]

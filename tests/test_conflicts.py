@@ -19,6 +19,7 @@ def table_rows() -> list[str]:
     """The first cell of each row of the conflicts table."""
     text = README.read_text()
     section = text.split("### NumPy, the array API and PyTorch: one meaning per call form", 1)[1]
+    section = section.split("\n## ", 1)[0]  # up to the next section, whose tables are others
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     return [re.match(r"\| ([^|]+) \|", line).group(1).strip() for line in rows]
 

@@ -429,7 +429,7 @@ def test_missing_gpu_leaves_the_source_usable():
 @pytest.mark.gpu
 @pytest.mark.parametrize(
     "op, name",
-    [(lambda a, b: a + b, "add"), (lambda a, b: a * b, "mul"), (lambda a, b: a @ b, "matmul"),
+    [(lambda a, b: a + b, "add"), (lambda a, b: a * b, "multiply"), (lambda a, b: a @ b, "matmul"),
      (gd.maximum, "maximum"), (lambda a, b: gd.concatenate([a, b]), "concatenate"),
      (lambda a, b: gd.stack([a, b]), "stack"), (gd.allclose, "allclose")],
     ids=["add", "mul", "matmul", "maximum", "concatenate", "stack", "allclose"],
@@ -491,6 +491,7 @@ def test_gpu_out_of_memory_then_the_pool_still_works(cuda0):
 
 
 @pytest.mark.gpu
+@pytest.mark.hardware("fills a real card with 8 GiB blocks; emulated memory is host memory")
 def test_many_moderate_allocations_until_oom_then_recover(cuda0):
     """Fill the card with 8 GiB blocks until it refuses; freeing them all makes room again."""
     blocks = []

@@ -75,9 +75,18 @@ VIEWS = {
 def test_index_is_a_view_of_the_target(device, view):
     base = [3, 1, 0, 2, 1]
     n, g = both(base, device=device)
-    n[VIEWS[view](n)] = np.arange(10, 10 + VIEWS[view](n).size)
+    index, values = VIEWS[view](n).copy(), np.arange(10, 10 + VIEWS[view](n).size)
+    n[VIEWS[view](n)] = values
     g[VIEWS[view](g)] = gd.arange(10, 10 + VIEWS[view](g).size, device=device)
-    check(g, n)
+    if device.type == "cpu":
+        check(g, n)  # NumPy's order: the last write to a repeated row wins
+        return
+    # a GPU writes repeated rows in no set order (README, indexing rules): each such row holds
+    # one of the values written to it, every other row exactly NumPy's
+    got = g.cpu().numpy()
+    for row in range(len(base)):
+        written = set(values[index == row].tolist())
+        assert got[row] in written if len(written) > 1 else got[row] == n[row], (row, got, n)
 
 
 @by_device

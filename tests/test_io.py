@@ -139,7 +139,8 @@ def test_load_copies_each_array_once_to_its_device(device, tmp_path):
     with gd.trace() as tr:
         loaded = gd.load(tmp_path / "m.npz", device=device)
     assert all(v.device == device for v in loaded.values())
-    assert tr.count("copy", "h2d") == (len(loaded) if is_gpu(device) else 0)
+    nonempty = sum(v.size > 0 for v in loaded.values())  # an empty array needs no copy
+    assert tr.count("copy", "h2d") == (nonempty if is_gpu(device) else 0)
     assert tr.count("copy") == tr.count("copy", "h2d")
 
 

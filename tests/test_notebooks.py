@@ -67,14 +67,32 @@ def kernel_env(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     return data
 
 
+def _emulation_built() -> bool:
+    import gpudev
+
+    return bool(gpudev.build_info()["cuda"]["emulation_built"])
+
+
+# "emulated": the kernel runs with two emulated GPUs (GPUDEV_EMULATE_GPUS=2), so every GPU cell
+# runs on cuda:0 (and exercise 4 on cuda:0 and cuda:1) on machines without a GPU
+GPU_SETUPS = [
+    pytest.param("as-is", id="as-is"),
+    pytest.param("emulated", id="emulated-gpus",
+                 marks=pytest.mark.skipif(not _emulation_built(), reason="built without emulated GPUs")),
+]
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("gpus", GPU_SETUPS)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs(path, kernel_env, tmp_path, monkeypatch):
+def test_notebook_runs(path, gpus, kernel_env, tmp_path, monkeypatch):
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     monkeypatch.setenv("JUPYTER_PATH", str(kernel_env))
     monkeypatch.setenv("GPUDEV_QUICK", "1")
+    if gpus == "emulated":
+        monkeypatch.setenv("GPUDEV_EMULATE_GPUS", "2")
     monkeypatch.delenv("MPLBACKEND", raising=False)  # the kernel picks its inline backend
     nb = nbformat.read(str(path), as_version=4)
     client = NotebookClient(nb, kernel_name=KERNEL_NAME, timeout=CELL_TIMEOUT_S,
@@ -91,6 +109,9 @@ def test_notebook_runs(path, kernel_env, tmp_path, monkeypatch):
     assert "text/markdown" in kinds
     if path.name != "00_tour.ipynb":
         assert "image/png" in kinds, f"{path.name} showed no figure"
+    if gpus == "emulated":  # the GPU cells ran on the emulated cuda:0, and said so
+        shown = json.dumps([o for c in nb.cells if c.cell_type == "code" for o in c.outputs])
+        assert "cuda:0" in shown and "emulated" in shown, f"{path.name} did not show the emulated cuda:0"
 
 
 def test_make_lab_installs_the_extra_registers_a_kernel_and_opens_the_notebooks():

@@ -84,9 +84,19 @@ def test_numpy_scalars_and_operators_still_meet_arrays():
 
 def test_gpu_arrays_are_refused_by_numpy(cuda0):
     x = gd.ones(3, device=cuda0)
-    for call in (lambda: np.sum(x), lambda: np.add(x, 1), lambda: np.cumsum(x), lambda: np.stack([x, x])):
-        with pytest.raises(TypeError, match=r"numpy\.\w+: NumPy cannot compute on a gpudev array on cuda:0; .*cpu\(\)"):
+    for call in (lambda: np.sum(x), lambda: np.add.reduce(x), lambda: np.cumsum(x), lambda: np.stack([x, x])):
+        with pytest.raises(TypeError, match=r"numpy\.[\w.]+: NumPy cannot compute on a gpudev array on cuda:0; .*cpu\(\)"):
             call()
+
+
+def test_numpy_ufuncs_gpudev_has_compute_on_the_gpu(cuda0):
+    """np.add(x, 1) and np.float32(0.5) == x are gpudev's own operations: the result stays on
+    the GPU (nothing is copied to the host), as CuPy does."""
+    x = gd.ones(3, device=cuda0)
+    for got in (np.add(x, 1), np.float32(0.5) == x, np.int64(2) * x):
+        assert isinstance(got, gd.Array) and got.device == cuda0
+    assert np.add(x, 1).tolist() == [2.0, 2.0, 2.0]
+    assert (np.float32(0.5) == x).tolist() == [False, False, False]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -105,8 +105,9 @@ def test_gpu_properties_come_from_the_backend(cuda0):
     assert props["multiprocessors"] > 0 and props["total_memory"] > 0
     info = cuda0.info()
     assert info["device"] == "cuda:0"
-    steady = lambda d: {k: v for k, v in d.items() if k not in ("device", "free_memory")}  # noqa: E731
+    steady = lambda d: {k: v for k, v in d.items() if k not in ("device", "free_memory", "emulated")}  # noqa: E731
     assert steady(info) == steady(props)
+    assert info.get("emulated", False) is cuda0.emulated
 
 
 # ---------------------------------------------------------------------------------------------

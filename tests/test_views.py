@@ -254,7 +254,10 @@ def test_matmul_of_views(device, dtype):
              (a[0] @ b, x[0] @ y), (a @ b[:, 1], x @ y[:, 1]), (a[:, 2] @ a[:, 3], x[:, 2] @ x[:, 3]),
              (a.T[::2] @ a[:, ::3], x.T[::2] @ x[:, ::3])]
     for got, want in cases:
-        assert_array(got, want, rtol=rtol)
+        # float32 sums in another order (a GPU's) differ by rounding relative to the largest
+        # terms, which an element that nearly cancels shows as a large relative error
+        atol = 1e-5 * float(np.abs(want).max()) if rtol else 0.0
+        assert_array(got, want, rtol=rtol, atol=atol)
     batch = gd.array(sample((3, 4, 5), dtype, seed=8), device=device)
     nb = host(batch)
     assert_array(batch @ batch.mT, nb @ np.swapaxes(nb, -1, -2), rtol=rtol)

@@ -260,6 +260,9 @@ print(f"the book's 0.016 s for n=10000 implies {2 * 10000**3 / 0.016 / 1e12:.0f}
      ("code", """\
 lines = []
 for dev in dict.fromkeys(r["device"] for r in res.rows):
+    if res.meta["devices"][dev].get("emulated"):  # CPU times: no rates
+        lines.append(f"- **{dev}**: an emulated GPU; its times are CPU times, so it gets no rates.")
+        continue
     pick = {(r["task"], r["timing"]): r for r in res.rows if r["device"] == dev}
     tiny, first = pick[("sum", "synchronized")], pick[("matmul", "first call")]
     mm = pick.get(("matmul", "synchronized"), first)

@@ -99,6 +99,7 @@ ATTRIBUTES = {
     "Array.T": "Array", "Array.mT": "Array", "Array.data": "Array", "Array.grad": "Array | None",
     "Array.grad_fn": "object", "Array.is_leaf": "builtins.bool", "Array.requires_grad": "builtins.bool",
     "Array.__cuda_array_interface__": "dict[str, object]", "Device.type": "str", "Device.index": "int | None",
+    "Device.emulated": "builtins.bool",
 }
 # what mypy would object to, and why it is right: comparisons return arrays, not object's bool;
 # CPython's __ipow__ slot takes no modulo argument where __pow__ takes one

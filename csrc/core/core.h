@@ -67,6 +67,7 @@ typedef struct gd_state {
     const gd_backend *backends[2];      /* [GD_CPU] always; [GD_CUDA] once gpudev._cuda loaded */
     PyObject *cuda_capsule;             /* keeps the CUDA backend's module alive */
     PyObject *cuda_reason;              /* str: why CUDA is off, or None */
+    int cuda_emulated;                  /* the CUDA backend is gpudev._cuda_emu (CPU emulation) */
     PyObject *trace_hook;               /* callable receiving trace events, or NULL */
     uint64_t seed;                      /* Philox key */
     uint64_t offset;                    /* next Philox block counter */
@@ -400,13 +401,6 @@ void gd_raise_device_mismatch(gd_state *st, const char *op, gd_device first, gd_
 int gd_array_setup(PyObject *module, gd_state *st);
 static inline int gd_is_array(gd_state *st, PyObject *o) { return Py_TYPE(o) == st->array_type; }
 
-/* The memory of `array` (an Array, or a view of one) goes to another library whose queued
- * work gpudev cannot order against: the owner's free will wait for the whole device. */
-static inline void gd_mark_exported(gd_state *st, ArrayObject *array)
-{
-    PyObject *owner = array->base ? array->base : (PyObject *)array;
-    if (gd_is_array(st, owner)) ((ArrayObject *)owner)->exported = 1;
-}
 /* o itself when it is an Array, else NULL with TypeError ("convert it with gd.asarray(x)"). */
 ArrayObject *gd_need_array(gd_state *st, PyObject *o, const char *op);
 static inline size_t gd_array_nbytes(const ArrayObject *a) { return (size_t)a->size * gd_dtype_size(a->dtype); }
@@ -699,6 +693,10 @@ GD_SIGNATURE_EXTERN(gd_array_dlpack_sig);
 PyObject *gd_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 /* a.__dlpack_device__() -> (1, 0) for the CPU, (2, i) for cuda:i */
 PyObject *gd_array_dlpack_device(PyObject *self, PyObject *ignored);
+/* The memory of `array` (an Array, or a view of one) goes to another library whose queued
+ * work gpudev cannot order against: its owner's free (an Array's, or the keeper of memory
+ * gpudev imported and now passes on) will wait for the whole device. */
+void gd_mark_exported(gd_state *st, ArrayObject *array);
 
 /* ------------------------------------------------------------------------------------------
  * autograd.c: recording operations for backward() (the tape is gpudev/autograd.py)

@@ -169,10 +169,23 @@ static PyObject *device_str(PyObject *self)
     return PyUnicode_FromString(gd_device_str(((DeviceObject *)self)->dev, buf));
 }
 
+/* Whether the device is a GPU of the CPU emulation (GPUDEV_EMULATE_GPUS): then every label
+ * says so, and no time measured on it passes for GPU speed. */
+static int device_is_emulated(PyObject *self)
+{
+    return ((DeviceObject *)self)->dev.type == GD_CUDA && gd_state_of(self)->cuda_emulated;
+}
+
 static PyObject *device_repr(PyObject *self)
 {
     char buf[32];
-    return PyUnicode_FromFormat("Device('%s')", gd_device_str(((DeviceObject *)self)->dev, buf));
+    return PyUnicode_FromFormat(device_is_emulated(self) ? "Device('%s', emulated)" : "Device('%s')",
+                                gd_device_str(((DeviceObject *)self)->dev, buf));
+}
+
+static PyObject *device_get_emulated(PyObject *self, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(device_is_emulated(self));
 }
 
 static Py_hash_t device_hash(PyObject *self)
@@ -245,6 +258,7 @@ static PyMethodDef device_methods[] = {
 static PyGetSetDef device_getset[] = {
     {"type", device_get_type, NULL, "'cpu' or 'cuda'", NULL},
     {"index", device_get_index, NULL, "GPU index, None for the CPU", NULL},
+    {"emulated", device_get_emulated, NULL, "True for a GPU of the CPU emulation (GPUDEV_EMULATE_GPUS)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

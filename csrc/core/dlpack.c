@@ -374,7 +374,19 @@ typedef struct dlpack_import {
     DLManagedTensorVersioned *versioned;
     const gd_backend *gpu;               /* the CUDA backend for GPU memory, else NULL */
     int device;
+    int exported;                        /* passed on to another library (gd_mark_exported) */
 } dlpack_import;
+
+void gd_mark_exported(gd_state *st, ArrayObject *array)
+{
+    PyObject *owner = array->base ? array->base : (PyObject *)array;
+    if (gd_is_array(st, owner)) {
+        ((ArrayObject *)owner)->exported = 1;
+    } else if (PyCapsule_IsValid(owner, IMPORT_KEEPER_NAME)) {
+        /* re-exported imported memory: the keeper hands it back to its producer */
+        ((dlpack_import *)PyCapsule_GetPointer(owner, IMPORT_KEEPER_NAME))->exported = 1;
+    }
+}
 
 static void keeper_free(PyObject *keeper)
 {
@@ -388,11 +400,13 @@ static void keeper_free(PyObject *keeper)
     }
     if (im->gpu && im->gpu->synchronize) {
         /* Kernels queued on gpudev's stream may still read the memory, and the producer may
-         * reuse it as soon as it is handed back: wait for them first. */
+         * reuse it as soon as it is handed back: wait for them first; for every stream of the
+         * device when gpudev passed the memory on to a library whose streams it cannot see. */
         gd_error err = {0};
         int rc;
         Py_BEGIN_ALLOW_THREADS
-        rc = im->gpu->synchronize(im->device, &err);
+        rc = im->exported && im->gpu->synchronize_all ? im->gpu->synchronize_all(im->device, &err)
+                                                       : im->gpu->synchronize(im->device, &err);
         Py_END_ALLOW_THREADS
         if (rc) {
             PyErr_Format(PyExc_RuntimeError, "from_dlpack: releasing imported memory on cuda:%d: %s", im->device,

@@ -123,10 +123,14 @@ static PyObject *mod_cuda_available(PyObject *module, PyObject *Py_UNUSED(ignore
     return PyBool_FromLong(gd_num_gpus(PyModule_GetState(module)) > 0);
 }
 
-/* _register_cuda(capsule): called by gpudev/__init__.py once gpudev._cuda imported. */
-static PyObject *mod_register_cuda(PyObject *module, PyObject *capsule)
+/* _register_cuda(capsule, emulated=False): called by gpudev/__init__.py once gpudev._cuda (or,
+ * emulated, gpudev._cuda_emu) imported. */
+static PyObject *mod_register_cuda(PyObject *module, PyObject *args)
 {
     gd_state *st = PyModule_GetState(module);
+    PyObject *capsule;
+    int emulated = 0;
+    if (!PyArg_ParseTuple(args, "O|p:_register_cuda", &capsule, &emulated)) return NULL;
     const gd_backend *be = PyCapsule_GetPointer(capsule, GD_BACKEND_CAPSULE_NAME);
     if (!be) return NULL;
     if (be->abi_version != GD_BACKEND_ABI_VERSION) {
@@ -136,6 +140,7 @@ static PyObject *mod_register_cuda(PyObject *module, PyObject *capsule)
         return NULL;
     }
     st->backends[GD_CUDA] = be;
+    st->cuda_emulated = emulated;
     Py_XSETREF(st->cuda_capsule, Py_NewRef(capsule));
     Py_XSETREF(st->cuda_reason, Py_NewRef(Py_None));
     st->gpu_count = -1;
@@ -355,7 +360,7 @@ static PyMethodDef runtime_functions[] = {
     {"_sync", GD_FN(mod_sync), METH_FASTCALL, NULL},
     {"_pending_devices", mod_pending_devices, METH_NOARGS, NULL},
     {"_take_touched_devices", mod_take_touched_devices, METH_NOARGS, NULL},
-    {"_register_cuda", mod_register_cuda, METH_O, NULL},
+    {"_register_cuda", mod_register_cuda, METH_VARARGS, NULL},
     {"_set_cuda_unavailable", mod_set_cuda_unavailable, METH_O, NULL},
     {"_cuda_reason", mod_cuda_reason, METH_NOARGS, NULL},
     GD_METHOD("manual_seed", mod_manual_seed, METH_O, "$module, seed, /",

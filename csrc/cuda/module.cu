@@ -1,4 +1,6 @@
-/* module.cu - the gpudev._cuda extension module: hands the CUDA backend's table to gpudev._C
+/* module.cu - the gpudev._cuda extension module (and, compiled against the CPU emulation in
+ * tools/cuda_emu with GD_CUDA_EMULATED, gpudev._cuda_emu: the same backend on emulated GPUs,
+ * plus the emulation's controls for tests): hands the CUDA backend's table to gpudev._C
  * through the capsule `backend`, and offers the few functions that are about this build and
  * the CUDA runtime rather than a device: the GPU count, runtime and driver versions, the
  * architectures compiled for, and the TF32 switch. Everything about one device (memory,
@@ -9,6 +11,13 @@
 #include <Python.h>
 
 #include "backend_cuda.cuh"
+
+#ifdef GD_CUDA_EMULATED
+#include "gd_emu.h"
+#define GD_CUDA_MODULE "gpudev._cuda_emu"
+#else
+#define GD_CUDA_MODULE "gpudev._cuda"
+#endif
 
 #ifndef GD_CUDA_ARCH_LIST
 #define GD_CUDA_ARCH_LIST "unknown" /* setup.py defines the -gencode targets it compiled */
@@ -52,6 +61,69 @@ static PyObject *gd_py_set_tf32(PyObject *, PyObject *arg)
 
 static PyObject *gd_py_get_tf32(PyObject *, PyObject *) { return PyBool_FromLong(gd_cuda_tf32.load() ? 1 : 0); }
 
+#ifdef GD_CUDA_EMULATED
+/* ------------------------------------------------------------------------------------------
+ * the emulation's controls (tools/cuda_emu/inc/gd_emu.h)
+ * ---------------------------------------------------------------------------------------- */
+
+static PyObject *gd_py_emu_configure(PyObject *, PyObject *args)
+{
+    int devices, multiprocessors;
+    unsigned long long memory;
+    if (!PyArg_ParseTuple(args, "iiK:configure", &devices, &multiprocessors, &memory)) return NULL;
+    if (gd_emu_configure(devices, multiprocessors, 0) < 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "configure: %d devices of %d multiprocessors: give 1 to 8 devices and 0 to 1024 multiprocessors",
+                     devices, multiprocessors);
+        return NULL;
+    }
+    for (int d = 0; d < devices; d++) gd_emu_set_device_memory(d, (size_t)memory);
+    Py_RETURN_NONE;
+}
+
+static PyObject *gd_py_emu_fail_next(PyObject *, PyObject *args)
+{
+    const char *call;
+    int status, times = 1, last_error = 0;
+    if (!PyArg_ParseTuple(args, "si|ii:fail_next", &call, &status, &times, &last_error)) return NULL;
+    if (status == 0 || times < 1) {
+        PyErr_Format(PyExc_ValueError, "fail_next(%s): status %d, times %d: give a non-zero status and times >= 1",
+                     call, status, times);
+        return NULL;
+    }
+    gd_emu_fail_next(call, status, times, last_error);
+    Py_RETURN_NONE;
+}
+
+static PyObject *gd_py_emu_skip_next(PyObject *, PyObject *args)
+{
+    const char *call;
+    int times = 1;
+    if (!PyArg_ParseTuple(args, "s|i:skip_next", &call, &times)) return NULL;
+    if (times < 1) {
+        PyErr_Format(PyExc_ValueError, "skip_next(%s): times %d: give times >= 1", call, times);
+        return NULL;
+    }
+    gd_emu_skip_next(call, times);
+    Py_RETURN_NONE;
+}
+
+static PyObject *gd_py_emu_clear(PyObject *, PyObject *)
+{
+    gd_emu_clear_planted();
+    Py_RETURN_NONE;
+}
+
+static PyObject *gd_py_emu_pending(PyObject *, PyObject *) { return PyLong_FromLong(gd_emu_pending_operations()); }
+
+static PyObject *gd_py_emu_context_active(PyObject *, PyObject *arg)
+{
+    const int device = PyLong_AsLong(arg);
+    if (device == -1 && PyErr_Occurred()) return NULL;
+    return PyBool_FromLong(gd_emu_context_active(device));
+}
+#endif
+
 /* ------------------------------------------------------------------------------------------
  * the module
  * ---------------------------------------------------------------------------------------- */
@@ -68,6 +140,24 @@ static PyMethodDef gd_cuda_methods[] = {
      "driver_version() -> int\n\nHighest CUDA version the driver supports; 0 without a driver."},
     {"arch_list", gd_py_arch_list, METH_NOARGS,
      "arch_list() -> str\n\nThe GPU architectures this module was compiled for."},
+#ifdef GD_CUDA_EMULATED
+    {"configure", gd_py_emu_configure, METH_VARARGS,
+     "configure(devices, multiprocessors, memory_bytes)\n\nShape the emulated GPUs; once, before any use "
+     "(gpudev does it at import from GPUDEV_EMULATE_GPUS and its settings). 0 keeps a default."},
+    {"fail_next", gd_py_emu_fail_next, METH_VARARGS,
+     "fail_next(call, status, times=1, last_error=0)\n\nThe next `times` calls of the CUDA or cuBLAS "
+     "function `call` (e.g. 'cudaMallocFromPoolAsync') fail with `status` without doing anything."},
+    {"skip_next", gd_py_emu_skip_next, METH_VARARGS,
+     "skip_next(call, times=1)\n\nThe next `times` calls of `call` (e.g. 'cudaStreamWaitEvent') do "
+     "nothing and succeed: shows what a missing synchronization would read."},
+    {"clear_planted", gd_py_emu_clear, METH_NOARGS,
+     "clear_planted()\n\nForget the failures and skips planted and not yet used."},
+    {"pending_operations", gd_py_emu_pending, METH_NOARGS,
+     "pending_operations() -> int\n\nOperations queued on emulated streams and not yet run (they "
+     "run when something waits for them)."},
+    {"context_active", gd_py_emu_context_active, METH_O,
+     "context_active(device) -> bool\n\nWhether emulated `device` has a CUDA context (one is made on first use)."},
+#endif
     {NULL, NULL, 0, NULL},
 };
 
@@ -93,7 +183,7 @@ static PyModuleDef_Slot gd_cuda_slots[] = {
 
 static struct PyModuleDef gd_cuda_module = {
     PyModuleDef_HEAD_INIT,
-    "gpudev._cuda",
+    GD_CUDA_MODULE,
     "The CUDA backend of gpudev: its table for gpudev._C (the `backend` capsule), versions and TF32.",
     0,
     gd_cuda_methods,
@@ -103,4 +193,8 @@ static struct PyModuleDef gd_cuda_module = {
     NULL,
 };
 
+#ifdef GD_CUDA_EMULATED
+extern "C" PyMODINIT_FUNC PyInit__cuda_emu(void) { return PyModuleDef_Init(&gd_cuda_module); }
+#else
 extern "C" PyMODINIT_FUNC PyInit__cuda(void) { return PyModuleDef_Init(&gd_cuda_module); }
+#endif

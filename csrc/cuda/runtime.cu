@@ -8,6 +8,8 @@
  */
 #include "backend_cuda.cuh"
 
+#include <utility>
+
 #include <cstdio>
 #include <cstring>
 
@@ -156,8 +158,38 @@ int gd_cuda_check_index(int device, gd_error *err)
  * the device guard
  * ---------------------------------------------------------------------------------------- */
 
+/* Whether `device`'s primary context exists: the driver's cuDevicePrimaryCtxGetState, reached
+ * through the runtime so that gpudev needs no link to libcuda. Unknown (an old driver) counts
+ * as yes, which restores as before. */
+static bool gd_cuda_has_context(int device)
+{
+    using device_get_fn = int (*)(int *, int);
+    using state_fn = int (*)(int, unsigned *, int *);
+    static const std::pair<device_get_fn, state_fn> driver = [] {
+        void *get = nullptr, *state = nullptr;
+        cudaDriverEntryPointQueryResult q1 = cudaDriverEntryPointSymbolNotFound, q2 = q1;
+        if (cudaGetDriverEntryPointByVersion("cuDeviceGet", &get, 12000, cudaEnableDefault, &q1) != cudaSuccess ||
+            cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &state, 12000, cudaEnableDefault, &q2) !=
+                cudaSuccess ||
+            q1 != cudaDriverEntryPointSuccess || q2 != cudaDriverEntryPointSuccess) {
+            (void)cudaGetLastError();
+            get = state = nullptr;
+        }
+        return std::make_pair((device_get_fn)get, (state_fn)state);
+    }();
+    if (!driver.first || !driver.second) return true;
+    int dev = 0, active = 0;
+    unsigned flags = 0;
+    if (driver.first(&dev, device) != 0 || driver.second(dev, &flags, &active) != 0) return true;
+    return active != 0;
+}
+
 /* cudaGetDevice only reads a thread-local, so the guard costs two reads when gpudev's device
- * is already the thread's (the common case) and one cudaSetDevice back when it was not. */
+ * is already the thread's (the common case) and one cudaSetDevice back when it was not.
+ *
+ * A thread that never chose a device reads device 0 here. Putting 0 back with cudaSetDevice
+ * would create a context on GPU 0 (about 0.5 GB) in a process that only ever uses cuda:1, so
+ * the device is restored only when its context exists, as PyTorch's MaybeSetDevice does. */
 gd_cuda_device_guard::gd_cuda_device_guard() : saved_(-1)
 {
     if (cudaGetDevice(&saved_) != cudaSuccess) {
@@ -170,8 +202,11 @@ gd_cuda_device_guard::~gd_cuda_device_guard()
 {
     int now = -1;
     if (saved_ < 0) return;
-    if (cudaGetDevice(&now) != cudaSuccess || (now != saved_ && cudaSetDevice(saved_) != cudaSuccess))
+    if (cudaGetDevice(&now) != cudaSuccess) {
         (void)cudaGetLastError();
+        return;
+    }
+    if (now != saved_ && gd_cuda_has_context(saved_) && cudaSetDevice(saved_) != cudaSuccess) (void)cudaGetLastError();
 }
 
 static int gd_cuda_set_current(int device, gd_error *err)

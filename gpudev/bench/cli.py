@@ -61,10 +61,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# The bench measures speed, which an emulated GPU (GPUDEV_EMULATE_GPUS) does not have: its
+# times are the CPU's, so it is left out and said to be.
+EMULATED_NOTE = ("{devices}: emulated GPUs (GPUDEV_EMULATE_GPUS), left out: their times would be CPU "
+                 "times, not GPU speed; the bench times real GPUs only")
+
+
 def _devices(arg: str, parser: argparse.ArgumentParser) -> list[str]:
-    """The --device choice as device strings: one device, or 'all' for the CPU and every GPU."""
+    """The --device choice as device strings: one device, or 'all' for the CPU and every GPU
+    (emulated GPUs left out, with a note)."""
     if arg == "all":
-        return [str(d) for d in all_devices()]
+        fake = [str(d) for d in all_devices() if d.emulated]
+        if fake:
+            print(EMULATED_NOTE.format(devices=", ".join(fake)))
+        return [str(d) for d in all_devices() if not d.emulated]
     try:
         dev = gd.Device(arg)
     except (TypeError, ValueError) as exc:
@@ -73,6 +83,9 @@ def _devices(arg: str, parser: argparse.ArgumentParser) -> list[str]:
         n = gd.num_gpus()
         why = "" if n else f" ({cuda_reason() or 'no GPU found'})"
         parser.error(f"--device {arg}: this machine has {n} GPU(s){why}")
+    if dev.emulated:
+        parser.error(f"--device {arg}: " + EMULATED_NOTE.format(devices=arg) + "; use --device cpu, or "
+                     "unset GPUDEV_EMULATE_GPUS on a machine with a GPU")
     return [str(dev)]
 
 

@@ -19,7 +19,8 @@ from .._devices import DeviceLike
 from .._format import format_count, format_gflops, format_ratio, format_seconds
 from ..stats import faster_than_device
 from .compare import compare, ratio, single_vs_sample
-from .measure import device_meta, devices_to_run, first_call, positive_int, stats, step, time_repeats
+from .measure import (device_meta, devices_to_run, emulated_size, emulated_text, first_call, is_emulated, positive_int,
+                      stats, step, time_repeats)
 from .peaks import measure_peaks
 from .result import TIMING_FIELDS, Result, bar_item, figure_of, notes_text
 from .roofline_chart import point_label, roofline
@@ -132,7 +133,8 @@ def matmul_vs_small(n: int = 10000, devices: DeviceLike | Iterable[DeviceLike] |
         step(f"1: first use of {d}")
         rows.append(row(d, "setup", "first allocation on the device", "first call",
                         first_call(lambda d=d: gd.zeros((1,), device=d)), 0, 0))
-        peaks[str(d)] = _peaks(d, peak_n, rows)
+        if not is_emulated(d):  # an emulated GPU has no roofs: its times are the CPU's
+            peaks[str(d)] = _peaks(d, peak_n, rows)
     asked, n = n, product_size(n, peaks, budget_s)
     if n != asked:
         slowest = min(peaks.values(), key=lambda p: p["gflops"])
@@ -141,7 +143,7 @@ def matmul_vs_small(n: int = 10000, devices: DeviceLike | Iterable[DeviceLike] |
                      f"take more than the time budget of {format_seconds(budget_s)}; pass budget_s= to "
                      f"time it")
     for d in devs:
-        _product(d, n, repeats, budget_s, rows, notes)
+        _product(d, emulated_size(d, n), repeats, budget_s, rows, notes)
         _tiny(d, small, calls, repeats, rows)
         _bandwidth(d, bandwidth_elements, repeats, rows)
     return Result(
@@ -201,7 +203,8 @@ def _product(d: gd.Device, n: int, repeats: int, budget_s: float, rows: list[dic
     # measurement they may overrun the budget a little, which the first call's judgement needs
     warm_repeats = min(repeats, max(WARM_MIN, int((budget_s - first["seconds"]) // first["seconds"])))
     step(f"1: {label} on {d}, {warm_repeats} warm repeat(s)")
-    warm = time_repeats(lambda: a @ b, warm_repeats, warmup=0, calls=1, noise_stop=False)  # budget-bound
+    warm = time_repeats(lambda: a @ b, warm_repeats, warmup=0, calls=1, noise_stop=False,  # budget-bound
+                        devices=[d])  # without a warm-up to learn the GPU from, it is named
     rows.append(row(d, "matmul", label, "synchronized", warm, flops, nbytes, nbytes))
     if d.type == "cuda":
         rows.append(row(d, "matmul", label, "unsynchronized (wrong)",
@@ -277,26 +280,36 @@ def conclusion_of(res: Result) -> str:
     return conclusion(res.rows, devs, res.meta["n"], res.meta["small"], emulated=fake)
 
 
-def _is_emulated(dev: gd.Device) -> bool:
-    return bool(getattr(dev, "emulated", False))
-
-
 def conclusion(rows: list[dict[str, Any]], devs: list[gd.Device], n: int, small: int,
                peaks: dict[str, dict[str, Any]] | None = None, emulated: set[str] | None = None) -> str:
     """What the rows say: per device, each GPU against the CPU, and the timer lesson. Every
     rate is held to :func:`compute_roof`; emulated GPUs (`emulated`, default: the devices that
     say so) get no rates and no comparisons."""
-    fake = set(emulated) if emulated is not None else {str(d) for d in devs if _is_emulated(d)}
+    fake = set(emulated) if emulated is not None else {str(d) for d in devs if is_emulated(d)}
     real = [d for d in devs if str(d) not in fake]
     text = [_device_text(rows, str(d), n, small) for d in real]
-    text += [f"{d} is an emulated GPU: its times are not a GPU's, so this report gives it no rates, "
-             f"roofs or comparisons." for d in devs if str(d) in fake]
+    text += [_emulated_text(rows, str(d)) for d in devs if str(d) in fake]
     cpu = "cpu" if gd.cpu() in devs else None
     for d in real:
         if d.type == "cuda":
             text += _gpu_text(rows, str(d), cpu, small)
     text.append(_book_reading_text(rows, real))
     return "\n\n".join(t for t in text if t)
+
+
+def _emulated_text(rows: list[dict[str, Any]], dev: str) -> str:
+    """An emulated GPU: no rates or comparisons, but the asynchronous launch, which the
+    emulation shows as a GPU does (its queue runs only when something waits for it)."""
+    s = emulated_text(dev) + "It gets no rates, roofs or comparisons."
+    mm = pick(rows, device=dev, task="matmul", timing="synchronized")
+    wrong = pick(rows, device=dev, task="matmul", timing="unsynchronized (wrong)")
+    if mm and wrong:
+        s += (f" What it does show is the asynchronous launch: a clock read right after queueing the "
+              f"{mm['label'].removeprefix('matmul ')} product reads {format_seconds(wrong['seconds'])} (median), "
+              f"while gd.Timer, which waits for the device, reads {format_seconds(mm['seconds'])}. The call "
+              f"returns once the work is queued; the work runs when something waits for it (on this emulated "
+              f"device, on the CPU), and a timer that does not wait measures only the queueing.")
+    return s
 
 
 def _device_text(rows: list[dict[str, Any]], dev: str, n: int, small: int) -> str:

@@ -19,7 +19,7 @@ import gpudev as gd
 from .._devices import DeviceLike
 from .._format import format_count, format_seconds
 from .compare import LEVEL, compare, ratio
-from .measure import device_meta, one_device, positive_int, step, time_repeats
+from .measure import device_meta, emulated_in, emulated_text, is_emulated, one_device, positive_int, step, time_repeats
 from .result import TIMING_FIELDS, Result, bar_item, figure_of, notes_text
 
 if TYPE_CHECKING:
@@ -142,7 +142,8 @@ def params_on_device(device: DeviceLike | None = None, *, steps: int = 20, batch
         question="How do you read and write a model's parameters when it lives on a GPU, and "
                  "what do the copies cost?",
         fields=FIELDS, columns=COLUMNS, rows=rows,
-        conclusion=conclusion(rows, d, size, param_bytes, loss_first, loss_last, model.steps, checks),
+        conclusion=conclusion(rows, d, size, param_bytes, loss_first, loss_last, model.steps, checks,
+                              is_emulated(d)),
         notes=notes, checks=checks,
         meta={"device": str(d), "steps": model.steps, "batch": batch, "lr": lr,
               "file_bytes": size, "parameter_bytes": param_bytes,
@@ -185,7 +186,7 @@ def same_predictions(what: str, got: np.ndarray, want: np.ndarray, exact: bool) 
     else:
         passed = bool(np.allclose(got, want, rtol=1e-4, atol=1e-5 * scale))
         detail = f"max |difference| {diff:.3g} on values up to {scale:.3g} (rtol 1e-4)"
-    return {"check": what, "passed": passed, "detail": detail, "max_abs_diff": diff}
+    return {"check": what, "passed": passed, "detail": detail, "max_abs_diff": diff, "max_abs_value": scale}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,16 +198,20 @@ def conclusion_of(res: Result) -> str:
     """The conclusion re-derived from a Result's table alone (the referee's way in)."""
     m = res.meta
     return conclusion(res.rows, gd.Device(m["device"]), m["file_bytes"], m["parameter_bytes"], m["loss_first"],
-                      m["loss_after_steps"], m["steps"], res.checks)
+                      m["loss_after_steps"], m["steps"], res.checks, m["device"] in emulated_in(m["devices"]))
 
 
 def conclusion(rows: list[dict[str, Any]], d: gd.Device, size: int, param_bytes: int,
-               loss_first: float, loss_last: float, steps: int, checks: list[dict[str, Any]]) -> str:
-    """What the rows say: the file, the cost of saving and loading, and the copies."""
+               loss_first: float, loss_last: float, steps: int, checks: list[dict[str, Any]],
+               emulated: bool = False) -> str:
+    """What the rows say: the file, the cost of saving and loading, and the copies (on an
+    emulated GPU only the copies: its times are the CPU's)."""
     sgd, to_host, save, load_cpu = rows[:4]
     load_dev = rows[4] if len(rows) > 4 else load_cpu
     s = (f"The model's {param_bytes:,} bytes of parameters make a {size:,}-byte .npz file. "
          f"Training for {steps} steps took the loss from {loss_first:.3g} to {loss_last:.3g}. ")
+    if emulated:
+        return s + _emulated_text(d, save, load_dev, to_host, checks)
     s += (f"Saving took {format_seconds(save['seconds'])} ({save['mbps']:.3g} MB/s, "
           f"{format_count(save['copies'], 'copy')}); ")
     if d.type == "cuda":
@@ -233,6 +238,17 @@ def conclusion(rows: list[dict[str, Any]], d: gd.Device, size: int, param_bytes:
           if all(c["passed"] and c["detail"] == "identical" for c in checks) else
           "Predictions: " + "; ".join(f"{c['check']}: {c['detail']}" for c in checks) + ".")
     return s
+
+
+def _emulated_text(d: gd.Device, save: dict[str, Any], load_dev: dict[str, Any], to_host: dict[str, Any],
+                   checks: list[dict[str, Any]]) -> str:
+    return (emulated_text(d) + f"What carries over to a GPU are the copies: saving made "
+            f"{format_count(save['copies'], 'copy')}, loading onto {d} {format_count(load_dev['copies'], 'copy')} "
+            f"to the device, and .cpu() of the parameters {format_count(to_host['copies'], 'copy')} with "
+            f"{format_count(to_host['syncs'], 'synchronization')}: a file on disk always holds host memory. "
+            + ("All loaded models predict exactly what the trained one does."
+               if all(c["passed"] and c["detail"] == "identical" for c in checks) else
+               "Predictions: " + "; ".join(f"{c['check']}: {c['detail']}" for c in checks) + "."))
 
 
 @figure_of(NUMBER)

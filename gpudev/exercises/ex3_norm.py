@@ -19,7 +19,7 @@ import gpudev as gd
 from .._devices import DeviceLike
 from .._format import format_count, format_seconds
 from .compare import compare, ratio
-from .measure import device_meta, interleaved, one_device, positive_int, step
+from .measure import device_meta, emulated_in, emulated_text, interleaved, is_emulated, one_device, positive_int, step
 from .result import TIMING_FIELDS, Result, bar_item, figure_of, notes_text
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ def norm_logging(n: int = 1000, size: int = 100, device: DeviceLike | None = Non
                  f"copied to the host as soon as it is computed, compared with keeping the log on "
                  f"the device and copying it once?",
         fields=FIELDS, columns=COLUMNS, rows=rows,
-        conclusion=conclusion(rows, d, n, size), notes=notes, checks=_same_logs(logs, rtol),
+        conclusion=conclusion(rows, d, n, size, is_emulated(d)), notes=notes, checks=_same_logs(logs, rtol),
         meta={"n": n, "size": size, "repeats": repeats, "device": str(d),
               "first_norms": logs["a"][:5].tolist(), "devices": device_meta([d])},
     )
@@ -153,13 +153,22 @@ def _same_logs(logs: dict[str, np.ndarray], rtol: float) -> list[dict[str, Any]]
 
 def conclusion_of(res: Result) -> str:
     """The conclusion re-derived from a Result's table alone (the referee's way in)."""
-    return conclusion(res.rows, gd.Device(res.meta["device"]), res.meta["n"], res.meta["size"])
+    return conclusion(res.rows, gd.Device(res.meta["device"]), res.meta["n"], res.meta["size"],
+                      res.meta["device"] in emulated_in(res.meta["devices"]))
 
 
-def conclusion(rows: list[dict[str, Any]], d: gd.Device, n: int, size: int) -> str:
+def conclusion(rows: list[dict[str, Any]], d: gd.Device, n: int, size: int, emulated: bool = False) -> str:
     """What the rows say: the synchronizations each variant made and what they cost, each
-    comparison with its interval (the variants ran in alternation: paired rounds)."""
+    comparison with its interval (the variants ran in alternation: paired rounds); on an
+    emulated GPU only the counts, which a GPU shares."""
     a, b, c = rows
+    if emulated:
+        return (f"On {d}, logging with .item() every step made {format_count(a['syncs'], 'synchronization')} "
+                f"and {format_count(a['copies'], 'copy')}; keeping the log on the device made "
+                f"{format_count(b['syncs'], 'synchronization')} and {format_count(b['copies'], 'copy')}; "
+                f"one batched product made {format_count(c['ops'], 'operation')} instead of {b['ops']:,}. "
+                + emulated_text(d) + "On a GPU each .item() makes the host wait until everything queued "
+                "has finished, so those counts are what decides the time there.")
     ab = ratio(a["times"], b["times"], paired=True)
     s = (f"On {d}, logging with .item() every step made {format_count(a['syncs'], 'synchronization')} "
          f"and {format_count(a['copies'], 'copy')}; keeping the log on the device made "

@@ -19,7 +19,8 @@ import gpudev as gd
 from .._devices import DeviceLike
 from .._format import format_seconds
 from .compare import LEVEL, interval, ratio
-from .measure import device_meta, devices_to_run, interleaved, positive_int, step, time_repeats
+from .measure import (device_meta, devices_to_run, emulated_in, emulated_size, emulated_text, interleaved,
+                      is_emulated, positive_int, step, time_repeats)
 from .result import TIMING_FIELDS, Result, bar_item, figure_of, notes_text
 
 if TYPE_CHECKING:
@@ -81,10 +82,10 @@ def two_devices(n: int | dict[str, int] | None = None,
     gpus = [d for d in devs if d.type == "cuda"]
     rows = []
     for d in devs:
-        rows += _overlap_rows(d, sizes[d.type], repeats)
+        rows += _overlap_rows(d, emulated_size(d, sizes[d.type]), repeats)
     skipped = None
     if len(gpus) >= 2:
-        rows += _two_gpu_rows(gpus[0], gpus[1], sizes["cuda"], repeats)
+        rows += _two_gpu_rows(gpus[0], gpus[1], min(emulated_size(g, sizes["cuda"]) for g in gpus[:2]), repeats)
     else:
         skipped = f"needs 2 GPUs, found {len(gpus)}"  # said once, as the Result's `skipped`
     return Result(
@@ -92,7 +93,8 @@ def two_devices(n: int | dict[str, int] | None = None,
         question="Do two products run concurrently on two GPUs twice as fast as in sequence on "
                  "one? Does queued device work overlap with work on the host?",
         fields=FIELDS, columns=COLUMNS, rows=rows,
-        conclusion=conclusion(rows, devs, gpus, skipped), skipped=skipped, notes=notes,
+        conclusion=conclusion(rows, devs, gpus, skipped, {str(d) for d in devs if is_emulated(d)}),
+        skipped=skipped, notes=notes,
         meta={"sizes": {str(d): sizes[d.type] for d in devs}, "repeats": repeats,
               "gpus": [str(g) for g in gpus],
               "devices": device_meta(devs)},
@@ -207,14 +209,22 @@ def _two_gpu_rows(g0: gd.Device, g1: gd.Device, n: int, repeats: int) -> list[di
 def conclusion_of(res: Result) -> str:
     """The conclusion re-derived from a Result's table alone (the referee's way in)."""
     devs = [gd.Device(dev) for dev in res.meta["devices"]]
-    return conclusion(res.rows, devs, [gd.Device(g) for g in res.meta["gpus"]], res.skipped)
+    return conclusion(res.rows, devs, [gd.Device(g) for g in res.meta["gpus"]], res.skipped,
+                      emulated_in(res.meta["devices"]))
 
 
 def conclusion(rows: list[dict[str, Any]], devs: list[gd.Device], gpus: list[gd.Device],
-               skipped: str | None) -> str:
-    """What the rows say: how much overlapped on each device, and the two-GPU speedup."""
-    text = [_overlap_text(rows, d) for d in devs]
-    if not skipped:
+               skipped: str | None, emulated: set[str] | None = None) -> str:
+    """What the rows say: how much overlapped on each device, and the two-GPU speedup (none of
+    it for emulated GPUs, whose queued work runs on the CPU when something waits for it)."""
+    fake = emulated or set()
+    text = [_emulated_overlap_text(d) if str(d) in fake else _overlap_text(rows, d) for d in devs]
+    if not skipped and {str(g) for g in gpus[:2]} & fake:
+        text.append(f"The products in sequence on {gpus[0]} and at once on {gpus[0]} and {gpus[1]} ran "
+                    f"(the code path of two devices), but emulated GPUs run their work one after another "
+                    f"on the same CPU, so they cannot show two GPUs working at once: this report compares "
+                    f"no times of theirs.")
+    elif not skipped:
         seq, par = rows[-2], rows[-1]
         r = ratio(seq["times"], par["times"], paired=True)
         s = (f"Two products in sequence on {gpus[0]} took {format_seconds(seq['seconds'])}; one on "
@@ -230,6 +240,12 @@ def conclusion(rows: list[dict[str, Any]], devs: list[gd.Device], gpus: list[gd.
                   "costs, or one GPU waited for the other.")
         text.append(s)
     return "\n\n".join(text)
+
+
+def _emulated_overlap_text(d: gd.Device) -> str:
+    return (emulated_text(d) + "Its queued products run only when something waits for them, on the "
+            "same CPU as the host work, so they cannot overlap with it: the overlap a GPU gives is not "
+            "shown here.")
 
 
 def _overlap_text(rows: list[dict[str, Any]], d: gd.Device) -> str:

@@ -22,7 +22,7 @@ import gpudev as gd
 from .._devices import DeviceLike
 from .._format import format_bytes, format_percent, format_ratio, format_seconds
 from .compare import ratio
-from .measure import device_meta, devices_to_run, positive_int, step, time_repeats
+from .measure import device_meta, devices_to_run, emulated_in, emulated_text, is_emulated, positive_int, step, time_repeats
 from .peaks import cache_levels, elementwise_parallel_from, level_of, threaded
 from .result import TIMING_FIELDS, Result, figure_of, notes_text
 from .roofline_chart import point_label
@@ -98,8 +98,8 @@ def small_op_sweep(sizes: Sequence[int] = SIZES, iters: int | None = None,
     fits = {dev: fit_cost(r, caches[dev]) for dev, r in mine.items()}
     evens = {dev: break_even(r) for dev, r in mine.items()}
     crossovers = {}
-    if gd.cpu() in devs:
-        for g in (d for d in devs if d.type == "cuda"):
+    if gd.cpu() in devs:  # an emulated GPU's curve is CPU time: no crossover
+        for g in (d for d in devs if d.type == "cuda" and not is_emulated(d)):
             crossovers[str(g)] = crossover(mine["cpu"], mine[str(g)])
     elif any(d.type == "cuda" for d in devs):
         notes.append("no crossover: the CPU was not among the devices, so there is nothing to compare with")
@@ -111,7 +111,8 @@ def small_op_sweep(sizes: Sequence[int] = SIZES, iters: int | None = None,
                  "size on does the data cost more than the call, and from which size on is a GPU "
                  "faster than the CPU?",
         fields=FIELDS, columns=COLUMNS, rows=rows,
-        conclusion=conclusion(rows, devs, fits, crossovers, evens, elementwise_parallel_from()), notes=notes,
+        conclusion=conclusion(rows, devs, fits, crossovers, evens, elementwise_parallel_from(),
+                              {str(d) for d in devs if is_emulated(d)}), notes=notes,
         meta={"sizes": sizes, "iters": iters, "repeats": repeats, "fits": fits, "break_even": evens,
               "parallel_from": elementwise_parallel_from(), "threads": gd.get_num_threads(),
               "crossovers": crossovers, "caches": caches, "devices": device_meta(devs)},
@@ -124,9 +125,12 @@ def _op_row(d: gd.Device, s: int, iters: int | None, repeats: int, caches: list[
     b = gd.zeros((s, s), device=d)
     timed = time_repeats(functools.partial(operator.iadd, b, b), repeats, calls=iters, max_s=10.0)
     nbytes, footprint = 8.0 * s * s, 4.0 * s * s
+    rated = not is_emulated(d)  # an emulated GPU's time is the CPU's: no rate, no cache level
     return {"device": str(d), "size": s, "elements": s * s, "footprint": footprint,
-            "level": level_of(footprint, caches), "threaded": threaded(d, s * s), "workload": "b += b", **timed, "flops": float(s * s), "bytes": nbytes,
-            "gbps": nbytes / timed["seconds"] / 1e9, "ns_per_element": timed["seconds"] / (s * s) * 1e9}
+            "level": level_of(footprint, caches) if rated else None, "threaded": threaded(d, s * s),
+            "workload": "b += b", **timed, "flops": float(s * s), "bytes": nbytes,
+            "gbps": nbytes / timed["seconds"] / 1e9 if rated else None,
+            "ns_per_element": timed["seconds"] / (s * s) * 1e9}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,11 +223,15 @@ def crossover(cpu: list[dict[str, Any]], gpu: list[dict[str, Any]]) -> dict[str,
 
 def conclusion(rows: list[dict[str, Any]], devs: list[gd.Device], fits: dict[str, dict[str, Any]],
                crossovers: dict[str, dict[str, Any]], evens: dict[str, dict[str, Any]],
-               parallel_from: int | None = None) -> str:
+               parallel_from: int | None = None, emulated: set[str] | None = None) -> str:
     """What the rows say: each device's cost per operation, where the data starts to cost,
     where the threads start, how well the model fits, and where each GPU wins."""
     text = []
     for d in devs:
+        if str(d) in (emulated or set()):
+            text.append(emulated_text(d) + "Its curve is drawn, but gives no cost per operation and no "
+                        "crossover with the CPU.")
+            continue
         mine = [r for r in rows if r["device"] == str(d)]
         text.append(_cost_text(mine, d, evens[str(d)]) + _jumps_text(mine) + _threads_text(mine, parallel_from)
                     + _model_text(mine, fits[str(d)]))
@@ -269,7 +277,8 @@ def conclusion_of(res: Result) -> str:
     crossovers = {g: {**c, "winners": {int(k): v for k, v in c["winners"].items()}}
                   for g, c in meta["crossovers"].items()}
     devs = [gd.Device(dev) for dev in meta["devices"]]
-    return conclusion(res.rows, devs, fits, crossovers, meta["break_even"], meta.get("parallel_from"))
+    return conclusion(res.rows, devs, fits, crossovers, meta["break_even"], meta.get("parallel_from"),
+                      emulated_in(meta["devices"]))
 
 
 def _threads_text(mine: list[dict[str, Any]], parallel_from: int | None) -> str:

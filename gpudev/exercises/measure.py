@@ -91,6 +91,35 @@ def one_device(device: DeviceLike | None, op: str) -> tuple[gd.Device, list[str]
     return dev, []
 
 
+# An emulated GPU (GPUDEV_EMULATE_GPUS) runs every code path of an exercise, but its times are
+# the CPU's: its products run at most EMULATED_N x EMULATED_N (the emulation does about
+# 1 GFLOP/s), and no conclusion compares its times or gives it rates or roofs.
+EMULATED_N = 256
+
+
+def is_emulated(d: gd.Device | str) -> bool:
+    """Whether `d` is an emulated GPU."""
+    d = d if isinstance(d, gd.Device) else gd.Device(d)
+    return bool(getattr(d, "emulated", False))
+
+
+def emulated_size(d: gd.Device, n: int) -> int:
+    """The matrix size to run on `d`: `n`, at most EMULATED_N on an emulated GPU."""
+    return min(n, EMULATED_N) if is_emulated(d) else n
+
+
+def emulated_text(d: gd.Device | str) -> str:
+    """The sentence every exercise says about an emulated GPU instead of comparing its times."""
+    return (f"{d} is an emulated GPU: its times are CPU times, not a GPU's, so this report draws no "
+            f"speed conclusion from them. ")
+
+
+def emulated_in(meta_devices: dict[str, Any]) -> set[str]:
+    """The emulated GPUs among a Result's ``meta["devices"]`` (a report read back in another
+    process cannot ask the devices themselves)."""
+    return {dev for dev, info in meta_devices.items() if info.get("emulated")}
+
+
 def device_meta(devices: Iterable[gd.Device]) -> dict[str, Any]:
     """{device: its info() as JSON values}, or the error a device gave instead; ``emulated``
     says whether it is an emulated GPU (no roofs, no speed claims)."""
@@ -139,29 +168,34 @@ NOISE_MORE = 4
 
 
 def time_repeats(fn: Callable[[], Any], repeats: int, *, warmup: int = 1, calls: int | None = None,
-                 wall: bool = False, max_s: float = 120.0, noise_stop: bool = True) -> dict[str, Any]:
+                 wall: bool = False, max_s: float = 120.0, noise_stop: bool = True,
+                 devices: list[gd.Device] | None = None) -> dict[str, Any]:
     """gd.benchmark's statistics of `fn` per call: `repeats` repeats, then (``noise_stop``)
     more until their spread is under NOISE_TARGET or NOISE_MORE x `repeats` ran, all within
     `max_s` seconds; `calls` calls per repeat (None: gd.benchmark sizes the batch so a tiny
     call is not swamped by the cost of reading the clock). ``stop`` says what ended them.
 
     `wall=True` uses the host clock up to the end of the synchronization (elapsed time a user
-    waits) even when a GPU was timed with events."""
+    waits) even when a GPU was timed with events. `devices`: the devices `fn` works on, which
+    gd.benchmark otherwise learns from the warm-up (so with ``warmup=0`` a GPU's events
+    would not time it)."""
     most = repeats * NOISE_MORE if noise_stop else repeats
     r = gd.benchmark(fn, n_warmup=warmup, n_repeat=most, max_duration=max_s, n_calls=calls,
-                     target_spread=NOISE_TARGET if noise_stop else None)
+                     target_spread=NOISE_TARGET if noise_stop else None, devices=devices)
     return stats(r.cpu_times if wall else r.times, "host" if wall else r.clock, calls=r.n_calls,
                  overhead=r.overhead, stop=r.stop_reason)
 
 
 def interleaved(fns: Sequence[Callable[[], Any]], repeats: int, *, warmup: int = 1,
-                calls: int | None = None, wall: bool = False, max_s: float = math.inf) -> list[dict[str, Any]]:
+                calls: int | None = None, wall: bool = False, max_s: float = math.inf,
+                devices: list[gd.Device] | None = None) -> list[dict[str, Any]]:
     """The statistics of several callables timed in alternation: round r times each once,
     starting with a different one each round, so that round r of every callable saw the
     same load on the machine and their ratios can be taken round by round
     (compare.ratio(..., paired=True)). `calls` per repeat: None sizes each callable's batch
     with one more (untimed) run first. Rounds stop after `repeats`, or once they have taken
-    `max_s` seconds and at least 3 rounds ran."""
+    `max_s` seconds and at least 3 rounds ran. `devices`: the devices the callables work on
+    (each round's single repeat has no warm-up to learn them from; None: the host clock)."""
     for fn in fns:
         for _ in range(warmup):
             fn()
@@ -174,7 +208,7 @@ def interleaved(fns: Sequence[Callable[[], Any]], repeats: int, *, warmup: int =
         if r >= 3 and time.perf_counter() - started >= max_s:
             break
         for i in [(r + k) % len(fns) for k in range(len(fns))]:
-            res = gd.benchmark(fns[i], n_warmup=0, n_repeat=1, n_calls=sizes[i])
+            res = gd.benchmark(fns[i], n_warmup=0, n_repeat=1, n_calls=sizes[i], devices=devices)
             times[i].append(res.cpu_times[0] if wall else res.times[0])
             overhead[i].append(res.overhead)
             clock = "host" if wall else res.clock

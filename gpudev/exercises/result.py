@@ -275,6 +275,10 @@ def notes_text(ax: Any, res: Result) -> None:
     from gpudev import plots
 
     lines = ([f"skipped: {res.skipped}"] if res.skipped else [])
+    fake = sorted(d for d, info in (res.meta.get("devices") or {}).items() if info.get("emulated"))
+    if fake:  # before any number of theirs is read as a GPU's
+        lines.insert(0, f"emulated GPUs: {', '.join(fake)}: their times are CPU times of the emulation, "
+                        f"not GPU speed")
     for n_ in res.notes:
         if n_.startswith("noisy repeats"):
             n_ = f"noisy repeats in {n_.count('(slowest ')} row(s): the report lists them"

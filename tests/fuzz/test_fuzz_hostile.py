@@ -496,6 +496,18 @@ def _in_scratch_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
 
+@pytest.fixture(autouse=True)
+def _tf32_as_it_was():
+    # a hostile but truthy flag to set_tf32 turns TF32 on: later tests expect float32 products
+    from gpudev._info import _cuda_module
+
+    cuda = _cuda_module()
+    before = cuda.get_tf32() if cuda else None
+    yield
+    if cuda is not None:
+        cuda.set_tf32(before)
+
+
 def test_every_public_callable_is_swept():
     missing = sorted(set(public_functions()) - set(SIGNATURES))
     assert not missing, f"add these public callables to SIGNATURES (with their parameters' kinds): {missing}"

@@ -28,7 +28,8 @@
 
 namespace gd_emu {
 
-constexpr int kDevices = 2;
+constexpr int kMaxDevices = 8;     /* the most gd_emu_configure can make */
+constexpr int kDefaultDevices = 2;
 constexpr int kDefaultMultiprocessors = 2;
 constexpr size_t kDefaultDeviceBytes = (size_t)80 << 30;
 constexpr size_t kMaxPitch = 2147483647;
@@ -43,9 +44,14 @@ constexpr size_t kMaxPitch = 2147483647;
 cudaError_t fail(cudaError_t e);
 
 extern thread_local int t_device; /* the calling host thread's current device */
+/* Emulated devices: 2, or what gd_emu_configure set (1..kMaxDevices). */
+int device_count();
 bool valid_device(int d);
-/* Multiprocessors per emulated device: 2, or GD_EMU_MULTIPROCESSORS (1..1024; 132 is an
- * H200), so that launch plans sized by the multiprocessor count (grid sizes, how reductions
+/* Device d's primary context now exists (cudaSetDevice, or work issued on one of its streams),
+ * as CUDA creates it: a process that never touches a device has none there. */
+void create_context(int d);
+/* Multiprocessors per emulated device: 2, or GD_EMU_MULTIPROCESSORS or gd_emu_configure
+ * (1..1024; 132 is an H200), so that launch plans sized by the multiprocessor count (grid sizes, how reductions
  * split a row) take the shapes they take on a real GPU. */
 int multiprocessors();
 
@@ -54,6 +60,10 @@ std::recursive_mutex &lock();
 
 /* The status gd_emu_fail_next planted for `call` (consuming one), or 0: run it normally. */
 int injected(const char *call);
+/* Whether gd_emu_skip_next planted a skip of `call` (consuming one): do nothing, succeed. */
+bool skipped(const char *call);
+/* Whether the end-of-run statistics line is printed (not inside Python: gd_emu_configure). */
+bool print_statistics();
 
 /* ------------------------------------------------------------------------------------------
  * emu_streams.cpp

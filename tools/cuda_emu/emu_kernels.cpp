@@ -72,6 +72,9 @@ int g_fibers_created;
 jmp_buf g_scheduler;    /* where a fiber that waits or finishes returns to */
 ucontext_t g_boot;      /* where a new fiber returns to once it is ready */
 int g_running = -1;     /* linear index of the running thread, -1 outside kernels */
+/* Whether this host thread is running a kernel: other host threads may issue work meanwhile
+ * (they wait for the emulation's lock), and only this one's calls come from inside a kernel. */
+thread_local bool t_in_kernel = false;
 int g_block_threads;
 Barrier g_block_barrier, g_warp_barrier[kMaxBlockThreads / 32];
 ReadySet g_ready;
@@ -83,9 +86,9 @@ struct Statistics {
     long long launches, blocks, threads;
     ~Statistics()
     {
-        if (launches)
+        if (launches && print_statistics())
             printf("cuda_emu: %lld kernel launches, %lld blocks, %lld threads on %d emulated GPUs of %d "
-                   "multiprocessors\n", launches, blocks, threads, kDevices, multiprocessors());
+                   "multiprocessors\n", launches, blocks, threads, device_count(), multiprocessors());
     }
 } g_stats;
 
@@ -212,7 +215,7 @@ std::mutex g_launch_mutex; /* one launch at a time: the fibers and the index var
 
 } // namespace
 
-bool gd_emu::in_kernel() { return g_running >= 0; }
+bool gd_emu::in_kernel() { return t_in_kernel; }
 
 long long clock64()
 {
@@ -255,7 +258,7 @@ int gd_emu_lane() { return g_running & 31; }
 
 bool gd_emu_launch_check(const gd_emu_site &site, dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream)
 {
-    if (g_running >= 0)
+    if (in_kernel())
         die("%s:%d: %s launched from inside a kernel (not emulated)", site.file, site.line, site.kernel);
     std::lock_guard<std::recursive_mutex> guard(lock());
     const gd_emu_stream *s = stream_of(stream, site.kernel);
@@ -269,6 +272,12 @@ bool gd_emu_launch_check(const gd_emu_site &site, dim3 grid, dim3 block, size_t 
     }
     if (device_of(s) != t_device) { /* a launch goes to a stream of the current device */
         fail(cudaErrorInvalidResourceHandle);
+        return false;
+    }
+    /* a planted launch failure (named "cudaLaunchKernel", the launch's runtime call): the kernel
+     * does not run and the status waits for cudaGetLastError, as a failed launch's does */
+    if (int st = injected("cudaLaunchKernel")) {
+        fail((cudaError_t)st);
         return false;
     }
     return true;
@@ -291,6 +300,7 @@ void gd_emu_run(const gd_emu_site &site, dim3 grid, dim3 block, void (*thread_bo
     g_site = &site;
     g_body = thread_body;
     g_body_context = context;
+    t_in_kernel = true;
     gridDim = grid;
     blockDim = block;
     const unsigned long long blocks = (unsigned long long)grid.x * grid.y * grid.z;
@@ -298,6 +308,7 @@ void gd_emu_run(const gd_emu_site &site, dim3 grid, dim3 block, void (*thread_bo
         blockIdx = uint3{(unsigned)(b % grid.x), (unsigned)(b / grid.x % grid.y), (unsigned)(b / grid.x / grid.y)};
         run_block(((unsigned long long)g_stats.launches + b) & 1); /* both orders, in every kernel */
     }
+    t_in_kernel = false;
     g_stats.launches++;
     g_stats.blocks += (long long)blocks;
     g_stats.threads += (long long)(blocks * threads);

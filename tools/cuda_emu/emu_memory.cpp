@@ -59,10 +59,21 @@ struct Block {
 std::map<uintptr_t, Block> g_blocks; /* by base address */
 std::map<uintptr_t, size_t> g_pinned; /* cudaMallocHost blocks */
 std::deque<gd_emu_pool> g_created_pools;
-gd_emu_pool g_default_pool[kDevices] = {{0, true, 0, 0, 0}, {1, true, 0, 0, 0}};
-gd_emu_pool *g_current_pool[kDevices] = {&g_default_pool[0], &g_default_pool[1]};
-size_t g_capacity[kDevices] = {kDefaultDeviceBytes, kDefaultDeviceBytes};
-size_t g_library_bytes[kDevices]; /* taken outside pools (cuBLAS) */
+gd_emu_pool g_default_pool[kMaxDevices];
+gd_emu_pool *g_current_pool[kMaxDevices];
+size_t g_capacity[kMaxDevices];
+size_t g_library_bytes[kMaxDevices]; /* taken outside pools (cuBLAS) */
+
+struct DevicePools {
+    DevicePools()
+    {
+        for (int d = 0; d < kMaxDevices; d++) {
+            g_default_pool[d] = gd_emu_pool{d, true, 0, 0, 0};
+            g_current_pool[d] = &g_default_pool[d];
+            g_capacity[d] = kDefaultDeviceBytes;
+        }
+    }
+} g_device_pools;
 
 using Guard = std::lock_guard<std::recursive_mutex>;
 
@@ -404,6 +415,7 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpy
 {
     const char *call = "cudaMemcpyAsync";
     Guard guard(lock());
+    if (int st = injected(call)) return fail((cudaError_t)st);
     gd_emu_stream *s = stream_of(stream, call);
     const int device = device_of(s);
     if (count == 0) return cudaSuccess;
@@ -437,6 +449,7 @@ cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t 
 {
     const char *call = "cudaMemcpy2DAsync";
     Guard guard(lock());
+    if (int st = injected(call)) return fail((cudaError_t)st);
     gd_emu_stream *s = stream_of(stream, call);
     const int device = device_of(s);
     if (kind != cudaMemcpyDeviceToDevice) die("%s: only device-to-device 2-D copies are emulated", call);
@@ -462,6 +475,7 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src, int 
 {
     const char *call = "cudaMemcpyPeerAsync";
     Guard guard(lock());
+    if (int st = injected(call)) return fail((cudaError_t)st);
     gd_emu_stream *s = stream_of(stream, call);
     if (!valid_device(dst_device) || !valid_device(src_device)) return fail(cudaErrorInvalidDevice);
     if (count == 0) return cudaSuccess;
@@ -476,6 +490,7 @@ cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t str
 {
     const char *call = "cudaMemsetAsync";
     Guard guard(lock());
+    if (int st = injected(call)) return fail((cudaError_t)st);
     gd_emu_stream *s = stream_of(stream, call);
     if (count == 0) return cudaSuccess;
     if (!device_range(ptr, count, device_of(s), call, "ptr")) return fail(cudaErrorInvalidValue);

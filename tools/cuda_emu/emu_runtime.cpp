@@ -1,5 +1,5 @@
 /* emu_runtime.cpp - the CUDA emulation's runtime basics: the one lock, errors and their names,
- * the two emulated devices (2 multiprocessors each) and their attributes and properties,
+ * the emulated devices (2 of 2 multiprocessors each unless gd_emu_configure says otherwise) and their attributes and properties,
  * versions, and failures planted by tests (gd_emu_fail_next). See emu.h for the other files.
  */
 
@@ -9,6 +9,7 @@
 
 #include "emu.h"
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -46,19 +47,41 @@ cudaError_t fail(cudaError_t e)
     return e;
 }
 
-bool valid_device(int d) { return d >= 0 && d < kDevices; }
+namespace {
+/* Set once, before the first device call (gd_emu_configure); read without the lock after. */
+int g_devices = kDefaultDevices;
+int g_multiprocessors = 0; /* 0: not chosen yet */
+bool g_statistics = true;
+} // namespace
+
+int device_count() { return g_devices; }
+
+namespace {
+std::atomic<bool> g_context[kMaxDevices];
+} // namespace
+
+void create_context(int d)
+{
+    if (d >= 0 && d < kMaxDevices) g_context[d].store(true);
+}
+
+bool valid_device(int d) { return d >= 0 && d < g_devices; }
+
+bool print_statistics() { return g_statistics; }
 
 int multiprocessors()
 {
-    static const int count = [] {
+    if (!g_multiprocessors) {
         const char *s = getenv("GD_EMU_MULTIPROCESSORS");
-        if (!s || !*s) return kDefaultMultiprocessors;
-        char *end = nullptr;
-        const long n = strtol(s, &end, 10);
-        if (*end || n < 1 || n > 1024) die("GD_EMU_MULTIPROCESSORS=%s: give a count from 1 to 1024, e.g. 132", s);
-        return (int)n;
-    }();
-    return count;
+        long n = kDefaultMultiprocessors;
+        if (s && *s) {
+            char *end = nullptr;
+            n = strtol(s, &end, 10);
+            if (*end || n < 1 || n > 1024) die("GD_EMU_MULTIPROCESSORS=%s: give a count from 1 to 1024, e.g. 132", s);
+        }
+        g_multiprocessors = (int)n;
+    }
+    return g_multiprocessors;
 }
 
 std::recursive_mutex &lock()
@@ -74,7 +97,7 @@ std::recursive_mutex &lock()
 namespace {
 struct Planted {
     std::string call;
-    int status;
+    int status; /* 0: a skip (gd_emu_skip_next) */
     int times;
     int last_error;
 };
@@ -85,12 +108,23 @@ int injected(const char *call)
 {
     std::lock_guard<std::recursive_mutex> guard(lock());
     for (Planted &p : g_planted) {
-        if (p.times <= 0 || p.call != call) continue;
+        if (p.times <= 0 || p.status == 0 || p.call != call) continue;
         p.times--;
         if (p.last_error) t_last_error = (cudaError_t)p.last_error;
         return p.status;
     }
     return 0;
+}
+
+bool skipped(const char *call)
+{
+    std::lock_guard<std::recursive_mutex> guard(lock());
+    for (Planted &p : g_planted) {
+        if (p.times <= 0 || p.status != 0 || p.call != call) continue;
+        p.times--;
+        return true;
+    }
+    return false;
 }
 
 } // namespace gd_emu
@@ -99,8 +133,30 @@ using namespace gd_emu;
 
 extern "C" void gd_emu_fail_next(const char *call, int status, int times, int last_error)
 {
+    if (status == 0) die("gd_emu_fail_next(%s): status 0 is not a failure", call);
     std::lock_guard<std::recursive_mutex> guard(lock());
     g_planted.push_back(Planted{call, status, times, last_error});
+}
+
+extern "C" void gd_emu_skip_next(const char *call, int times)
+{
+    std::lock_guard<std::recursive_mutex> guard(lock());
+    g_planted.push_back(Planted{call, 0, times, 0});
+}
+
+extern "C" void gd_emu_clear_planted(void)
+{
+    std::lock_guard<std::recursive_mutex> guard(lock());
+    g_planted.clear();
+}
+
+extern "C" int gd_emu_configure(int devices, int multiprocessors, int statistics)
+{
+    if (devices < 1 || devices > kMaxDevices || multiprocessors < 0 || multiprocessors > 1024) return -1;
+    g_devices = devices;
+    if (multiprocessors) g_multiprocessors = multiprocessors;
+    g_statistics = statistics != 0;
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -168,7 +224,7 @@ const char *cudaGetErrorString(cudaError_t e)
 
 cudaError_t cudaGetDeviceCount(int *count)
 {
-    *count = kDevices;
+    *count = g_devices;
     return cudaSuccess;
 }
 
@@ -183,8 +239,41 @@ cudaError_t cudaSetDevice(int device)
     if (int st = injected("cudaSetDevice")) return fail((cudaError_t)st);
     if (!valid_device(device)) return fail(cudaErrorInvalidDevice);
     t_device = device;
+    create_context(device); /* CUDA 12 and later: cudaSetDevice initializes the context */
     return cudaSuccess;
 }
+
+namespace {
+/* the driver's CUresult values used here, and its device handles: an ordinal, as in CUDA */
+int emu_cuDeviceGet(int *dev, int ordinal)
+{
+    if (!valid_device(ordinal)) return 101; /* CUDA_ERROR_INVALID_DEVICE */
+    *dev = ordinal;
+    return 0;
+}
+
+int emu_cuDevicePrimaryCtxGetState(int dev, unsigned *flags, int *active)
+{
+    if (!valid_device(dev)) return 101;
+    *flags = 0;
+    *active = g_context[dev].load() ? 1 : 0;
+    return 0;
+}
+} // namespace
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int, unsigned long long flags,
+                                             cudaDriverEntryPointQueryResult *driverStatus)
+{
+    void *fn = nullptr;
+    if (!strcmp(symbol, "cuDeviceGet")) fn = (void *)emu_cuDeviceGet;
+    if (!strcmp(symbol, "cuDevicePrimaryCtxGetState")) fn = (void *)emu_cuDevicePrimaryCtxGetState;
+    if (flags != cudaEnableDefault) return fail(cudaErrorInvalidValue);
+    *funcPtr = fn;
+    if (driverStatus) *driverStatus = fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+    return cudaSuccess;
+}
+
+extern "C" int gd_emu_context_active(int device) { return valid_device(device) && g_context[device].load(); }
 
 cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device)
 {
@@ -209,7 +298,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device)
     cudaMemGetInfo(&free_bytes, &total_bytes);
     t_device = saved;
     *prop = cudaDeviceProp{};
-    snprintf(prop->name, sizeof prop->name, "gpudev CUDA emulator %d", device);
+    snprintf(prop->name, sizeof prop->name, "emulated GPU %d (CUDA emulation on the CPU)", device);
     prop->totalGlobalMem = total_bytes;
     prop->major = 9;
     prop->minor = 0;

@@ -221,6 +221,12 @@ const char *cudaGetErrorString(cudaError_t);
 cudaError_t cudaGetDeviceCount(int *count);
 cudaError_t cudaGetDevice(int *device);
 cudaError_t cudaSetDevice(int device);
+/* The driver's functions by name; emulated: cuDeviceGet and cuDevicePrimaryCtxGetState (a
+ * device's primary context exists once cudaSetDevice chose it or work was issued on it). */
+enum cudaDriverEntryPointQueryResult { cudaDriverEntryPointSuccess = 0, cudaDriverEntryPointSymbolNotFound = 1 };
+enum { cudaEnableDefault = 0 };
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+                                             unsigned long long flags, cudaDriverEntryPointQueryResult *driverStatus);
 cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device);
 cudaError_t cudaDriverGetVersion(int *version);

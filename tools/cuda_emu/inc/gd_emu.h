@@ -23,6 +23,21 @@ void gd_emu_set_device_memory(int device, size_t bytes);
  * kernel it launched internally did. */
 void gd_emu_fail_next(const char *call, int status, int times, int last_error);
 
+/* Like gd_emu_fail_next, but the next `times` calls of `call` do nothing and succeed: a test
+ * removes one cudaStreamWaitEvent and shows that something then reads unfinished work. */
+void gd_emu_skip_next(const char *call, int times);
+
+/* Forget every planted failure and skip not yet consumed. */
+void gd_emu_clear_planted(void);
+
+/* Before any other call: `devices` emulated GPUs (1..8; 2 by default), `multiprocessors` each
+ * (0: 2, or GD_EMU_MULTIPROCESSORS), and whether the kernel statistics line is printed at exit.
+ * Returns 0, or -1 for a value out of range. */
+int gd_emu_configure(int devices, int multiprocessors, int statistics);
+
+/* Whether emulated `device`'s primary context exists (see cudaGetDriverEntryPointByVersion). */
+int gd_emu_context_active(int device);
+
 /* Operations queued on streams and not yet run (see cuda_runtime.h: work runs only when
  * something waits for it). */
 long gd_emu_pending_operations(void);
