@@ -268,7 +268,8 @@ class BuildExt(build_ext):
         out_path = self.get_ext_fullpath(ext.name)
         cached = os.path.join(HERE, self.get_ext_filename(ext.name))
         deps = ext.sources + ext.depends  # type: ignore[attr-defined]
-        if (not self.force and os.path.exists(cached)
+        sanitize = SANITIZERS.get(os.environ.get("GPUDEV_SANITIZE", ""))
+        if (not self.force and not sanitize and os.path.exists(cached)
                 and all(os.path.getmtime(d) <= os.path.getmtime(cached) for d in deps)):
             if os.path.abspath(cached) != os.path.abspath(out_path):
                 os.makedirs(os.path.dirname(out_path), exist_ok=True)
@@ -276,7 +277,8 @@ class BuildExt(build_ext):
             log(f"emulated GPUs up to date ({cached})")
             return
         started = time.monotonic()
-        work = os.path.join("build", "cuda_emu_py")
+        # this build's own temporary folder: a sanitizer build's objects never reach another's
+        work = os.path.join(self.build_temp, "cuda_emu")
         os.makedirs(os.path.join(work, "src"), exist_ok=True)
         kernels = []
         for cu in (s for s in ext.sources if s.endswith(".cu")):
@@ -288,7 +290,6 @@ class BuildExt(build_ext):
         # as tools/cuda_emu/build.sh: no fused multiply-adds the reference loops lack; kernels
         # reinterpret memory as vector types, which nvcc allows
         args = ["-std=c++17", "-O2", "-Wall", "-Wextra", "-ffp-contract=off", "-fno-strict-aliasing"]
-        sanitize = SANITIZERS.get(os.environ.get("GPUDEV_SANITIZE", ""))
         if sanitize:  # a kernel reading past its allocation is then a heap-buffer-overflow report
             args += ["-O1", "-g", "-fno-omit-frame-pointer", *sanitize]
         includes = [os.path.join("tools", "cuda_emu", "inc"), "csrc", os.path.join("csrc", "cuda")]
