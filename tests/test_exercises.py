@@ -21,7 +21,7 @@ from gpudev import exercises as ex
 from gpudev.exercises import ex1_matmul
 from gpudev._format import format_seconds
 
-from conftest import NUM_GPUS
+from conftest import EMULATED, NUM_GPUS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -254,6 +254,16 @@ def test_two_devices_default_without_gpu_says_why():
     assert res.skipped == "needs 2 GPUs, found 0"
     assert any("GPU rows skipped" in note for note in res.notes)
     assert {r["device"] for r in res.rows} == {"cpu"}
+
+
+@pytest.mark.skipif(not EMULATED or NUM_GPUS < 2, reason="runs on two emulated GPUs (make test-gpu-emu)")
+def test_two_devices_on_emulated_gpus_run_every_path_and_claim_nothing(tmp_path):
+    res = ex.two_devices(n={"cpu": 64, "cuda": 128}, devices=["cpu", "cuda:0", "cuda:1"], repeats=3)
+    assert res.skipped is None and {r["device"] for r in res.rows} >= {"cuda:0", "cuda:1", "cuda:0+cuda:1"}
+    fake = [r for r in res.rows if r["device"].startswith("cuda")]
+    assert all(r.get("overlap") is None and r.get("speedup") is None for r in fake)
+    assert "no speedup" not in res.conclusion and "this report compares no times of theirs" in res.conclusion
+    check_plot(res, tmp_path)
 
 
 @pytest.mark.gpu

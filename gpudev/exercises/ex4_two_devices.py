@@ -157,7 +157,9 @@ def _overlap_rows(d: gd.Device, n: int, repeats: int) -> list[dict[str, Any]]:
         {**base, "scenario": "two products", **dev, "flops": 4.0 * n**3},
         {**base, "scenario": "host work alone (NumPy)", **host},
         {**base, "scenario": "both: queue the products, then host work", **together,
-         "overlap": float(min(max(overlap, 0.0), 1.0)), "overlap_raw": overlap,
+         # an emulated GPU's queue runs on the CPU when waited for: no overlap to report
+         "overlap": None if is_emulated(d) else float(min(max(overlap, 0.0), 1.0)),
+         "overlap_raw": None if is_emulated(d) else overlap,
          "no_overlap_s": t_dev + t_host, "full_overlap_s": max(t_dev, t_host)},
     ]
 
@@ -197,7 +199,8 @@ def _two_gpu_rows(g0: gd.Device, g1: gd.Device, n: int, repeats: int) -> list[di
         {"device": str(g0), "n": n, "part": "two GPUs", "scenario": "two products in sequence, one GPU",
          **seq},
         {"device": f"{g0}+{g1}", "n": n, "part": "two GPUs", "scenario": "one product per GPU, concurrently",
-         **par, "speedup": speedup, "efficiency": speedup / 2},
+         **par, **({"speedup": None, "efficiency": None} if is_emulated(g0) or is_emulated(g1) else
+                   {"speedup": speedup, "efficiency": speedup / 2})},
     ]
 
 
