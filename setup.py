@@ -200,6 +200,21 @@ class BuildExt(build_ext):
             super().build_extension(ext)
             log(f"{ext.name} built in {time.monotonic() - started:.0f} s")
 
+    def reuse_in_place(self, ext: Extension, deps: list[str], what: str) -> bool:
+        """Whether the in-place build of `ext` (where editable installs and `build_ext
+        --inplace` leave it) is newer than every file in `deps`; then it is copied to where this
+        build puts `ext`, and nothing is compiled (a module takes a minute or more to build)."""
+        cached = os.path.join(HERE, self.get_ext_filename(ext.name))
+        if self.force or not os.path.exists(cached) or any(
+                os.path.getmtime(d) > os.path.getmtime(cached) for d in deps):
+            return False
+        out_path = self.get_ext_fullpath(ext.name)
+        if os.path.abspath(cached) != os.path.abspath(out_path):
+            os.makedirs(os.path.dirname(out_path), exist_ok=True)
+            shutil.copy2(cached, out_path)
+        log(f"{what} up to date ({cached})")
+        return True
+
     def build_cuda(self, ext: Extension) -> None:
         cuda_home = ext.cuda_home  # type: ignore[attr-defined]
         nvcc = os.path.join(cuda_home, "bin", "nvcc")
@@ -212,19 +227,10 @@ class BuildExt(build_ext):
         os.makedirs(obj_dir, exist_ok=True)
         deps = glob.glob(os.path.join(HERE, "csrc", "cuda", "*")) + glob.glob(os.path.join(HERE, "csrc", "*.h"))
         stamp = os.path.join(obj_dir, "archs.txt")
-        # Compiling for six targets takes minutes: reuse the last build (in place, where
-        # editable installs and `build_ext --inplace` leave it) when no CUDA source changed.
-        cached = os.path.join(HERE, self.get_ext_filename(ext.name))
+        # Compiling for six targets takes minutes: reuse the last build when no CUDA source
+        # changed and it was compiled for the same targets.
         same_archs = os.path.exists(stamp) and open(stamp).read() == arch_list
-        if (
-            not self.force
-            and same_archs
-            and os.path.exists(cached)
-            and all(os.path.getmtime(d) <= os.path.getmtime(cached) for d in deps)
-        ):
-            if os.path.abspath(cached) != os.path.abspath(out_path):
-                shutil.copy2(cached, out_path)
-            log(f"CUDA backend up to date ({cached})")
+        if same_archs and self.reuse_in_place(ext, deps, "CUDA backend"):
             return
         jobs = build_jobs(self.parallel, len(ext.sources))
         log(f"compiling the CUDA backend ({len(ext.sources)} files, {jobs} at a time) for "
@@ -266,15 +272,9 @@ class BuildExt(build_ext):
         """Every csrc/cuda/*.cu as C++ for the CPU (tools/cuda_emu/transform.py rewrites the
         launches), linked with the emulation's runtime and cuBLAS into gpudev._cuda_emu."""
         out_path = self.get_ext_fullpath(ext.name)
-        cached = os.path.join(HERE, self.get_ext_filename(ext.name))
-        deps = ext.sources + ext.depends  # type: ignore[attr-defined]
         sanitize = SANITIZERS.get(os.environ.get("GPUDEV_SANITIZE", ""))
-        if (not self.force and not sanitize and os.path.exists(cached)
-                and all(os.path.getmtime(d) <= os.path.getmtime(cached) for d in deps)):
-            if os.path.abspath(cached) != os.path.abspath(out_path):
-                os.makedirs(os.path.dirname(out_path), exist_ok=True)
-                shutil.copy2(cached, out_path)
-            log(f"emulated GPUs up to date ({cached})")
+        # a sanitizer build never takes the in-place module, which is built without it
+        if not sanitize and self.reuse_in_place(ext, ext.sources + ext.depends, "emulated GPUs"):  # type: ignore[attr-defined]
             return
         started = time.monotonic()
         # this build's own temporary folder: a sanitizer build's objects never reach another's

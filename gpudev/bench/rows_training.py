@@ -148,17 +148,8 @@ def _d2l_data(model: str, batches: int) -> dict[str, Any]:
     return {"layers": layers, "x": x, "y": y}
 
 
-def _gpudev_epoch(data: dict[str, Any], device: str) -> Callable[[], Any]:
-    from .. import nn
-
-    mods: list[Any] = []
-    for w, b in data["layers"]:
-        lin = nn.Linear(w.shape[1], w.shape[0], device=device)
-        lin.load_state_dict({"weight": gd.array(w, device=device), "bias": gd.array(b, device=device)})
-        mods += [lin, nn.ReLU()]
-    net = nn.Sequential(*mods[:-1])
-    batches = [(gd.array(x, device=device), gd.array(y, device=device)) for x, y in zip(data["x"], data["y"])]
-    loss_fn, opt = nn.CrossEntropyLoss(), nn.SGD(net.parameters(), lr=D2L_LR)
+def _epoch(net: Any, loss_fn: Any, opt: Any, batches: list[Any]) -> Callable[[], Any]:
+    """One epoch of d2l's loop, written once for gpudev and PyTorch (the same API)."""
 
     def epoch() -> Any:
         for x, y in batches:
@@ -169,6 +160,19 @@ def _gpudev_epoch(data: dict[str, Any], device: str) -> Callable[[], Any]:
         return loss
 
     return epoch
+
+
+def _gpudev_epoch(data: dict[str, Any], device: str) -> Callable[[], Any]:
+    from .. import nn
+
+    mods: list[Any] = []
+    for w, b in data["layers"]:
+        lin = nn.Linear(w.shape[1], w.shape[0], device=device)
+        lin.load_state_dict({"weight": gd.array(w, device=device), "bias": gd.array(b, device=device)})
+        mods += [lin, nn.ReLU()]
+    net = nn.Sequential(*mods[:-1])
+    batches = [(gd.array(x, device=device), gd.array(y, device=device)) for x, y in zip(data["x"], data["y"])]
+    return _epoch(net, nn.CrossEntropyLoss(), nn.SGD(net.parameters(), lr=D2L_LR), batches)
 
 
 def _torch_epoch(torch: Any, data: dict[str, Any], device: str) -> Callable[[], Any]:
@@ -181,17 +185,7 @@ def _torch_epoch(torch: Any, data: dict[str, Any], device: str) -> Callable[[], 
         mods += [lin, torch.nn.ReLU()]
     net = torch.nn.Sequential(*mods[:-1]).to(device)
     batches = [(torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)) for x, y in zip(data["x"], data["y"])]
-    loss_fn, opt = torch.nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), lr=D2L_LR)
-
-    def epoch() -> Any:
-        for x, y in batches:
-            loss = loss_fn(net(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        return loss
-
-    return epoch
+    return _epoch(net, torch.nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), lr=D2L_LR), batches)
 
 
 def _numpy_epoch(data: dict[str, Any]) -> Callable[[], Any]:

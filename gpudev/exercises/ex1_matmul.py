@@ -73,8 +73,8 @@ def row(device: gd.Device, task: str, label: str, timing: str, timed: dict[str, 
     """One row: the task, its timing statistics `timed`, and its GFLOP/s or GB/s."""
     sec = timed["seconds"]
     # an emulated GPU's times are not a GPU's: no rates
-    compute = task in COMPUTE_TASKS and not getattr(device, "emulated", False)
-    rated = not getattr(device, "emulated", False)
+    rated = not is_emulated(device)
+    compute = task in COMPUTE_TASKS and rated
     return {"device": str(device), "task": task, "label": label, "timing": timing, **timed,
             "flops": flops, "bytes": nbytes, "footprint": footprint, "workload": WORKLOAD.get(task),
             "threaded": threaded, "demonstration": demonstration,

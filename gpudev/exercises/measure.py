@@ -99,8 +99,7 @@ EMULATED_N = 256
 
 def is_emulated(d: gd.Device | str) -> bool:
     """Whether `d` is an emulated GPU."""
-    d = d if isinstance(d, gd.Device) else gd.Device(d)
-    return bool(getattr(d, "emulated", False))
+    return (d if isinstance(d, gd.Device) else gd.Device(d)).emulated
 
 
 def emulated_size(d: gd.Device, n: int) -> int:
@@ -129,7 +128,7 @@ def device_meta(devices: Iterable[gd.Device]) -> dict[str, Any]:
             out[str(d)] = jsonable(d.info())
         except gd.GpudevError as exc:
             out[str(d)] = {"error": str(exc)}
-        out[str(d)]["emulated"] = bool(getattr(d, "emulated", False))
+        out[str(d)]["emulated"] = is_emulated(d)
     return out
 
 
