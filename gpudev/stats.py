@@ -87,8 +87,23 @@ class Ratio:
         return self.known and (self.lo > 1.0 or self.hi < 1.0)
 
     def interval_text(self) -> str:
-        """'95% interval 1.8x to 2.2x' (of A / B)."""
-        return f"{LEVEL:.0%} interval {format_ratio(self.lo)} to {format_ratio(self.hi)}"
+        """'95% interval 1.8x to 2.2x' (of A / B). A bound that excludes 1 is never printed as
+        1x: it gets the digits that keep it on its side of 1 (1.0004x, not 1x).
+
+        >>> Ratio(1.0, 1.0, 1.05, 1.0004, 1.11, True).interval_text()
+        '95% interval 1.0004x to 1.11x'
+        """
+        return f"{LEVEL:.0%} interval {_bound_text(self.lo)} to {_bound_text(self.hi)}"
+
+
+def _bound_text(x: float) -> str:
+    """format_ratio(x), with more significant digits when 3 would round it onto 1."""
+    text = format_ratio(x)
+    digits = 3
+    while x != 1.0 and float(text.rstrip("x").replace(",", "")) == 1.0 and digits < 9:
+        digits += 1
+        text = f"{x:.{digits}g}x"
+    return text
 
 
 @contextlib.contextmanager
