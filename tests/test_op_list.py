@@ -68,6 +68,12 @@ def test_every_row_has_a_conformance_row(name):
         f"{name}: add {macro}({op.id}, reference, ...) to tests/c/conformance_elementwise.c")
 
 
+def test_every_conformance_row_is_a_row_of_the_op_lists():
+    listed = {("UNOP" if op.arity == 1 else "BINOP", op.id) for op in _C._ops}
+    rows = set(re.findall(r"^\s*(UNOP|BINOP)\((\w+),", CONFORMANCE.read_text(), re.M))
+    assert rows - listed == set(), f"conformance rows of operations tables.h does not list: {sorted(rows - listed)}"
+
+
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_every_row_has_a_numpy_reference(name):
     assert reference(OPS[name]) is not None, f"{name}: give its NumPy ufunc in tables.h or a reference in REFERENCES"
