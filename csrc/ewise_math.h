@@ -144,6 +144,7 @@ GD_HOSTDEV double gd_sigmoid_f64(double x)
     GD_HOSTDEV T gd_ew_multiply_##S(T x, T y) { return x * y; }                                  \
     GD_HOSTDEV T gd_ew_divide_##S(T x, T y) { return x / y; }                                    \
     GD_HOSTDEV T gd_ew_power_##S(T x, T y) { return M(pow)(x, y); }                              \
+    GD_HOSTDEV T gd_ew_hypot_##S(T x, T y) { return M(hypot)(x, y); }                            \
     /* NaN-propagating, written so that they vectorize to a compare and a blend */               \
     GD_HOSTDEV T gd_ew_maximum_##S(T x, T y) { return (x > y || x != x) ? x : y; }               \
     GD_HOSTDEV T gd_ew_minimum_##S(T x, T y) { return (x < y || x != x) ? x : y; }               \

@@ -87,7 +87,11 @@
     X(MOD, remainder, NUMERIC, GD_OP_COSTLY | GD_OP_FN, "remainder", "%",                                  \
       "a % b elementwise with broadcasting, as NumPy's: the sign of b, and "                               \
       "a == (a // b) * b + a % b. For int64, x % 0 is 0 (no warning); for floats it is NaN.\n\n"           \
-      ">>> gd.remainder(gd.array([7, -7]), 3).tolist()\n[1, 2]")
+      ">>> gd.remainder(gd.array([7, -7]), 3).tolist()\n[1, 2]")                                       \
+    X(HYPOT, hypot, FLOAT, GD_OP_COSTLY | GD_OP_FN, "hypot", NULL,                                         \
+      "sqrt(a**2 + b**2) elementwise with broadcasting, as NumPy's: no overflow or underflow in the "      \
+      "squares, inf when either is infinite (integers in float64).\n\n"                                    \
+      ">>> gd.hypot(gd.array([3.0, 1e200], dtype=gd.float64), 4.0).tolist()\n[5.0, 1e+200]")
 
 /* Other names of module functions: A(KIND, ENUM, alias, DOC), KIND UNARY or BINARY. */
 #define GD_OP_ALIASES(A)                                                                                    \

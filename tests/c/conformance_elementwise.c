@@ -161,6 +161,7 @@ static const binop_row binops[] = {
     BINOP(XOR, ref_xor, iref_xor, 0, 0, 0),
     BINOP(FLOOR_DIV, ref_floor_div, iref_floor_div, 0, 0, 0),
     BINOP(MOD, ref_mod, iref_mod, 1, 0, 0),
+    BINOP(HYPOT, hypot, NULL, 4, 3, 0),
 };
 GD_STATIC_ASSERT(GD_COUNT_OF(binops) == GD_NUM_BINOPS, "binops[]: one row per gd_binop");
 
