@@ -1,5 +1,5 @@
 /* elementwise.c - unary and binary operations (the number protocol's + - * / ** and gd.exp,
- * gd.maximum, ...), astype, assignment (a[...] = x) and allclose: check devices, dtypes and
+ * gd.maximum, ...), astype and allclose: check devices, dtypes and
  * shapes, plan broadcasting, then call the backend.
  *
  * The hot path comes first in gd_binary: same-shape operations on tiny arrays run without
@@ -87,7 +87,7 @@ static PyObject *binary_fast(gd_state *st, gd_binop op, PyObject *ao, PyObject *
     gd_operand x, y;
     if (Py_TYPE(ao) == at) {
         ArrayObject *a = (ArrayObject *)ao;
-        const gd_backend *be = st->backends[a->device.type];
+        const gd_backend *be = gd_backend_of(st, a->device, gd_binop_table[op].name);
         if (!be || !fast_op_ok(op, a->dtype)) return NULL;
         if (Py_TYPE(bo) == at) {
             ArrayObject *b = (ArrayObject *)bo;
@@ -104,7 +104,7 @@ static PyObject *binary_fast(gd_state *st, gd_binop op, PyObject *ao, PyObject *
     }
     if (Py_TYPE(bo) == at && !inplace) {
         ArrayObject *b = (ArrayObject *)bo;
-        const gd_backend *be = st->backends[b->device.type];
+        const gd_backend *be = gd_backend_of(st, b->device, gd_binop_table[op].name);
         if (!be || !b->contiguous || !fast_op_ok(op, b->dtype) || !fast_scalar(&x, ao, b->dtype)) return NULL;
         fast_array(&y, b);
         return binary_contiguous(st, be, op, b, &x, &y, NULL);
@@ -387,69 +387,20 @@ PyObject *gd_astype(gd_state *st, ArrayObject *a, gd_dtype dtype, int copy)
     return GD_AG_OUT(st, "astype", out, a, NULL, NULL);
 }
 
-/* ------------------------------------------------------------------------------------------
- * assignment: dst[...] = value
- * ---------------------------------------------------------------------------------------- */
-
-/* NumPy's setitem broadcast: the value's shape right-aligned onto the target's, where extra
- * leading axes of the value must have length 1. */
-static int check_assign_shape(const ArrayObject *dst, const ArrayObject *v, const char *op)
+GD_SIGNATURE_SHARED(gd_array_astype_sig, "astype", "$self, dtype, copy=True", "The array converted to dtype.");
+PyObject *gd_array_astype_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    for (int j = 0; j < v->ndim; j++) {
-        int k = j - (v->ndim - dst->ndim);
-        if (k < 0 ? v->shape[j] != 1 : (v->shape[j] != 1 && v->shape[j] != dst->shape[k])) {
-            char s0[256], s1[256];
-            PyErr_Format(PyExc_ValueError, "%s: could not broadcast input array from shape %s into shape %s",
-                         op, gd_shape_str(v->ndim, v->shape, s0), gd_shape_str(dst->ndim, dst->shape, s1));
-            return -1;
-        }
+    PyObject *argv[2] = {NULL, Py_True};
+    if (gd_parse_args(argv, &gd_array_astype_sig, args, nargs, kwnames) < 0) return NULL;
+    if (argv[0] == Py_None) {
+        PyErr_SetString(PyExc_TypeError, gd_array_astype_sig.usage);
+        return NULL;
     }
-    return 0;
-}
-
-/* dst[...] = v for an Array v on dst's device whose shape fits; a v that overlaps dst in
- * another layout is copied first (NumPy reads the whole value before writing). */
-static int assign_array(gd_state *st, const gd_backend *be, ArrayObject *dst, ArrayObject *v, const char *op)
-{
-    ArrayObject *tmp = NULL;
-    if (v->dtype == dst->dtype && gd_overlaps(v, dst)) {
-        if (gd_same_layout(v, dst)) return 0; /* a[...] = a */
-        if (!(v = tmp = gd_converted(st, be, v, dst->dtype, op))) return -1;
-    }
-    int rc = gd_store(st, be, dst, v, op);
-    Py_XDECREF(tmp);
-    return rc;
-}
-
-int gd_assign(gd_state *st, ArrayObject *dst, PyObject *value, const char *op)
-{
-    gd_opinfo x;
-    int r = gd_classify(st, value, &x, op);
-    if (r < 0) return -1;
-    if (r > 0) {
-        PyErr_Format(PyExc_TypeError, "%s: cannot assign %s to a gpudev Array; give a number or an Array",
-                     op, Py_TYPE(value)->tp_name);
-        return -1;
-    }
-    const gd_backend *be = gd_backend_of(st, dst->device, op);
-    if (!be) return -1;
-    gd_bump_version(st, dst);
-    if (!x.arr) {
-        gd_scalar s;
-        if (gd_scalar_assign(&s, &x, dst->dtype, op) < 0 || gd_fill(st, be, dst, s, op) < 0)
-            return -1;
-    } else {
-        if (!gd_device_eq(x.arr->device, dst->device)) {
-            char d0[32], d1[32];
-            PyErr_Format(st->DeviceMismatchError,
-                         "%s: the value is on %s but the array is on %s; copy it first, e.g. value.to('%s')",
-                         op, gd_device_str(x.arr->device, d0), gd_device_str(dst->device, d1), d1);
-            return -1;
-        }
-        if (check_assign_shape(dst, x.arr, op) < 0) return -1;
-        if (dst->size && assign_array(st, be, dst, x.arr, op) < 0) return -1;
-    }
-    return gd_trace_op(st, "assign", dst, x.arr, NULL);
+    gd_dtype dt;
+    if (gd_parse_dtype(argv[0], &dt, "astype") < 0) return NULL;
+    int copy = PyObject_IsTrue(argv[1]);
+    if (copy < 0) return NULL;
+    return gd_astype(gd_state_of(self), (ArrayObject *)self, dt, copy);
 }
 
 /* ------------------------------------------------------------------------------------------
