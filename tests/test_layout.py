@@ -195,7 +195,8 @@ def test_the_exercises_names_stay_importable():
 # the C core: calls between its files
 # ---------------------------------------------------------------------------------------------
 
-CORE_DIR = PACKAGE_DIR.parent / "csrc" / "core"
+# the source tree of these tests (the package may be a copy elsewhere, as in make sanitize)
+CORE_DIR = pathlib.Path(__file__).resolve().parent.parent / "csrc" / "core"
 
 
 def _c_code(path: pathlib.Path) -> str:
