@@ -359,7 +359,10 @@ def core_extension() -> Extension:
     blas_include, blas_lib_dir, blas_lib = openblas_paths()
     sanitize = SANITIZERS.get(os.environ.get("GPUDEV_SANITIZE", ""))
     # C11 atomics and pthreads only (csrc/cpu/pool.c): no OpenMP, which Apple's clang lacks
-    compile_args = ["-std=c11", "-Wall", "-Wextra", "-pthread", "-fno-strict-aliasing", "-fno-math-errno"]
+    # a call of an undeclared function (an op's scalar function missing from ewise_math.h) is
+    # an error, as it is by default from GCC 14 on
+    compile_args = ["-std=c11", "-Wall", "-Wextra", "-Werror=implicit-function-declaration", "-pthread",
+                    "-fno-strict-aliasing", "-fno-math-errno"]
     link_args = ["-pthread"]
     if sanitize:
         flags = [*sanitize, "-fno-omit-frame-pointer"]

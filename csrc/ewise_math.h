@@ -1,10 +1,14 @@
-/* ewise_math.h - scalar math that the CPU and the CUDA backends both run, so that every device
- * gives the same bits: NumPy's floor division and remainder (npy_divmod for floats, Python's
- * floor rule for int64) and a sigmoid that never overflows.
+/* ewise_math.h - the scalar function of every elementwise operation, which the CPU and the
+ * CUDA backends both run, so that every device computes the same thing: one function per row
+ * of the op lists (tables.h) and dtype of its TYPES, named gd_ew_<name>_<dtype>: f32 (float),
+ * f64 (double), i64 (int64_t), b (bool as a byte: any nonzero byte is true, as NumPy reads
+ * memory it shares). The backends' kernels and launchers are generated from the op lists and
+ * call these; a row without its functions fails to compile in both.
  *
  * Plain C11 that also compiles as CUDA C++ (the functions are then __host__ __device__). The
- * float functions come in f32 and f64 spellings so that float32 stays in float32, as NumPy's
- * loops do.
+ * float functions are written once (GD_FLOAT_OPS) and come in f32 and f64 spellings, so that
+ * float32 stays in float32, as NumPy's loops do; CUDA's libm may round its functions
+ * differently from the C library's (within the conformance test's ulps).
  */
 #ifndef GPUDEV_EWISE_MATH_H
 #define GPUDEV_EWISE_MATH_H
@@ -29,7 +33,7 @@
  * division would trap (SIGFPE on x86) and is undefined behaviour.
  * ---------------------------------------------------------------------------------------- */
 
-GD_HOSTDEV int64_t gd_floor_div_i64(int64_t a, int64_t b)
+GD_HOSTDEV int64_t gd_ew_floor_divide_i64(int64_t a, int64_t b)
 {
     if (b == 0) return 0;
     if (b == -1) return (int64_t)(0 - (uint64_t)a);
@@ -38,7 +42,7 @@ GD_HOSTDEV int64_t gd_floor_div_i64(int64_t a, int64_t b)
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-GD_HOSTDEV int64_t gd_mod_i64(int64_t a, int64_t b)
+GD_HOSTDEV int64_t gd_ew_remainder_i64(int64_t a, int64_t b)
 {
     if (b == 0 || b == -1) return 0;
     int64_t r = a % b;
@@ -82,12 +86,12 @@ GD_HOSTDEV int64_t gd_mod_i64(int64_t a, int64_t b)
         *modulus = mod;                                                                          \
         return floordiv;                                                                         \
     }                                                                                            \
-    GD_HOSTDEV T gd_floor_div_##S(T a, T b)                                                      \
+    GD_HOSTDEV T gd_ew_floor_divide_##S(T a, T b)                                                      \
     {                                                                                            \
         T mod;                                                                                   \
         return gd_divmod_##S(a, b, &mod);                                                        \
     }                                                                                            \
-    GD_HOSTDEV T gd_mod_##S(T a, T b)                                                            \
+    GD_HOSTDEV T gd_ew_remainder_##S(T a, T b)                                                            \
     {                                                                                            \
         T mod;                                                                                   \
         gd_divmod_##S(a, b, &mod);                                                               \
@@ -116,5 +120,95 @@ GD_HOSTDEV double gd_sigmoid_f64(double x)
     double e = exp(x);
     return e / (1.0 + e);
 }
+
+/* ------------------------------------------------------------------------------------------
+ * float32 and float64: each function written once; M(fn) is the C library's function of the
+ * dtype (expf or exp)
+ * ---------------------------------------------------------------------------------------- */
+
+#define GD_M_F32(fn) fn##f
+#define GD_M_F64(fn) fn
+#define GD_FLOAT_OPS(S, T, M)                                                                    \
+    GD_HOSTDEV T gd_ew_copy_##S(T x) { return x; }                                               \
+    GD_HOSTDEV T gd_ew_negative_##S(T x) { return -x; }                                          \
+    GD_HOSTDEV T gd_ew_abs_##S(T x) { return M(fabs)(x); }                                       \
+    GD_HOSTDEV T gd_ew_relu_##S(T x) { return (x > 0 || x != x) ? x : (T)0; }                    \
+    GD_HOSTDEV T gd_ew_exp_##S(T x) { return M(exp)(x); }                                        \
+    GD_HOSTDEV T gd_ew_log_##S(T x) { return M(log)(x); }                                        \
+    GD_HOSTDEV T gd_ew_sqrt_##S(T x) { return M(sqrt)(x); }                                      \
+    GD_HOSTDEV T gd_ew_tanh_##S(T x) { return M(tanh)(x); }                                      \
+    GD_HOSTDEV T gd_ew_square_##S(T x) { return x * x; }                                         \
+    GD_HOSTDEV T gd_ew_sigmoid_##S(T x) { return gd_sigmoid_##S(x); }                            \
+    GD_HOSTDEV T gd_ew_add_##S(T x, T y) { return x + y; }                                       \
+    GD_HOSTDEV T gd_ew_subtract_##S(T x, T y) { return x - y; }                                  \
+    GD_HOSTDEV T gd_ew_multiply_##S(T x, T y) { return x * y; }                                  \
+    GD_HOSTDEV T gd_ew_divide_##S(T x, T y) { return x / y; }                                    \
+    GD_HOSTDEV T gd_ew_power_##S(T x, T y) { return M(pow)(x, y); }                              \
+    GD_HOSTDEV T gd_ew_hypot_##S(T x, T y) { return M(hypot)(x, y); }                            \
+    /* NaN-propagating, written so that they vectorize to a compare and a blend */               \
+    GD_HOSTDEV T gd_ew_maximum_##S(T x, T y) { return (x > y || x != x) ? x : y; }               \
+    GD_HOSTDEV T gd_ew_minimum_##S(T x, T y) { return (x < y || x != x) ? x : y; }               \
+    GD_COMPARE_OPS(S, T, GD_SAME)
+
+/* Comparisons give 0 or 1 for every dtype; NaN compares false except with != */
+#define GD_SAME(x) (x)
+#define GD_TRUTH(x) ((x) != 0)
+#define GD_COMPARE_OPS(S, T, V)                                                                  \
+    GD_HOSTDEV uint8_t gd_ew_equal_##S(T x, T y) { return V(x) == V(y); }                        \
+    GD_HOSTDEV uint8_t gd_ew_not_equal_##S(T x, T y) { return V(x) != V(y); }                    \
+    GD_HOSTDEV uint8_t gd_ew_less_##S(T x, T y) { return V(x) < V(y); }                          \
+    GD_HOSTDEV uint8_t gd_ew_less_equal_##S(T x, T y) { return V(x) <= V(y); }                   \
+    GD_HOSTDEV uint8_t gd_ew_greater_##S(T x, T y) { return V(x) > V(y); }                       \
+    GD_HOSTDEV uint8_t gd_ew_greater_equal_##S(T x, T y) { return V(x) >= V(y); }
+
+GD_FLOAT_OPS(f32, float, GD_M_F32)
+GD_FLOAT_OPS(f64, double, GD_M_F64)
+
+/* ------------------------------------------------------------------------------------------
+ * int64: arithmetic wraps, as NumPy's does, computed in uint64 where overflow is defined
+ * (the cast back keeps the bits)
+ * ---------------------------------------------------------------------------------------- */
+
+#define GD_WRAPPED(expr) ((int64_t)(uint64_t)(expr))
+
+GD_HOSTDEV int64_t gd_ew_copy_i64(int64_t x) { return x; }
+GD_HOSTDEV int64_t gd_ew_negative_i64(int64_t x) { return GD_WRAPPED(0 - (uint64_t)x); }
+GD_HOSTDEV int64_t gd_ew_abs_i64(int64_t x) { return x < 0 ? GD_WRAPPED(0 - (uint64_t)x) : x; }
+GD_HOSTDEV int64_t gd_ew_relu_i64(int64_t x) { return x > 0 ? x : 0; }
+GD_HOSTDEV int64_t gd_ew_square_i64(int64_t x) { return GD_WRAPPED((uint64_t)x * (uint64_t)x); }
+GD_HOSTDEV int64_t gd_ew_invert_i64(int64_t x) { return ~x; }
+GD_HOSTDEV int64_t gd_ew_add_i64(int64_t x, int64_t y) { return GD_WRAPPED((uint64_t)x + (uint64_t)y); }
+GD_HOSTDEV int64_t gd_ew_subtract_i64(int64_t x, int64_t y) { return GD_WRAPPED((uint64_t)x - (uint64_t)y); }
+GD_HOSTDEV int64_t gd_ew_multiply_i64(int64_t x, int64_t y) { return GD_WRAPPED((uint64_t)x * (uint64_t)y); }
+GD_HOSTDEV int64_t gd_ew_maximum_i64(int64_t x, int64_t y) { return x > y ? x : y; }
+GD_HOSTDEV int64_t gd_ew_minimum_i64(int64_t x, int64_t y) { return x < y ? x : y; }
+GD_HOSTDEV int64_t gd_ew_bitwise_and_i64(int64_t x, int64_t y) { return x & y; }
+GD_HOSTDEV int64_t gd_ew_bitwise_or_i64(int64_t x, int64_t y) { return x | y; }
+GD_HOSTDEV int64_t gd_ew_bitwise_xor_i64(int64_t x, int64_t y) { return x ^ y; }
+GD_COMPARE_OPS(i64, int64_t, GD_SAME)
+
+/* base ** exp by squaring, wrapping like NumPy. The core rejects negative exponents; they get
+ * the truncated value of the exact result (0 unless base is 1 or -1). */
+GD_HOSTDEV int64_t gd_ew_power_i64(int64_t base, int64_t exp)
+{
+    if (exp < 0) return base == 1 ? 1 : base == -1 ? ((exp & 1) ? -1 : 1) : 0;
+    uint64_t b = (uint64_t)base, r = 1;
+    for (uint64_t e = (uint64_t)exp; e; e >>= 1) {
+        if (e & 1) r *= b;
+        b *= b;
+    }
+    return GD_WRAPPED(r);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * bool: bitwise operations are the logical ones and ~ is not
+ * ---------------------------------------------------------------------------------------- */
+
+GD_HOSTDEV uint8_t gd_ew_copy_b(uint8_t x) { return x; }
+GD_HOSTDEV uint8_t gd_ew_invert_b(uint8_t x) { return (uint8_t)(x == 0); }
+GD_HOSTDEV uint8_t gd_ew_bitwise_and_b(uint8_t x, uint8_t y) { return (uint8_t)(GD_TRUTH(x) & GD_TRUTH(y)); }
+GD_HOSTDEV uint8_t gd_ew_bitwise_or_b(uint8_t x, uint8_t y) { return (uint8_t)(GD_TRUTH(x) | GD_TRUTH(y)); }
+GD_HOSTDEV uint8_t gd_ew_bitwise_xor_b(uint8_t x, uint8_t y) { return (uint8_t)(GD_TRUTH(x) ^ GD_TRUTH(y)); }
+GD_COMPARE_OPS(b, uint8_t, GD_TRUTH)
 
 #endif /* GPUDEV_EWISE_MATH_H */

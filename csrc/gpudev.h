@@ -19,7 +19,10 @@ extern "C" {
 #endif
 
 #define GD_MAX_NDIM 16
-#define GD_BACKEND_ABI_VERSION 6
+/* The table's layout version, with the op counts in it: a backend built from another op list
+ * has another version (the enum values are its operation codes), so it is refused. */
+#define GD_BACKEND_ABI_LAYOUT 6
+#define GD_BACKEND_ABI_VERSION (GD_BACKEND_ABI_LAYOUT * 10000 + GD_NUM_UNOPS * 100 + GD_NUM_BINOPS)
 #define GD_BACKEND_CAPSULE_NAME "gpudev._cuda.backend"
 
 /* ------------------------------------------------------------------------------------------
@@ -111,26 +114,12 @@ static inline const char *gd_format_bytes(char *buf, size_t size, uint64_t n)
  * operation descriptors
  * ---------------------------------------------------------------------------------------- */
 
-typedef enum gd_binop {
-    GD_ADD = 0, GD_SUB, GD_MUL, GD_DIV, /* DIV only for float dtypes (the core casts ints)   */
-    GD_POW,                             /* int64: exponents are >= 0 (the core checks)        */
-    GD_MAXIMUM, GD_MINIMUM,             /* NaN propagates, as in NumPy                        */
-    GD_EQ, GD_NE, GD_LT, GD_LE, GD_GT, GD_GE, /* comparisons: out is bool, a and b of `dtype`  */
-    GD_AND, GD_OR, GD_XOR,              /* bitwise: int64 and bool only                       */
-    GD_FLOOR_DIV, GD_MOD,               /* NumPy's floor_divide and remainder; int64 x // 0 and
-                                         * x % 0 are 0, INT64_MIN // -1 wraps to INT64_MIN    */
-    GD_NUM_BINOPS
-} gd_binop;
-
-typedef enum gd_unop {
-    GD_COPY = 0, /* out = a; with a broadcast or scalar operand this is fill / setitem      */
-    GD_NEG, GD_ABS, GD_RELU,           /* every dtype                                       */
-    GD_EXP, GD_LOG, GD_SQRT, GD_TANH,  /* float dtypes only (the core casts ints to float64) */
-    GD_SQUARE,                         /* every dtype; used by norm                          */
-    GD_INVERT,                         /* ~: bitwise not of int64, logical not of bool       */
-    GD_SIGMOID,                        /* float dtypes only; 1 / (1 + exp(-x)) without overflow */
-    GD_NUM_UNOPS
-} gd_unop;
+/* The elementwise operations: one value per row of the op lists in tables.h, in their order. */
+#include "tables.h"
+#define GD_OP_ENUM(E, ...) GD_##E,
+typedef enum gd_binop { GD_BINARY_OPS(GD_OP_ENUM) GD_NUM_BINOPS } gd_binop;
+typedef enum gd_unop { GD_UNARY_OPS(GD_OP_ENUM) GD_NUM_UNOPS } gd_unop;
+#undef GD_OP_ENUM
 
 typedef enum gd_redop {
     GD_RED_SUM = 0, /* float32 input accumulates in float64 (or better) whatever out dtype  */
@@ -209,94 +198,147 @@ typedef struct gd_matrix {
  * documented as synchronizing wait. Optional entries may be NULL.
  * ---------------------------------------------------------------------------------------- */
 
+/* The entry types of the table, written once: the backends declare their entries with them
+ * (gd_unary_fn gd_cpu_unary;), so a definition that differs fails to compile. Each entry is
+ * documented at its field below. Outside extern "C": in C++ a typedef there would give the
+ * CUDA backend's C++ functions a C function type. */
+#ifdef __cplusplus
+}
+#endif
+typedef int gd_device_count_fn(void);
+typedef int gd_synchronize_fn(int device, gd_error *err);
+typedef int gd_alloc_fn(void **out, int device, size_t nbytes, gd_error *err);
+typedef void gd_free_fn(void *ptr, int device, size_t nbytes);
+typedef int gd_copy_from_host_fn(void *dst, int device, const void *host_src, size_t nbytes, gd_error *err);
+typedef int gd_copy_to_host_fn(void *host_dst, const void *src, int device, size_t nbytes, gd_error *err);
+typedef int gd_copy_device_fn(void *dst, int dst_device, const void *src, int src_device, size_t nbytes,
+                              gd_error *err);
+typedef int gd_copy_2d_fn(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
+                          size_t height, int device, gd_error *err);
+typedef int gd_unary_fn(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
+                        int device, gd_error *err);
+typedef int gd_binary_fn(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
+                         const gd_operand *b, int device, gd_error *err);
+typedef int gd_astype_fn(void *out, gd_dtype out_dtype, const void *in, gd_dtype in_dtype, int64_t n,
+                         int device, gd_error *err);
+typedef int gd_reduce_fn(void *out, gd_dtype out_dtype, gd_redop op, const void *in, gd_dtype in_dtype,
+                         int64_t outer, int64_t len, int64_t inner, int device, gd_error *err);
+typedef int gd_gemm_fn(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b, int64_t batch,
+                       int64_t m, int64_t n, int64_t k, int64_t stride_c, int device, gd_error *err);
+typedef int gd_permute_fn(void *out, gd_dtype dtype, const void *in, int ndim, const int64_t *in_shape,
+                          const int *perm, int device, gd_error *err);
+typedef int gd_arange_fn(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, int64_t n, int device,
+                         gd_error *err);
+typedef int gd_random_fn(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed, uint64_t offset,
+                         int64_t n, int device, gd_error *err);
+typedef int gd_memory_stats_fn(gd_memory_stats *out, int device, gd_error *err);
+typedef void gd_reset_peak_memory_fn(int device);
+typedef int gd_empty_cache_fn(int device, gd_error *err);
+typedef int gd_device_props_fn(gd_device_props *out, int device, gd_error *err);
+typedef int gd_synchronize_all_fn(int device, gd_error *err);
+typedef int gd_event_create_fn(void **out, int device, gd_error *err);
+typedef int gd_event_record_fn(void *event, int device, gd_error *err);
+typedef int gd_event_elapsed_ms_fn(double *out, void *start, void *end, int device, gd_error *err);
+typedef void gd_event_destroy_fn(void *event, int device);
+typedef int gd_stream_wait_device_fn(int device, uint64_t stream, gd_error *err);
+typedef int gd_device_wait_stream_fn(int device, uint64_t stream, gd_error *err);
+typedef int gd_gather_rows_fn(void *out, int64_t *bad, const void *src, int64_t rows, const int64_t *idx,
+                              int64_t n, gd_dtype dtype, int64_t inner, int device, gd_error *err);
+typedef int gd_scatter_rows_fn(void *dst, int64_t *bad, int64_t rows, const int64_t *idx, const void *src,
+                               int64_t n, gd_dtype dtype, int64_t inner, int device, gd_error *err);
+typedef int gd_scatter_add_rows_fn(void *dst, int64_t *bad, int64_t rows, const int64_t *idx,
+                                   const void *src, int64_t n, gd_dtype dtype, int64_t inner, int device,
+                                   gd_error *err);
+typedef int gd_count_nonzero_fn(int64_t *count, const void *mask, int64_t n, int device, gd_error *err);
+typedef int gd_nonzero_fn(int64_t *out, int64_t count, const void *mask, int ndim, const int64_t *shape,
+                          int device, gd_error *err);
+typedef int gd_where_fn(void *out, gd_dtype dtype, const gd_ewise *ew, const gd_operand *cond,
+                        const gd_operand *x, const gd_operand *y, int device, gd_error *err);
+typedef int gd_argreduce_fn(int64_t *out, gd_redop op, const void *in, gd_dtype dtype, int64_t outer,
+                            int64_t len, int64_t inner, int device, gd_error *err);
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct gd_backend {
     int abi_version;            /* GD_BACKEND_ABI_VERSION */
     const char *name;           /* "cpu", "cuda" */
 
     /* devices */
-    int (*device_count)(void);  /* never fails: 0 when there is no driver or no device */
-    int (*synchronize)(int device, gd_error *err);                        /* optional */
+    gd_device_count_fn *device_count;  /* never fails: 0 when there is no driver or no device */
+    gd_synchronize_fn *synchronize;    /* optional */
 
     /* memory: alloc of 0 bytes returns a valid non-NULL pointer; free(NULL) is a no-op.
      * free is stream-ordered on GPUs: freeing memory still used by queued work is safe. */
-    int (*alloc)(void **out, int device, size_t nbytes, gd_error *err);
-    void (*free)(void *ptr, int device, size_t nbytes);
+    gd_alloc_fn *alloc;
+    gd_free_fn *free;
 
     /* copies. to_host and from_host take a host pointer; to_host synchronizes (the bytes are
      * there when it returns); from_host may return once the source may be reused.
      * copy_device copies between two devices of this backend (same index: plain d2d). */
-    int (*copy_from_host)(void *dst, int device, const void *host_src, size_t nbytes, gd_error *err);
-    int (*copy_to_host)(void *host_dst, const void *src, int device, size_t nbytes, gd_error *err);
-    int (*copy_device)(void *dst, int dst_device, const void *src, int src_device, size_t nbytes,
-                       gd_error *err);
+    gd_copy_from_host_fn *copy_from_host;
+    gd_copy_to_host_fn *copy_to_host;
+    gd_copy_device_fn *copy_device;
     /* 2-D copy on one device: `height` rows of `width` bytes, rows `dst_pitch` / `src_pitch`
      * bytes apart. Used by concatenate, stack and slicing copies. */
-    int (*copy_2d)(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
-                   size_t height, int device, gd_error *err);
+    gd_copy_2d_fn *copy_2d;
 
     /* out = op(a) elementwise, out and a of `dtype`. */
-    int (*unary)(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
-                 int device, gd_error *err);
+    gd_unary_fn *unary;
     /* out = a op b elementwise, a and b of `dtype`; out too, except for the comparisons
      * (tables.h: GD_OP_BOOL_OUT), whose out is bool. Bool operands hold only 0 and 1. */
-    int (*binary)(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
-                  const gd_operand *b, int device, gd_error *err);
+    gd_binary_fn *binary;
     /* out (n elements of out_dtype) = in (n elements of in_dtype) converted as C casts do
      * (float to int truncates toward zero). */
-    int (*astype)(void *out, gd_dtype out_dtype, const void *in, gd_dtype in_dtype, int64_t n,
-                  int device, gd_error *err);
+    gd_astype_fn *astype;
 
     /* out[o * inner + i] = reduce over r in [0, len) of in[(o * len + r) * inner + i]
      * for o < outer, i < inner. out_dtype is in_dtype or GD_FLOAT64 (a float64 result of a
      * float32 or int64 input, used by mean and multi-pass reductions). len may be 0 for SUM
      * and SUMSQ (result 0). */
-    int (*reduce)(void *out, gd_dtype out_dtype, gd_redop op, const void *in, gd_dtype in_dtype,
-                  int64_t outer, int64_t len, int64_t inner, int device, gd_error *err);
+    gd_reduce_fn *reduce;
 
     /* Batched matrix product of float32, float64 or int64 (int64 wraps as NumPy's does):
      * for p < batch: C + p*stride_c (m, n, row-major) = A_p (m, k) @ B_p (k, n), the operands
      * read as gd_matrix says. k may be 0 (C is zeros). */
-    int (*gemm)(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b, int64_t batch, int64_t m,
-                int64_t n, int64_t k, int64_t stride_c, int device, gd_error *err);
+    gd_gemm_fn *gemm;
 
     /* out = in with its axes permuted: out.shape[k] = in_shape[perm[k]]; C-contiguous both. */
-    int (*permute)(void *out, gd_dtype dtype, const void *in, int ndim, const int64_t *in_shape,
-                   const int *perm, int device, gd_error *err);
+    gd_permute_fn *permute;
 
     /* out[i] = start + i * step for i < n (float dtypes compute in double, then round). */
-    int (*arange)(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, int64_t n,
-                  int device, gd_error *err);
+    gd_arange_fn *arange;
 
     /* Random numbers from Philox4x32-10 as defined in philox.h: element i of the output uses
      * block counter `offset + i / per` (per = GD_PHILOX_PER_BLOCK(dtype)); float dtypes only. */
-    int (*random)(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed, uint64_t offset,
-                  int64_t n, int device, gd_error *err);
+    gd_random_fn *random;
 
     /* ---- device services (all optional) ---- */
 
     /* What gpudev holds on `device`; all zeros for a device gpudev has not used yet (the
      * driver is not touched then). */
-    int (*memory_stats)(gd_memory_stats *out, int device, gd_error *err);
+    gd_memory_stats_fn *memory_stats;
     /* Restart peak_allocated_bytes from the current allocated_bytes. */
-    void (*reset_peak_memory)(int device);
+    gd_reset_peak_memory_fn *reset_peak_memory;
     /* Wait for the device, then give memory cached by its pool back to the system. NULL when
      * the backend caches nothing (the CPU). Blocks. */
-    int (*empty_cache)(int device, gd_error *err);
+    gd_empty_cache_fn *empty_cache;
     /* Name, compute capability, memory, clocks and cache of a GPU. NULL on the CPU (the
      * Python layer reads the host's facts from the OS). */
-    int (*device_props)(gd_device_props *out, int device, gd_error *err);
+    gd_device_props_fn *device_props;
     /* Wait for all work of this process on the device, on every stream, not only gpudev's.
      * NULL where gpudev's queue is the only one (then synchronize is enough). Blocks. */
-    int (*synchronize_all)(int device, gd_error *err);
+    gd_synchronize_all_fn *synchronize_all;
 
     /* Events time work on the device's own clock. event_record marks the point after all
      * work queued so far on the device; event_elapsed_ms waits for `end` and gives the
      * milliseconds from `start` to `end` (both recorded on `device`). NULL on the CPU,
      * which is timed with the host clock. */
-    int (*event_create)(void **out, int device, gd_error *err);
-    int (*event_record)(void *event, int device, gd_error *err);
-    int (*event_elapsed_ms)(double *out, void *start, void *end, int device, gd_error *err);
-    void (*event_destroy)(void *event, int device);
+    gd_event_create_fn *event_create;
+    gd_event_record_fn *event_record;
+    gd_event_elapsed_ms_fn *event_elapsed_ms;
+    gd_event_destroy_fn *event_destroy;
 
     /* Ordering against another library's stream on `device`, for memory shared through
      * DLPack. `stream` is a stream handle as DLPack passes it: 1 the legacy default stream,
@@ -304,10 +346,10 @@ typedef struct gd_backend {
      * blocks. NULL (both) where the backend has no streams (the CPU). */
     /* Work queued on `stream` from now on starts after the work queued on `device` so far
      * (an export: the consumer reads what gpudev wrote). */
-    int (*stream_wait_device)(int device, uint64_t stream, gd_error *err);
+    gd_stream_wait_device_fn *stream_wait_device;
     /* Work queued on `device` from now on, frees included, starts after the work queued on
      * `stream` so far (a release: gpudev may reuse what the consumer read). */
-    int (*device_wait_stream)(int device, uint64_t stream, gd_error *err);
+    gd_device_wait_stream_fn *device_wait_stream;
 
     /* ---- indexing that copies: gathers and scatters of rows, stream compaction ----
      *
@@ -317,23 +359,19 @@ typedef struct gd_backend {
      * then nothing was read out of bounds and nothing was written to dst. These entries
      * synchronize on GPUs (bad and count are read back). n >= 1, inner >= 1. */
     /* out[k] = src[idx[k]] for k < n, row by row. */
-    int (*gather_rows)(void *out, int64_t *bad, const void *src, int64_t rows, const int64_t *idx, int64_t n,
-                       gd_dtype dtype, int64_t inner, int device, gd_error *err);
+    gd_gather_rows_fn *gather_rows;
     /* dst[idx[k]] = src[k] for k < n; with repeated indices the CPU keeps the last write, a
      * GPU any one of them. */
-    int (*scatter_rows)(void *dst, int64_t *bad, int64_t rows, const int64_t *idx, const void *src, int64_t n,
-                        gd_dtype dtype, int64_t inner, int device, gd_error *err);
+    gd_scatter_rows_fn *scatter_rows;
     /* dst[idx[k]] += src[k] for k < n; repeated indices accumulate (atomics on GPUs).
      * float32, float64 and int64. */
-    int (*scatter_add_rows)(void *dst, int64_t *bad, int64_t rows, const int64_t *idx, const void *src, int64_t n,
-                            gd_dtype dtype, int64_t inner, int device, gd_error *err);
+    gd_scatter_add_rows_fn *scatter_add_rows;
     /* *count (host) = how many of the n bool elements of mask are nonzero. n >= 0. */
-    int (*count_nonzero)(int64_t *count, const void *mask, int64_t n, int device, gd_error *err);
+    gd_count_nonzero_fn *count_nonzero;
     /* out[k * count + j] = coordinate k of the j-th nonzero element, in C order, of mask
      * (bool, C-contiguous, `shape` a host array of ndim >= 1 lengths), count from
      * count_nonzero (>= 1). */
-    int (*nonzero)(int64_t *out, int64_t count, const void *mask, int ndim, const int64_t *shape, int device,
-                   gd_error *err);
+    gd_nonzero_fn *nonzero;
 
     /* ---- selection: where, argmax and argmin (required; added in ABI 6) ---- */
 
@@ -341,15 +379,13 @@ typedef struct gd_backend {
      * dtypes into cond != 0), x, y and out are of `dtype`; any operand may be a scalar
      * (cond's scalar is .i, 0 or 1). The values are copied, never computed with, so inf and
      * NaN come through as they are. out never shares memory with an operand. */
-    int (*where)(void *out, gd_dtype dtype, const gd_ewise *ew, const gd_operand *cond, const gd_operand *x,
-                 const gd_operand *y, int device, gd_error *err);
+    gd_where_fn *where;
     /* out[o * inner + i] (int64) = the first r in [0, len) where in[(o * len + r) * inner + i]
      * is largest (op GD_RED_MAX: argmax) or smallest (GD_RED_MIN: argmin), for o < outer,
      * i < inner; a NaN counts as the extreme, so the first NaN wins (NumPy's rule). in is
      * C-contiguous of `dtype` (any dtype; bools compare as 0 < 1); len >= 1 (the core refuses
      * empty axes). */
-    int (*argreduce)(int64_t *out, gd_redop op, const void *in, gd_dtype dtype, int64_t outer, int64_t len,
-                     int64_t inner, int device, gd_error *err);
+    gd_argreduce_fn *argreduce;
 } gd_backend;
 
 #ifdef __cplusplus
@@ -358,6 +394,7 @@ typedef struct gd_backend {
 
 /* The dtype and operation tables (names, sizes, which operations need floats), after the
  * enums they describe. */
+#define GPUDEV_H_TYPES
 #include "tables.h"
 
 #endif /* GPUDEV_H */

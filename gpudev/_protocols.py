@@ -46,17 +46,11 @@ _BINARY: dict[np.ufunc, tuple[Callable, Callable]] = {
     np.floor_divide: (Array.__floordiv__, Array.__rfloordiv__),
     np.remainder: (Array.__mod__, Array.__rmod__),  # np.mod is np.remainder
 }
-_FUNCS: dict[np.ufunc, Callable] = {
-    np.negative: operator.neg,
-    np.invert: operator.invert,
-    np.absolute: _C.abs,
-    np.exp: _C.exp,
-    np.log: _C.log,
-    np.sqrt: _C.sqrt,
-    np.tanh: _C.tanh,
-    np.maximum: _C.maximum,
-    np.minimum: _C.minimum,
-}
+# ufunc -> the gpudev function: the operators above and the unary ones here, then every row
+# of the op lists (csrc/tables.h) with a module function and a NumPy ufunc
+_FUNCS: dict[np.ufunc, Callable] = {np.negative: operator.neg, np.invert: operator.invert}
+_FUNCS.update({getattr(np, op.numpy): getattr(_C, op.name) for op in _C._ops
+               if op.function and op.numpy and getattr(np, op.numpy) not in _BINARY})
 
 
 def _refuse_gpu(name: str, objs: Any) -> None:

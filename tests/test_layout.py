@@ -1,5 +1,6 @@
-"""The package's layout: every module imports, no import cycle between gpudev's modules, the
-generic charts know nothing of the exercises, and the exercises keep their public names.
+"""The package's layout: every module imports, no import cycle between gpudev's modules, no
+cycle of calls between the files of the C core (csrc/core), the generic charts know nothing of
+the exercises, and the exercises keep their public names.
 
 The import graph is read from the source (ast): every ``import`` and ``from ... import``
 counts, at module level, inside functions and under ``if TYPE_CHECKING``, since each is a
@@ -7,7 +8,12 @@ dependency a reader has to follow. Importing ``gpudev.a.b`` also depends on the 
 ``gpudev.a`` (their ``__init__`` runs first) unless the importer is inside them. The package
 root is the exception: modules reach the public API through ``import gpudev as gd`` at call
 time while ``gpudev/__init__.py`` imports the modules it re-exports, so edges into the root
-are left out of the cycle check.
+are left out of the cycle check. Inside a package, ``from . import x`` reads x from the
+package's namespace, which its ``__init__`` may still be filling: it depends on the package.
+
+The C core's calls are read from its source the same way: a call of a ``gd_`` function that
+another file defines, directly or through an inline function or macro of core.h (a file that
+uses GD_AG_OUT calls autograd.c), is an edge from file to file.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import ast
 import importlib
 import pathlib
+import re
 
 import pytest
 
@@ -63,6 +70,10 @@ def _imports(name: str, path: pathlib.Path, root: pathlib.Path, package: str) ->
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
                 found.add(sub if _is_module(sub, root, package) else base)
+            if name.startswith(base + "."):
+                # `from . import x` inside a package reads x from the package's namespace,
+                # which its __init__ may still be filling: a dependency on the package
+                found.add(f"{base}.__init__")
     return found
 
 
@@ -72,6 +83,9 @@ def import_graph(root: pathlib.Path, package: str) -> dict[str, set[str]]:
     for name, path in _modules(root, package).items():
         deps = set()
         for target in _imports(name, path, root, package):
+            if target.endswith(".__init__"):  # the package's own namespace (see _imports)
+                deps.add(target.rpartition(".")[0])
+                continue
             parts = target.split(".")
             # the packages above the target run first, unless the importer is inside them
             for i in range(2, len(parts) + 1):
@@ -175,3 +189,115 @@ def test_the_exercises_names_stay_importable():
     for old, new in moved.items():
         module, _, attr = new.rpartition(".")
         assert getattr(ex, old) is getattr(importlib.import_module(f"gpudev.exercises.{module}"), attr)
+
+
+# ---------------------------------------------------------------------------------------------
+# the C core: calls between its files
+# ---------------------------------------------------------------------------------------------
+
+# the source tree of these tests (the package may be a copy elsewhere, as in make sanitize)
+CORE_DIR = pathlib.Path(__file__).resolve().parent.parent / "csrc" / "core"
+
+
+def _c_code(path: pathlib.Path) -> str:
+    """The file's C code without comments and string literals."""
+    src = re.sub(r"/\*.*?\*/", " ", path.read_text(), flags=re.S)
+    src = re.sub(r"//[^\n]*", " ", src)
+    return re.sub(r'"(\\.|[^"\\])*"', '""', src)
+
+
+def _header_calls(header: pathlib.Path) -> dict[str, set[str]]:
+    """{inline function or macro of the header: the gd_ functions it calls, through the header's
+    other inlines and macros too}: a file that uses GD_AG_OUT calls what GD_AG_OUT calls."""
+    src = _c_code(header)
+    bodies = {}
+    for m in re.finditer(r"^static inline [^;{]*?\b(gd_\w+)\s*\([^;{]*\)\s*\{", src, re.M):
+        depth, end = 1, m.end()
+        while depth:  # to the brace that closes the body
+            depth += {"{": 1, "}": -1}.get(src[end], 0)
+            end += 1
+        bodies[m.group(1)] = src[m.end():end]
+    bodies.update({m.group(1): m.group(2) for m in re.finditer(
+        r"^#define (\w+)\([^)]*\)((?:[^\n]*\\\n)*[^\n]*)", src, re.M)})
+    calls = {name: set(re.findall(r"\b((?:gd|GD)_\w+)\s*\(", body)) for name, body in bodies.items()}
+    changed = True
+    while changed:  # inlines and macros that use each other
+        changed = False
+        for name, called in calls.items():
+            more = set().union(*(calls[c] for c in called if c in calls)) - called
+            if more:
+                called |= more
+                changed = True
+    return calls
+
+
+def c_call_graph(core: pathlib.Path) -> dict[str, set[str]]:
+    """{file: the core files whose functions it calls}: a call of a gd_ function that another
+    file defines (not static) is an edge to that file, and so is the use of an inline function
+    or macro of core.h that calls one."""
+    code = {p.name: _c_code(p) for p in sorted(core.glob("*.c"))}
+    header = _header_calls(core / "core.h") if (core / "core.h").exists() else {}
+    defined = {}
+    for name, src in code.items():
+        for m in re.finditer(r"^(?!static\b)[A-Za-z_][\w \t*]*?\b(gd_\w+)\s*\([^;{]*\)\s*\{", src, re.M):
+            defined.setdefault(m.group(1), name)
+    graph = {}
+    for name, src in code.items():
+        used = set(re.findall(r"\b((?:gd|GD)_\w+)\s*\(", src))
+        called = used | set().union(*(header.get(u, set()) for u in used))
+        graph[name] = {defined[f] for f in called if defined.get(f, name) != name}
+    return graph
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> set[frozenset[str]]:
+    """The groups of two or more nodes that reach each other (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: set[frozenset[str]] = set()
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.add(frozenset(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def test_no_cycle_of_calls_among_the_core_files():
+    # each file of csrc/core calls only files below it: the layers of core.h, read as a test
+    graph = c_call_graph(CORE_DIR)
+    assert {"array.c", "elementwise.c", "module.c"} <= set(graph) and "array_type.c" in graph["module.c"]
+    assert "autograd.c" in graph["elementwise.c"]  # through core.h's GD_AG_OUT
+    found = strongly_connected(graph)
+    assert not found, f"files of csrc/core that call each other in a circle: {sorted(sorted(g) for g in found)}"
+
+
+def test_the_call_graph_finds_circles(tmp_path):
+    (tmp_path / "a.c").write_text("int gd_a(void)\n{\n    return gd_b(); /* gd_c() */\n}\n")
+    (tmp_path / "b.c").write_text('static int gd_local(void) { return 1; }\nint gd_b(void)\n{\n'
+                                  '    return gd_a() + gd_local();\n}\n')
+    (tmp_path / "c.c").write_text('int gd_c(void)\n{\n    puts("gd_a()");\n    return gd_b();\n}\n')
+    (tmp_path / "core.h").write_text("#define GD_CALLS_A(x) gd_a() + (x)\n"
+                                      "static inline int gd_via_macro(void)\n{\n    return GD_CALLS_A(1);\n}\n")
+    (tmp_path / "d.c").write_text("int gd_d(void)\n{\n    return gd_via_macro();\n}\n")
+    graph = c_call_graph(tmp_path)
+    assert graph == {"a.c": {"b.c"}, "b.c": {"a.c"}, "c.c": {"b.c"}, "d.c": {"a.c"}}
+    assert strongly_connected(graph) == {frozenset({"a.c", "b.c"})}

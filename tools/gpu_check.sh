@@ -196,7 +196,7 @@ fi
 first_tests=(tests/test_cuda_runtime.py tests/test_index_alias.py tests/fuzz/test_fuzz_alias.py
              tests/test_ingest.py tests/fuzz/test_fuzz_bool_bytes.py tests/test_fancy_index.py
              tests/test_argminmax.py tests/test_where.py tests/test_where_props.py
-             tests/test_sigmoid_floor_pow_clip.py tests/test_softmax.py)
+             tests/test_elementwise_functions.py tests/test_softmax.py)
 rest=()
 for f in "${first_tests[@]}"; do
     if [ ! -f "$f" ]; then

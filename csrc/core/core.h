@@ -49,6 +49,15 @@ static inline int gd_mul_overflows(int64_t *out, int64_t x, int64_t y)
 /* The host: device 0 of the CPU backend (Device('cpu').index is None in Python). */
 #define GD_CPU_DEVICE ((gd_device){GD_CPU, 0})
 
+/* "cpu" or "cuda:N" into buf (at least 32 bytes); returns buf. Here, below every file: the
+ * errors, the registry and the trace name devices, and device.c is above them. */
+static inline const char *gd_device_str(gd_device dev, char *buf)
+{
+    if (dev.type == GD_CPU) snprintf(buf, 32, "cpu");
+    else snprintf(buf, 32, "cuda:%d", dev.index);
+    return buf;
+}
+
 /* ------------------------------------------------------------------------------------------
  * module state
  * ---------------------------------------------------------------------------------------- */
@@ -145,16 +154,16 @@ int gd_runtime_setup(PyObject *module, gd_state *st);
  * (e.g. "matmul"). Always returns -1 so callers can `return gd_raise(...)`. */
 int gd_raise(gd_state *st, const char *op, const gd_error *err);
 
-/* The backend for a device, or NULL with DeviceUnavailableError set when the device's
- * backend is not loaded or the index is out of range ("op" names the operation). This is
- * where device availability is checked. */
-const gd_backend *gd_backend_for(gd_state *st, gd_device dev, const char *op);
-
-/* The backend of a device that already holds an array: loaded, so the lookup is one load. */
+/* The backend of a device, or NULL with DeviceUnavailableError set when the device's backend
+ * is not loaded or its index is out of range ("op" names the operation): the one way to get
+ * a backend (st->backends is runtime.c's registry). For a device that holds an array, or one
+ * checked before, it is two loads and a compare. */
+const gd_backend *gd_backend_check(gd_state *st, gd_device dev, const char *op);
 static inline const gd_backend *gd_backend_of(gd_state *st, gd_device dev, const char *op)
 {
     const gd_backend *be = st->backends[dev.type];
-    return be ? be : gd_backend_for(st, dev, op);
+    if (be && (dev.type == GD_CPU || (dev.index >= 0 && dev.index < st->gpu_count))) return be;
+    return gd_backend_check(st, dev, op); /* asks the driver once, raises */
 }
 
 /* GPUs the CUDA backend reports (0 without it), asked once per process. */
@@ -388,21 +397,33 @@ int gd_parse_gpu_index(int *out, PyObject *obj, const char *op);
 PyObject *gd_device_object(gd_state *st, gd_device dev); /* new reference */
 /* Append the Device object for `dev` to `list`; -1 on error. */
 int gd_list_append_device(gd_state *st, PyObject *list, gd_device dev);
-/* "cpu" or "cuda:N" into buf (at least 32 bytes); returns buf. */
-const char *gd_device_str(gd_device dev, char *buf);
 static inline int gd_device_eq(gd_device a, gd_device b) { return a.type == b.type && a.index == b.index; }
 /* DeviceMismatchError "op: operands are on different devices, A and B; copy one ...". */
 void gd_raise_device_mismatch(gd_state *st, const char *op, gd_device first, gd_device second);
 
 /* ------------------------------------------------------------------------------------------
- * array.c: the Array type, allocation and views
+ * array_type.c: the Array type (attributes, number protocol, method table, slots)
  * ---------------------------------------------------------------------------------------- */
 
 int gd_array_setup(PyObject *module, gd_state *st);
+
+/* ------------------------------------------------------------------------------------------
+ * array.c: Array objects: allocation, views, deallocation
+ * ---------------------------------------------------------------------------------------- */
+
+/* The type's dealloc and tp_new slots (array_type.c puts them in the type). */
+void gd_array_dealloc(PyObject *self);
+PyObject *gd_array_tp_new(PyTypeObject *type, PyObject *args, PyObject *kwds);
 static inline int gd_is_array(gd_state *st, PyObject *o) { return Py_TYPE(o) == st->array_type; }
+/* Whether o is a gpudev Array of any instance of the module (the number slots meet Arrays and
+ * foreign objects in either position, before they know which module's state to use). */
+static inline int gd_is_any_array(PyObject *o) { return Py_TYPE(o)->tp_dealloc == gd_array_dealloc; }
 
 /* o itself when it is an Array, else NULL with TypeError ("convert it with gd.asarray(x)"). */
 ArrayObject *gd_need_array(gd_state *st, PyObject *o, const char *op);
+/* Adds the methods of `defs` (ending in a NULL name) to the Array type: the files of the
+ * operations register their own methods this way. 0 or -1. */
+int gd_array_add_methods(gd_state *st, PyMethodDef *defs);
 static inline size_t gd_array_nbytes(const ArrayObject *a) { return (size_t)a->size * gd_dtype_size(a->dtype); }
 
 /* A new owning C-contiguous array with uninitialised contents; NULL with an exception set
@@ -450,7 +471,6 @@ int gd_upload(gd_state *st, ArrayObject *a, const void *host, size_t n, const ch
 GD_SIGNATURE_EXTERN(gd_array_to_sig);
 GD_SIGNATURE_EXTERN(gd_array_cuda_sig);
 GD_SIGNATURE_EXTERN(gd_array_dunder_array_sig);
-GD_SIGNATURE_EXTERN(gd_array_astype_sig);
 PyObject *gd_array_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *gd_array_cpu(PyObject *self, PyObject *ignored);
 PyObject *gd_array_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
@@ -460,12 +480,10 @@ PyObject *gd_array_item(PyObject *self, PyObject *ignored);
 PyObject *gd_array_tolist(PyObject *self, PyObject *ignored);
 PyObject *gd_array_copy(PyObject *self, PyObject *ignored);
 PyObject *gd_array_dunder_deepcopy(PyObject *self, PyObject *memo);
-PyObject *gd_array_astype_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *gd_array_repr(PyObject *self);
 PyObject *gd_array_str(PyObject *self);
 int gd_array_getbuffer(PyObject *self, Py_buffer *view, int flags);
 void gd_array_releasebuffer(PyObject *self, Py_buffer *view);
-PyObject *gd_array_cuda_array_interface(PyObject *self, void *closure);
 
 /* ------------------------------------------------------------------------------------------
  * index.c: indexing and reshaping views; Array methods and slots
@@ -602,10 +620,12 @@ int gd_is_dense(const ArrayObject *a);
 void gd_extent(const ArrayObject *a, uintptr_t *lo, uintptr_t *hi);
 
 /* ------------------------------------------------------------------------------------------
- * elementwise.c: unary and binary operations, assignment, allclose
+ * elementwise.c: unary and binary operations, astype, allclose
  * ---------------------------------------------------------------------------------------- */
 
-int gd_elementwise_setup(PyObject *module);
+int gd_elementwise_setup(PyObject *module, gd_state *st);
+/* The in-place error's hint for op: "a = a + b", or "a = gd.maximum(a, b)" without an operator. */
+void gd_binop_rewrite(char *buf, size_t size, gd_binop op);
 
 /* a op b with NumPy broadcasting and NumPy 2 promotion. a, b: Array or Python/NumPy scalar.
  * inplace: the target of `a op= b` (then a is inplace) or NULL. Returns a new reference:
@@ -617,6 +637,14 @@ PyObject *gd_unary(gd_state *st, gd_unop op, ArrayObject *a);
 /* a converted to dtype (a new array; or a itself with a new reference when copy == 0 and the
  * dtype already matches). */
 PyObject *gd_astype(gd_state *st, ArrayObject *a, gd_dtype dtype, int copy);
+/* a.astype(dtype, copy=True), for the type's method table */
+GD_SIGNATURE_EXTERN(gd_array_astype_sig);
+PyObject *gd_array_astype_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+
+/* ------------------------------------------------------------------------------------------
+ * assign.c: dst[...] = value
+ * ---------------------------------------------------------------------------------------- */
+
 /* dst[...] = value, broadcasting value (Array on dst's device, or scalar) to dst's shape and
  * casting to dst's dtype as NumPy's setitem does (unsafe casting: floats truncate into ints).
  * -1 on error. */
@@ -646,6 +674,12 @@ PyObject *gd_array_min(PyObject *self, PyObject *const *args, Py_ssize_t nargs, 
  * ---------------------------------------------------------------------------------------- */
 
 int gd_select_setup(PyObject *module);
+
+/* ------------------------------------------------------------------------------------------
+ * sync.c: synchronize(), _sync, the GPUs with queued or recent work
+ * ---------------------------------------------------------------------------------------- */
+
+int gd_sync_setup(PyObject *module);
 
 GD_SIGNATURE_EXTERN(gd_array_argmax_sig);
 GD_SIGNATURE_EXTERN(gd_array_argmin_sig);
@@ -696,6 +730,8 @@ PyObject *gd_array_dlpack_device(PyObject *self, PyObject *ignored);
 /* The memory of `array` (an Array, or a view of one) goes to another library whose queued
  * work gpudev cannot order against: its owner's free (an Array's, or the keeper of memory
  * gpudev imported and now passes on) will wait for the whole device. */
+/* a.__cuda_array_interface__ (GPU arrays; synchronizes, marks the owner exported) */
+PyObject *gd_array_cuda_array_interface(PyObject *self, void *closure);
 void gd_mark_exported(gd_state *st, ArrayObject *array);
 
 /* ------------------------------------------------------------------------------------------

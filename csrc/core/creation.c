@@ -111,7 +111,7 @@ static PyObject *create_filled(PyObject *module, PyObject *const *args, Py_ssize
         return NULL;
     ArrayObject *a = gd_array_new(st, dev, dt, ndim, shape, op);
     if (!a) return NULL;
-    if ((kind != FILL_EMPTY && gd_run_fill(st, st->backends[dev.type], dev, a->data, dt, s, a->size, op) < 0) ||
+    if ((kind != FILL_EMPTY && gd_run_fill(st, gd_backend_of(st, dev, op), dev, a->data, dt, s, a->size, op) < 0) ||
         gd_trace_op(st, op, a, NULL, NULL) < 0)
         Py_CLEAR(a);
     return gd_ag_created((PyObject *)a, argv[4]);
@@ -343,7 +343,7 @@ static PyObject *mod_arange(PyObject *module, PyObject *const *args, Py_ssize_t 
     if (n) {
         gd_error err;
         PyThreadState *ts = gd_run_begin(dev, (double)n);
-        int rc = st->backends[dev.type]->arange(a->data, dt, start, step, n, dev.index, &err);
+        int rc = gd_backend_of(st, dev, "arange")->arange(a->data, dt, start, step, n, dev.index, &err);
         if (gd_run_end(st, dev, ts, rc, &err, "arange") < 0) Py_CLEAR(a);
     }
     if (a && gd_trace_op(st, "arange", a, NULL, NULL) < 0) Py_CLEAR(a);
@@ -398,7 +398,7 @@ static PyObject *random_array(PyObject *module, PyObject *const *args, Py_ssize_
         uint64_t offset = take_philox_blocks(st, dt, a->size);
         gd_error err;
         PyThreadState *ts = gd_run_begin(dev, (double)a->size);
-        int rc = st->backends[dev.type]->random(a->data, dt, kind, st->seed, offset, a->size, dev.index, &err);
+        int rc = gd_backend_of(st, dev, "random")->random(a->data, dt, kind, st->seed, offset, a->size, dev.index, &err);
         if (gd_run_end(st, dev, ts, rc, &err, op) < 0) Py_CLEAR(a);
     }
     if (a && gd_trace_op(st, op, a, NULL, NULL) < 0) Py_CLEAR(a);

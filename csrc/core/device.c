@@ -12,12 +12,6 @@
  * parsing and naming
  * ---------------------------------------------------------------------------------------- */
 
-const char *gd_device_str(gd_device dev, char *buf)
-{
-    if (dev.type == GD_CPU) snprintf(buf, 32, "cpu");
-    else snprintf(buf, 32, "cuda:%d", dev.index);
-    return buf;
-}
 
 /* 'cpu', 'cuda' or 'cuda:N' as a device: 0, 1 when the string names none, -1 on error. The
  * whole Python string counts: 'cpu\0junk' is no device, though C's string functions would

@@ -1,7 +1,8 @@
-/* dlpack.c - DLPack interchange: a.__dlpack__() and a.__dlpack_device__() export an Array's
- * memory to NumPy, PyTorch, CuPy, JAX, ...; gd.from_dlpack(x) wraps theirs. Both directions
- * share memory, never copy it, except where the exporter must not be written to (read-only
- * or misaligned data is copied on import) or the consumer asks for a copy (copy=True).
+/* dlpack.c - DLPack interchange (and, at the end, the older CUDA Array Interface):
+ * a.__dlpack__() and a.__dlpack_device__() export an Array's memory to NumPy, PyTorch, CuPy,
+ * JAX, ...; gd.from_dlpack(x) wraps theirs. Both directions share memory, never copy it,
+ * except where the exporter must not be written to (read-only or misaligned data is copied on
+ * import) or the consumer asks for a copy (copy=True).
  * Strided tensors (views) travel with their strides, in both directions.
  *
  * Ownership: the producer hands the consumer a managed tensor inside a PyCapsule; the
@@ -263,7 +264,7 @@ static int parse_stream(PyObject *obj, consumer_stream *out)
 static int export_order(gd_state *st, ArrayObject *a, const consumer_stream *c)
 {
     gd_device dev = a->device;
-    const gd_backend *be = st->backends[GD_CUDA];
+    const gd_backend *be = gd_backend_of(st, dev, "__dlpack__");
     if (c->kind != STREAM_GIVEN || !be->stream_wait_device) gd_mark_exported(st, a);
     if (c->kind == STREAM_UNORDERED) return 0;
     if (c->kind == STREAM_NONE || !be->stream_wait_device) return gd_sync_device(st, dev, "__dlpack__");
@@ -285,7 +286,7 @@ static PyObject *export_capsule(gd_state *st, PyObject *exported, int versioned,
     ArrayObject *src = (ArrayObject *)exported;
     ex->array = exported;
     if (src->device.type == GD_CUDA) {
-        ex->gpu = st->backends[GD_CUDA];
+        ex->gpu = gd_backend_of(st, src->device, "__dlpack__");
         ex->device = src->device.index;
         ex->consumer = *c;
     }
@@ -505,7 +506,7 @@ static int producer_device(gd_state *st, PyObject *x, gd_device *out)
             return -1;
         }
         *out = (gd_device){GD_CUDA, (int)id};
-        return gd_backend_for(st, *out, "from_dlpack") ? 0 : -1;
+        return gd_backend_of(st, *out, "from_dlpack") ? 0 : -1;
     }
     PyErr_Format(PyExc_BufferError,
                  "from_dlpack: the data is in %s memory (DLPack device type %ld), which gpudev cannot use; gpudev "
@@ -675,7 +676,7 @@ static ArrayObject *adopt_tensor(gd_state *st, PyObject *capsule, DLManagedTenso
     }
     im->legacy = legacy;
     im->versioned = versioned;
-    im->gpu = dev.type == GD_CUDA ? st->backends[GD_CUDA] : NULL;
+    im->gpu = dev.type == GD_CUDA ? gd_backend_of(st, dev, "from_dlpack") : NULL;
     im->device = dev.index;
     /* No destructor until the capsule is marked used: until then the capsule owns the tensor. */
     PyObject *keeper = PyCapsule_New(im, IMPORT_KEEPER_NAME, NULL);
@@ -749,3 +750,50 @@ static PyMethodDef dlpack_functions[] = {
 };
 
 int gd_dlpack_setup(PyObject *module) { return PyModule_AddFunctions(module, dlpack_functions); }
+
+/* ------------------------------------------------------------------------------------------
+ * the CUDA Array Interface (CuPy's and Numba's older protocol)
+ * ---------------------------------------------------------------------------------------- */
+
+PyObject *gd_array_cuda_array_interface(PyObject *self, void *Py_UNUSED(closure))
+{
+    ArrayObject *a = (ArrayObject *)self;
+    if (a->device.type != GD_CUDA) {
+        char dev[32];
+        PyErr_Format(PyExc_AttributeError,
+                     "__cuda_array_interface__: the array is on %s; only GPU arrays have it (use np.asarray(a) on the CPU)",
+                     gd_device_str(a->device, dev));
+        return NULL;
+    }
+    /* NumPy's typestr: byte order, kind, item size ("<f4") */
+    char typestr[8];
+    snprintf(typestr, sizeof typestr, "<%c%zu", gd_dtype_table[a->dtype].kind, gd_dtype_size(a->dtype));
+    PyObject *shape = gd_shape_tuple(a->ndim, a->shape);
+    if (!shape) return NULL;
+    /* stream None: gpudev has synchronized, nothing is left for the consumer to wait for.
+     * Exporting gpudev's stream instead would save that wait for consumers that honour the
+     * field, but PyTorch's torch.as_tensor ignores it and would read unfinished data. */
+    gd_state *st = gd_state_of(self);
+    if (gd_sync_device(st, a->device, "__cuda_array_interface__") < 0) {
+        Py_DECREF(shape);
+        return NULL;
+    }
+    /* strides in bytes, or None for C-contiguous data (the interface's convention) */
+    PyObject *strides = Py_NewRef(Py_None);
+    if (!a->contiguous) {
+        int64_t bytes[GD_MAX_NDIM];
+        for (int k = 0; k < a->ndim; k++) bytes[k] = a->strides[k] * (int64_t)gd_dtype_size(a->dtype);
+        Py_SETREF(strides, gd_shape_tuple(a->ndim, bytes));
+        if (!strides) {
+            Py_DECREF(shape);
+            return NULL;
+        }
+    }
+    /* The consumer keeps `a` alive while it uses the memory, but its queued kernels may still
+     * read it after it lets go, on streams gpudev cannot see: the owner's free will wait for
+     * the whole device. (DLPack exports know the consumer's stream and do better.) */
+    gd_mark_exported(st, a);
+    return Py_BuildValue("{s:N,s:s,s:(Ki),s:N,s:i,s:O}", "shape", shape, "typestr", typestr, "data",
+                         (unsigned long long)(uintptr_t)a->data, 0, "strides", strides, "version", 3, "stream",
+                         Py_None);
+}

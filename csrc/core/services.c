@@ -1,7 +1,7 @@
 /* services.c - the device services of the backend table as functions of gpudev._C: memory
  * statistics, the peak counter, the GPU pool's cache, device properties, waiting for a whole
  * device, and events for timing. gpudev/_info.py and gpudev/timing.py build the public API on
- * them. Availability is checked once (gd_backend_for) and every failure reaches Python by the
+ * them. Availability is checked once (gd_backend_of) and every failure reaches Python by the
  * one path, gd_raise; an entry a backend leaves NULL answers for itself (the CPU caches
  * nothing, has no properties beyond what the OS says, and is timed by the host clock).
  */
@@ -19,7 +19,7 @@ static const gd_backend *service_backend(gd_state *st, PyObject *obj, gd_device 
 {
     *dev = GD_CPU_DEVICE;
     if (gd_parse_device(st, obj, dev) < 0) return NULL;
-    return gd_backend_for(st, *dev, op);
+    return gd_backend_of(st, *dev, op);
 }
 
 /* gd_raise for functions that return an object: always NULL. */
@@ -96,7 +96,7 @@ static PyObject *mod_device_props(PyObject *module, PyObject *device)
 
 int gd_sync_whole_device(gd_state *st, gd_device dev, const char *op)
 {
-    const gd_backend *be = gd_backend_for(st, dev, op);
+    const gd_backend *be = gd_backend_of(st, dev, op);
     if (!be || gd_wait(st, be->synchronize_all ? be->synchronize_all : be->synchronize, dev, op) < 0) return -1;
     return gd_trace_sync(st, op, dev);
 }

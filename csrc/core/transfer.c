@@ -1,7 +1,7 @@
 /* transfer.c - copies between devices and out to the host: a.to(), a.cpu(), a.cuda(),
- * a.copy(), a.astype(); NumPy views and copies (a.numpy(), np.asarray(a)), Python scalars and
- * lists (a.item(), a.tolist()), the buffer protocol, repr and the CUDA array interface. Copies
- * are explicit: every one a user did not write raises instead.
+ * a.copy(); NumPy views and copies (a.numpy(), np.asarray(a)), Python scalars and lists
+ * (a.item(), a.tolist()), the buffer protocol and repr. Copies are explicit: every one a user
+ * did not write raises instead.
  */
 #include "core.h"
 
@@ -20,7 +20,7 @@ static int copy_to_host_bytes(gd_state *st, void *dst, ArrayObject *a, const cha
         if (n) memcpy(dst, a->data, n);
         return gd_trace_sync(st, cause, a->device);
     }
-    const gd_backend *be = gd_backend_for(st, a->device, cause);
+    const gd_backend *be = gd_backend_of(st, a->device, cause);
     if (!be) return -1;
     gd_error err = {0};
     int rc = 0;
@@ -50,7 +50,7 @@ int gd_upload(gd_state *st, ArrayObject *a, const void *host, size_t n, const ch
     int rc = GD_OK;
     if (n) { /* waits until the source may be reused: without the GIL */
         Py_BEGIN_ALLOW_THREADS
-        rc = st->backends[GD_CUDA]->copy_from_host(a->data, a->device.index, host, n, &err);
+        rc = gd_backend_of(st, a->device, "copy")->copy_from_host(a->data, a->device.index, host, n, &err);
         Py_END_ALLOW_THREADS
     }
     gd_mark_pending(st, a->device);
@@ -61,7 +61,7 @@ int gd_upload(gd_state *st, ArrayObject *a, const void *host, size_t n, const ch
 /* Between two devices of the CUDA backend: on one GPU (d2d) or between two (peer). */
 static int copy_between_gpus(gd_state *st, ArrayObject *out, ArrayObject *a, const char *op)
 {
-    const gd_backend *be = gd_backend_for(st, a->device, op);
+    const gd_backend *be = gd_backend_of(st, a->device, op);
     if (!be) return -1;
     size_t n = gd_array_nbytes(a);
     gd_error err = {0};
@@ -218,7 +218,7 @@ PyObject *gd_array_copy(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
     ArrayObject *a = (ArrayObject *)self;
     gd_state *st = gd_state_of(self);
-    ArrayObject *out = gd_converted(st, st->backends[a->device.type], a, a->dtype, "copy");
+    ArrayObject *out = gd_converted(st, gd_backend_of(st, a->device, "copy"), a, a->dtype, "copy");
     if (out && gd_trace_op(st, "copy", out, a, NULL) < 0) Py_CLEAR(out);
     return GD_AG_OUT(st, "copy", out, a, NULL, NULL);
 }
@@ -242,22 +242,6 @@ PyObject *gd_array_dunder_deepcopy(PyObject *self, PyObject *memo)
     Py_XDECREF(detached);
     Py_XDECREF(requires_grad);
     return out;
-}
-
-GD_SIGNATURE_SHARED(gd_array_astype_sig, "astype", "$self, dtype, copy=True", "The array converted to dtype.");
-PyObject *gd_array_astype_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    PyObject *argv[2] = {NULL, Py_True};
-    if (gd_parse_args(argv, &gd_array_astype_sig, args, nargs, kwnames) < 0) return NULL;
-    if (argv[0] == Py_None) {
-        PyErr_SetString(PyExc_TypeError, gd_array_astype_sig.usage);
-        return NULL;
-    }
-    gd_dtype dt;
-    if (gd_parse_dtype(argv[0], &dt, "astype") < 0) return NULL;
-    int copy = PyObject_IsTrue(argv[1]);
-    if (copy < 0) return NULL;
-    return gd_astype(gd_state_of(self), (ArrayObject *)self, dt, copy);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -450,46 +434,3 @@ int gd_array_getbuffer(PyObject *self, Py_buffer *view, int flags)
 }
 
 void gd_array_releasebuffer(PyObject *Py_UNUSED(self), Py_buffer *view) { PyMem_Free(view->internal); }
-
-PyObject *gd_array_cuda_array_interface(PyObject *self, void *Py_UNUSED(closure))
-{
-    ArrayObject *a = (ArrayObject *)self;
-    if (a->device.type != GD_CUDA) {
-        char dev[32];
-        PyErr_Format(PyExc_AttributeError,
-                     "__cuda_array_interface__: the array is on %s; only GPU arrays have it (use np.asarray(a) on the CPU)",
-                     gd_device_str(a->device, dev));
-        return NULL;
-    }
-    /* NumPy's typestr: byte order, kind, item size ("<f4") */
-    char typestr[8];
-    snprintf(typestr, sizeof typestr, "<%c%zu", gd_dtype_table[a->dtype].kind, gd_dtype_size(a->dtype));
-    PyObject *shape = gd_shape_tuple(a->ndim, a->shape);
-    if (!shape) return NULL;
-    /* stream None: gpudev has synchronized, nothing is left for the consumer to wait for.
-     * Exporting gpudev's stream instead would save that wait for consumers that honour the
-     * field, but PyTorch's torch.as_tensor ignores it and would read unfinished data. */
-    gd_state *st = gd_state_of(self);
-    if (gd_sync_device(st, a->device, "__cuda_array_interface__") < 0) {
-        Py_DECREF(shape);
-        return NULL;
-    }
-    /* strides in bytes, or None for C-contiguous data (the interface's convention) */
-    PyObject *strides = Py_NewRef(Py_None);
-    if (!a->contiguous) {
-        int64_t bytes[GD_MAX_NDIM];
-        for (int k = 0; k < a->ndim; k++) bytes[k] = a->strides[k] * (int64_t)gd_dtype_size(a->dtype);
-        Py_SETREF(strides, gd_shape_tuple(a->ndim, bytes));
-        if (!strides) {
-            Py_DECREF(shape);
-            return NULL;
-        }
-    }
-    /* The consumer keeps `a` alive while it uses the memory, but its queued kernels may still
-     * read it after it lets go, on streams gpudev cannot see: the owner's free will wait for
-     * the whole device. (DLPack exports know the consumer's stream and do better.) */
-    gd_mark_exported(st, a);
-    return Py_BuildValue("{s:N,s:s,s:(Ki),s:N,s:i,s:O}", "shape", shape, "typestr", typestr, "data",
-                         (unsigned long long)(uintptr_t)a->data, 0, "strides", strides, "version", 3, "stream",
-                         Py_None);
-}

@@ -77,66 +77,50 @@ void gd_copy_bytes(void *dst, const void *src, size_t nbytes);
  * ---------------------------------------------------------------------------------------- */
 
 /* backend_cpu.c */
-int gd_cpu_device_count(void);
-int gd_cpu_synchronize(int device, gd_error *err);
+gd_device_count_fn gd_cpu_device_count;
+gd_synchronize_fn gd_cpu_synchronize;
 
 /* memory.c */
-int gd_cpu_alloc(void **out, int device, size_t nbytes, gd_error *err);
-void gd_cpu_free(void *ptr, int device, size_t nbytes);
-int gd_cpu_get_memory_stats(gd_memory_stats *out, int device, gd_error *err);
-void gd_cpu_reset_peak_memory(int device);
+gd_alloc_fn gd_cpu_alloc;
+gd_free_fn gd_cpu_free;
+gd_memory_stats_fn gd_cpu_get_memory_stats;
+gd_reset_peak_memory_fn gd_cpu_reset_peak_memory;
 
 /* copy.c */
-int gd_cpu_copy_from_host(void *dst, int device, const void *host_src, size_t nbytes, gd_error *err);
-int gd_cpu_copy_to_host(void *host_dst, const void *src, int device, size_t nbytes, gd_error *err);
-int gd_cpu_copy_device(void *dst, int dst_device, const void *src, int src_device, size_t nbytes,
-                       gd_error *err);
-int gd_cpu_copy_2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
-                   size_t height, int device, gd_error *err);
+gd_copy_from_host_fn gd_cpu_copy_from_host;
+gd_copy_to_host_fn gd_cpu_copy_to_host;
+gd_copy_device_fn gd_cpu_copy_device;
+gd_copy_2d_fn gd_cpu_copy_2d;
 
 /* elementwise.c */
-int gd_cpu_unary(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
-                 int device, gd_error *err);
-int gd_cpu_binary(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
-                  const gd_operand *b, int device, gd_error *err);
+gd_unary_fn gd_cpu_unary;
+gd_binary_fn gd_cpu_binary;
 
 /* elementwise.c: where; argreduce.c: argmax and argmin */
-int gd_cpu_where(void *out, gd_dtype dtype, const gd_ewise *ew, const gd_operand *cond, const gd_operand *x,
-                 const gd_operand *y, int device, gd_error *err);
-int gd_cpu_argreduce(int64_t *out, gd_redop op, const void *in, gd_dtype dtype, int64_t outer, int64_t len,
-                     int64_t inner, int device, gd_error *err);
+gd_where_fn gd_cpu_where;
+gd_argreduce_fn gd_cpu_argreduce;
 
 /* cast.c */
-int gd_cpu_astype(void *out, gd_dtype out_dtype, const void *in, gd_dtype in_dtype, int64_t n,
-                  int device, gd_error *err);
+gd_astype_fn gd_cpu_astype;
 
 /* reduce.c */
-int gd_cpu_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in, gd_dtype in_dtype,
-                  int64_t outer, int64_t len, int64_t inner, int device, gd_error *err);
+gd_reduce_fn gd_cpu_reduce;
 
 /* gemm.c */
-int gd_cpu_gemm(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b, int64_t batch, int64_t m,
-                int64_t n, int64_t k, int64_t stride_c, int device, gd_error *err);
+gd_gemm_fn gd_cpu_gemm;
 
 /* permute.c */
-int gd_cpu_permute(void *out, gd_dtype dtype, const void *in, int ndim, const int64_t *in_shape,
-                   const int *perm, int device, gd_error *err);
+gd_permute_fn gd_cpu_permute;
 
 /* generate.c */
-int gd_cpu_arange(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, int64_t n,
-                  int device, gd_error *err);
-int gd_cpu_random(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed, uint64_t offset,
-                  int64_t n, int device, gd_error *err);
+gd_arange_fn gd_cpu_arange;
+gd_random_fn gd_cpu_random;
 
 /* gather.c: indexing that copies */
-int gd_cpu_gather_rows(void *out, int64_t *bad, const void *src, int64_t rows, const int64_t *idx, int64_t n,
-                       gd_dtype dtype, int64_t inner, int device, gd_error *err);
-int gd_cpu_scatter_rows(void *dst, int64_t *bad, int64_t rows, const int64_t *idx, const void *src, int64_t n,
-                        gd_dtype dtype, int64_t inner, int device, gd_error *err);
-int gd_cpu_scatter_add_rows(void *dst, int64_t *bad, int64_t rows, const int64_t *idx, const void *src, int64_t n,
-                            gd_dtype dtype, int64_t inner, int device, gd_error *err);
-int gd_cpu_count_nonzero(int64_t *count, const void *mask, int64_t n, int device, gd_error *err);
-int gd_cpu_nonzero(int64_t *out, int64_t count, const void *mask, int ndim, const int64_t *shape, int device,
-                   gd_error *err);
+gd_gather_rows_fn gd_cpu_gather_rows;
+gd_scatter_rows_fn gd_cpu_scatter_rows;
+gd_scatter_add_rows_fn gd_cpu_scatter_add_rows;
+gd_count_nonzero_fn gd_cpu_count_nonzero;
+gd_nonzero_fn gd_cpu_nonzero;
 
 #endif /* GPUDEV_CPU_H */

@@ -204,11 +204,11 @@ template <class Fn, int N, class Pick> struct gd_launch_table {
  * ---------------------------------------------------------------------------------------- */
 
 /* runtime.cu: devices */
-int gd_cuda_device_count(void);
-int gd_cuda_synchronize(int device, gd_error *err);
+gd_device_count_fn gd_cuda_device_count;
+gd_synchronize_fn gd_cuda_synchronize;
 
 /* memory.cu */
-int gd_cuda_alloc(void **out, int device, size_t nbytes, gd_error *err);
+gd_alloc_fn gd_cuda_alloc;
 /* `nbytes` (a request of 0 gets 1 byte) from dev's pool, ordered on its stream. When the pool
  * cannot grow, it waits for the stream, gives every cached byte back (gd_cuda_trim) and
  * tries once more, so it blocks only when memory is short. `counted`: the block shows in
@@ -219,74 +219,58 @@ void gd_cuda_pool_free(void *ptr, gd_cuda_device *dev, size_t nbytes, bool count
 /* Wait for dev's stream (pending frees still pin their blocks), then give the pool's whole
  * cache back to the driver, where cuBLAS and other libraries can have it. Blocks. */
 int gd_cuda_trim(gd_cuda_device *dev, gd_error *err);
-void gd_cuda_free(void *ptr, int device, size_t nbytes);
-int gd_cuda_get_memory_stats(gd_memory_stats *out, int device, gd_error *err);
-void gd_cuda_reset_peak_memory(int device);
-int gd_cuda_empty_cache(int device, gd_error *err);
+gd_free_fn gd_cuda_free;
+gd_memory_stats_fn gd_cuda_get_memory_stats;
+gd_reset_peak_memory_fn gd_cuda_reset_peak_memory;
+gd_empty_cache_fn gd_cuda_empty_cache;
 
 /* copy.cu */
-int gd_cuda_copy_from_host(void *dst, int device, const void *host_src, size_t nbytes, gd_error *err);
-int gd_cuda_copy_to_host(void *host_dst, const void *src, int device, size_t nbytes, gd_error *err);
-int gd_cuda_copy_device(void *dst, int dst_device, const void *src, int src_device, size_t nbytes,
-                        gd_error *err);
-int gd_cuda_copy_2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
-                    size_t height, int device, gd_error *err);
+gd_copy_from_host_fn gd_cuda_copy_from_host;
+gd_copy_to_host_fn gd_cuda_copy_to_host;
+gd_copy_device_fn gd_cuda_copy_device;
+gd_copy_2d_fn gd_cuda_copy_2d;
 
 /* elementwise.cu */
-int gd_cuda_unary(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
-                  int device, gd_error *err);
-int gd_cuda_binary(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
-                   const gd_operand *b, int device, gd_error *err);
+gd_unary_fn gd_cuda_unary;
+gd_binary_fn gd_cuda_binary;
 
 /* elementwise.cu: where; argreduce.cu: argmax and argmin */
-int gd_cuda_where(void *out, gd_dtype dtype, const gd_ewise *ew, const gd_operand *cond, const gd_operand *x,
-                  const gd_operand *y, int device, gd_error *err);
-int gd_cuda_argreduce(int64_t *out, gd_redop op, const void *in, gd_dtype dtype, int64_t outer, int64_t len,
-                      int64_t inner, int device, gd_error *err);
+gd_where_fn gd_cuda_where;
+gd_argreduce_fn gd_cuda_argreduce;
 
 /* cast.cu */
-int gd_cuda_astype(void *out, gd_dtype out_dtype, const void *in, gd_dtype in_dtype, int64_t n,
-                   int device, gd_error *err);
+gd_astype_fn gd_cuda_astype;
 
 /* reduce.cu */
-int gd_cuda_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in, gd_dtype in_dtype,
-                   int64_t outer, int64_t len, int64_t inner, int device, gd_error *err);
+gd_reduce_fn gd_cuda_reduce;
 
 /* gemm.cu */
-int gd_cuda_gemm(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b, int64_t batch, int64_t m,
-                 int64_t n, int64_t k, int64_t stride_c, int device, gd_error *err);
+gd_gemm_fn gd_cuda_gemm;
 
 /* permute.cu */
-int gd_cuda_permute(void *out, gd_dtype dtype, const void *in, int ndim, const int64_t *in_shape,
-                    const int *perm, int device, gd_error *err);
+gd_permute_fn gd_cuda_permute;
 
 /* generate.cu */
-int gd_cuda_arange(void *out, gd_dtype dtype, gd_scalar start, gd_scalar step, int64_t n, int device,
-                   gd_error *err);
-int gd_cuda_random(void *out, gd_dtype dtype, gd_random_kind kind, uint64_t seed, uint64_t offset,
-                   int64_t n, int device, gd_error *err);
+gd_arange_fn gd_cuda_arange;
+gd_random_fn gd_cuda_random;
 
 /* services.cu: device properties, whole-device synchronization, events, and ordering against
  * other libraries' streams */
-int gd_cuda_device_props(gd_device_props *out, int device, gd_error *err);
-int gd_cuda_synchronize_all(int device, gd_error *err);
-int gd_cuda_event_create(void **out, int device, gd_error *err);
-int gd_cuda_event_record(void *event, int device, gd_error *err);
-int gd_cuda_event_elapsed_ms(double *out, void *start, void *end, int device, gd_error *err);
-void gd_cuda_event_destroy(void *event, int device);
-int gd_cuda_stream_wait_device(int device, uint64_t stream, gd_error *err);
-int gd_cuda_device_wait_stream(int device, uint64_t stream, gd_error *err);
+gd_device_props_fn gd_cuda_device_props;
+gd_synchronize_all_fn gd_cuda_synchronize_all;
+gd_event_create_fn gd_cuda_event_create;
+gd_event_record_fn gd_cuda_event_record;
+gd_event_elapsed_ms_fn gd_cuda_event_elapsed_ms;
+gd_event_destroy_fn gd_cuda_event_destroy;
+gd_stream_wait_device_fn gd_cuda_stream_wait_device;
+gd_device_wait_stream_fn gd_cuda_device_wait_stream;
 
 /* gather.cu: indexing that copies */
-int gd_cuda_gather_rows(void *out, int64_t *bad, const void *src, int64_t rows, const int64_t *idx, int64_t n,
-                        gd_dtype dtype, int64_t inner, int device, gd_error *err);
-int gd_cuda_scatter_rows(void *dst, int64_t *bad, int64_t rows, const int64_t *idx, const void *src, int64_t n,
-                         gd_dtype dtype, int64_t inner, int device, gd_error *err);
-int gd_cuda_scatter_add_rows(void *dst, int64_t *bad, int64_t rows, const int64_t *idx, const void *src, int64_t n,
-                             gd_dtype dtype, int64_t inner, int device, gd_error *err);
-int gd_cuda_count_nonzero(int64_t *count, const void *mask, int64_t n, int device, gd_error *err);
-int gd_cuda_nonzero(int64_t *out, int64_t count, const void *mask, int ndim, const int64_t *shape, int device,
-                    gd_error *err);
+gd_gather_rows_fn gd_cuda_gather_rows;
+gd_scatter_rows_fn gd_cuda_scatter_rows;
+gd_scatter_add_rows_fn gd_cuda_scatter_add_rows;
+gd_count_nonzero_fn gd_cuda_count_nonzero;
+gd_nonzero_fn gd_cuda_nonzero;
 
 /* The finished table (backend_cuda.cu); module.cu wraps it in the capsule. */
 extern "C" const gd_backend *gd_cuda_backend(void);

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -16,12 +17,11 @@ import gpudev as gd
 
 from types import ModuleType
 
-from . import ex1_matmul, ex2_params, ex3_norm, ex4_two_devices, ex5_sweep
 from .ex1_matmul import matmul_vs_small
 from .ex2_params import params_on_device
 from .ex3_norm import norm_logging
-from .ex4_two_devices import two_devices
-from .ex5_sweep import small_op_sweep
+from .ex4_two_devices import SIZES as _EX4_SIZES, two_devices
+from .ex5_sweep import SIZES as _EX5_SIZES, small_op_sweep
 from .result import Result
 
 __all__ = ["EXERCISES", "MODULES", "device_kwargs", "quick_from_env", "run", "settings"]
@@ -30,7 +30,9 @@ EXERCISES: dict[int, Callable[..., Result]] = {
     1: matmul_vs_small, 2: params_on_device, 3: norm_logging, 4: two_devices, 5: small_op_sweep,
 }
 # each exercise's module: its conclusion_of(result) writes the conclusion again from the table
-MODULES: dict[int, ModuleType] = {1: ex1_matmul, 2: ex2_params, 3: ex3_norm, 4: ex4_two_devices, 5: ex5_sweep}
+# (taken from the functions: `from . import ex1_matmul` would read the package's namespace,
+# which gpudev/exercises/__init__.py is still filling when it imports this module)
+MODULES: dict[int, ModuleType] = {k: sys.modules[fn.__module__] for k, fn in EXERCISES.items()}
 _SINGLE_DEVICE = {2, 3}  # exercises that take one `device`; the others take `devices`
 
 
@@ -60,7 +62,7 @@ def settings(quick: bool | None = None) -> dict[int, dict[str, Any]]:
     # the 10000 x 10000 product takes ~10 s on two CPU cores: it is timed at that size when
     # its first call and ex1_matmul.WARM_MIN warm repeats fit budget_s, else smaller
     return {1: {"n": 10000, "budget_s": 40.0}, 2: {}, 3: {"n": 1000, "size": 100},
-            4: {"n": dict(ex4_two_devices.SIZES)}, 5: {"sizes": ex5_sweep.SIZES}}
+            4: {"n": dict(_EX4_SIZES)}, 5: {"sizes": _EX5_SIZES}}
 
 
 def run(only: Iterable[int] | None = None, devices: list[gd.Device] | None = None,

@@ -22,7 +22,7 @@ import numpy as np
 import gpudev as gd
 
 from .._devices import DeviceLike
-from . import functional as F
+from .functional import dropout
 from .module import Module, Parameter, _check_array
 
 __all__ = ["Dropout", "Flatten", "LazyLinear", "Linear", "ReLU", "Sequential", "Sigmoid", "Tanh"]
@@ -198,7 +198,7 @@ class Dropout(Module):
 
     def forward(self, x: gd.Array) -> gd.Array:
         _check_array("Dropout", "x", x)
-        return F.dropout(x, self.p, self.training)
+        return dropout(x, self.p, self.training)
 
     def extra_repr(self) -> str:
         return f"p={self.p}"

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import gpudev as gd
 
-from . import functional as F
+from .functional import cross_entropy, mse_loss, reduction_of
 from .module import Module, _check_array
 
 __all__ = ["CrossEntropyLoss", "MSELoss"]
 
 
-_reduction = F.reduction_of
+_reduction = reduction_of
 
 
 class MSELoss(Module):
@@ -49,7 +49,7 @@ class MSELoss(Module):
         if pred.dtype != target.dtype:
             raise TypeError(f"MSELoss: pred has dtype {pred.dtype} but target has dtype "
                             f"{target.dtype}; convert one, e.g. target.astype(gd.{pred.dtype})")
-        return F.mse_loss(pred, target, self.reduction)
+        return mse_loss(pred, target, self.reduction)
 
 
 class CrossEntropyLoss(Module):
@@ -71,4 +71,4 @@ class CrossEntropyLoss(Module):
     def forward(self, logits: gd.Array, target: gd.Array) -> gd.Array:
         _check_array("CrossEntropyLoss", "logits", logits)
         _check_array("CrossEntropyLoss", "target", target)
-        return F.cross_entropy(logits, target, self.reduction)
+        return cross_entropy(logits, target, self.reduction)

@@ -1,8 +1,13 @@
-"""Tests of float values that give bool arrays: ``isnan`` and ``isfinite``.
+"""Composite elementwise operations: formulas over the operations of the op lists
+(csrc/tables.h), written once here in Python. Each runs on every backend, gets its gradient
+from its parts through autograd, and needs no kernel, no conformance row and no stub of its
+own. A formula becomes a row of the op lists only for a measured need (CONTRIBUTING.md,
+"Adding an operation"): its extra passes over memory cost time a benchmark shows, or an
+intermediate loses accuracy a test shows.
 
-Both are comparisons the backends already run: NaN is the one value unequal to itself, and
-x - x is 0 exactly for finite x (NaN for infinities and NaN). Integers and bools are always
-finite numbers.
+``isnan`` and ``isfinite`` are comparisons the backends already run: NaN is the one value
+unequal to itself, and x - x is 0 exactly for finite x (NaN for infinities and NaN).
+Integers and bools are always finite numbers.
 
 >>> import gpudev as gd
 >>> x = gd.array([1.0, float("nan"), float("inf")])

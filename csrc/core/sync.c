@@ -1,0 +1,119 @@
+/* sync.c - synchronize(), the Timer's and benchmark's _sync, and the lists of GPUs with queued
+ * or recent work: the module functions over runtime.c's gd_sync_device, which take devices
+ * as Python objects (device.c parses them), so they sit above both.
+ */
+#include "core.h"
+
+/* ------------------------------------------------------------------------------------------
+ * synchronizing
+ * ---------------------------------------------------------------------------------------- */
+
+/* Synchronize each device of the sequence `devices`; *synced counts them. */
+static int sync_devices(gd_state *st, PyObject *devices, const char *cause, int *synced)
+{
+    /* waiting releases the GIL and tracing calls Python: read a tuple (core.h) */
+    PyObject *seq = gd_tuple_of(devices, "_sync: devices must be a list of devices");
+    if (!seq) return -1;
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && rc == 0; i++) {
+        gd_device dev = GD_CPU_DEVICE;
+        rc = gd_parse_device(st, PySequence_Fast_GET_ITEM(seq, i), &dev) < 0 || gd_sync_device(st, dev, cause) < 0
+                 ? -1
+                 : 0;
+        *synced += rc == 0;
+    }
+    Py_DECREF(seq);
+    return rc;
+}
+
+/* Synchronize `devices`, or every GPU with queued work. With nothing to wait for it still
+ * records one CPU sync point, so traces show where a GPU program would stall. */
+static int sync_cause(gd_state *st, const char *cause, PyObject *devices)
+{
+    int synced = 0;
+    if (devices && devices != Py_None) {
+        if (sync_devices(st, devices, cause, &synced) < 0) return -1;
+    } else {
+        for (int i = 0; i < GD_MAX_GPUS; i++) {
+            if (st->pending_gpus & ((uint64_t)1 << i)) {
+                if (gd_sync_device(st, (gd_device){GD_CUDA, i}, cause) < 0) return -1;
+                synced++;
+            }
+        }
+    }
+    return synced ? 0 : gd_sync_device(st, GD_CPU_DEVICE, cause);
+}
+
+/* _sync(cause, devices=None), for Timer and benchmark. */
+static PyObject *mod_sync(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1 || nargs > 2 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "_sync(cause: str, devices=None)");
+        return NULL;
+    }
+    const char *cause = PyUnicode_AsUTF8(args[0]);
+    if (!cause || sync_cause(PyModule_GetState(module), cause, nargs == 2 ? args[1] : NULL) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+GD_SIGNATURE_USAGE(synchronize_sig, "synchronize", "$module, device=None", " takes at most one argument, device",
+                   "Wait for queued work on `device`, or on every GPU with queued work.");
+static PyObject *mod_synchronize(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    gd_state *st = PyModule_GetState(module);
+    PyObject *device = Py_None;
+    if (gd_parse_args(&device, &synchronize_sig, args, nargs, kwnames) < 0) return NULL;
+    int rc;
+    if (device == Py_None) {
+        rc = sync_cause(st, "synchronize", NULL);
+    } else {
+        gd_device dev = GD_CPU_DEVICE;
+        rc = gd_parse_device(st, device, &dev) < 0 ? -1 : gd_sync_device(st, dev, "synchronize");
+    }
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* The GPUs whose bit is set in `mask`, as a list of Devices. */
+static PyObject *gpu_list(gd_state *st, uint64_t mask)
+{
+    PyObject *list = PyList_New(0);
+    if (!list) return NULL;
+    for (int i = 0; i < GD_MAX_GPUS; i++) {
+        if ((mask & ((uint64_t)1 << i)) && gd_list_append_device(st, list, (gd_device){GD_CUDA, i}) < 0) {
+            Py_DECREF(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
+static PyObject *mod_pending_devices(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    gd_state *st = PyModule_GetState(module);
+    return gpu_list(st, st->pending_gpus);
+}
+
+/* The GPUs that got work since the last call, synchronized or not (benchmark's warm-up: a
+ * function that ends in .item() leaves nothing pending, yet ran on the GPU). */
+static PyObject *mod_take_touched_devices(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    gd_state *st = PyModule_GetState(module);
+    PyObject *list = gpu_list(st, st->touched_gpus);
+    if (list) st->touched_gpus = 0;
+    return list;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * module functions
+ * ---------------------------------------------------------------------------------------- */
+
+static PyMethodDef sync_functions[] = {
+    GD_DEF(synchronize_sig, GD_FN(mod_synchronize), GD_FASTKW),
+    {"_sync", GD_FN(mod_sync), METH_FASTCALL, NULL},
+    {"_pending_devices", mod_pending_devices, METH_NOARGS, NULL},
+    {"_take_touched_devices", mod_take_touched_devices, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+int gd_sync_setup(PyObject *module) { return PyModule_AddFunctions(module, sync_functions); }
