@@ -124,12 +124,13 @@ from ._info import build_info, empty_cache, memory_stats, set_tf32  # noqa: E402
 from .io import load, save  # noqa: E402
 from .timing import BenchmarkResult, Timer, benchmark  # noqa: E402
 from .trace import Trace, trace  # noqa: E402
+from .strict import StrictModeError, StrictModeWarning, strict  # noqa: E402
 from . import cuda, nn, optim, utils  # noqa: E402
 
 
 def __getattr__(name: str):
-    # exercises and plots pull in matplotlib; load them only when asked for
-    if name in ("exercises", "plots"):
+    # exercises and plots pull in matplotlib, testing pytest; load them only when asked for
+    if name in ("exercises", "plots", "testing"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
@@ -138,14 +139,15 @@ def __getattr__(name: str):
 
 __all__ = [
     "Array", "BenchmarkResult", "all", "any", "bool", "bool_", "CudaError", "Device", "DeviceMismatchError",
-    "DeviceUnavailableError", "GpudevError", "OutOfMemoryError", "Timer", "Trace",
+    "DeviceUnavailableError", "GpudevError", "OutOfMemoryError", "StrictModeError", "StrictModeWarning",
+    "Timer", "Trace",
     "abs", "allclose", "arange", "array", "asarray", "benchmark", "build_info",
     "concatenate", "cpu", "cuda_available", "empty", "empty_cache", "empty_like", "enable_grad", "exp",
     "float32", "float64", "from_dlpack", "full", "full_like", "get_num_threads", "gpu", "int64",
     "is_grad_enabled", "isfinite", "isnan", "load", "log", "log_softmax", "manual_seed",
     "matmul", "maximum", "memory_stats", "minimum", "nn", "no_grad", "norm", "num_gpus", "ones", "ones_like",
     "rand", "randn", "relu", "save", "set_grad_enabled", "set_num_threads", "set_tf32", "softmax", "sqrt",
-    "stack",
+    "stack", "strict",
     "synchronize", "tanh", "tensor", "trace", "try_all_gpus", "try_gpu", "zeros", "zeros_like",
     "clamp", "clip", "floor_divide", "mod", "pow", "power", "remainder", "sigmoid",
     "argmax", "argmin", "nonzero", "where",
