@@ -124,9 +124,9 @@ def test_undecided_policy_from_the_ini_file_and_bad_values(pytester):
 
 
 def test_outside_pytest_undecided_raises_its_own_error(monkeypatch):
-    from gpudev.testing import speed
+    import _gpudev_pytest
 
-    monkeypatch.setattr(speed, "undecided_default", None)
+    monkeypatch.setattr(_gpudev_pytest, "undecided_policy", None)  # as outside pytest
     with pytest.raises(UndecidedError, match="no interval with"):
         # a budget too short for enough rounds: no interval, so no verdict
         assert_faster(lambda: None, lambda: None, by=1.5, max_duration=1e-4, n_warmup=0)

@@ -1,5 +1,5 @@
-"""Testing GPU code with pytest: assertions about speed, structure and numbers, and (in
-:mod:`gpudev.testing.plugin`, loaded by pytest wherever gpudev is installed) the
+"""Testing GPU code with pytest: assertions about speed, structure and numbers, and (in the
+plugin module ``_gpudev_pytest``, which pytest loads wherever gpudev is installed) the
 ``gd_device`` and ``gd_benchmark`` fixtures.
 
 - ``assert_faster(fast, slow, by=1.5)``: A/B timing in one process that ends as pass, fail or

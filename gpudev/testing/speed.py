@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import reprlib
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -34,9 +35,13 @@ UNDECIDED = ("skip", "xfail", "fail")  # what an undecided assert_faster does un
 FIRST_LOOK = 2 * stats.MIN_REPEATS  # rounds before the interval is first looked at
 LOOK_GROWTH = 1.5  # each later look after this many times as many rounds
 
-# Set by the pytest plugin from --gd-undecided / the gd_undecided ini option; None outside
-# pytest, where an undecided comparison raises UndecidedError.
-undecided_default: str | None = None
+
+
+def undecided_default() -> str | None:
+    """The run's policy, from the pytest plugin (--gd-undecided or the gd_undecided ini
+    option); None outside pytest, where an undecided comparison raises UndecidedError."""
+    plugin = sys.modules.get("_gpudev_pytest")
+    return getattr(plugin, "undecided_policy", None)
 
 
 class UndecidedError(AssertionError):
@@ -172,7 +177,7 @@ def assert_faster(fast: Callable[[], Any], slow: Callable[[], Any], by: float = 
         return result
     if result.outcome == "fail":
         raise AssertionError(str(result))
-    policy = undecided or undecided_default
+    policy = undecided or undecided_default()
     if policy is None:
         raise UndecidedError(str(result))
     import pytest

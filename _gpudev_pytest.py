@@ -1,5 +1,10 @@
-"""gpudev's pytest plugin, loaded through the ``pytest11`` entry point wherever gpudev is
-installed.
+"""gpudev's pytest plugin (``gpudev.testing``'s fixtures and options), registered as ``gpudev``
+through the ``pytest11`` entry point wherever gpudev is installed (``-p no:gpudev`` turns it
+off).
+
+It lives outside the gpudev package so that loading it imports nothing of gpudev: a pytest
+run that never asks for a ``gd_`` fixture pays nothing for it (importing gpudev loads
+OpenBLAS and the CUDA libraries).
 
 Fixtures:
 
@@ -10,8 +15,8 @@ Fixtures:
   events) and records the result for ``--gd-benchmark-json``, in pytest-benchmark's layout.
 
 Options: ``--gd-undecided=skip|xfail|fail`` (or the ``gd_undecided`` ini option) says what an
-undecided ``assert_faster`` does; ``--gd-benchmark-json=PATH`` writes every gd_benchmark
-result; ``--gd-benchmark-max-time=S`` sets their time budget (1 s).
+undecided ``gpudev.testing.assert_faster`` does; ``--gd-benchmark-json=PATH`` writes every
+gd_benchmark result; ``--gd-benchmark-max-time=S`` sets their time budget (1 s).
 
 The plugin defines no fixture or option without the ``gd_`` prefix, so it cannot collide with
 a project's own.
@@ -26,7 +31,9 @@ from typing import Any
 
 import pytest
 
-from . import speed as _speed
+# Kept here, not in gpudev.testing (which reads it), so that configuring imports nothing.
+UNDECIDED = ("skip", "xfail", "fail")
+undecided_policy: str | None = None  # the run's policy; None outside pytest
 
 _RESULTS = pytest.StashKey[list]()
 _PREVIOUS = pytest.StashKey[object]()
@@ -34,7 +41,7 @@ _PREVIOUS = pytest.StashKey[object]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("gpudev", "gpudev: devices, benchmarks and A/B timing")
-    group.addoption("--gd-undecided", choices=_speed.UNDECIDED, default=None,
+    group.addoption("--gd-undecided", choices=UNDECIDED, default=None,
                     help="what an undecided gd.testing.assert_faster does (default: the gd_undecided ini "
                          "option, else skip)")
     group.addoption("--gd-benchmark-json", metavar="PATH", default=None,
@@ -46,15 +53,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     policy = config.getoption("--gd-undecided") or config.getini("gd_undecided")
-    if policy not in _speed.UNDECIDED:
+    global undecided_policy
+    if policy not in UNDECIDED:
         raise pytest.UsageError(f"gd_undecided must be skip, xfail or fail, got {policy!r}")
-    config.stash[_PREVIOUS] = _speed.undecided_default  # a pytest run inside a test (pytester)
-    _speed.undecided_default = policy
+    config.stash[_PREVIOUS] = undecided_policy  # a pytest run inside a test (pytester)
+    undecided_policy = policy
     config.stash[_RESULTS] = []
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    _speed.undecided_default = config.stash.get(_PREVIOUS, None)
+    global undecided_policy
+    undecided_policy = config.stash.get(_PREVIOUS, None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,7 +124,7 @@ def gd_benchmark(request: pytest.FixtureRequest) -> GdBenchmark:
 
 def _entry(node: pytest.Item, r: Any, options: dict) -> dict[str, Any]:
     """One result in pytest-benchmark's layout ("benchmarks" entries of --benchmark-json)."""
-    from .. import stats
+    from gpudev import stats
 
     q1, q3 = stats.quartiles(r.times)
     iqr = q3 - q1
