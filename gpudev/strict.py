@@ -7,7 +7,7 @@ but per thread, nestable, and on the CPU too.
     >>> with gd.strict("sync"):
     ...     w.sum().item()
     Traceback (most recent call last):
-    StrictModeError: strict('sync'): item() synchronizes at ...
+    gpudev.strict.StrictModeError: strict('sync'): item() ... at <doctest ...>:2; ...
 
 Modes (one table, MODES): 'sync' catches every synchronization (item, tolist, repr, bool,
 NumPy conversion, and those hidden inside gpudev's own functions); 'copy' catches every read

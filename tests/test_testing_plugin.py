@@ -208,3 +208,13 @@ def test_assert_allclose_uses_the_documented_tolerances(device):
         assert_allclose(gd.ones(3, device=device), np.ones((1, 3)))
     with pytest.raises(AssertionError):
         assert_allclose(gd.array([1, 2], device=device), [1, 3])  # integers are exact
+
+
+@pytest.mark.parametrize("name", ["gpudev.strict", "gpudev.trace", "gpudev.testing", "gpudev.testing.structure",
+                                  "gpudev.testing.numerics", "gpudev.testing.speed"])
+def test_the_examples_in_the_docstrings_run(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
