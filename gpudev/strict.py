@@ -31,10 +31,11 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import reprlib
 import sys
 import threading
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from . import _C
@@ -84,14 +85,15 @@ class _Setting(NamedTuple):
 
 
 def _parse(mode: Any, action: Any, allow: Any, op: str) -> tuple[str, str, frozenset]:
-    if mode not in MODES:
-        raise ValueError(f"{op}: mode must be one of {', '.join(repr(m) for m in MODES)}, got {mode!r}; "
+    if not isinstance(mode, str) or mode not in MODES:
+        raise ValueError(f"{op}: mode must be one of {', '.join(repr(m) for m in MODES)}, got {reprlib.repr(mode)}; "
                          f"e.g. gd.strict('sync')")
-    if action not in ACTIONS:
-        raise ValueError(f"{op}: action must be 'raise' or 'warn', got {action!r}")
-    if isinstance(allow, str) or not isinstance(allow, Iterable) or not all(isinstance(a, str) for a in allow):
-        raise TypeError(f"{op}: allow must be a list of cause names such as ['item', 'h2d'], got {allow!r}")
-    return mode, action, frozenset(allow)
+    if not isinstance(action, str) or action not in ACTIONS:
+        raise ValueError(f"{op}: action must be 'raise' or 'warn', got {reprlib.repr(action)}")
+    names = tuple(allow) if isinstance(allow, (list, tuple, set, frozenset)) else None
+    if names is None or not all(isinstance(a, str) for a in names):
+        raise TypeError(f"{op}: allow must be a list of cause names such as ['item', 'h2d'], got {reprlib.repr(allow)}")
+    return mode, action, frozenset(names)
 
 
 def _from_environment() -> _Setting | None:
@@ -201,10 +203,33 @@ def _release() -> None:
             _trace.remove_watcher(_watch)
 
 
-@contextlib.contextmanager
+class _Strict(contextlib.ContextDecorator):
+    """What gd.strict() returns: a context manager (or decorator) for one setting."""
+
+    def __init__(self, setting: _Setting) -> None:
+        self.setting = setting
+
+    def __enter__(self) -> _Strict:
+        stack = getattr(_local, "stack", None)
+        if stack is None:
+            stack = _local.stack = []
+        _hold()
+        stack.append(self.setting)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _local.stack.pop()
+        _release()
+
+    def __repr__(self) -> str:
+        s = self.setting
+        return f"gd.strict({s.mode!r}, action={s.action!r}, explicit={s.explicit}, allow={sorted(s.allow)})"
+
+
 def strict(mode: str = "sync", action: str = "raise", *, explicit: bool = True,
-           allow: Iterable[str] = ()) -> Iterator[None]:
-    """Raise (or warn) at each synchronization or copy that `mode` catches in this thread.
+           allow: Iterable[str] = ()) -> _Strict:
+    """Raise (or warn) at each synchronization or copy that `mode` catches in this thread,
+    inside ``with gd.strict(...):`` (or in a function decorated with it).
 
     ``mode``: 'sync', 'copy', 'all' or 'off' (see MODES); ``action``: 'raise' or 'warn';
     ``explicit=True`` lets ``gd.synchronize()`` and ``a.to('cpu')`` / ``a.cpu()`` written in
@@ -221,17 +246,7 @@ def strict(mode: str = "sync", action: str = "raise", *, explicit: bool = True,
         StrictModeWarning: strict('sync'): item() would synchronize a GPU ... at <stdin>:2; ...
     """
     mode, action, allowed = _parse(mode, action, allow, "strict")
-    setting = _Setting(mode, action, bool(explicit), allowed)
-    stack = getattr(_local, "stack", None)
-    if stack is None:
-        stack = _local.stack = []
-    _hold()
-    stack.append(setting)
-    try:
-        yield
-    finally:
-        stack.pop()
-        _release()
+    return _Strict(_Setting(mode, action, bool(explicit), allowed))
 
 
 if _environment is not None:  # every thread, for the whole process

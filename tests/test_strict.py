@@ -221,3 +221,17 @@ def test_cross_entropy_out_of_range_target_raises_at_the_next_read(device):
     with pytest.raises(IndexError, match=r"target holds class -1"):
         gd.synchronize()
     assert len(gd._C._deferred_checks()) == 0
+
+
+def test_strict_decorates_a_function_and_checks_arguments_at_the_call():
+    a = gd.ones(2)
+
+    @gd.strict("sync")
+    def read():
+        return a.tolist()
+
+    with pytest.raises(gd.StrictModeError, match=r"strict\('sync'\): tolist\(\)"):
+        read()
+    assert a.tolist() == [1.0, 1.0]  # nothing left on after the call
+    with pytest.raises(ValueError, match="strict: mode must be one of"):
+        gd.strict(["sync"])  # refused when called, before any block opens

@@ -10,6 +10,7 @@ rounding of each. Integers and booleans are exact everywhere.
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ def tolerance(dtype: Any, kind: str = "reduction") -> tuple[float, float]:
         (0.0001, 1e-05)
     """
     if kind not in TOLERANCES:
-        raise ValueError(f"tolerance: kind must be one of {', '.join(map(repr, TOLERANCES))}, got {kind!r}")
+        raise ValueError(f"tolerance: kind must be one of {', '.join(map(repr, TOLERANCES))}, got {reprlib.repr(kind)}")
     return TOLERANCES[kind].get(np.dtype(dtype).name, (0.0, 0.0))
 
 
