@@ -115,12 +115,13 @@ from ._info import build_info, empty_cache, memory_stats, set_tf32  # noqa: E402
 from .io import load, save  # noqa: E402
 from .timing import BenchmarkResult, Timer, benchmark  # noqa: E402
 from .trace import Trace, trace  # noqa: E402
+from .strict import StrictModeError, StrictModeWarning, strict  # noqa: E402
 from . import cuda, nn, optim, utils  # noqa: E402
 
 
 def __getattr__(name: str):
-    # exercises and plots pull in matplotlib; load them only when asked for
-    if name in ("exercises", "plots"):
+    # exercises and plots pull in matplotlib, testing pytest; load them only when asked for
+    if name in ("exercises", "plots", "testing"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
@@ -129,12 +130,12 @@ def __getattr__(name: str):
 
 __all__ = [
     "Array", "BenchmarkResult", "all", "any", "bool", "bool_", "CudaError", "Device", "DeviceMismatchError",
-    "DeviceUnavailableError", "GpudevError", "OutOfMemoryError", "Timer", "Trace", "allclose", "arange",
-    "array", "asarray", "benchmark", "build_info", "concatenate", "cpu", "cuda_available", "empty",
+    "DeviceUnavailableError", "GpudevError", "OutOfMemoryError", "StrictModeError", "StrictModeWarning", "Timer",
+    "Trace", "allclose", "arange", "array", "asarray", "benchmark", "build_info", "concatenate", "cpu", "cuda_available", "empty",
     "empty_cache", "empty_like", "enable_grad", "float32", "float64", "from_dlpack", "full", "full_like",
     "get_num_threads", "gpu", "int64", "is_grad_enabled", "isfinite", "isnan", "load", "log_softmax",
     "manual_seed", "matmul", "memory_stats", "nn", "no_grad", "norm", "num_gpus", "ones", "ones_like",
-    "rand", "randn", "save", "set_grad_enabled", "set_num_threads", "set_tf32", "softmax", "stack",
+    "rand", "randn", "save", "set_grad_enabled", "set_num_threads", "set_tf32", "softmax", "stack", "strict",
     "synchronize", "tensor", "trace", "try_all_gpus", "try_gpu", "zeros", "zeros_like", "clamp", "clip",
     "argmax", "argmin", "nonzero", "where", "bmm", "cat", "cuda", "device", "from_numpy", "int32", "max",
     "min", "normal", "optim", "randint", "utils",

@@ -37,7 +37,7 @@ import numpy as np
 from ._format import format_ratio
 
 __all__ = ["LAUNCH_DOMINATED_S", "LEVEL", "METHOD", "MIN_REPEATS", "NOISY_RATIO", "RESAMPLES", "Ratio",
-           "faster_than_device", "interval", "launch_dominated", "noise_stop", "noisy", "ratio",
+           "faster_than_device", "interval", "launch_dominated", "noise_stop", "noisy", "quartiles", "ratio",
            "recording", "relative_spread"]
 
 SEED = 0  # fixed: the same numbers give the same interval, run after run
@@ -205,6 +205,17 @@ def relative_spread(times: Sequence[float]) -> float | None:
         return None
     med = float(np.median(arr))
     return float(1.4826 * np.median(np.abs(arr - med)) / med) if med > 0 else None
+
+
+def quartiles(times: Sequence[float]) -> tuple[float, float]:
+    """(q1, q3), the 25th and 75th percentiles: their difference is the interquartile range
+    that benchmark reports quote beside the median (pytest-benchmark's ``iqr``).
+
+    >>> quartiles([1.0, 2.0, 3.0, 4.0, 5.0])
+    (2.0, 4.0)
+    """
+    q1, q3 = np.percentile(np.asarray(times, dtype=np.float64), [25, 75])
+    return float(q1), float(q3)
 
 
 def noise_stop(times: Sequence[float], target: float | None, *, minimum: int = MIN_REPEATS) -> str | None:

@@ -2,20 +2,25 @@
 
 The C core calls one process-wide hook for each operation, copy and synchronization while a
 hook is installed; when none is, the only cost is one pointer test per operation. This
-module installs a dispatcher while at least one trace is active and hands each event to every
-active trace, so nested traces work: an inner trace's events also reach the outer ones.
+module installs a dispatcher while at least one trace (or ``gd.strict`` block) is active and
+hands each event to every active trace, so nested traces work: an inner trace's events also
+reach the outer ones. Each copy and sync is attributed to the user's line that caused it: the
+first frame of the call stack outside the gpudev package.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from . import _C
-from ._format import format_bytes
+from ._format import format_bytes, format_seconds
 
-__all__ = ["Trace", "TraceEvent", "trace"]
+__all__ = ["HOST_READS", "Trace", "TraceEvent", "trace"]
 
 
 class TraceEvent(NamedTuple):
@@ -28,6 +33,11 @@ class TraceEvent(NamedTuple):
     device: where it ran ('cpu', 'cuda:0'); for copies the destination.
     shapes: the input shapes (ops), ((shape,),) for copies, () for syncs.
     dtype:  'float32', 'float64', 'int64' or None.
+    wait_s: seconds the host waited: a GPU sync's wait for the queued work (with the copy of
+            a d2h read, whose own 'copy' event then says 0.0 so nothing counts twice), an
+            upload's wait for its source; 0.0 for ops and on the CPU, where nothing waits.
+    where:  'file:line' of the user's code that caused a copy or sync (the first frame
+            outside gpudev), None for ops.
     """
 
     kind: str
@@ -37,41 +47,109 @@ class TraceEvent(NamedTuple):
     dtype: str | None
     bytes_read: int
     bytes_written: int
+    wait_s: float = 0.0
+    where: str | None = None
 
 
 # ---------------------------------------------------------------------------------------------
 # the dispatcher: one hook in C, any number of active traces in Python
 # ---------------------------------------------------------------------------------------------
 
+# The sync causes that read device data back to the host: on a GPU each comes with a d2h
+# copy; on the CPU nothing moves, but the same line would copy on a GPU.
+HOST_READS = frozenset({"item", "tolist", "repr", "numpy", "__array__", "cpu copy"})
+COPY_KINDS = ("h2d", "d2h", "d2d", "peer", "h2h")
+
+
+def is_host_read(event: TraceEvent) -> bool:
+    """True for a sync event that reads device data to the host (see HOST_READS)."""
+    return event.kind == "sync" and event.name in HOST_READS
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
 _lock = threading.Lock()
 _active: tuple[Trace, ...] = ()  # innermost last; replaced, never mutated, so reads need no lock
+_watchers: tuple[Callable[[TraceEvent], None], ...] = ()  # gd.strict's checker, while in use
 _foreign_hook: Any = None  # a hook someone installed before the first trace, still fed
 
 
+def user_frame(depth: int = 1) -> Any:
+    """The innermost frame of the caller's stack whose code is outside the gpudev package,
+    or None (gpudev's own tests and examples live outside it, so they count as users)."""
+    frame = sys._getframe(depth)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    return frame
+
+
+def where_text(frame: Any) -> str | None:
+    """'file:line' of a frame, the file relative to the working folder when inside it."""
+    if frame is None:
+        return None
+    path = frame.f_code.co_filename
+    try:
+        rel = os.path.relpath(path)
+        path = rel if not rel.startswith("..") else path
+    except ValueError:  # another drive on Windows
+        pass
+    return f"{path}:{frame.f_lineno}"
+
+
 def _dispatch(event: tuple) -> None:
-    record = TraceEvent._make(event)
+    where = where_text(user_frame(2)) if event[0] != "op" else None
+    record = TraceEvent(*event, where=where)
     for tr in _active:
         tr.events.append(record)
+    for watch in _watchers:
+        watch(record)
     if _foreign_hook is not None:
         _foreign_hook(event)
 
 
+def _install() -> None:
+    """Called with _lock held, before the first trace or watcher is added."""
+    global _foreign_hook
+    if not _active and not _watchers:
+        previous = _C._set_trace_hook(_dispatch)
+        _foreign_hook = previous if callable(previous) and previous is not _dispatch else None
+
+
+def _uninstall() -> None:
+    """Called with _lock held, after the last trace or watcher is gone."""
+    global _foreign_hook
+    if not _active and not _watchers:
+        _C._set_trace_hook(_foreign_hook)
+        _foreign_hook = None
+
+
 def _push(tr: Trace) -> None:
-    global _active, _foreign_hook
+    global _active
     with _lock:
-        if not _active:
-            previous = _C._set_trace_hook(_dispatch)
-            _foreign_hook = previous if callable(previous) and previous is not _dispatch else None
+        _install()
         _active = _active + (tr,)
 
 
 def _pop(tr: Trace) -> None:
-    global _active, _foreign_hook
+    global _active
     with _lock:
         _active = tuple(t for t in _active if t is not tr)
-        if not _active:
-            _C._set_trace_hook(_foreign_hook)
-            _foreign_hook = None
+        _uninstall()
+
+
+def add_watcher(watch: Callable[[TraceEvent], None]) -> None:
+    """Hand every event to `watch` too (from any thread) until remove_watcher(watch)."""
+    global _watchers
+    with _lock:
+        _install()
+        _watchers = _watchers + (watch,)
+
+
+def remove_watcher(watch: Callable[[TraceEvent], None]) -> None:
+    global _watchers
+    with _lock:
+        _watchers = tuple(w for w in _watchers if w is not watch)
+        _uninstall()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -156,8 +234,10 @@ class Trace:
 
         ``ops``: {device: count}; ``ops_by_name``: {device: {op: count}}; ``copies``:
         {kind: {'count', 'bytes'}}; ``syncs``: {cause: count}; ``syncs_by_device``:
-        {device: count}; ``totals``: ops, copies, copy_bytes, syncs, bytes_read,
-        bytes_written (of the ops).
+        {device: count}; ``lines``: {'file:line': {'syncs', 'copies', 'wait_s', 'causes':
+        {name: count}}} for the user's lines that copied or synchronized, the longest wait
+        first (then the most events); ``totals``: ops, copies, copy_bytes, syncs, wait_s,
+        bytes_read, bytes_written (of the ops).
         """
         ops: Counter[str] = Counter()
         ops_by_name: dict[str, Counter[str]] = {}
@@ -178,21 +258,36 @@ class Trace:
             elif e.kind == "sync":
                 syncs[e.name] += 1
                 syncs_by_device[e.device] += 1
+        lines = self._by_line()
         return {
             "ops": dict(ops),
             "ops_by_name": {d: dict(c) for d, c in ops_by_name.items()},
             "copies": copies,
             "syncs": dict(syncs),
             "syncs_by_device": dict(syncs_by_device),
+            "lines": lines,
             "totals": {
                 "ops": sum(ops.values()),
                 "copies": sum(c["count"] for c in copies.values()),
                 "copy_bytes": sum(c["bytes"] for c in copies.values()),
                 "syncs": sum(syncs.values()),
+                "wait_s": sum(e.wait_s for e in self.events),
                 "bytes_read": bytes_read,
                 "bytes_written": bytes_written,
             },
         }
+
+    def _by_line(self) -> dict[str, dict[str, Any]]:
+        lines: dict[str, dict[str, Any]] = {}
+        for e in self.events:
+            if e.kind == "op":
+                continue
+            entry = lines.setdefault(e.where or "?", {"syncs": 0, "copies": 0, "wait_s": 0.0, "causes": {}})
+            entry["syncs" if e.kind == "sync" else "copies"] += 1
+            entry["wait_s"] += e.wait_s
+            entry["causes"][e.name] = entry["causes"].get(e.name, 0) + 1
+        order = sorted(lines, key=lambda w: (-lines[w]["wait_s"], -lines[w]["syncs"] - lines[w]["copies"]))
+        return {w: lines[w] for w in order}
 
     # -- display --------------------------------------------------------------------------
 
@@ -217,6 +312,12 @@ class Trace:
             lines += ["", f"  {'sync cause':<20} {'':<8} {'count':>8}"]
             for cause, n in sorted(s["syncs"].items(), key=lambda kv: -kv[1]):
                 lines.append(f"  {cause:<20} {'':<8} {n:>8}")
+        if s["lines"]:
+            lines += ["", f"  {'line (copies and syncs)':<40} {'syncs':>6} {'copies':>6} {'waited':>10}  causes"]
+            for where, c in s["lines"].items():
+                causes = ", ".join(f"{name} x{n}" for name, n in c["causes"].items())
+                lines.append(f"  {where[-40:]:<40} {c['syncs']:>6} {c['copies']:>6} "
+                             f"{format_seconds(c['wait_s']):>10}  {causes}")
         if events and self.events:
             lines += ["", f"  {'#':>5} {'kind':<5} {'name':<14} {'device':<8} {'dtype':<8} {'shapes':<28} {'read':>10} {'written':>10}"]
             for i, e in enumerate(self.events[:limit]):

@@ -78,6 +78,7 @@ typedef struct gd_state {
     PyObject *cuda_reason;              /* str: why CUDA is off, or None */
     int cuda_emulated;                  /* the CUDA backend is gpudev._cuda_emu (CPU emulation) */
     PyObject *trace_hook;               /* callable receiving trace events, or NULL */
+    PyObject *deferred_checks;          /* list of checks run at the next host read (trace.c) */
     uint64_t seed;                      /* Philox key */
     uint64_t offset;                    /* next Philox block counter */
     uint64_t pending_gpus;              /* bit i: cuda:i may have queued work */
@@ -219,11 +220,13 @@ int gd_wait(gd_state *st, int (*call)(int device, gd_error *err), gd_device dev,
 int gd_sync_device(gd_state *st, gd_device dev, const char *cause);
 
 /* ------------------------------------------------------------------------------------------
- * trace.c: trace events, for gd.trace()
+ * trace.c: trace events, for gd.trace(), and the checks deferred to the next host read
  *
  * Events reach the hook as one tuple: (kind, name, device, shapes, dtype, bytes_read,
- * bytes_written) with kind 'op' | 'copy' | 'sync'; for copies name is h2d/d2h/d2d/peer and
- * device is the destination, for syncs name is the cause. dtype may be None.
+ * bytes_written, wait_s) with kind 'op' | 'copy' | 'sync'; for copies name is h2d/d2h/d2d/peer
+ * and device is the destination, for syncs name is the cause. dtype may be None. wait_s is
+ * the time the host waited: a GPU sync's wait (including the copy a d2h read makes), an
+ * upload's wait for its source; 0.0 for everything else.
  * ---------------------------------------------------------------------------------------- */
 
 int gd_trace_setup(PyObject *module);
@@ -236,8 +239,13 @@ int gd_trace_emit(gd_state *st, const char *kind, const char *name, gd_device de
 int gd_trace_op(gd_state *st, const char *name, ArrayObject *out, ArrayObject *in0, ArrayObject *in1);
 /* A 'copy' event of a's bytes to `dst` (kind h2h, h2d, d2h, d2d or peer). */
 int gd_trace_copy(gd_state *st, const char *kind, ArrayObject *a, gd_device dst);
-/* A 'sync' event on dev when tracing and cause is not NULL. */
+/* A sync point on dev: runs the deferred checks (a failed one raises here), then records a
+ * 'sync' event when tracing and cause is not NULL. */
 int gd_trace_sync(gd_state *st, const char *cause, gd_device dev);
+/* A monotonic clock in seconds, and the wait a sync site measured with it: the next sync
+ * event on a GPU (or h2d copy event) of this thread reports it. */
+double gd_trace_clock(void);
+void gd_trace_waited(double seconds);
 
 /* ------------------------------------------------------------------------------------------
  * args.c: arguments of METH_FASTCALL | METH_KEYWORDS functions

@@ -174,9 +174,11 @@ int gd_wait(gd_state *st, int (*call)(int device, gd_error *err), gd_device dev,
     gd_error err = {0};
     int rc;
     gd_clear_pending(st, dev); /* before the GIL goes: see gd_clear_pending */
+    double t0 = gd_trace_clock();
     Py_BEGIN_ALLOW_THREADS
     rc = call(dev.index, &err);
     Py_END_ALLOW_THREADS
+    gd_trace_waited(gd_trace_clock() - t0);
     if (!rc) return 0;
     gd_mark_pending(st, dev); /* the work may still be there */
     return gd_raise(st, op, &err);

@@ -29,9 +29,11 @@ static int copy_to_host_bytes(gd_state *st, void *dst, ArrayObject *a, const cha
      * benchmark() times even when nothing is left pending. */
     gd_clear_pending(st, a->device);
     st->touched_gpus |= (uint64_t)1 << a->device.index;
+    double t0 = gd_trace_clock();
     Py_BEGIN_ALLOW_THREADS
     rc = be->copy_to_host(dst, a->data, a->device.index, n, &err);
     Py_END_ALLOW_THREADS
+    gd_trace_waited(gd_trace_clock() - t0);
     if (rc) {
         gd_mark_pending(st, a->device);
         return gd_raise(st, cause, &err);
@@ -49,9 +51,11 @@ int gd_upload(gd_state *st, ArrayObject *a, const void *host, size_t n, const ch
     gd_error err = {0};
     int rc = GD_OK;
     if (n) { /* waits until the source may be reused: without the GIL */
+        double t0 = gd_trace_clock();
         Py_BEGIN_ALLOW_THREADS
         rc = gd_backend_of(st, a->device, "copy")->copy_from_host(a->data, a->device.index, host, n, &err);
         Py_END_ALLOW_THREADS
+        gd_trace_waited(gd_trace_clock() - t0);
     }
     gd_mark_pending(st, a->device);
     if (rc) return gd_raise(st, op, &err);

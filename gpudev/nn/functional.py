@@ -18,6 +18,7 @@ import reprlib
 from typing import Any
 
 import gpudev as gd
+from gpudev._deferred import check_range_later
 
 __all__ = ["cross_entropy", "dropout", "linear", "log_softmax", "mse_loss", "one_hot", "relu",
            "sigmoid", "softmax", "tanh"]
@@ -90,10 +91,12 @@ def _check_targets(op: str, target: gd.Array, n: int, num_classes: int) -> None:
                         f"dtype=gd.int64)")
     if n == 0:
         return
-    lo, hi = gd.stack([target.min(), target.max()]).tolist()  # one transfer
-    if lo < 0 or hi >= num_classes:
-        raise IndexError(f"{op}: target holds class {lo if lo < 0 else hi}, outside "
-                         f"[0, {num_classes}) for {num_classes} classes")
+    # Read at the next host read (gpudev/_deferred.py): checking now would cost a sync per call.
+    # one_hot gives a row of zeros for a class outside the range, so nothing reads out of bounds.
+    check_range_later(op, target, 0, num_classes, lambda value, where: IndexError(
+        f"{op}: target holds class {value}, outside [0, {num_classes}) for {num_classes} classes, in a call "
+        f"since the previous host read (the first of them at {where}); checked at this read, which would "
+        f"otherwise have cost a sync per call; give class indices in [0, {num_classes})"))
 
 
 def cross_entropy(logits: gd.Array, target: gd.Array, reduction: str = "mean") -> gd.Array:

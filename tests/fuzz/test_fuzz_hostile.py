@@ -260,6 +260,8 @@ SIGNATURES: dict[str, tuple[P, ...]] = {
                   P("n_repeat", "count", lambda: 2, "keyword"), P("max_duration", "number", lambda: 0.01, "keyword"),
                   P("devices", "device", lambda: None, "keyword")),
     "Timer": (P("sync", "flag", lambda: True, "keyword"), P("devices", "device", lambda: None, "keyword")),
+    "strict": (P("mode", "any", lambda: "sync"), P("action", "any", lambda: "warn"),
+               P("explicit", "flag", lambda: True, "keyword"), P("allow", "any", lambda: (), "keyword")),
     "trace": (), "Trace": (), "is_grad_enabled": (), "no_grad": (), "enable_grad": (),
     "set_grad_enabled": (P("mode", "flag", lambda: True),), "Array": (P("x", "any", lambda: [1.0], "positional"),),
     "BenchmarkResult": tuple(P(n, "any", lambda: 1) for n in (
@@ -275,7 +277,8 @@ for _same, _as in [("stack", "concatenate"), ("randn", "rand"), ("try_gpu", "gpu
 # selection
 SIGNATURES["where"] = (P("condition", "array", arr(2, 3)), P("x", "array", arr(2, 3)), P("y", "array", arr(3)))
 SIGNATURES["argmax"] = SIGNATURES["argmin"] = (P("a", "array", arr(2, 3)),) + REDUCE
-for _exc in ("GpudevError", "CudaError", "DeviceMismatchError", "DeviceUnavailableError", "OutOfMemoryError"):
+for _exc in ("GpudevError", "CudaError", "DeviceMismatchError", "DeviceUnavailableError", "OutOfMemoryError",
+             "StrictModeError", "StrictModeWarning"):
     SIGNATURES[_exc] = (P("message", "any", lambda: "message", "positional"),)
 
 OTHER = (P("other", "array", arr(2, 3), "positional"),)

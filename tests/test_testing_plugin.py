@@ -1,0 +1,220 @@
+"""gpudev.testing: the pytest plugin (run through pytester: gd_device, gd_benchmark and its
+JSON, assert_faster's pass / fail / undecided and what undecided does), and the structural and
+numerical assertions."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import gpudev as gd
+from gpudev.testing import (TOLERANCES, UndecidedError, assert_allclose, assert_copies, assert_faster,
+                            assert_syncs, compare)
+
+pytest_plugins = ["pytester"]
+
+# Sleeps time the same on any machine: a clear margin stays clear under load.
+SLEEPS = """
+import time
+import pytest
+from gpudev.testing import assert_faster
+
+def sleep_1ms():
+    time.sleep(0.001)
+
+def sleep_6ms():
+    time.sleep(0.006)
+"""
+
+# Injected noise: load that comes and goes, every 3 calls, and slows only `slow` while it
+# lasts, so the per-round ratios fall half near 0.5x and half near 4.5x (each call lasts over
+# a millisecond, so a round is one call and sees one state): no number of rounds can tell
+# whether `fast` is 1.5x faster.
+NOISY = """
+import itertools
+import time
+import pytest
+from gpudev.testing import assert_faster
+
+calls = itertools.count()
+
+def fast():
+    time.sleep(0.003)
+
+def slow():
+    loaded = next(calls) // 3 % 2
+    time.sleep(0.0135 if loaded else 0.0015)
+"""
+
+
+def test_gd_device_runs_on_each_device_with_clear_ids(pytester):
+    pytester.makepyfile("def test_here(gd_device):\n    assert gd_device.type in ('cpu', 'cuda')\n")
+    result = pytester.runpytest("-v")
+    ids = ["cpu"] + [f"cuda:{i}-emulated" if gd.emulation.active() else f"cuda:{i}" for i in range(gd.num_gpus())]
+    result.assert_outcomes(passed=len(ids))
+    for i in ids:
+        result.stdout.fnmatch_lines([f"*test_here[[]{i}[]] PASSED*"])
+
+
+def test_gd_benchmark_writes_pytest_benchmark_json(pytester):
+    pytester.makepyfile("""
+        import gpudev as gd
+
+        def test_sum(gd_benchmark):
+            a = gd.ones(1000)
+            r = gd_benchmark(a.sum, n_repeat=7)
+            assert r.n == 7 and r.median > 0
+    """)
+    result = pytester.runpytest("--gd-benchmark-json=bench.json", "--gd-benchmark-max-time=0.5")
+    result.assert_outcomes(passed=1)
+    doc = json.loads((pytester.path / "bench.json").read_text())
+    assert set(doc) >= {"machine_info", "commit_info", "benchmarks", "datetime", "version"}
+    (entry,) = doc["benchmarks"]
+    assert entry["name"] == "test_sum" and entry["fullname"].endswith("::test_sum")
+    st = entry["stats"]
+    assert st["rounds"] == 7 and len(st["data"]) == 7
+    assert st["min"] <= st["q1"] <= st["median"] <= st["q3"] <= st["max"]
+    assert st["iqr"] == pytest.approx(st["q3"] - st["q1"])
+    assert st["ops"] == pytest.approx(1 / st["mean"])
+    assert entry["options"]["max_time"] == 0.5
+    assert entry["extra_info"]["function"] == "sum"
+
+
+def test_assert_faster_passes_with_a_clear_margin_and_fails_when_slower(pytester):
+    pytester.makepyfile(SLEEPS + """
+def test_clear_margin():
+    c = assert_faster(sleep_1ms, sleep_6ms, by=1.5, max_duration=3)
+    assert c.outcome == "pass" and c.speedup.lo >= 1.5
+
+def test_slower():
+    assert_faster(sleep_6ms, sleep_1ms, by=1.5, max_duration=3)
+""")
+    result = pytester.runpytest("-rf")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*sleep_6ms vs sleep_1ms: *x faster (median of paired ratios, 95% interval *"
+                                 "needed 1.5x: fail (the whole interval is below 1.5x)*"])
+
+
+def test_undecided_under_injected_noise_skips_xfails_or_fails_as_configured(pytester):
+    pytester.makepyfile(NOISY + """
+def test_default():
+    assert_faster(fast, slow, by=1.5, max_duration=0.8)
+
+def test_skip():
+    assert_faster(fast, slow, by=1.5, max_duration=0.8, undecided="skip")
+
+def test_fail():
+    assert_faster(fast, slow, by=1.5, max_duration=0.8, undecided="fail")
+""")
+    result = pytester.runpytest("--gd-undecided=xfail", "-rsxf")
+    result.assert_outcomes(xfailed=1, skipped=1, failed=1)
+    result.stdout.fnmatch_lines(["*fast vs slow: *needed 1.5x: undecided (the interval straddles 1.5x*"])
+
+
+def test_undecided_policy_from_the_ini_file_and_bad_values(pytester):
+    pytester.makeini("[pytest]\ngd_undecided = fail\n")
+    pytester.makepyfile(NOISY + "\ndef test_it():\n    assert_faster(fast, slow, by=1.5, max_duration=0.5)\n")
+    pytester.runpytest().assert_outcomes(failed=1)
+    pytester.makeini("[pytest]\ngd_undecided = maybe\n")
+    result = pytester.runpytest()
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*gd_undecided must be skip, xfail or fail, got 'maybe'*"])
+
+
+def test_outside_pytest_undecided_raises_its_own_error(monkeypatch):
+    import _gpudev_pytest
+
+    monkeypatch.setattr(_gpudev_pytest, "undecided_policy", None)  # as outside pytest
+    with pytest.raises(UndecidedError, match="no interval with"):
+        # a budget too short for enough rounds: no interval, so no verdict
+        assert_faster(lambda: None, lambda: None, by=1.5, max_duration=1e-4, n_warmup=0)
+
+
+def test_compare_refuses_bad_arguments():
+    with pytest.raises(TypeError, match="assert_faster: fast must be callable, got int"):
+        compare(1, lambda: None)
+    with pytest.raises(ValueError, match=r"assert_faster: by must be a speedup > 0.*got -1"):
+        compare(lambda: None, lambda: None, by=-1)
+    with pytest.raises(ValueError, match="assert_faster: max_duration must be a finite number"):
+        compare(lambda: None, lambda: None, max_duration=float("inf"))
+    with pytest.raises(ValueError, match="assert_faster: undecided must be 'skip', 'xfail' or 'fail', got 'pass'"):
+        assert_faster(lambda: None, lambda: None, undecided="pass")
+
+
+def test_the_plugin_leaves_a_projects_own_fixtures_alone(pytester):
+    # only gd_-prefixed fixtures: a project's `device` or `benchmark` fixture is its own
+    pytester.makeconftest("import pytest\n\n@pytest.fixture\ndef device():\n    return 'mine'\n")
+    pytester.makepyfile("def test_it(device):\n    assert device == 'mine'\n")
+    pytester.runpytest().assert_outcomes(passed=1)
+    result = pytester.runpytest("--fixtures")
+    fixtures = {line.split()[0] for line in result.stdout.lines if line and not line.startswith((" ", "-", "="))}
+    ours = {f for f in fixtures if f.startswith("gd_")}
+    assert ours == {"gd_device", "gd_benchmark"}
+
+
+# ---------------------------------------------------------------------------------------------
+# assert_syncs, assert_copies, assert_allclose
+# ---------------------------------------------------------------------------------------------
+
+
+def test_assert_syncs_counts_and_names_the_line(device):
+    w = gd.randn(16, device=device)
+    losses = gd.zeros(5, device=device)
+    with assert_syncs(max=1):
+        for step in range(5):
+            losses[step] = (w * step).sum()
+        losses.tolist()
+    with pytest.raises(AssertionError, match=r"assert_syncs: 5 synchronizations, at most 0 allowed; by line: "
+                                             r".*test_testing_plugin.py:\d+: item x5"):
+        with assert_syncs(max=0):
+            for step in range(5):
+                (w * step).sum().item()
+    with pytest.raises(ValueError, match="assert_syncs: max must be an int >= 0, got -1"):
+        with assert_syncs(max=-1):
+            pass
+
+
+def test_assert_copies_by_direction(device):
+    a = gd.ones(4, device=device)
+    with assert_copies(max=1, direction="d2h"):
+        a.tolist()
+    with pytest.raises(AssertionError, match="assert_copies: 2 d2h copies, at most 1 allowed"):
+        with assert_copies(max=1, direction="d2h"):
+            a.tolist()
+            a.sum().item()
+    with assert_copies(max=0, direction="h2d") as tr:
+        a * 2
+    assert tr.count("op") == 1
+    if device.type == "cuda":
+        with pytest.raises(AssertionError, match="assert_copies: 1 h2d copies"):
+            with assert_copies(max=0, direction="h2d"):
+                gd.array(np.ones(3), device=device)
+    with pytest.raises(ValueError, match="assert_copies: direction must be one of 'd2h', 'h2d', 'd2d', 'peer', "
+                                         "'any', got 'up'"):
+        with assert_copies(direction="up"):
+            pass
+
+
+def test_assert_allclose_uses_the_documented_tolerances(device):
+    x = gd.array(np.linspace(0, 1, 101), dtype=gd.float32, device=device)
+    assert_allclose(gd.exp(x), np.exp(np.linspace(0, 1, 101)).astype(np.float32), kind="elementwise")
+    rtol, _ = TOLERANCES["reduction"]["float32"]
+    assert_allclose(gd.array([1.0], device=device), [1.0 + rtol / 2])
+    with pytest.raises(AssertionError, match=r"float32 with gpudev's reduction tolerance \(rtol=0.0001"):
+        assert_allclose(gd.array([1.0], device=device), [1.0 + 4 * rtol])
+    with pytest.raises(AssertionError, match=r"assert_allclose: shapes differ: \(3,\)"):
+        assert_allclose(gd.ones(3, device=device), np.ones((1, 3)))
+    with pytest.raises(AssertionError):
+        assert_allclose(gd.array([1, 2], device=device), [1, 3])  # integers are exact
+
+
+@pytest.mark.parametrize("name", ["gpudev.strict", "gpudev.trace", "gpudev.testing", "gpudev.testing.structure",
+                                  "gpudev.testing.numerics", "gpudev.testing.speed"])
+def test_the_examples_in_the_docstrings_run(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
