@@ -117,15 +117,23 @@ def mean(x: Array, /, *, axis: Any = None, keepdims: bool = False) -> Array:
     return x.copy() if not axes else x.mean(axis=axes, keepdims=keepdims)
 
 
+def _correction(op: str, correction: Any) -> float:
+    if isinstance(correction, bool) or not isinstance(correction, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op}: correction must be a number, got {type(correction).__name__}")
+    return float(correction)
+
+
 def var(x: Array, /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Array:
     """The variance over `axis`, dividing by n - correction."""
     _need_array("var", x)
+    correction = _correction("var", correction)
     return x.var(normalize_axes("var", axis, x.ndim), correction=correction, keepdims=keepdims)
 
 
 def std(x: Array, /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Array:
     """The standard deviation over `axis`, dividing by n - correction."""
     _need_array("std", x)
+    correction = _correction("std", correction)
     return x.std(normalize_axes("std", axis, x.ndim), correction=correction, keepdims=keepdims)
 
 

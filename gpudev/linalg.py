@@ -71,6 +71,8 @@ def tensordot(x1: Array, x2: Array, /, *, axes: int | tuple[Sequence[int], Seque
             raise ValueError(f"tensordot: axes={reprlib.repr(axes)} for shapes {x1.shape} and {x2.shape}")
         a1, a2 = tuple(range(x1.ndim - axes, x1.ndim)), tuple(range(axes))
     else:
+        if not isinstance(axes, (tuple, list)) or len(axes) != 2:
+            raise TypeError(f"tensordot: axes must be an int or two sequences of axes, got {reprlib.repr(axes)}")
         a1 = tuple(normalize_axis("tensordot", a, x1.ndim) for a in axes[0])
         a2 = tuple(normalize_axis("tensordot", a, x2.ndim) for a in axes[1])
     if len(a1) != len(a2) or any(x1.shape[i] != x2.shape[j] for i, j in zip(a1, a2)):
