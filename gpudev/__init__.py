@@ -153,10 +153,10 @@ from ._creation import (  # noqa: E402
 )
 from ._manipulation import (  # noqa: E402
     broadcast_arrays, broadcast_to, concat, expand_dims, flip, matrix_transpose, moveaxis,
-    permute_dims, repeat, reshape, roll, squeeze, tile, unstack,
+    permute_dims, reshape, roll, squeeze, tile, unstack,
 )
 from ._statistics import (  # noqa: E402
-    argsort, count_nonzero, cumulative_prod, cumulative_sum, diff, mean, prod, searchsorted,
+    argsort, count_nonzero, cumulative_prod, cumulative_sum, diff, mean, prod, repeat, searchsorted,
     sort, std, take, take_along_axis, unique_all, unique_counts, unique_inverse, unique_values, var,
 )
 from ._logic import isfinite, isnan  # noqa: E402

@@ -1,4 +1,5 @@
-"""The array API standard's manipulation functions: new shapes, orders and copies of arrays.
+"""The array API standard's manipulation functions: new shapes, orders and copies of arrays
+(``repeat``, which needs a scan and a search, is in ``_statistics``).
 
 Each is a view (slicing, permute, reshape) or a short composite of the core's operations
 (concatenate, broadcasting arithmetic, index arrays), so it runs on the input's device and
@@ -8,8 +9,8 @@ records gradients where its parts do.
 >>> x = gd.arange(6).reshape(2, 3)
 >>> gd.flip(x, axis=1).tolist(), gd.roll(x, 1, axis=1).tolist()
 ([[2, 1, 0], [5, 4, 3]], [[2, 0, 1], [5, 3, 4]])
->>> gd.repeat(gd.asarray([1, 2]), 2).tolist(), gd.tile(gd.asarray([1, 2]), (2,)).tolist()
-([1, 1, 2, 2], [1, 2, 1, 2])
+>>> gd.tile(gd.asarray([1, 2]), (2,)).tolist()
+[1, 2, 1, 2]
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from . import _C
 
 __all__ = [
     "broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip", "matrix_transpose",
-    "moveaxis", "permute_dims", "repeat", "reshape", "roll", "squeeze", "tile", "unstack",
+    "moveaxis", "permute_dims", "reshape", "roll", "squeeze", "tile", "unstack",
 ]
 
 Array = _C.Array
@@ -210,43 +211,6 @@ def tile(x: Array, repetitions: Sequence[int], /) -> Array:
     grid = x.reshape(tuple(v for s in shape for v in (1, s)))
     tiled = broadcast_to(grid, tuple(v for r, s in zip(reps, shape) for v in (r, s)))
     return tiled.reshape(tuple(r * s for r, s in zip(reps, shape)))
-
-
-def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Array:
-    """Each element repeated `repeats` times along `axis` (None: of the flattened array);
-    `repeats` is an int or an int64 array with one count per element along the axis.
-
-    With an array of counts the length of the result depends on their values, so it is read
-    back from the device (one synchronizing transfer of a single number)."""
-    _need_array("repeat", x)
-    if axis is None:
-        x, axis = x.reshape(-1), 0
-    axis = normalize_axis("repeat", axis, x.ndim)
-    n = x.shape[axis]
-    if _is_int(repeats):
-        if repeats < 0:
-            raise ValueError(f"repeat: repeats must be non-negative, got {repeats}")
-        moved = moveaxis(x, axis, -1)
-        grown = broadcast_to(moved.reshape(moved.shape + (1,)), moved.shape + (int(repeats),))
-        return moveaxis(grown.reshape(moved.shape[:-1] + (n * int(repeats),)), -1, axis)
-    if not isinstance(repeats, Array) or repeats.dtype != np.dtype(np.int64) or repeats.ndim > 1:
-        raise TypeError(f"repeat: repeats must be an int or a 1-D int64 array, got {reprlib.repr(repeats)}")
-    if repeats.ndim == 0 or repeats.shape[0] == 1:
-        counts = broadcast_to(repeats.reshape(1), (n,))
-    elif repeats.shape[0] != n:
-        raise ValueError(f"repeat: {repeats.shape[0]} counts for an axis of length {n}; give one "
-                         f"per element or a single one")
-    else:
-        counts = repeats
-    if bool((counts < 0).any()):
-        raise ValueError("repeat: repeats must be non-negative")
-    from ._statistics import cumulative_sum, searchsorted
-
-    ends = cumulative_sum(counts)
-    total = int(ends[-1].item()) if n else 0
-    positions = _C.arange(total, dtype=np.int64, device=x.device)
-    source = searchsorted(ends, positions, side="right")
-    return x[(slice(None),) * axis + (source,)]
 
 
 def unstack(x: Array, /, *, axis: int = 0) -> tuple[Array, ...]:

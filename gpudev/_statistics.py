@@ -7,6 +7,8 @@ How, in a line each (n is the length along the axis):
 - sort / argsort: a bitonic sorting network, ``log2(n)**2 / 2`` compare-exchange steps of
   ``where`` on (value, index) pairs, so it is stable and puts NaN last, as NumPy does;
 - searchsorted: a binary search, ``log2(n)`` gathers;
+- repeat with an array of counts: the source of each output element found by searchsorted in
+  the running sum of the counts;
 - unique_*: a sort, then the positions where the value changes.
 No value is read back to the host, except where the size of the result depends on the
 values (unique_*, the standard's "data-dependent shapes"; like nonzero, they synchronize).
@@ -28,11 +30,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _C
-from ._manipulation import _need_array, concat, moveaxis, normalize_axes, normalize_axis
+from ._manipulation import (
+    _is_int, _need_array, broadcast_to, concat, moveaxis, normalize_axes, normalize_axis,
+)
 
 __all__ = [
     "argsort", "count_nonzero", "cumulative_prod", "cumulative_sum", "diff", "mean", "prod",
-    "searchsorted", "sort", "std", "sum", "take", "take_along_axis", "unique_all", "unique_counts",
+    "repeat", "searchsorted", "sort", "std", "sum", "take", "take_along_axis", "unique_all", "unique_counts",
     "unique_inverse", "unique_values", "var",
 ]
 
@@ -247,8 +251,6 @@ def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
                 tuple(shape[k] if j == k else 1 for j in range(x.ndim))))
     if x.ndim == 0:
         raise ValueError("take_along_axis: needs at least 1 dimension, got a 0-d array")
-    from ._manipulation import broadcast_to
-
     return x[tuple(broadcast_to(i, shape) for i in index)]
 
 
@@ -287,6 +289,42 @@ def searchsorted(x1: Array, x2: Array, /, *, side: str = "left", sorter: Array |
         lo = _C.where(go, mid + 1, lo)
         hi = _C.where(active & ~go, mid, hi)
     return lo
+
+
+def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Array:
+    """Each element repeated `repeats` times along `axis` (None: of the flattened array);
+    `repeats` is an int or an int64 array with one count per element along the axis.
+
+    With an array of counts the length of the result depends on their values, so it is read
+    back from the device (one synchronizing transfer of a single number)."""
+    _need_array("repeat", x)
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    axis = normalize_axis("repeat", axis, x.ndim)
+    n = x.shape[axis]
+    if _is_int(repeats):
+        if repeats < 0:
+            raise ValueError(f"repeat: repeats must be non-negative, got {repeats}")
+        moved = moveaxis(x, axis, -1)
+        grown = broadcast_to(moved.reshape(moved.shape + (1,)), moved.shape + (int(repeats),))
+        return moveaxis(grown.reshape(moved.shape[:-1] + (n * int(repeats),)), -1, axis)
+    if not isinstance(repeats, Array) or repeats.dtype != np.dtype(np.int64) or repeats.ndim > 1:
+        raise TypeError(f"repeat: repeats must be an int or a 1-D int64 array, got {reprlib.repr(repeats)}")
+    if repeats.ndim == 0 or repeats.shape[0] == 1:
+        counts = broadcast_to(repeats.reshape(1), (n,))
+    elif repeats.shape[0] != n:
+        raise ValueError(f"repeat: {repeats.shape[0]} counts for an axis of length {n}; give one "
+                         f"per element or a single one")
+    else:
+        counts = repeats
+    if bool((counts < 0).any()):
+        raise ValueError("repeat: repeats must be non-negative")
+    ends = cumulative_sum(counts)
+    total = int(ends[-1].item()) if n else 0
+    positions = _C.arange(total, dtype=np.int64, device=x.device)
+    source = searchsorted(ends, positions, side="right")
+    return x[(slice(None),) * axis + (source,)]
+
 
 
 # ---------------------------------------------------------------------------------------------
