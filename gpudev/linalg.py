@@ -255,7 +255,17 @@ def _matrices(op: str, x: Array) -> np.ndarray:
     _on_cpu(op, x)
     x = _float(op, x)
     work = x.copy() if x.is_contiguous() else x.contiguous()
-    return work, work.numpy().reshape((-1,) + x.shape[-2:])
+    return work, _batched(work.numpy(), x.shape[:-2])
+
+
+def _batched(a: np.ndarray, batch: tuple[int, ...]) -> np.ndarray:
+    """a with its batch axes merged into one (named exactly, so empty arrays reshape too)."""
+    return a.reshape((math.prod(batch),) + a.shape[len(batch):])
+
+
+def _ld(n: int) -> int:
+    """A leading dimension LAPACKE accepts: at least 1, also for empty matrices."""
+    return max(1, n)
 
 
 def _check(op: str, info: int, what: str) -> None:
@@ -277,7 +287,7 @@ def cholesky(x: Array, /, *, upper: bool = False) -> Array:
     potrf = _lapack_fn("potrf", mats.dtype)
     n = mats.shape[-1]
     for m in mats:  # one LAPACK call per matrix of the batch
-        _check("cholesky", potrf(_ROW_MAJOR, ctypes.c_char(b"U" if upper else b"L"), n, _ptr(m), n),
+        _check("cholesky", potrf(_ROW_MAJOR, ctypes.c_char(b"U" if upper else b"L"), n, _ptr(m), _ld(n)),
                "not positive definite")
     from ._creation import tril, triu
 
@@ -306,7 +316,7 @@ def solve(x1: Array, x2: Array, /) -> Array:
     n, k = amats.shape[-1], bmats.shape[-1]
     pivots = np.empty(n, dtype=np.int32)
     for m, r in zip(amats, bmats):
-        _check("solve", gesv(_ROW_MAJOR, n, k, _ptr(m), n, _ptr(pivots), _ptr(r), k), "singular")
+        _check("solve", gesv(_ROW_MAJOR, n, k, _ptr(m), _ld(n), _ptr(pivots), _ptr(r), _ld(k)), "singular")
     return out.reshape(out.shape[:-1]) if vector else out
 
 
@@ -327,7 +337,7 @@ def _lu_signs(op: str, mats: np.ndarray) -> list[int]:
     signs = []
     for m in mats:
         # info > 0 (a zero pivot) is a singular matrix: its diagonal holds the 0
-        _check(op, min(getrf(_ROW_MAJOR, n, n, _ptr(m), n, _ptr(pivots)), 0), "")
+        _check(op, min(getrf(_ROW_MAJOR, n, n, _ptr(m), _ld(n), _ptr(pivots)), 0), "")
         signs.append(-1 if np.count_nonzero(pivots[:n] != np.arange(1, n + 1)) % 2 else 1)
     return signs
 
@@ -393,10 +403,10 @@ def _eigh(op: str, x: Array, vectors: bool) -> tuple[Array, Array]:
     out, mats = _matrices(op, x)
     n = mats.shape[-1]
     values, w = _out(x.shape[:-1], mats.dtype)
-    w = w.reshape((-1, n))
+    w = _batched(w, x.shape[:-2])
     syevd = _lapack_fn("syevd", mats.dtype)
     for m, v in zip(mats, w):  # the lower triangle is read; the vectors replace the matrix
-        _check(op, syevd(_ROW_MAJOR, ctypes.c_char(b"V" if vectors else b"N"), ctypes.c_char(b"L"), n, _ptr(m), n,
+        _check(op, syevd(_ROW_MAJOR, ctypes.c_char(b"V" if vectors else b"N"), ctypes.c_char(b"L"), n, _ptr(m), _ld(n),
                          _ptr(v)), "not diagonalizable (no convergence)")
     return values, out
 
@@ -423,13 +433,14 @@ def _svd(op: str, x: Array, vectors: bool, full: bool = False) -> tuple[Array, A
     s, sv = _out(batch + (k,), mats.dtype)
     u, uv = _out(batch + (m, ucols) if vectors else (1, 1), mats.dtype)
     vh, vv = _out(batch + (vrows, n) if vectors else (1, 1), mats.dtype)
-    sv, uv, vv = sv.reshape((-1, k)), uv.reshape((-1,) + uv.shape[-2:]), vv.reshape((-1,) + vv.shape[-2:])
+    sv = _batched(sv, batch)
+    uv, vv = (_batched(v, batch) if vectors else v.reshape((1, 1, 1)) for v in (uv, vv))
     gesdd = _lapack_fn("gesdd", mats.dtype)
     job = ctypes.c_char(b"A" if full else b"S") if vectors else ctypes.c_char(b"N")
     for i, a in enumerate(mats):
         ui, vi = (uv[i], vv[i]) if vectors else (uv[0], vv[0])
-        _check(op, gesdd(_ROW_MAJOR, job, m, n, _ptr(a), n, _ptr(sv[i]), _ptr(ui), ui.shape[-1],
-                         _ptr(vi), vi.shape[-1]), "not decomposable (no convergence)")
+        _check(op, gesdd(_ROW_MAJOR, job, m, n, _ptr(a), _ld(n), _ptr(sv[i]), _ptr(ui), _ld(ui.shape[-1]),
+                         _ptr(vi), _ld(vi.shape[-1])), "not decomposable (no convergence)")
     return u, s, vh
 
 
@@ -455,15 +466,15 @@ def qr(x: Array, /, *, mode: str = "reduced") -> QRResult:
     k = min(m, n)
     qcols = m if mode == "complete" else k
     q, qv = _out(x.shape[:-2] + (m, qcols), mats.dtype)
-    qv = qv.reshape((-1, m, qcols))
+    qv = _batched(qv, x.shape[:-2])
     tau = np.empty(max(k, 1), dtype=mats.dtype)
     geqrf, orgqr = _lapack_fn("geqrf", mats.dtype), _lapack_fn("orgqr", mats.dtype)
     for a, qm in zip(mats, qv):
-        _check("qr", geqrf(_ROW_MAJOR, m, n, _ptr(a), n, _ptr(tau)), "")
+        _check("qr", geqrf(_ROW_MAJOR, m, n, _ptr(a), _ld(n), _ptr(tau)), "")
         qm[:, :k] = a[:, :k]  # the reflectors, below the diagonal
         if qcols > k:
             qm[:, k:] = 0
-        _check("qr", orgqr(_ROW_MAJOR, m, qcols, k, _ptr(qm), qcols, _ptr(tau)), "")
+        _check("qr", orgqr(_ROW_MAJOR, m, qcols, k, _ptr(qm), _ld(qcols), _ptr(tau)), "")
     from ._creation import triu
 
     rows = m if mode == "complete" else k

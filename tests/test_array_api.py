@@ -473,3 +473,12 @@ def test_bad_input_raises_clearly(case):
 
 def test_diff_of_many_rounds_ends_at_once():
     assert gd.diff(gd.ones(3), n=2**62).shape == (0,)
+
+
+def test_factorizations_of_empty_matrices():
+    L = gd.linalg
+    for fn in (L.cholesky, L.inv, L.pinv):
+        assert fn(gd.zeros((2, 0, 0))).shape == (2, 0, 0)
+    assert L.det(gd.zeros((0, 0))).item() == 1.0 and L.svdvals(gd.zeros((3, 0, 4))).shape == (3, 0)
+    assert L.solve(gd.zeros((0, 0)), gd.zeros(0)).shape == (0,)
+    np.testing.assert_array_equal(host(L.qr(gd.zeros((3, 0)), mode="complete").Q), np.eye(3))
