@@ -158,13 +158,14 @@ def flip(x: Array, /, *, axis: int | tuple[int, ...] | None = None) -> Array:
 def moveaxis(x: Array, source: int | tuple[int, ...], destination: int | tuple[int, ...], /) -> Array:
     """A view with the axes `source` moved to the places `destination`, the others in order."""
     _need_array("moveaxis", x)
-    src = tuple(normalize_axis("moveaxis", a, x.ndim) for a in ((source,) if _is_int(source) else source))
-    dst = tuple(normalize_axis("moveaxis", a, x.ndim) for a in ((destination,) if _is_int(destination) else destination))
+    src, dst = (tuple(normalize_axis("moveaxis", a, x.ndim) for a in ((axes,) if _is_int(axes) else axes))
+                for axes in (source, destination))
     if len(src) != len(dst):
         raise ValueError(f"moveaxis: {len(src)} source axes {reprlib.repr(src)} and {len(dst)} destinations "
                          f"{reprlib.repr(dst)}; give as many of each")
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
-        raise ValueError(f"moveaxis: an axis repeats in source {reprlib.repr(source)} or destination {reprlib.repr(destination)}")
+        raise ValueError(f"moveaxis: an axis repeats in source {reprlib.repr(source)} or destination "
+                         f"{reprlib.repr(destination)}")
     order = [a for a in range(x.ndim) if a not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)

@@ -55,9 +55,11 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     _need_array("vecdot", x2)
     ndim = max(x1.ndim, x2.ndim)
     a = normalize_axis("vecdot", axis, ndim)
-    n1, n2 = x1.shape[a - ndim] if x1.ndim >= ndim - a else None, x2.shape[a - ndim] if x2.ndim >= ndim - a else None
-    if n1 != n2:
-        raise ValueError(f"vecdot: the vectors along axis {reprlib.repr(axis)} differ in length: shapes {x1.shape} and {x2.shape}")
+    k = a - ndim  # the axis counted from the end, where broadcasting aligns the operands
+    n1, n2 = (x.shape[k] if x.ndim >= -k else None for x in (x1, x2))
+    if n1 != n2:  # a missing axis or one of length 1 does not broadcast here
+        raise ValueError(f"vecdot: the vectors along axis {reprlib.repr(axis)} differ in length: shapes "
+                         f"{x1.shape} and {x2.shape}")
     return _sum(x1 * x2, axis=a)
 
 

@@ -373,7 +373,8 @@ def test_factorizations_on_the_cpu(dtype):
     np.testing.assert_allclose(host(gd.linalg.cholesky(a, upper=True)), np.linalg.cholesky(ref, upper=True), rtol=rtol)
     np.testing.assert_allclose(host(gd.linalg.inv(a)), np.linalg.inv(ref), rtol=rtol * 10)
     b = np.array([1.0, -2.0, 0.5])
-    np.testing.assert_allclose(host(gd.linalg.solve(a, gd.asarray(b, dtype=dtype))), np.linalg.solve(ref, b), rtol=rtol * 10)
+    got = gd.linalg.solve(a, gd.asarray(b, dtype=dtype))
+    np.testing.assert_allclose(host(got), np.linalg.solve(ref, b), rtol=rtol * 10)
     np.testing.assert_allclose(host(gd.linalg.det(a)), np.linalg.det(ref), rtol=rtol * 10)
     perm = gd.asarray([[0.0, 1.0], [1.0, 0.0]], dtype=dtype)
     assert gd.linalg.det(perm).item() == -1.0
