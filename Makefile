@@ -248,3 +248,12 @@ bench-pool: $(POOL_DIR)/bench_pool
 
 clean:
 	rm -rf build $(VENV) gpudev/*.so gpudev/_build_info.py *.egg-info results
+
+# The array API standard's own test suite (data-apis/array-api-tests at a pinned commit,
+# cloned into build/array-api-tests) against gpudev and NumPy with the same settings, and both
+# counts (tools/array_api.py; README, "Array API standard"). ARRAY_API_TESTS_URL and
+# ARRAY_API_SPEC_URL may point at local mirrors; ARRAY_API_ARGS goes to the script, e.g.
+# ARRAY_API_ARGS="--only gpudev array_api_tests/test_creation_functions.py".
+.PHONY: array-api
+array-api: $(BUILT)
+	$(PY) tools/array_api.py $(ARRAY_API_ARGS)

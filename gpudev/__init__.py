@@ -39,7 +39,6 @@ from ._C import (  # noqa: E402,F401
     empty,
     float32,
     float64,
-    from_dlpack,
     full,
     get_num_threads,
     gpu,
@@ -96,14 +95,67 @@ def _load_cuda() -> None:
 
 _load_cuda()
 
-from . import _clip, _index, _protocols, _torch, emulation  # noqa: E402
+from . import _array_api, _clip, _index, _protocols, _torch, emulation  # noqa: E402
+from ._array_api import (  # noqa: E402,F401
+    __array_api_version__,
+    __array_namespace_info__,
+    add,
+    astype,
+    bitwise_and,
+    bitwise_invert,
+    bitwise_left_shift,
+    bitwise_or,
+    bitwise_right_shift,
+    bitwise_xor,
+    can_cast,
+    conj,
+    divide,
+    e,
+    equal,
+    finfo,
+    from_dlpack,
+    greater,
+    greater_equal,
+    iinfo,
+    imag,
+    inf,
+    isdtype,
+    isinf,
+    less,
+    less_equal,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    multiply,
+    nan,
+    negative,
+    newaxis,
+    not_equal,
+    pi,
+    positive,
+    real,
+    result_type,
+    subtract,
+)
 from ._clip import clamp, clip  # noqa: E402
-from ._creation import empty_like, full_like, ones_like, zeros_like  # noqa: E402
+from ._creation import (  # noqa: E402
+    empty_like, eye, full_like, linspace, meshgrid, ones_like, tril, triu, zeros_like,
+)
+from ._manipulation import (  # noqa: E402
+    broadcast_arrays, broadcast_to, concat, expand_dims, flip, matrix_transpose, moveaxis,
+    permute_dims, reshape, roll, squeeze, tile, unstack,
+)
+from ._statistics import (  # noqa: E402
+    argsort, count_nonzero, cumulative_prod, cumulative_sum, diff, mean, prod, repeat, searchsorted,
+    sort, std, take, take_along_axis, unique_all, unique_counts, unique_inverse, unique_values, var,
+)
 from ._composite import isfinite, isnan  # noqa: E402
 from ._softmax import log_softmax, softmax  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 
 _protocols.install()
+_array_api.install()
 _clip.install()
 _torch.install()
 _index.install()
@@ -116,7 +168,8 @@ from .io import load, save  # noqa: E402
 from .timing import BenchmarkResult, Timer, benchmark  # noqa: E402
 from .trace import Trace, trace  # noqa: E402
 from .strict import StrictModeError, StrictModeWarning, strict  # noqa: E402
-from . import cuda, nn, optim, utils  # noqa: E402
+from . import cuda, linalg, nn, optim, utils  # noqa: E402
+from .linalg import tensordot, vecdot  # noqa: E402
 
 
 def __getattr__(name: str):
@@ -140,10 +193,23 @@ __all__ = [
     "argmax", "argmin", "nonzero", "where", "bmm", "cat", "cuda", "device", "from_numpy", "int32", "max",
     "min", "normal", "optim", "randint", "utils",
     *_OP_FUNCTIONS,
+    # the array API standard's names (gpudev/_array_api.py, _manipulation.py, _statistics.py)
+    "__array_api_version__", "__array_namespace_info__", "add", "argsort", "astype", "bitwise_and",
+    "bitwise_invert", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
+    "broadcast_arrays", "broadcast_to", "can_cast", "concat", "conj", "count_nonzero", "cumulative_prod",
+    "cumulative_sum", "diff", "divide", "e", "equal", "expand_dims", "eye", "finfo", "flip",
+    "greater", "greater_equal", "iinfo", "imag", "inf", "isdtype", "isinf", "less", "less_equal",
+    "linalg", "linspace", "logical_and", "logical_not", "logical_or", "logical_xor",
+    "matrix_transpose", "mean", "meshgrid", "moveaxis", "multiply", "nan", "negative", "newaxis",
+    "not_equal", "permute_dims", "pi", "positive", "prod", "real", "repeat", "reshape", "result_type",
+    "roll", "searchsorted", "sort", "squeeze", "std", "subtract", "sum", "take",
+    "take_along_axis", "tensordot", "tile", "tril", "triu", "unique_all", "unique_counts",
+    "unique_inverse", "unique_values", "unstack", "var", "vecdot",
 ]
 
 # NumPy's names, bound last so the code above still sees Python's own any, all and bool
 from ._C import all, any, bool  # noqa: E402,A004
 from ._torch import max, min  # noqa: E402,A004
+from ._statistics import sum  # noqa: E402,A004
 
 bool_ = bool

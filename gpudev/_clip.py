@@ -1,6 +1,6 @@
 """Limiting values to a range: ``gd.clip`` (NumPy's name) and ``gd.clamp`` (PyTorch's).
 
-Both are NumPy's definition, ``minimum(maximum(a, a_min), a_max)``, made of the recorded
+Both are NumPy's definition, ``minimum(maximum(a, min), max)``, made of the recorded
 operations ``maximum`` and ``minimum``: bounds broadcast, the result's dtype follows NumPy 2
 promotion with Python scalars as weak operands (an int64 array clipped to 0.5 is float64), NaN
 in ``a`` or a bound propagates, and gradients come through ``maximum``/``minimum``.
@@ -33,18 +33,23 @@ def _limit(name: str, a: Any, low: Any, high: Any) -> _C.Array:
     return out if high is None else _C.minimum(out, high)
 
 
-def clip(a: _C.Array, a_min: Any = None, a_max: Any = None) -> _C.Array:
-    """Elements of ``a`` limited to ``[a_min, a_max]``: ``minimum(maximum(a, a_min), a_max)``.
+def clip(x: _C.Array, /, min: Any = None, max: Any = None, *,  # noqa: A002 (the standard's names)
+         a_min: Any = None, a_max: Any = None) -> _C.Array:
+    """Elements of ``x`` limited to ``[min, max]``: ``minimum(maximum(x, min), max)``.
 
     Either bound may be None (no limit on that side), a number or an Array that broadcasts
-    against ``a``; both None give a copy, as in NumPy 2. A bound above the other gives ``a_max``, as in
-    NumPy. Returns a new array, also when nothing was clipped.
+    against ``x``; both None give a copy, as in NumPy 2. A bound above the other gives ``max``,
+    as in NumPy. Returns a new array, also when nothing was clipped. ``min``/``max`` are the
+    array API standard's names; NumPy's older ``a_min``/``a_max`` keywords work too.
 
     Example:
         >>> gd.clip(gd.array([-2.0, 0.5, 9.0]), 0.0, 1.0).tolist()
         [0.0, 0.5, 1.0]
     """
-    return _limit("clip", a, a_min, a_max)
+    for new, old, name in ((min, a_min, "min"), (max, a_max, "max")):
+        if new is not None and old is not None:
+            raise TypeError(f"clip: give {name}= or a_{name}=, not both")
+    return _limit("clip", x, a_min if min is None else min, a_max if max is None else max)
 
 
 def clamp(a: _C.Array, min: Any = None, max: Any = None) -> _C.Array:  # noqa: A002 (PyTorch's names)

@@ -14,11 +14,12 @@ dtype('float32')
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any
 
 from . import _C
 
-__all__ = ["empty_like", "full_like", "ones_like", "zeros_like"]
+__all__ = ["empty_like", "eye", "full_like", "linspace", "meshgrid", "ones_like", "tril", "triu", "zeros_like"]
 
 
 def _like(name: str, a: Any, dtype: Any, device: Any) -> tuple[tuple, dict]:
@@ -52,3 +53,75 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, device: Any = None) ->
     """An array of fill_value with a's shape, dtype and device. ``gd.full_like(x, 7)``"""
     shape, kw = _like("full_like", a, dtype, device)
     return _C.full(shape, fill_value, **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# the array API standard's other creation functions, made of arange and comparisons on the
+# device asked for (nothing is built on the host and copied)
+# ---------------------------------------------------------------------------------------------
+
+def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None,
+        device: Any = None) -> _C.Array:
+    """The (n_rows, n_cols) array with ones on diagonal `k` (above the main one for k > 0)
+    and zeros elsewhere. ``gd.eye(3)``"""
+    n_cols = n_rows if n_cols is None else n_cols
+    rows = _C.arange(n_rows, device=device).reshape((n_rows, 1))
+    cols = _C.arange(n_cols, device=device).reshape((1, n_cols))
+    return (rows + k == cols).astype(_C.float32 if dtype is None else dtype)
+
+
+def linspace(start: float, stop: float, /, num: int, *, dtype: Any = None, device: Any = None,
+             endpoint: bool = True) -> _C.Array:
+    """`num` evenly spaced values from start to stop (stop left out when endpoint is False).
+    ``gd.linspace(0, 1, 5)``"""
+    if not isinstance(num, int) or isinstance(num, bool) or num < 0:
+        raise ValueError(f"linspace: num must be a non-negative int, got {reprlib.repr(num)}")
+    dtype = _C.float32 if dtype is None else dtype
+    div = (num - 1) if endpoint else num
+    step = (stop - start) / div if div > 0 else 0.0
+    # computed in float64 and rounded once to dtype; the end is set exactly, as NumPy does
+    out = _C.arange(num, dtype=_C.float64, device=device) * step + start
+    if endpoint and num > 1:
+        out[num - 1] = stop
+    return out.astype(dtype, copy=False)
+
+
+def meshgrid(*arrays: _C.Array, indexing: str = "xy") -> list[_C.Array]:
+    """Coordinate arrays from 1-D arrays: for 'xy' (Cartesian) the first two axes are swapped
+    with respect to 'ij' (matrix indexing)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {reprlib.repr(indexing)}")
+    from ._manipulation import broadcast_to
+
+    for a in arrays:
+        if not isinstance(a, _C.Array) or a.ndim != 1:
+            raise ValueError(f"meshgrid: expected 1-D gpudev arrays, got {getattr(a, 'shape', type(a).__name__)}")
+    n = len(arrays)
+    shape = [a.shape[0] for a in arrays]
+    if indexing == "xy" and n > 1:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for k, a in enumerate(arrays):
+        axis = {0: 1, 1: 0}.get(k, k) if indexing == "xy" and n > 1 else k
+        out.append(broadcast_to(a.reshape(tuple(-1 if j == axis else 1 for j in range(n))), tuple(shape)))
+    return out
+
+
+def _triangle(name: str, x: _C.Array, k: int, lower: bool) -> _C.Array:
+    if not isinstance(x, _C.Array) or x.ndim < 2:
+        raise ValueError(f"{name}: expected a gpudev Array of at least 2 dimensions, got "
+                         f"{getattr(x, 'shape', type(x).__name__)}")
+    rows = _C.arange(x.shape[-2], device=x.device).reshape((x.shape[-2], 1))
+    cols = _C.arange(x.shape[-1], device=x.device).reshape((1, x.shape[-1]))
+    keep = (cols - rows <= k) if lower else (cols - rows >= k)
+    return _C.where(keep, x, _C.zeros((), dtype=x.dtype, device=x.device))
+
+
+def tril(x: _C.Array, /, *, k: int = 0) -> _C.Array:
+    """x with the elements above diagonal `k` of each matrix (the last two axes) set to zero."""
+    return _triangle("tril", x, k, True)
+
+
+def triu(x: _C.Array, /, *, k: int = 0) -> _C.Array:
+    """x with the elements below diagonal `k` of each matrix (the last two axes) set to zero."""
+    return _triangle("triu", x, k, False)

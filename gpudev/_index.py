@@ -56,9 +56,9 @@ def _as_index(a: _C.Array, it: Any, op: str) -> list[_C.Array]:
         if isinstance(it, list) and idx.size == 0:
             idx = idx.astype(_C.int64)
     if idx.dtype == np.dtype(bool):
-        if idx.ndim == 0:
-            raise IndexError(f"{op}: a 0-d boolean index next to other indices is not supported; "
-                             f"use a mask of the axes it covers")
+        if idx.ndim == 0:  # NumPy arrays and lists; a gpudev 0-d mask is handled by _split
+            raise IndexError(f"{op}: a 0-d boolean index that is not a gpudev array is not "
+                             f"supported; use gd.asarray(mask)")
         return list(idx.nonzero())
     if idx.dtype != np.dtype(np.int64):
         raise IndexError(f"{op}: arrays used as indices must be of integer (or boolean) type, got "
@@ -89,6 +89,11 @@ def _split(a: _C.Array, key: tuple, op: str) -> tuple[tuple, list[tuple[int, _C.
             axis += 1
         elif isinstance(it, slice):
             basic.append(it)
+            axis += 1
+        elif isinstance(it, _C.Array) and it.ndim == 0 and it.dtype == np.dtype(bool):
+            # NumPy's a[True] / a[False]: a new axis of length 1, kept or dropped by the mask
+            basic.append(None)
+            advanced.append((axis, _as_index(a, it.reshape(1), op)[0]))
             axis += 1
         elif _is_array_item(it) or _is_integer(it):
             arrays = _as_index(a, it, op) if _is_array_item(it) else [_C.array(int(it), device=a.device)]

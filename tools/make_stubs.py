@@ -55,6 +55,7 @@ TYPES = {
     "kwargs": "object", "func": "Callable[..., object]", "types": "tuple[type, ...]", "args": "tuple[object, ...]",
     "other": "_Operand", "alpha": "_Scalar", "mean": "float", "std": "float", "src": "_Operand", "dim": "int",
     "sizes": "int", "size": "_Shape", "start_dim": "int | str", "end_dim": "int", "correction": "float", "unbiased": "builtins.bool", "exponent": "_Operand",
+    "api_version": "str",
 }
 # (callable, parameter) -> type, where a name means something else there
 TYPES_OF = {
@@ -91,6 +92,7 @@ RETURNS = {
     "Device.__eq__": "builtins.bool", "Device.__ne__": "builtins.bool", "Device.__lt__": "builtins.bool",
     "Device.__le__": "builtins.bool", "Device.__gt__": "builtins.bool", "Device.__ge__": "builtins.bool",
     "Array.numel": "int", "Array.dim": "int", "Array.type": "Array | str",
+    "Array.__array_namespace__": "object", "Array.__complex__": "complex",
 }
 # attributes (getset descriptors) -> type
 ATTRIBUTES = {

@@ -160,11 +160,6 @@ static int too_many(const ArrayObject *a, int used, const char *op)
 /* The row numbers of a mask: its nonzero positions in C order. */
 static int plan_mask(take_plan *p, gd_state *st, ArrayObject *a, ArrayObject *mask, int trailing, const char *op)
 {
-    if (mask->ndim == 0) {
-        PyErr_Format(PyExc_IndexError, "%s: a 0-d boolean mask (a[gd.array(True)]) is not supported; use a mask of "
-                     "a's leading shape", op);
-        return -1;
-    }
     if (mask->ndim + trailing > a->ndim) return too_many(a, mask->ndim + trailing, op);
     for (int k = 0; k < mask->ndim; k++)
         if (mask->shape[k] != a->shape[k]) {
@@ -198,13 +193,22 @@ static int plan_ints(take_plan *p, gd_state *st, ArrayObject *a, ArrayObject *id
     return plan_shape(p, a, idx->ndim, idx->shape, op);
 }
 
+/* A 0-d bool Array, which NumPy reads as a new axis of length 1 masked by it (a[True] is
+ * a[None], a[False] an empty a[None][:0]): gpudev/_index.py composes that. */
+static int is_0d_mask(gd_state *st, PyObject *item)
+{
+    if (!gd_is_array(st, item)) return 0;
+    const ArrayObject *m = (const ArrayObject *)item;
+    return m->ndim == 0 && m->dtype == GD_BOOL;
+}
+
 /* Plan a[key] for an advanced key: 1 with *p filled (p->rowsidx a new reference), 0 for a
  * basic key, 2 for a key that multi_index takes, -1 with an exception. */
 static int plan_take(take_plan *p, gd_state *st, ArrayObject *a, PyObject *key, const char *op)
 {
     int trailing, multi;
     PyObject *item = advanced_item(st, key, &trailing, &multi);
-    if (multi) return 2;
+    if (multi || (item && is_0d_mask(st, item))) return 2;
     if (!item) return PyErr_Occurred() ? -1 : 0;
     if (a->ndim == 0) return too_many(a, 1, op);
     ArrayObject *idx = index_array(st, a, item, op);

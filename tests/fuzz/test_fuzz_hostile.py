@@ -237,7 +237,8 @@ SIGNATURES: dict[str, tuple[P, ...]] = {
     "rand": (P("shape", "dim", lambda: 3, "varargs"), P("dtype", "dtype", lambda: None, "keyword"),
              P("device", "device", lambda: None, "keyword")),
     "array": (P("obj", "any", lambda: [[1, 2], [3, 4]]), DTYPE, DEVICE, P("copy", "flag", lambda: True)),
-    "from_dlpack": (P("x", "producer", lambda: np.arange(3.0), "positional"),),
+    "from_dlpack": (P("x", "producer", lambda: np.arange(3.0), "positional"), P("device", "device", lambda: None, "keyword"),
+                    P("copy", "flag", lambda: None, "keyword")),
     # elementwise, reductions, products, joins
     "allclose": TWO + (P("rtol", "number", lambda: 1e-5), P("atol", "number", lambda: 1e-8)),
     "matmul": (P("a", "array", arr(2, 3), "positional"), P("b", "array", arr(3, 2), "positional")),
@@ -320,7 +321,8 @@ for _name in ("__len__", "__bool__", "__float__", "__int__", "__index__", "__neg
     METHODS[_name] = ()
 # sigmoid, floor division and remainder, powers, clip
 SIGNATURES.update({
-    "clip": (ONE, P("a_min", "array", lambda: 0.5), P("a_max", "array", arr(3))),
+    "clip": (ONE, P("min", "array", lambda: 0.5), P("max", "array", arr(3)), P("a_min", "array", lambda: None, "keyword"),
+             P("a_max", "array", lambda: None, "keyword")),
     "clamp": (ONE, P("min", "array", lambda: 0.5), P("max", "array", lambda: None)),
 })
 for _name in ("floordiv", "mod", "divmod"):
@@ -373,6 +375,85 @@ METHODS.update({
 })
 METHODS["sub_"] = METHODS["add_"]
 METHODS["std"] = METHODS["var"]
+
+# the array API standard's names (gpudev/_array_api.py, _manipulation.py, _statistics.py,
+# _creation.py, linalg.py)
+X = P("x", "array", arr(2, 3), "positional")
+X1X2 = (P("x1", "array", arr(2, 3), "positional"), P("x2", "array", arr(3), "positional"))
+INTS = P("x", "array", lambda: gd.arange(6).reshape(2, 3), "positional")
+AXIS_KW = P("axis", "axis", lambda: None, "keyword")
+KEEPDIMS_KW = P("keepdims", "flag", lambda: False, "keyword")
+DTYPE_KW, DEVICE_KW = P("dtype", "dtype", lambda: None, "keyword"), P("device", "device", lambda: None, "keyword")
+SORT = (X, P("axis", "axis", lambda: -1, "keyword"), P("descending", "flag", lambda: False, "keyword"),
+        P("stable", "flag", lambda: True, "keyword"))
+SCAN = (X, P("axis", "axis", lambda: 1, "keyword"), DTYPE_KW, P("include_initial", "flag", lambda: False, "keyword"))
+for _name in ("add", "subtract", "multiply", "divide", "equal", "not_equal", "less", "less_equal", "greater",
+              "greater_equal", "logical_and", "logical_or", "logical_xor"):
+    SIGNATURES[_name] = X1X2
+for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"):
+    SIGNATURES[_name] = (P("x1", "array", lambda: gd.arange(6).reshape(2, 3), "positional"),
+                         P("x2", "array", lambda: gd.arange(3), "positional"))
+for _name in ("negative", "positive", "logical_not", "isinf", "conj", "real", "imag", "matrix_transpose", "unique_values",
+              "unique_counts", "unique_inverse", "unique_all"):
+    SIGNATURES[_name] = (X,)
+SIGNATURES["bitwise_invert"] = (INTS,)
+SIGNATURES.update({
+    "astype": (X, P("dtype", "dtype", lambda: gd.float64, "positional"), P("copy", "flag", lambda: True, "keyword"),
+               DEVICE_KW),
+    "finfo": (P("type", "dtype", lambda: gd.float32, "positional"),),
+    "iinfo": (P("type", "dtype", lambda: gd.int64, "positional"),),
+    "isdtype": (P("dtype", "dtype", lambda: gd.float32), P("kind", "any", lambda: "real floating")),
+    "result_type": (P("arrays_and_dtypes", "dtype", lambda: gd.float32, "varargs"),),
+    "can_cast": (P("from_", "dtype", lambda: gd.int64, "positional"), P("to", "dtype", lambda: gd.float64, "positional")),
+    "eye": (P("n_rows", "dim", lambda: 3, "positional"), P("n_cols", "dim", lambda: None, "positional"),
+            P("k", "number", lambda: 0, "keyword"), DTYPE_KW, DEVICE_KW),
+    "linspace": (P("start", "number", lambda: 0.0, "positional"), P("stop", "number", lambda: 1.0, "positional"),
+                 P("num", "dim", lambda: 5), DTYPE_KW, DEVICE_KW, P("endpoint", "flag", lambda: True, "keyword")),
+    "meshgrid": (P("arrays", "array", arr(3), "varargs"), P("indexing", "any", lambda: "xy", "keyword")),
+    "tril": (X, P("k", "number", lambda: 0, "keyword")),
+    "reshape": (X, P("shape", "shape", lambda: (3, 2)), P("copy", "flag", lambda: None, "keyword")),
+    "permute_dims": (X, P("axes", "axis", lambda: (1, 0))),
+    "concat": (P("arrays", "arrays", lambda: [gd.ones((2, 3)), gd.zeros((2, 3))], "positional"),
+               P("axis", "axis", lambda: 0, "keyword")),
+    "broadcast_to": (X, P("shape", "shape", lambda: (4, 2, 3))),
+    "broadcast_arrays": (P("arrays", "array", arr(2, 3), "varargs"),),
+    "expand_dims": (X, P("axis", "axis", lambda: 0)),
+    "squeeze": (P("x", "array", arr(2, 1), "positional"), P("axis", "axis", lambda: 1)),
+    "flip": (X, AXIS_KW),
+    "moveaxis": (X, P("source", "axis", lambda: 0, "positional"), P("destination", "axis", lambda: -1, "positional")),
+    "roll": (X, P("shift", "dim", lambda: 1), AXIS_KW),
+    "tile": (X, P("repetitions", "shape", lambda: (2, 1), "positional")),
+    "repeat": (X, P("repeats", "array", lambda: 2, "positional"), AXIS_KW),
+    "unstack": (X, P("axis", "axis", lambda: 0, "keyword")),
+    "sum": (X, AXIS_KW, DTYPE_KW, KEEPDIMS_KW),
+    "mean": (X, AXIS_KW, KEEPDIMS_KW),
+    "var": (X, AXIS_KW, P("correction", "number", lambda: 0.0, "keyword"), KEEPDIMS_KW),
+    "count_nonzero": (X, AXIS_KW, KEEPDIMS_KW),
+    "cumulative_sum": SCAN,
+    "diff": (X, P("axis", "axis", lambda: -1, "keyword"), P("n", "dim", lambda: 1, "keyword"),
+             P("prepend", "array", lambda: None, "keyword"), P("append", "array", lambda: None, "keyword")),
+    "take": (X, P("indices", "array", lambda: gd.asarray([0, 2, 1]), "positional"), P("axis", "axis", lambda: 1, "keyword")),
+    "take_along_axis": (X, P("indices", "array", lambda: gd.asarray([[0], [1]]), "positional"),
+                        P("axis", "axis", lambda: -1, "keyword")),
+    "searchsorted": (P("x1", "array", arr(5), "positional"), P("x2", "array", arr(2, 2), "positional"),
+                     P("side", "any", lambda: "left", "keyword"), P("sorter", "array", lambda: None, "keyword")),
+    "argsort": SORT, "sort": SORT,
+    "vecdot": X1X2 + (P("axis", "axis", lambda: -1, "keyword"),),
+    "tensordot": (P("x1", "array", arr(2, 3), "positional"), P("x2", "array", arr(3, 2), "positional"),
+                  P("axes", "axis", lambda: 1, "keyword")),
+})
+SIGNATURES["triu"] = SIGNATURES["tril"]
+SIGNATURES["prod"] = SIGNATURES["sum"]
+SIGNATURES["std"] = SIGNATURES["var"]
+SIGNATURES["cumulative_prod"] = SIGNATURES["cumulative_sum"]
+METHODS.update({
+    "__array_namespace__": (P("api_version", "any", lambda: None, "keyword"),),
+    "to_device": (P("device", "device", lambda: "cpu", "positional"), P("stream", "any", lambda: None, "keyword")),
+    "__complex__": (),
+})
+for _name in ("lshift", "rshift"):
+    for _form in ("__{}__", "__r{}__", "__i{}__"):
+        METHODS[_form.format(_name)] = (P("other", "array", lambda: gd.arange(3), "positional"),)
 
 # indexing that copies: gd.nonzero, Array.nonzero, and masks and index arrays as keys
 SIGNATURES["nonzero"] = (ONE,)

@@ -1,0 +1,474 @@
+"""gpudev as a Python array API standard namespace (version 2024.12): its inspection API, its
+data type functions, its constants, the standard's spellings of operations gpudev has under
+other names, and the Array members it asks for.
+
+Each spelling calls the operation the core already has (``add`` is ``x1 + x2``, so it runs
+the C kernel on the operands' device); nothing here computes in Python or copies between
+devices. The standard's functions that gpudev did not have live in ``_manipulation``,
+``_statistics`` and ``linalg``.
+
+>>> import gpudev as gd
+>>> x = gd.asarray([1.0, 2.0])
+>>> xp = x.__array_namespace__()
+>>> xp.add(x, 1).tolist(), xp.finfo(xp.float32).bits, xp.__array_namespace_info__().default_device()
+([2.0, 3.0], 32, Device('cpu'))
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import reprlib
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from . import _C
+
+__all__ = [
+    "__array_api_version__", "__array_namespace_info__", "add", "astype", "bitwise_and",
+    "bitwise_invert", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
+    "can_cast", "conj", "divide", "e", "equal", "finfo", "from_dlpack", "greater", "greater_equal",
+    "iinfo", "imag", "inf", "isdtype", "isinf", "less", "less_equal", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "multiply", "nan", "negative", "newaxis", "not_equal", "pi", "positive",
+    "real", "result_type", "subtract",
+]
+
+Array = _C.Array
+__array_api_version__ = "2024.12"
+
+# the constants: Python floats, as the standard has them
+e = math.e
+pi = math.pi
+inf = math.inf
+nan = math.nan
+newaxis = None
+
+# GD_MAX_NDIM of csrc/gpudev.h (tests/test_array_api.py checks the two agree)
+MAX_NDIM = 16
+BOOL, FLOAT32, FLOAT64, INT64 = (np.dtype(t) for t in (np.bool_, np.float32, np.float64, np.int64))
+DTYPES = {"bool": BOOL, "float32": FLOAT32, "float64": FLOAT64, "int64": INT64}
+# the standard's kinds (isdtype, __array_namespace_info__().dtypes) among gpudev's dtypes
+KINDS = {
+    "bool": (BOOL,),
+    "signed integer": (INT64,),
+    "unsigned integer": (),
+    "integral": (INT64,),
+    "real floating": (FLOAT32, FLOAT64),
+    "complex floating": (),
+    "numeric": (INT64, FLOAT32, FLOAT64),
+}
+
+
+def _dtype(op: str, dtype: Any) -> np.dtype:
+    """dtype as one of gpudev's four NumPy dtypes, or a TypeError naming them."""
+    from ._torch import _dtype_of
+
+    _dtype_of(op, dtype)  # int32 in any spelling: the message naming int64
+    try:
+        dt = None if dtype is None else np.dtype(dtype)  # np.dtype(None) would be float64
+    except Exception:  # NumPy may raise more than TypeError for what is not a dtype
+        dt = None
+    if dt is None or not any(dt == d for d in DTYPES.values()):
+        raise TypeError(f"{op}: {reprlib.repr(dtype)} is not one of gpudev's dtypes; use gd.bool, gd.int64, "
+                        f"gd.float32 or gd.float64")
+    return dt
+
+
+def _dtype_or_array(op: str, x: Any) -> np.dtype:
+    return x.dtype if isinstance(x, Array) else _dtype(op, x)
+
+
+# ---------------------------------------------------------------------------------------------
+# data type functions
+# ---------------------------------------------------------------------------------------------
+
+class finfo_object(NamedTuple):
+    """Machine limits of a float dtype, as the standard has them (Python floats)."""
+
+    bits: int
+    eps: float
+    max: float
+    min: float
+    smallest_normal: float
+    dtype: np.dtype
+
+
+class iinfo_object(NamedTuple):
+    """Limits of an integer dtype (Python ints)."""
+
+    bits: int
+    max: int
+    min: int
+    dtype: np.dtype
+
+
+def finfo(type: Any, /) -> finfo_object:  # noqa: A002 (the standard's name)
+    """Machine limits of a float dtype (or a float array's): bits, eps, max, min, smallest_normal.
+
+    Example:
+        >>> gd.finfo(gd.float32).eps
+        1.1920928955078125e-07
+    """
+    dt = _dtype_or_array("finfo", type)
+    if dt.kind != "f":
+        raise TypeError(f"finfo: {dt} is not a floating dtype; use gd.iinfo for integers")
+    f = np.finfo(dt)
+    return finfo_object(f.bits, float(f.eps), float(f.max), float(f.min), float(f.smallest_normal), dt)
+
+
+def iinfo(type: Any, /) -> iinfo_object:  # noqa: A002
+    """Limits of an integer dtype (or an integer array's): bits, max, min.
+
+    Example:
+        >>> gd.iinfo(gd.int64).max
+        9223372036854775807
+    """
+    dt = _dtype_or_array("iinfo", type)
+    if dt.kind != "i":
+        raise TypeError(f"iinfo: {dt} is not an integer dtype; use gd.finfo for floats")
+    i = np.iinfo(dt)
+    return iinfo_object(i.bits, int(i.max), int(i.min), dt)
+
+
+def isdtype(dtype: Any, kind: Any) -> bool:
+    """Whether `dtype` is of `kind`: a dtype, a kind name ('bool', 'signed integer', 'unsigned
+    integer', 'integral', 'real floating', 'complex floating', 'numeric') or a tuple of them.
+
+    Example:
+        >>> gd.isdtype(gd.float64, ("integral", "real floating"))
+        True
+    """
+    dt = _dtype("isdtype", dtype)
+    if isinstance(kind, tuple):
+        return any(isdtype(dt, k) for k in kind)
+    if isinstance(kind, str):
+        if kind not in KINDS:
+            raise ValueError(f"isdtype: unknown kind {reprlib.repr(kind)}; use one of {', '.join(map(repr, KINDS))}")
+        return dt in KINDS[kind]
+    return dt == _dtype("isdtype", kind)
+
+
+def result_type(*arrays_and_dtypes: Any) -> np.dtype:
+    """The dtype that operations on these arrays, dtypes and Python scalars give (NumPy 2's
+    promotion, which gpudev's operations follow; Python scalars adapt to the arrays).
+
+    Example:
+        >>> gd.result_type(gd.float32, gd.int64), gd.result_type(gd.float32, 1.0)
+        (dtype('float64'), dtype('float32'))
+    """
+    if not arrays_and_dtypes:
+        raise ValueError("result_type: give at least one array or dtype")
+    typed = [_dtype_or_array("result_type", x) for x in arrays_and_dtypes
+             if not isinstance(x, (bool, int, float, complex))]
+    if not typed:
+        raise ValueError("result_type: give at least one array or dtype besides Python scalars")
+    scalars = [x for x in arrays_and_dtypes if isinstance(x, (bool, int, float, complex))]
+    out = np.result_type(*typed, *scalars)
+    if out not in DTYPES.values():
+        raise TypeError(f"result_type: {out} is not a gpudev dtype (from {reprlib.repr(arrays_and_dtypes)})")
+    return out
+
+
+def can_cast(from_: Any, to: Any, /) -> bool:
+    """Whether `from_` (a dtype or an array) casts to `to` without losing values, as NumPy's
+    "safe" casting says (bool -> int64 -> float64, float32 -> float64).
+
+    Example:
+        >>> gd.can_cast(gd.int64, gd.float32), gd.can_cast(gd.float32, gd.float64)
+        (False, True)
+    """
+    return bool(np.can_cast(_dtype_or_array("can_cast", from_), _dtype("can_cast", to), "safe"))
+
+
+def astype(x: Array, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Array:
+    """x as `dtype` (and on `device`, an explicit copy, when given); a new array unless
+    ``copy=False`` and nothing changes.
+
+    Example:
+        >>> gd.astype(gd.asarray([1.7, -1.7]), gd.int64).tolist()
+        [1, -1]
+    """
+    _need_array("astype", x)
+    if device is not None:
+        x = x.to(device)  # the copy was asked for
+    return x.astype(_dtype("astype", dtype), copy=copy)
+
+
+def _need_array(op: str, x: Any) -> Array:
+    if not isinstance(x, Array):
+        raise TypeError(f"{op}: expected a gpudev Array, got {type(x).__name__}; convert it first, "
+                        f"e.g. gd.asarray(x)")
+    return x
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Array:
+    """An Array of a DLPack producer's data (``__dlpack__``: NumPy, PyTorch, CuPy...), sharing
+    its memory where gpudev can (copy=None). ``copy=True`` always gives memory of its own;
+    ``device`` asks for the result on that device, a copy when the data is elsewhere, which
+    ``copy=False`` refuses. gpudev never writes into an exporter's read-only memory, so it
+    copies that on import: ``copy=False`` refuses a read-only NumPy array too.
+
+    Example:
+        >>> import numpy as np
+        >>> gd.from_dlpack(np.arange(3.0), copy=True).tolist()
+        [0.0, 1.0, 2.0]
+    """
+    if copy is not None and not isinstance(copy, (bool, np.bool_)):
+        raise TypeError(f"from_dlpack: copy must be True, False or None, got {type(copy).__name__}")
+    target = None if device is None else (device if isinstance(device, _C.Device) else _C.Device(device))
+    if copy is False and isinstance(x, np.ndarray) and not x.flags.writeable:
+        raise ValueError("from_dlpack: copy=False, but the NumPy array is read-only and gpudev "
+                         "copies such memory rather than share it; pass copy=None")
+    out = _C.from_dlpack(x)
+    if target is not None and out.device != target:
+        if copy is False:
+            raise ValueError(f"from_dlpack: copy=False, but the data is on {out.device} and "
+                             f"device={target} asks for a copy; pass copy=None or True")
+        return out.to(target)
+    return out.copy() if copy else out
+
+
+# ---------------------------------------------------------------------------------------------
+# the inspection API
+# ---------------------------------------------------------------------------------------------
+
+class Info:
+    """What this namespace supports, as ``gd.__array_namespace_info__()`` answers it.
+
+    Example:
+        >>> info = gd.__array_namespace_info__()
+        >>> info.default_dtypes()["real floating"], sorted(info.dtypes(kind="real floating"))
+        (dtype('float32'), ['float32', 'float64'])
+    """
+
+    def capabilities(self) -> dict[str, Any]:
+        """Boolean masks index, nonzero/unique give data-dependent shapes, at most GD_MAX_NDIM axes."""
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": MAX_NDIM}
+
+    def default_device(self) -> _C.Device:
+        """The CPU: gpudev allocates on a GPU only when asked."""
+        return _C.cpu()
+
+    def devices(self) -> list[_C.Device]:
+        """The CPU and each GPU found (emulated ones included)."""
+        return [_C.cpu(), *(_C.gpu(i) for i in range(_C.num_gpus()))]
+
+    def default_dtypes(self, *, device: Any = None) -> dict[str, Any]:
+        """float32 for floats (as in PyTorch), int64 for integers and indices; no complex dtype."""
+        self._check_device(device)
+        return {"real floating": FLOAT32, "complex floating": None, "integral": INT64, "indexing": INT64}
+
+    def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, np.dtype]:
+        """gpudev's dtypes by name (the same on every device), those of `kind` when given."""
+        self._check_device(device)
+        return {name: dt for name, dt in DTYPES.items() if kind is None or isdtype(dt, kind)}
+
+    def _check_device(self, device: Any) -> None:
+        if device is not None and not isinstance(device, _C.Device):
+            _C.Device(device)  # raises the core's message for a bad device name
+
+
+_INFO = Info()
+
+
+def __array_namespace_info__() -> Info:
+    """The inspection API: devices(), default_device(), dtypes(), default_dtypes(), capabilities()."""
+    return _INFO
+
+
+# ---------------------------------------------------------------------------------------------
+# the standard's spellings of operations gpudev has: one operator each, so the C kernel runs
+# ---------------------------------------------------------------------------------------------
+
+def _binary(name: str, op: Any, doc: str) -> Any:
+    def fn(x1: Any, x2: Any, /) -> Array:
+        if not isinstance(x1, Array) and not isinstance(x2, Array):
+            raise TypeError(f"{name}: at least one operand must be a gpudev Array, got "
+                            f"{type(x1).__name__} and {type(x2).__name__}")
+        return op(x1, x2)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"{doc} (``x1 {_SYMBOL.get(name, name)} x2``), broadcasting; one operand may be a Python scalar."
+    return fn
+
+
+def _unary(name: str, op: Any, doc: str) -> Any:
+    def fn(x: Array, /) -> Array:
+        return op(_need_array(name, x))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+_SYMBOL = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "equal": "==",
+           "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
+           "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "bitwise_left_shift": "<<",
+           "bitwise_right_shift": ">>"}
+
+add = _binary("add", operator.add, "Elementwise sum")
+subtract = _binary("subtract", operator.sub, "Elementwise difference")
+multiply = _binary("multiply", operator.mul, "Elementwise product")
+divide = _binary("divide", operator.truediv, "Elementwise true division")
+equal = _binary("equal", operator.eq, "Elementwise ==, a bool array")
+not_equal = _binary("not_equal", operator.ne, "Elementwise !=, a bool array")
+less = _binary("less", operator.lt, "Elementwise <, a bool array")
+less_equal = _binary("less_equal", operator.le, "Elementwise <=, a bool array")
+greater = _binary("greater", operator.gt, "Elementwise >, a bool array")
+greater_equal = _binary("greater_equal", operator.ge, "Elementwise >=, a bool array")
+bitwise_and = _binary("bitwise_and", operator.and_, "Elementwise AND of int64 or bool arrays")
+bitwise_or = _binary("bitwise_or", operator.or_, "Elementwise OR of int64 or bool arrays")
+bitwise_xor = _binary("bitwise_xor", operator.xor, "Elementwise XOR of int64 or bool arrays")
+bitwise_left_shift = _binary("bitwise_left_shift", operator.lshift, "int64 x1 shifted left by x2 bits")
+bitwise_right_shift = _binary("bitwise_right_shift", operator.rshift,
+                              "int64 x1 shifted right by x2 bits (arithmetic: the sign is kept)")
+negative = _unary("negative", operator.neg, "-x elementwise.")
+positive = _unary("positive", operator.pos, "+x elementwise (a copy).")
+bitwise_invert = _unary("bitwise_invert", operator.invert, "~x elementwise: NOT of bool, ones' complement of int64.")
+
+
+def _logical(name: str, op: Any) -> Any:
+    def fn(x1: Any, x2: Any, /) -> Array:
+        return op(_as_bool(name, x1), _as_bool(name, x2))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise logical {name.split('_')[1].upper()}: operands read as bool (nonzero is True)."
+    return fn
+
+
+def _as_bool(op: str, x: Any) -> Any:
+    if isinstance(x, Array):
+        return x if x.dtype == BOOL else x != 0
+    if isinstance(x, (bool, int, float)):
+        return bool(x)
+    raise TypeError(f"{op}: expected a gpudev Array or a Python scalar, got {type(x).__name__}")
+
+
+logical_and = _logical("logical_and", operator.and_)
+logical_or = _logical("logical_or", operator.or_)
+logical_xor = _logical("logical_xor", operator.xor)
+
+
+def logical_not(x: Array, /) -> Array:
+    """Elementwise logical NOT: x read as bool (nonzero is True)."""
+    return ~_as_bool("logical_not", _need_array("logical_not", x))
+
+
+def isinf(x: Array, /) -> Array:
+    """Whether each element is +inf or -inf, as a bool array (never for integers and bools)."""
+    _need_array("isinf", x)
+    if x.dtype.kind != "f":
+        return _C.zeros(x.shape, dtype=BOOL, device=x.device)
+    return _C.abs(x) == math.inf
+
+
+def conj(x: Array, /) -> Array:
+    """The complex conjugate: gpudev's dtypes are real, so a copy of x."""
+    return _need_array("conj", x).copy()
+
+
+def real(x: Array, /) -> Array:
+    """The real part: gpudev's dtypes are real, so a copy of x."""
+    return _need_array("real", x).copy()
+
+
+def imag(x: Array, /) -> Array:
+    """The imaginary part: gpudev's dtypes are real, so zeros of x's shape, dtype and device."""
+    _need_array("imag", x)
+    return _C.zeros(x.shape, dtype=x.dtype, device=x.device)
+
+
+# ---------------------------------------------------------------------------------------------
+# Array members the standard asks for
+# ---------------------------------------------------------------------------------------------
+
+def _array_namespace(self: Array, /, *, api_version: str | None = None) -> Any:
+    """The array API namespace of this array: the gpudev module itself."""
+    if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12"):
+        raise ValueError(f"__array_namespace__: api_version {reprlib.repr(api_version)} is not supported; "
+                         f"gpudev implements '2024.12' (and the earlier versions it contains)")
+    import gpudev
+
+    return gpudev
+
+
+def _to_device(self: Array, device: Any, /, *, stream: Any = None) -> Array:
+    """This array on `device` (a copy, or itself when it is there): ``x.to(device)``."""
+    if stream is not None:
+        raise ValueError("to_device: stream= is not supported; gpudev orders work on each device's "
+                         "own stream (call gd.synchronize() to wait for it)")
+    return self.to(device)
+
+
+def _complex(self: Array, /) -> complex:
+    """complex(x) of a one-element array (a synchronizing transfer, as float(x))."""
+    return complex(self.__float__())
+
+
+def _shift_operand(op: str, x: Any, shift: Any) -> None:
+    for v in (x, shift):
+        dt = v.dtype if isinstance(v, Array) else None
+        if dt is not None and dt != INT64 or isinstance(v, (bool, float)) or not isinstance(v, (Array, int)):
+            raise TypeError(f"{op}: shifts need int64 operands, got {getattr(v, 'dtype', type(v).__name__)}; "
+                            f"convert with x.astype(gd.int64)")
+
+
+def _shift(x: Any, shift: Any, left: bool) -> Array:
+    """x << shift or x >> shift (int64) from a multiply or a floor division by 2**shift: an
+    arithmetic right shift is a floor division, and a left shift a wrapping product. Shifts of
+    63 bits and more, which 2**shift cannot hold, are set apart."""
+    op = "__lshift__" if left else "__rshift__"
+    _shift_operand(op, x, shift)
+    if not isinstance(shift, Array):
+        shift = _C.asarray(shift, dtype=INT64, device=x.device)
+    if not isinstance(x, Array):
+        x = _C.asarray(x, dtype=INT64, device=shift.device)
+    small = _C.minimum(_C.maximum(shift, 0), 62)
+    factor = _C.power(2, small)
+    if left:
+        out = x * factor
+        # 63 bits: only the lowest bit survives, in the sign bit; 64 and more: nothing
+        top = _C.where((x % 2) != 0, np.iinfo(np.int64).min, 0)
+        return _C.where(shift >= 64, 0, _C.where(shift == 63, top, out))
+    out = x // factor
+    return _C.where(shift >= 63, _C.where(x < 0, -1, 0), out)
+
+
+def _lshift(self: Array, other: Any, /) -> Array:
+    """self << other elementwise (int64)."""
+    return _shift(self, other, True)
+
+
+def _rshift(self: Array, other: Any, /) -> Array:
+    """self >> other elementwise (int64, arithmetic: the sign is kept)."""
+    return _shift(self, other, False)
+
+
+def _rlshift(self: Array, other: Any, /) -> Array:
+    return _shift(other, self, True)
+
+
+def _rrshift(self: Array, other: Any, /) -> Array:
+    return _shift(other, self, False)
+
+
+def _ilshift(self: Array, other: Any, /) -> Array:
+    self[...] = _shift(self, other, True)
+    return self
+
+
+def _irshift(self: Array, other: Any, /) -> Array:
+    self[...] = _shift(self, other, False)
+    return self
+
+
+_METHODS = {
+    "__array_namespace__": _array_namespace, "to_device": _to_device, "__complex__": _complex,
+    "__lshift__": _lshift, "__rshift__": _rshift, "__rlshift__": _rlshift, "__rrshift__": _rrshift,
+    "__ilshift__": _ilshift, "__irshift__": _irshift,
+}
+
+
+def install() -> None:
+    """Set the Array members above on gd.Array (once, at import)."""
+    for name, fn in _METHODS.items():
+        fn.__name__ = name
+        setattr(Array, name, fn)

@@ -1,0 +1,475 @@
+"""The array API standard's reductions, scans, searching, sorting, set and indexing functions
+that the core has no kernel for, each composed of the core's operations on the input's device.
+
+How, in a line each (n is the length along the axis):
+- prod: a tree of ``log2(n)`` products of the two halves;
+- cumulative_sum / cumulative_prod: a Hillis-Steele scan, ``log2(n)`` shifted sums;
+- sort / argsort: a bitonic sorting network, ``log2(n)**2 / 2`` compare-exchange steps of
+  ``where`` on (value, index) pairs, so it is stable and puts NaN last, as NumPy does;
+- searchsorted: a binary search, ``log2(n)`` gathers;
+- repeat with an array of counts: the source of each output element found by searchsorted in
+  the running sum of the counts;
+- unique_*: a sort, then the positions where the value changes.
+No value is read back to the host, except where the size of the result depends on the
+values (unique_*, the standard's "data-dependent shapes"; like nonzero, they synchronize).
+
+>>> import gpudev as gd
+>>> x = gd.asarray([3, 1, 2, 1])
+>>> gd.sort(x).tolist(), gd.argsort(x).tolist(), gd.cumulative_sum(x).tolist()
+([1, 1, 2, 3], [1, 3, 2, 0], [3, 4, 6, 7])
+>>> gd.unique_counts(x).counts.tolist(), gd.prod(x).item()
+([2, 1, 1], 6)
+"""
+
+from __future__ import annotations
+
+import math
+import reprlib
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from . import _C
+from ._manipulation import (
+    _is_int, _need_array, broadcast_to, concat, moveaxis, normalize_axes, normalize_axis,
+)
+
+__all__ = [
+    "argsort", "count_nonzero", "cumulative_prod", "cumulative_sum", "diff", "mean", "prod",
+    "repeat", "searchsorted", "sort", "std", "sum", "take", "take_along_axis", "unique_all", "unique_counts",
+    "unique_inverse", "unique_values", "var",
+]
+
+Array = _C.Array
+BOOL, INT64 = np.dtype(np.bool_), np.dtype(np.int64)
+
+
+def _accumulator(op: str, x: Array, dtype: Any) -> np.dtype:
+    """The result dtype of sum/prod/cumulative_*: `dtype`, or x's with bool as int64."""
+    if dtype is not None:
+        from ._array_api import _dtype
+
+        return _dtype(op, dtype)
+    return INT64 if x.dtype == BOOL else x.dtype
+
+
+def _to_last(op: str, x: Array, axis: Any) -> tuple[Array, tuple[int, ...], tuple[int, ...]]:
+    """x with the axes `axis` merged into one last axis; also those axes and the kept shape."""
+    axes = normalize_axes(op, axis, x.ndim)
+    rest = tuple(a for a in range(x.ndim) if a not in axes)
+    kept = tuple(x.shape[a] for a in rest)
+    moved = x.permute(*rest, *axes) if x.ndim else x
+    return moved.reshape(kept + (math.prod(x.shape[a] for a in axes),)), axes, kept
+
+
+def _keep(out: Array, x: Array, axes: tuple[int, ...], keepdims: bool) -> Array:
+    if not keepdims:
+        return out
+    return out.reshape(tuple(1 if k in axes else n for k, n in enumerate(x.shape)))
+
+
+# ---------------------------------------------------------------------------------------------
+# reductions
+# ---------------------------------------------------------------------------------------------
+
+def sum(x: Array, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Array:  # noqa: A001
+    """The sum over `axis` (every axis by default); bool and int64 sum as int64.
+
+    Example:
+        >>> gd.sum(gd.asarray([[1, 2], [3, 4]]), axis=0).tolist()
+        [4, 6]
+    """
+    _need_array("sum", x)
+    x = x.astype(_accumulator("sum", x, dtype), copy=False)
+    axes = normalize_axes("sum", axis, x.ndim)
+    if not axes:
+        return x.copy()
+    return x.sum(axis=axes, keepdims=keepdims)
+
+
+def prod(x: Array, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Array:
+    """The product over `axis` (every axis by default); bool and int64 multiply as int64.
+
+    Example:
+        >>> gd.prod(gd.asarray([[1, 2], [3, 4]]), axis=1).tolist()
+        [2, 12]
+    """
+    _need_array("prod", x)
+    x = x.astype(_accumulator("prod", x, dtype), copy=False)
+    flat, axes, kept = _to_last("prod", x, axis)
+    return _keep(_tree(flat, _C.Array.__mul__, 1), x, axes, keepdims)
+
+
+def _tree(x: Array, op: Any, identity: Any) -> Array:
+    """op folded over the last axis of x: the two halves combined, log2(n) times."""
+    n = x.shape[-1]
+    while n > 1:
+        if n % 2:
+            x = concat([x, _C.full(x.shape[:-1] + (1,), identity, dtype=x.dtype, device=x.device)], axis=-1)
+            n += 1
+        x = op(x[..., : n // 2], x[..., n // 2:])
+        n //= 2
+    if n == 0:
+        return _C.full(x.shape[:-1], identity, dtype=x.dtype, device=x.device)
+    return x[..., 0].copy() if x.ndim > 1 or x.shape else x.reshape(())
+
+
+def mean(x: Array, /, *, axis: Any = None, keepdims: bool = False) -> Array:
+    """The arithmetic mean over `axis` (every axis by default) of a float array."""
+    _need_array("mean", x)
+    axes = normalize_axes("mean", axis, x.ndim)
+    return x.copy() if not axes else x.mean(axis=axes, keepdims=keepdims)
+
+
+def _correction(op: str, correction: Any) -> float:
+    if isinstance(correction, bool) or not isinstance(correction, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op}: correction must be a number, got {type(correction).__name__}")
+    return float(correction)
+
+
+def var(x: Array, /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Array:
+    """The variance over `axis`, dividing by n - correction."""
+    _need_array("var", x)
+    correction = _correction("var", correction)
+    return x.var(normalize_axes("var", axis, x.ndim), correction=correction, keepdims=keepdims)
+
+
+def std(x: Array, /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Array:
+    """The standard deviation over `axis`, dividing by n - correction."""
+    _need_array("std", x)
+    correction = _correction("std", correction)
+    return x.std(normalize_axes("std", axis, x.ndim), correction=correction, keepdims=keepdims)
+
+
+def count_nonzero(x: Array, /, *, axis: Any = None, keepdims: bool = False) -> Array:
+    """How many elements along `axis` are not zero (False), as int64."""
+    _need_array("count_nonzero", x)
+    return sum(x != 0, axis=axis, keepdims=keepdims)
+
+
+# ---------------------------------------------------------------------------------------------
+# scans and differences
+# ---------------------------------------------------------------------------------------------
+
+def _scan_axis(op: str, x: Array, axis: Any) -> int:
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError(f"{op}: axis is required for an array of {x.ndim} dimensions (shape {x.shape})")
+        return 0
+    return normalize_axis(op, axis, max(x.ndim, 1))
+
+
+def _scan(op: str, combine: Any, identity: Any, x: Array, axis: Any, dtype: Any,
+          include_initial: bool) -> Array:
+    _need_array(op, x)
+    x = x.astype(_accumulator(op, x, dtype), copy=False)
+    if x.ndim == 0:
+        x = x.reshape(1)
+    a = _scan_axis(op, x, axis)
+    y = moveaxis(x, a, -1)
+    n, shift = y.shape[-1], 1
+    while shift < n:  # y[i] combines y[i - shift] and y[i]: after log2(n) rounds, all of y[:i+1]
+        y = concat([y[..., :shift], combine(y[..., shift:], y[..., :-shift])], axis=-1)
+        shift *= 2
+    if include_initial:
+        y = concat([_C.full(y.shape[:-1] + (1,), identity, dtype=y.dtype, device=y.device), y], axis=-1)
+    elif shift == 1:
+        y = y.copy()
+    return moveaxis(y, -1, a)
+
+
+def cumulative_sum(x: Array, /, *, axis: int | None = None, dtype: Any = None,
+                   include_initial: bool = False) -> Array:
+    """The running sums along `axis` (optional for 1-D arrays); ``include_initial=True``
+    starts with 0.
+
+    Example:
+        >>> gd.cumulative_sum(gd.asarray([1.0, 2.0, 3.0]), include_initial=True).tolist()
+        [0.0, 1.0, 3.0, 6.0]
+    """
+    return _scan("cumulative_sum", _C.Array.__add__, 0, x, axis, dtype, include_initial)
+
+
+def cumulative_prod(x: Array, /, *, axis: int | None = None, dtype: Any = None,
+                    include_initial: bool = False) -> Array:
+    """The running products along `axis` (optional for 1-D arrays); ``include_initial=True``
+    starts with 1."""
+    return _scan("cumulative_prod", _C.Array.__mul__, 1, x, axis, dtype, include_initial)
+
+
+def diff(x: Array, /, *, axis: int = -1, n: int = 1, prepend: Array | None = None,
+         append: Array | None = None) -> Array:
+    """The n-th differences ``x[i + 1] - x[i]`` along `axis` (for bool, whether they differ),
+    after joining `prepend` and `append` to x along that axis."""
+    _need_array("diff", x)
+    if x.ndim == 0:
+        raise ValueError("diff: needs at least 1 dimension, got a 0-d array")
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise ValueError(f"diff: n must be a non-negative int, got {reprlib.repr(n)}")
+    a = normalize_axis("diff", axis, x.ndim)
+    parts = [p for p in (prepend, x, append) if p is not None]
+    y = concat(parts, axis=a) if len(parts) > 1 else x
+    lead = (slice(None),) * a
+    for _ in range(min(n, y.shape[a])):  # after as many rounds as elements, nothing is left
+        hi, lo = y[lead + (slice(1, None),)], y[lead + (slice(None, -1),)]
+        y = (hi != lo) if y.dtype == BOOL else hi - lo
+    return y if n else y.copy()
+
+
+# ---------------------------------------------------------------------------------------------
+# indexing and searching
+# ---------------------------------------------------------------------------------------------
+
+def take(x: Array, indices: Array, /, *, axis: int | None = None) -> Array:
+    """The elements of x at the int64 `indices` along `axis` (optional for 1-D arrays)."""
+    _need_array("take", x)
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"take: axis is required for an array of {x.ndim} dimensions (shape {x.shape})")
+        axis = 0
+    a = normalize_axis("take", axis, x.ndim)
+    return x[(slice(None),) * a + (_need_array("take", indices),)]
+
+
+def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
+    """``out[..., i, ...] = x[..., indices[..., i, ...], ...]`` along `axis`: the elements
+    that, e.g., ``argsort(x, axis=axis)`` names."""
+    _need_array("take_along_axis", x)
+    _need_array("take_along_axis", indices)
+    if indices.ndim != x.ndim:
+        raise ValueError(f"take_along_axis: indices have {indices.ndim} dimensions, x has {x.ndim}; "
+                         f"give them the same number")
+    a = normalize_axis("take_along_axis", axis, x.ndim)
+    shape = tuple(np.broadcast_shapes(x.shape[:a] + x.shape[a + 1:], indices.shape[:a] + indices.shape[a + 1:]))
+    shape = shape[:a] + (indices.shape[a],) + shape[a:]
+    index = []
+    for k in range(x.ndim):
+        if k == a:
+            index.append(indices)
+        else:  # the position along axis k, shaped to broadcast along every other axis
+            index.append(_C.arange(shape[k], device=x.device).reshape(
+                tuple(shape[k] if j == k else 1 for j in range(x.ndim))))
+    if x.ndim == 0:
+        raise ValueError("take_along_axis: needs at least 1 dimension, got a 0-d array")
+    return x[tuple(broadcast_to(i, shape) for i in index)]
+
+
+def _before(a: Array, b: Array) -> Array:
+    """a < b in the order of sort: NaN after every number."""
+    lt = a < b
+    return (lt | ((a == a) & (b != b))) if a.dtype.kind == "f" else lt
+
+
+def searchsorted(x1: Array, x2: Array, /, *, side: str = "left", sorter: Array | None = None) -> Array:
+    """Where each x2 value would go in the sorted 1-D x1 to keep it sorted: the first such
+    index (side='left') or the last (side='right'). `sorter`, when given, sorts x1.
+
+    Example:
+        >>> gd.searchsorted(gd.asarray([1.0, 2.0, 2.0, 5.0]), gd.asarray([2.0, 9.0])).tolist()
+        [1, 4]
+    """
+    _need_array("searchsorted", x1)
+    if x1.ndim != 1:
+        raise ValueError(f"searchsorted: x1 must be 1-D, got shape {x1.shape}")
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {reprlib.repr(side)}")
+    if sorter is not None:
+        x1 = take(x1, sorter)
+    if not isinstance(x2, Array):
+        x2 = _C.asarray(x2, dtype=x1.dtype, device=x1.device)
+    n = x1.shape[0]
+    lo = _C.zeros(x2.shape, dtype=INT64, device=x2.device)
+    hi = _C.full(x2.shape, n, dtype=INT64, device=x2.device)
+    for _ in range(n.bit_length()):  # the interval [lo, hi) halves each round
+        active = lo < hi
+        mid = (lo + hi) // 2
+        v = x1[_C.minimum(mid, n - 1).reshape(-1)].reshape(x2.shape)
+        go = _before(v, x2) if side == "left" else ~_before(x2, v)
+        go = go & active
+        lo = _C.where(go, mid + 1, lo)
+        hi = _C.where(active & ~go, mid, hi)
+    return lo
+
+
+def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Array:
+    """Each element repeated `repeats` times along `axis` (None: of the flattened array);
+    `repeats` is an int or an int64 array with one count per element along the axis.
+
+    With an array of counts the length of the result depends on their values, so it is read
+    back from the device (one synchronizing transfer of a single number)."""
+    _need_array("repeat", x)
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    axis = normalize_axis("repeat", axis, x.ndim)
+    n = x.shape[axis]
+    if _is_int(repeats):
+        if repeats < 0:
+            raise ValueError(f"repeat: repeats must be non-negative, got {repeats}")
+        moved = moveaxis(x, axis, -1)
+        grown = broadcast_to(moved.reshape(moved.shape + (1,)), moved.shape + (int(repeats),))
+        return moveaxis(grown.reshape(moved.shape[:-1] + (n * int(repeats),)), -1, axis)
+    if not isinstance(repeats, Array) or repeats.dtype != np.dtype(np.int64) or repeats.ndim > 1:
+        raise TypeError(f"repeat: repeats must be an int or a 1-D int64 array, got {reprlib.repr(repeats)}")
+    if repeats.ndim == 0 or repeats.shape[0] == 1:
+        counts = broadcast_to(repeats.reshape(1), (n,))
+    elif repeats.shape[0] != n:
+        raise ValueError(f"repeat: {repeats.shape[0]} counts for an axis of length {n}; give one "
+                         f"per element or a single one")
+    else:
+        counts = repeats
+    if bool((counts < 0).any()):
+        raise ValueError("repeat: repeats must be non-negative")
+    ends = cumulative_sum(counts)
+    total = int(ends[-1].item()) if n else 0
+    positions = _C.arange(total, dtype=np.int64, device=x.device)
+    source = searchsorted(ends, positions, side="right")
+    return x[(slice(None),) * axis + (source,)]
+
+
+
+# ---------------------------------------------------------------------------------------------
+# sorting: a bitonic network over (class, key, index), class 0 numbers, 1 NaN, 2 padding
+# ---------------------------------------------------------------------------------------------
+
+def _pair_before(ca: Array, ka: Array, ia: Array, cb: Array, kb: Array, ib: Array,
+                 descending: bool) -> Array:
+    """Whether element a goes before element b: by class, then key, then index (stability)."""
+    key_lt = (ka > kb) if descending else (ka < kb)
+    numbers = ca == 0
+    same = ca == cb
+    tie = ((ka == kb) | ~numbers) & (ia < ib)
+    return (ca < cb) | (same & ((numbers & key_lt) | tie))
+
+
+def _bitonic(x: Array, descending: bool) -> tuple[Array, Array]:
+    """(sorted values, their indices) along the last axis of x."""
+    n = x.shape[-1]
+    batch = x.shape[:-1]
+    m = 1 << max(n - 1, 0).bit_length()  # the power of two at or above n
+    key = x.astype(INT64) if x.dtype == BOOL else x
+    pad = m - n
+    idx = _C.arange(m, device=x.device) + _C.zeros(batch + (m,), dtype=INT64, device=x.device)
+    cls = (idx >= n).astype(INT64) * 2
+    if pad:
+        key = concat([key, _C.zeros(batch + (pad,), dtype=key.dtype, device=x.device)], axis=-1)
+    if key.dtype.kind == "f":
+        cls = cls + (key != key).astype(INT64)
+    arrays = [cls, key, idx]
+    k = 2
+    while k <= m:
+        j = k // 2
+        while j >= 1:
+            arrays = _exchange(arrays, batch, m, j, k, descending)
+            j //= 2
+        k *= 2
+    _, key, idx = (a[..., :n] for a in arrays)
+    return key.astype(x.dtype, copy=False), idx
+
+
+def _exchange(arrays: list[Array], batch: tuple[int, ...], m: int, j: int, k: int,
+              descending: bool) -> list[Array]:
+    """One step of the network: element i against i ^ j, ascending in blocks where i & k is 0."""
+    pairs = [a.reshape(batch + (m // (2 * j), 2, j)) for a in arrays]
+    lo = [p[..., 0, :] for p in pairs]
+    hi = [p[..., 1, :] for p in pairs]
+    block = _C.arange(m // (2 * j), device=arrays[0].device)
+    ascending = ((block & (k // (2 * j))) == 0).reshape((m // (2 * j), 1))
+    swap = _C.where(ascending, _pair_before(*hi, *lo, descending), _pair_before(*lo, *hi, descending))
+    out = []
+    for a_lo, a_hi in zip(lo, hi):
+        new = _C.stack([_C.where(swap, a_hi, a_lo), _C.where(swap, a_lo, a_hi)], axis=-2)
+        out.append(new.reshape(batch + (m,)))
+    return out
+
+
+def _sort_along(op: str, x: Array, axis: int, descending: bool) -> tuple[Array, Array, int]:
+    _need_array(op, x)
+    if x.ndim == 0:
+        raise ValueError(f"{op}: needs at least 1 dimension, got a 0-d array")
+    a = normalize_axis(op, axis, x.ndim)
+    values, idx = _bitonic(moveaxis(x, a, -1), descending)
+    return values, idx, a
+
+
+def argsort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
+    """The indices that sort x along `axis` (int64); equal elements keep their order (always
+    stable), NaN goes last."""
+    _, idx, a = _sort_along("argsort", x, axis, descending)
+    return moveaxis(idx, -1, a)
+
+
+def sort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
+    """x sorted along `axis` (NaN last), ascending unless ``descending=True``."""
+    values, _, a = _sort_along("sort", x, axis, descending)
+    return moveaxis(values, -1, a)
+
+
+# ---------------------------------------------------------------------------------------------
+# set functions: each NaN is its own value, as the standard says
+# ---------------------------------------------------------------------------------------------
+
+class UniqueAllResult(NamedTuple):
+    values: Array
+    indices: Array
+    inverse_indices: Array
+    counts: Array
+
+
+class UniqueCountsResult(NamedTuple):
+    values: Array
+    counts: Array
+
+
+class UniqueInverseResult(NamedTuple):
+    values: Array
+    inverse_indices: Array
+
+
+def _groups(x: Array) -> tuple[Array, Array, Array, Array]:
+    """For flattened x: its stable sort order, the sorted values, where each run of equal
+    values starts (the first element of the sorted array always), and that as a bool mask."""
+    flat = _need_array("unique", x).reshape(-1)
+    values, order = _bitonic(flat, False)
+    n = flat.shape[0]
+    if n == 0:
+        return order, values, _C.zeros((0,), dtype=INT64, device=x.device), values != values
+    first = _C.ones((1,), dtype=BOOL, device=x.device)
+    starts = concat([first, values[1:] != values[:-1]], axis=0)  # NaN != NaN: each NaN its own
+    return order, values, _C.nonzero(starts)[0], starts
+
+
+def _counts(starts: Array, n: int) -> Array:
+    return diff(starts, append=_C.full((1,), n, dtype=INT64, device=starts.device))
+
+
+def unique_values(x: Array, /) -> Array:
+    """The distinct values of x, sorted, as a 1-D array."""
+    _, values, starts, _ = _groups(x)
+    return values[starts]
+
+
+def unique_counts(x: Array, /) -> UniqueCountsResult:
+    """The distinct values of x, sorted, and how often each occurs."""
+    _, values, starts, _ = _groups(x)
+    return UniqueCountsResult(values[starts], _counts(starts, x.size))
+
+
+def _inverse(x: Array, order: Array, mask: Array) -> Array:
+    group = cumulative_sum(mask.astype(INT64)) - 1  # the distinct value each sorted element is
+    inverse = _C.empty((x.size,), dtype=INT64, device=x.device)
+    if x.size:
+        inverse[order] = group
+    return inverse.reshape(x.shape)
+
+
+def unique_inverse(x: Array, /) -> UniqueInverseResult:
+    """The distinct values of x, sorted, and for each element of x the index of its value."""
+    order, values, starts, mask = _groups(x)
+    return UniqueInverseResult(values[starts], _inverse(x, order, mask))
+
+
+def unique_all(x: Array, /) -> UniqueAllResult:
+    """The distinct values of x, sorted; the index of each one's first occurrence in the
+    flattened x; the index of each element's value; and how often each value occurs."""
+    order, values, starts, mask = _groups(x)
+    return UniqueAllResult(values[starts], order[starts], _inverse(x, order, mask), _counts(starts, x.size))
