@@ -140,7 +140,7 @@ static int read_bounds(gd_state *st, PyObject *bounds, int64_t out[2])
         memcpy(out, a->data, sizeof(int64_t[2]));
         return 0;
     }
-    const gd_backend *be = gd_backend_for(st, a->device, "deferred check");
+    const gd_backend *be = gd_backend_of(st, a->device, "deferred check");
     if (!be) return -1;
     gd_error err = {0};
     int rc;
