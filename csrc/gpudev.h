@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define GD_MAX_NDIM 16
-#define GD_BACKEND_ABI_VERSION 6
+#define GD_BACKEND_ABI_VERSION 7
 #define GD_BACKEND_CAPSULE_NAME "gpudev._cuda.backend"
 
 /* ------------------------------------------------------------------------------------------
@@ -119,6 +119,8 @@ typedef enum gd_binop {
     GD_AND, GD_OR, GD_XOR,              /* bitwise: int64 and bool only                       */
     GD_FLOOR_DIV, GD_MOD,               /* NumPy's floor_divide and remainder; int64 x // 0 and
                                          * x % 0 are 0, INT64_MIN // -1 wraps to INT64_MIN    */
+    GD_ATAN2, GD_COPYSIGN, GD_NEXTAFTER, GD_LOGADDEXP, /* float dtypes only                   */
+    GD_SHL, GD_SHR,                     /* int64 only; counts < 0 or >= 64 shift every bit out */
     GD_NUM_BINOPS
 } gd_binop;
 
@@ -129,6 +131,11 @@ typedef enum gd_unop {
     GD_SQUARE,                         /* every dtype; used by norm                          */
     GD_INVERT,                         /* ~: bitwise not of int64, logical not of bool       */
     GD_SIGMOID,                        /* float dtypes only; 1 / (1 + exp(-x)) without overflow */
+    GD_ACOS, GD_ACOSH, GD_ASIN, GD_ASINH, GD_ATAN, GD_ATANH, /* float dtypes only           */
+    GD_COS, GD_COSH, GD_SIN, GD_SINH, GD_TAN,
+    GD_LOG1P, GD_EXPM1, GD_LOG2, GD_LOG10,
+    GD_CEIL, GD_FLOOR, GD_TRUNC, GD_ROUND, /* floats and int64 (where they are the identity)  */
+    GD_SIGN,                           /* floats and int64: -1, 0 or 1; NaN stays NaN          */
     GD_NUM_UNOPS
 } gd_unop;
 

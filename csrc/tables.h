@@ -90,6 +90,7 @@ enum gd_op_flags {
     GD_OP_BOOL_OUT = 4,   /* a comparison: the result is bool whatever the operands' dtype */
     GD_OP_BITWISE = 8,    /* defined for int64 and bool only */
     GD_OP_NUMERIC = 16,   /* arithmetic: not defined for bool (the core computes bools in int64) */
+    GD_OP_NO_BOOL = 32,   /* a unary operation NumPy refuses for bools (else a bool is its own result) */
 };
 
 typedef struct gd_unop_info {
@@ -100,7 +101,7 @@ typedef struct gd_unop_info {
 
 GD_TABLE gd_unop_info gd_unop_table[] = {
     {GD_COPY, "copy", 0},
-    {GD_NEG, "negative", GD_OP_NUMERIC},
+    {GD_NEG, "negative", GD_OP_NUMERIC | GD_OP_NO_BOOL},
     {GD_ABS, "abs", GD_OP_NUMERIC},
     {GD_RELU, "relu", GD_OP_NUMERIC},
     {GD_EXP, "exp", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
@@ -110,6 +111,26 @@ GD_TABLE gd_unop_info gd_unop_table[] = {
     {GD_SQUARE, "square", GD_OP_NUMERIC},
     {GD_INVERT, "invert", GD_OP_BITWISE},
     {GD_SIGMOID, "sigmoid", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
+    {GD_ACOS, "acos", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
+    {GD_ACOSH, "acosh", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
+    {GD_ASIN, "asin", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
+    {GD_ASINH, "asinh", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
+    {GD_ATAN, "atan", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
+    {GD_ATANH, "atanh", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
+    {GD_COS, "cos", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
+    {GD_COSH, "cosh", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
+    {GD_SIN, "sin", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
+    {GD_SINH, "sinh", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
+    {GD_TAN, "tan", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
+    {GD_LOG1P, "log1p", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
+    {GD_EXPM1, "expm1", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
+    {GD_LOG2, "log2", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
+    {GD_LOG10, "log10", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
+    {GD_CEIL, "ceil", GD_OP_NUMERIC},
+    {GD_FLOOR, "floor", GD_OP_NUMERIC},
+    {GD_TRUNC, "trunc", GD_OP_NUMERIC},
+    {GD_ROUND, "round", GD_OP_NUMERIC},
+    {GD_SIGN, "sign", GD_OP_NUMERIC | GD_OP_NO_BOOL},
 };
 GD_CHECK_TABLE(gd_unop_table, GD_NUM_UNOPS, &gd_unop_info::op);
 
@@ -139,6 +160,12 @@ GD_TABLE gd_binop_info gd_binop_table[] = {
     {GD_XOR, "bitwise_xor", "a = a ^ b", GD_OP_BITWISE},
     {GD_FLOOR_DIV, "floor_divide", "a = a // b", GD_OP_COSTLY | GD_OP_NUMERIC},
     {GD_MOD, "remainder", "a = a % b", GD_OP_COSTLY | GD_OP_NUMERIC},
+    {GD_ATAN2, "atan2", "a = gd.atan2(a, b)", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
+    {GD_COPYSIGN, "copysign", "a = gd.copysign(a, b)", GD_OP_FLOAT_ONLY},
+    {GD_NEXTAFTER, "nextafter", "a = gd.nextafter(a, b)", GD_OP_FLOAT_ONLY},
+    {GD_LOGADDEXP, "logaddexp", "a = gd.logaddexp(a, b)", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
+    {GD_SHL, "bitwise_left_shift", "a = a << b", GD_OP_BITWISE | GD_OP_NUMERIC},
+    {GD_SHR, "bitwise_right_shift", "a = a >> b", GD_OP_BITWISE | GD_OP_NUMERIC},
 };
 GD_CHECK_TABLE(gd_binop_table, GD_NUM_BINOPS, &gd_binop_info::op);
 
@@ -147,16 +174,17 @@ GD_TABLE_FN int gd_binop_float_only(gd_binop op) { return (gd_binop_table[op].fl
 GD_TABLE_FN int gd_unop_has(gd_unop op, unsigned flag) { return (gd_unop_table[op].flags & flag) != 0; }
 GD_TABLE_FN int gd_binop_has(gd_binop op, unsigned flag) { return (gd_binop_table[op].flags & flag) != 0; }
 /* Whether the backends define op for dtype (the core converts or refuses the rest). */
+/* BITWISE and NUMERIC together (the shifts) mean int64 alone. */
 GD_TABLE_FN int gd_unop_defined(gd_unop op, gd_dtype t)
 {
     if (gd_unop_has(op, GD_OP_FLOAT_ONLY)) return gd_dtype_is_float(t);
-    if (gd_unop_has(op, GD_OP_BITWISE)) return !gd_dtype_is_float(t);
+    if (gd_unop_has(op, GD_OP_BITWISE) && gd_dtype_is_float(t)) return 0;
     return !(gd_unop_has(op, GD_OP_NUMERIC) && gd_dtype_is_bool(t));
 }
 GD_TABLE_FN int gd_binop_defined(gd_binop op, gd_dtype t)
 {
     if (gd_binop_has(op, GD_OP_FLOAT_ONLY)) return gd_dtype_is_float(t);
-    if (gd_binop_has(op, GD_OP_BITWISE)) return !gd_dtype_is_float(t);
+    if (gd_binop_has(op, GD_OP_BITWISE) && gd_dtype_is_float(t)) return 0;
     return !(gd_binop_has(op, GD_OP_NUMERIC) && gd_dtype_is_bool(t));
 }
 

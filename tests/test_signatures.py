@@ -63,6 +63,14 @@ FUNCTIONS: dict[str, Callable[[], Call]] = {
     "manual_seed": lambda: ((0,), {}), "get_num_threads": lambda: ((), {}),
     "set_num_threads": lambda: ((gd.get_num_threads(),), {}),
     "Device": lambda: (("cuda",), {}),
+    # the array API standard's elementwise functions
+    **{name: (lambda: ((A,), {})) for name in (
+        "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh", "tan", "log1p", "expm1",
+        "log2", "log10", "ceil", "floor", "trunc", "round", "sign", "square", "negative")},
+    **{name: (lambda: ((A, 2.0), {})) for name in ("atan2", "copysign", "nextafter", "logaddexp")},
+    **{name: (lambda: ((gd.arange(6), 2), {})) for name in (
+        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift")},
+    "bitwise_invert": lambda: ((gd.arange(6),), {}),
 }
 # Array methods: name -> a function returning (self, args, kwargs)
 METHODS: dict[str, Callable[[], tuple[Any, tuple[Any, ...], dict[str, Any]]]] = {

@@ -150,13 +150,15 @@ static int binary_operands(gd_state *st, binary_plan *p, PyObject *ao, PyObject 
 }
 
 /* Arithmetic on two bools as NumPy does it: + and maximum are or, * and minimum are and,
- * ** // and % are computed in int64 (NumPy's int8; gpudev has no int8), - is refused. */
+ * ** // % << and >> are computed in int64 (NumPy's int8; gpudev has no int8), - is refused. */
 static int bool_arithmetic(binary_plan *p)
 {
     switch (p->op) {
     case GD_ADD: case GD_MAXIMUM: p->op = GD_OR; return 0;
     case GD_MUL: case GD_MINIMUM: p->op = GD_AND; return 0;
-    case GD_POW: case GD_FLOOR_DIV: case GD_MOD: p->dt = GD_INT64; return 0; /* NumPy: int8 */
+    case GD_POW: case GD_FLOOR_DIV: case GD_MOD: case GD_SHL: case GD_SHR:
+        p->dt = GD_INT64; /* NumPy: int8 */
+        return 0;
     default:
         PyErr_Format(PyExc_TypeError,
                      "%s: not supported for bool operands, as in NumPy; use ^ (bitwise_xor) for bools, or "
@@ -347,11 +349,14 @@ PyObject *gd_unary(gd_state *st, gd_unop op, ArrayObject *a)
         return NULL;
     }
     if (!gd_unop_defined(op, a->dtype) && !gd_unop_float_only(op)) {
-        /* NumPy: -bool is refused, |bool| and bool squared are the bool itself; ~ needs ints */
-        if (op == GD_NEG || op == GD_INVERT) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s: not supported for %s arrays, as in NumPy; %s", name, gd_dtype_name(a->dtype),
-                         op == GD_NEG ? "use ~a to negate a bool array" : "~ inverts integers and bools only");
+        /* NumPy: -bool and sign(bool) are refused; |bool|, bool squared, rounded are the bool
+         * itself; ~ needs ints */
+        if (op == GD_INVERT || gd_unop_has(op, GD_OP_NO_BOOL)) {
+            PyErr_Format(PyExc_TypeError, "%s: not supported for %s arrays, as in NumPy; %s", name,
+                         gd_dtype_name(a->dtype),
+                         op == GD_INVERT ? "~ inverts integers and bools only"
+                         : op == GD_NEG  ? "use ~a to negate a bool array"
+                                         : "convert first, e.g. a.astype(gd.int64)");
             return NULL;
         }
         op = GD_COPY;
@@ -553,6 +558,29 @@ GD_UNARY_FN(tanh, GD_TANH)
 GD_UNARY_FN(relu, GD_RELU)
 GD_UNARY_FN(abs, GD_ABS)
 GD_UNARY_FN(sigmoid, GD_SIGMOID)
+GD_UNARY_FN(negative, GD_NEG)
+GD_UNARY_FN(square, GD_SQUARE)
+GD_UNARY_FN(bitwise_invert, GD_INVERT)
+GD_UNARY_FN(acos, GD_ACOS)
+GD_UNARY_FN(acosh, GD_ACOSH)
+GD_UNARY_FN(asin, GD_ASIN)
+GD_UNARY_FN(asinh, GD_ASINH)
+GD_UNARY_FN(atan, GD_ATAN)
+GD_UNARY_FN(atanh, GD_ATANH)
+GD_UNARY_FN(cos, GD_COS)
+GD_UNARY_FN(cosh, GD_COSH)
+GD_UNARY_FN(sin, GD_SIN)
+GD_UNARY_FN(sinh, GD_SINH)
+GD_UNARY_FN(tan, GD_TAN)
+GD_UNARY_FN(log1p, GD_LOG1P)
+GD_UNARY_FN(expm1, GD_EXPM1)
+GD_UNARY_FN(log2, GD_LOG2)
+GD_UNARY_FN(log10, GD_LOG10)
+GD_UNARY_FN(ceil, GD_CEIL)
+GD_UNARY_FN(floor, GD_FLOOR)
+GD_UNARY_FN(trunc, GD_TRUNC)
+GD_UNARY_FN(round, GD_ROUND)
+GD_UNARY_FN(sign, GD_SIGN)
 #undef GD_UNARY_FN
 
 static PyObject *binary_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs, gd_binop op)
@@ -585,6 +613,18 @@ static PyObject *mod_floor_divide(PyObject *m, PyObject *const *a, Py_ssize_t n)
     return binary_fn(m, a, n, GD_FLOOR_DIV);
 }
 static PyObject *mod_remainder(PyObject *m, PyObject *const *a, Py_ssize_t n) { return binary_fn(m, a, n, GD_MOD); }
+#define GD_BINARY_FN(fname, op)                                                                   \
+    static PyObject *mod_##fname(PyObject *m, PyObject *const *a, Py_ssize_t n) { return binary_fn(m, a, n, op); }
+GD_BINARY_FN(atan2, GD_ATAN2)
+GD_BINARY_FN(copysign, GD_COPYSIGN)
+GD_BINARY_FN(nextafter, GD_NEXTAFTER)
+GD_BINARY_FN(logaddexp, GD_LOGADDEXP)
+GD_BINARY_FN(bitwise_and, GD_AND)
+GD_BINARY_FN(bitwise_or, GD_OR)
+GD_BINARY_FN(bitwise_xor, GD_XOR)
+GD_BINARY_FN(bitwise_left_shift, GD_SHL)
+GD_BINARY_FN(bitwise_right_shift, GD_SHR)
+#undef GD_BINARY_FN
 
 static PyObject *mod_allclose(PyObject *module, PyObject *args, PyObject *kwds)
 {
@@ -629,6 +669,53 @@ static PyMethodDef elementwise_functions[] = {
      "a == (a // b) * b + a % b. For int64, x % 0 is 0 (no warning); for floats it is NaN.\n\n"
      ">>> gd.remainder(gd.array([7, -7]), 3).tolist()\n[1, 2]"),
     GD_METHOD("mod", GD_FN(mod_remainder), METH_FASTCALL, "$module, a, b, /", "gd.remainder (NumPy's alias)."),
+    /* the array API standard's functions; float-only ones compute integers and bools in float64 */
+#define GD_UNARY_DEF(fname, doc) GD_METHOD(#fname, mod_##fname, METH_O, "$module, a, /", doc)
+#define GD_BINARY_DEF(fname, doc) GD_METHOD(#fname, GD_FN(mod_##fname), METH_FASTCALL, "$module, a, b, /", doc)
+    GD_UNARY_DEF(negative, "-a elementwise (integers wrap; bools are refused, as in NumPy)."),
+    GD_UNARY_DEF(square, "a * a elementwise (integers wrap)."),
+    GD_UNARY_DEF(bitwise_invert, "~a elementwise: bitwise not of integers, logical not of bools."),
+    GD_UNARY_DEF(acos, "The inverse cosine elementwise, in radians; NaN outside [-1, 1]."),
+    GD_UNARY_DEF(acosh, "The inverse hyperbolic cosine elementwise; NaN below 1."),
+    GD_UNARY_DEF(asin, "The inverse sine elementwise, in radians; NaN outside [-1, 1]."),
+    GD_UNARY_DEF(asinh, "The inverse hyperbolic sine elementwise."),
+    GD_UNARY_DEF(atan, "The inverse tangent elementwise, in radians."),
+    GD_UNARY_DEF(atanh, "The inverse hyperbolic tangent elementwise; +-inf at +-1, NaN beyond."),
+    GD_UNARY_DEF(cos, "The cosine elementwise (a in radians)."),
+    GD_UNARY_DEF(cosh, "The hyperbolic cosine elementwise."),
+    GD_UNARY_DEF(sin, "The sine elementwise (a in radians).\n\n"
+                      ">>> gd.sin(gd.array([0.0, -0.0])).tolist()\n[0.0, -0.0]"),
+    GD_UNARY_DEF(sinh, "The hyperbolic sine elementwise."),
+    GD_UNARY_DEF(tan, "The tangent elementwise (a in radians)."),
+    GD_UNARY_DEF(log1p, "log(1 + a) elementwise, accurate for a near 0.\n\n"
+                        ">>> gd.log1p(gd.array([1e-20])).tolist()\n[1e-20]"),
+    GD_UNARY_DEF(expm1, "exp(a) - 1 elementwise, accurate for a near 0."),
+    GD_UNARY_DEF(log2, "The base-2 logarithm elementwise."),
+    GD_UNARY_DEF(log10, "The base-10 logarithm elementwise."),
+    GD_UNARY_DEF(ceil, "The smallest integer >= a elementwise; integers and bools are returned as they are."),
+    GD_UNARY_DEF(floor, "The largest integer <= a elementwise; integers and bools are returned as they are."),
+    GD_UNARY_DEF(trunc, "a rounded towards zero elementwise; integers and bools are returned as they are."),
+    GD_UNARY_DEF(round, "a rounded to the nearest integer elementwise, halfway cases to the even one; "
+                        "integers and bools are returned as they are.\n\n"
+                        ">>> gd.round(gd.array([0.5, 1.5, 2.5])).tolist()\n[0.0, 2.0, 2.0]"),
+    GD_UNARY_DEF(sign, "-1, 0 or 1 by the sign of a elementwise; both zeros give 0 and NaN stays NaN."),
+    GD_BINARY_DEF(atan2, "The angle of the point (b, a) elementwise, in radians in [-pi, pi], with "
+                         "the signs of both operands (atan2(0.0, -0.0) is pi)."),
+    GD_BINARY_DEF(copysign, "|a| with the sign bit of b elementwise (b = -0.0 or a negative NaN "
+                            "count as negative)."),
+    GD_BINARY_DEF(nextafter, "The next float after a towards b elementwise, in their dtype."),
+    GD_BINARY_DEF(logaddexp, "log(exp(a) + exp(b)) elementwise, computed without overflow.\n\n"
+                             ">>> gd.logaddexp(gd.array([1000.0]), 1000.0).tolist()\n[1000.6931471805599]"),
+    GD_BINARY_DEF(bitwise_and, "a & b elementwise (integers and bools)."),
+    GD_BINARY_DEF(bitwise_or, "a | b elementwise (integers and bools)."),
+    GD_BINARY_DEF(bitwise_xor, "a ^ b elementwise (integers and bools)."),
+    GD_BINARY_DEF(bitwise_left_shift, "a << b elementwise for integers (bools in int64); a count "
+                                      "below 0 or of 64 and more gives 0, as in NumPy."),
+    GD_BINARY_DEF(bitwise_right_shift, "a >> b elementwise for integers (bools in int64), an "
+                                       "arithmetic shift; a count below 0 or of 64 and more gives 0, "
+                                       "or -1 for negative a, as in NumPy."),
+#undef GD_UNARY_DEF
+#undef GD_BINARY_DEF
     GD_METHOD("allclose", GD_FN(mod_allclose), METH_VARARGS | METH_KEYWORDS, "$module, a, b, rtol=1e-05, atol=1e-08",
               "Whether a and b are equal to within the tolerances, as numpy.allclose."),
     {NULL, NULL, 0, NULL},

@@ -153,6 +153,23 @@ static inline int64_t gd_ipow(int64_t base, int64_t exp)
 GD_FLOAT_ELEMENTWISE(f32, float, fabsf, expf, logf, sqrtf, tanhf, powf)
 GD_FLOAT_ELEMENTWISE(f64, double, fabs, exp, log, sqrt, tanh, pow)
 
+/* The functions of ewise_math.h, by name: un_cos_f32 applies gd_ew_cos_f32. */
+#define GD_UNARY_MATH(NAME, S, T) GD_DEFINE_UNARY(un_##NAME##_##S, T, gd_ew_##NAME##_##S(x))
+#define GD_BINARY_MATH(NAME, S, T) GD_DEFINE_BINARY(bin_##NAME##_##S, T, gd_ew_##NAME##_##S(x, y))
+#define GD_FLOAT_MATH(S, T)                                                                      \
+    GD_UNARY_MATH(acos, S, T) GD_UNARY_MATH(acosh, S, T) GD_UNARY_MATH(asin, S, T)               \
+    GD_UNARY_MATH(asinh, S, T) GD_UNARY_MATH(atan, S, T) GD_UNARY_MATH(atanh, S, T)              \
+    GD_UNARY_MATH(cos, S, T) GD_UNARY_MATH(cosh, S, T) GD_UNARY_MATH(sin, S, T)                  \
+    GD_UNARY_MATH(sinh, S, T) GD_UNARY_MATH(tan, S, T) GD_UNARY_MATH(log1p, S, T)                \
+    GD_UNARY_MATH(expm1, S, T) GD_UNARY_MATH(log2, S, T) GD_UNARY_MATH(log10, S, T)              \
+    GD_UNARY_MATH(ceil, S, T) GD_UNARY_MATH(floor, S, T) GD_UNARY_MATH(trunc, S, T)              \
+    GD_UNARY_MATH(round, S, T) GD_UNARY_MATH(sign, S, T)                                          \
+    GD_BINARY_MATH(atan2, S, T) GD_BINARY_MATH(copysign, S, T) GD_BINARY_MATH(nextafter, S, T)   \
+    GD_BINARY_MATH(logaddexp, S, T)
+GD_FLOAT_MATH(f32, float)
+GD_FLOAT_MATH(f64, double)
+#undef GD_FLOAT_MATH
+
 GD_DEFINE_UNARY(un_copy_i64, int64_t, x)
 GD_DEFINE_UNARY(un_neg_i64, int64_t, GD_WRAP(0 - GD_U64(x)))
 GD_DEFINE_UNARY(un_abs_i64, int64_t, x < 0 ? GD_WRAP(0 - GD_U64(x)) : x)
@@ -166,6 +183,15 @@ GD_DEFINE_BINARY(bin_max_i64, int64_t, x > y ? x : y)
 GD_DEFINE_BINARY(bin_min_i64, int64_t, x < y ? x : y)
 GD_DEFINE_BINARY(bin_floordiv_i64, int64_t, gd_floor_div_i64(x, y))
 GD_DEFINE_BINARY(bin_mod_i64, int64_t, gd_mod_i64(x, y))
+GD_UNARY_MATH(ceil, i64, int64_t)
+GD_UNARY_MATH(floor, i64, int64_t)
+GD_UNARY_MATH(trunc, i64, int64_t)
+GD_UNARY_MATH(round, i64, int64_t)
+GD_UNARY_MATH(sign, i64, int64_t)
+GD_BINARY_MATH(bitwise_left_shift, i64, int64_t)
+GD_BINARY_MATH(bitwise_right_shift, i64, int64_t)
+#undef GD_UNARY_MATH
+#undef GD_BINARY_MATH
 
 GD_DEFINE_UNARY(un_copy_b, uint8_t, x)
 GD_COMPARISONS(f32, float)
@@ -229,11 +255,17 @@ GD_STATIC_ASSERT(GD_NUM_DTYPES == 4, "the kernel rows below list float32, float6
 #define GD_ROW(PREFIX, S) {PREFIX##S##_f32, PREFIX##S##_f64, PREFIX##S##_i64, NULL}
 #define GD_FLOAT_ROW(PREFIX, S) {PREFIX##S##_f32, PREFIX##S##_f64, NULL, NULL}
 #define GD_INT_ROW(PREFIX, S) {NULL, NULL, PREFIX##S##_i64, PREFIX##S##_b}
+#define GD_I64_ROW(PREFIX, S) {NULL, NULL, PREFIX##S##_i64, NULL}
 
 static const gd_ew_kernel gd_un_kernels[][GD_NUM_DTYPES] = {
     GD_ALL_ROW(un_, copy), GD_ROW(un_, neg), GD_ROW(un_, abs), GD_ROW(un_, relu), GD_FLOAT_ROW(un_, exp),
     GD_FLOAT_ROW(un_, log), GD_FLOAT_ROW(un_, sqrt), GD_FLOAT_ROW(un_, tanh), GD_ROW(un_, square),
     GD_INT_ROW(un_, invert), GD_FLOAT_ROW(un_, sigmoid),
+    GD_FLOAT_ROW(un_, acos), GD_FLOAT_ROW(un_, acosh), GD_FLOAT_ROW(un_, asin), GD_FLOAT_ROW(un_, asinh),
+    GD_FLOAT_ROW(un_, atan), GD_FLOAT_ROW(un_, atanh), GD_FLOAT_ROW(un_, cos), GD_FLOAT_ROW(un_, cosh),
+    GD_FLOAT_ROW(un_, sin), GD_FLOAT_ROW(un_, sinh), GD_FLOAT_ROW(un_, tan), GD_FLOAT_ROW(un_, log1p),
+    GD_FLOAT_ROW(un_, expm1), GD_FLOAT_ROW(un_, log2), GD_FLOAT_ROW(un_, log10),
+    GD_ROW(un_, ceil), GD_ROW(un_, floor), GD_ROW(un_, trunc), GD_ROW(un_, round), GD_ROW(un_, sign),
 };
 GD_STATIC_ASSERT(GD_COUNT_OF(gd_un_kernels) == GD_NUM_UNOPS, "gd_un_kernels: one row per gd_unop");
 
@@ -243,6 +275,8 @@ static const gd_ew_kernel gd_bin_kernels[][GD_NUM_DTYPES] = {
     GD_ALL_ROW(bin_, eq), GD_ALL_ROW(bin_, ne), GD_ALL_ROW(bin_, lt), GD_ALL_ROW(bin_, le),
     GD_ALL_ROW(bin_, gt), GD_ALL_ROW(bin_, ge), GD_INT_ROW(bin_, and), GD_INT_ROW(bin_, or),
     GD_INT_ROW(bin_, xor), GD_ROW(bin_, floordiv), GD_ROW(bin_, mod),
+    GD_FLOAT_ROW(bin_, atan2), GD_FLOAT_ROW(bin_, copysign), GD_FLOAT_ROW(bin_, nextafter),
+    GD_FLOAT_ROW(bin_, logaddexp), GD_I64_ROW(bin_, bitwise_left_shift), GD_I64_ROW(bin_, bitwise_right_shift),
 };
 GD_STATIC_ASSERT(GD_COUNT_OF(gd_bin_kernels) == GD_NUM_BINOPS, "gd_bin_kernels: one row per gd_binop");
 
@@ -250,6 +284,7 @@ GD_STATIC_ASSERT(GD_COUNT_OF(gd_bin_kernels) == GD_NUM_BINOPS, "gd_bin_kernels: 
 #undef GD_ROW
 #undef GD_FLOAT_ROW
 #undef GD_INT_ROW
+#undef GD_I64_ROW
 
 /* ------------------------------------------------------------------------------------------
  * elementwise driver: one contiguous run, an N-d walk, or tiles

@@ -57,6 +57,22 @@ __device__ __forceinline__ int64_t math_floor_div(int64_t a, int64_t b) { return
 __device__ __forceinline__ float math_mod(float a, float b) { return gd_mod_f32(a, b); }
 __device__ __forceinline__ double math_mod(double a, double b) { return gd_mod_f64(a, b); }
 __device__ __forceinline__ int64_t math_mod(int64_t a, int64_t b) { return gd_mod_i64(a, b); }
+/* ewise_math.h's functions by name, overloaded on the type: math_cos(x) is gd_ew_cos_f32 or
+ * gd_ew_cos_f64 */
+#define GD_MATH1(NAME)                                                                           \
+    __device__ __forceinline__ float math_##NAME(float x) { return gd_ew_##NAME##_f32(x); }      \
+    __device__ __forceinline__ double math_##NAME(double x) { return gd_ew_##NAME##_f64(x); }
+#define GD_MATH2(NAME)                                                                           \
+    __device__ __forceinline__ float math_##NAME(float x, float y) { return gd_ew_##NAME##_f32(x, y); } \
+    __device__ __forceinline__ double math_##NAME(double x, double y) { return gd_ew_##NAME##_f64(x, y); }
+GD_MATH1(acos) GD_MATH1(acosh) GD_MATH1(asin) GD_MATH1(asinh) GD_MATH1(atan) GD_MATH1(atanh)
+GD_MATH1(cos) GD_MATH1(cosh) GD_MATH1(sin) GD_MATH1(sinh) GD_MATH1(tan)
+GD_MATH1(log1p) GD_MATH1(expm1) GD_MATH1(log2) GD_MATH1(log10)
+GD_MATH1(ceil) GD_MATH1(floor) GD_MATH1(trunc) GD_MATH1(round) GD_MATH1(sign)
+GD_MATH2(atan2) GD_MATH2(copysign) GD_MATH2(nextafter) GD_MATH2(logaddexp)
+#undef GD_MATH1
+#undef GD_MATH2
+__device__ __forceinline__ int64_t math_sign(int64_t x) { return gd_ew_sign_i64(x); }
 
 template <gd_unop OP, class T> __device__ __forceinline__ T apply_unop(T x)
 {
@@ -84,6 +100,44 @@ template <gd_unop OP, class T> __device__ __forceinline__ T apply_unop(T x)
         else return ~x;
     } else if constexpr (OP == GD_SIGMOID) {
         return math_sigmoid(x);
+    } else if constexpr (OP == GD_ACOS) {
+        return math_acos(x);
+    } else if constexpr (OP == GD_ACOSH) {
+        return math_acosh(x);
+    } else if constexpr (OP == GD_ASIN) {
+        return math_asin(x);
+    } else if constexpr (OP == GD_ASINH) {
+        return math_asinh(x);
+    } else if constexpr (OP == GD_ATAN) {
+        return math_atan(x);
+    } else if constexpr (OP == GD_ATANH) {
+        return math_atanh(x);
+    } else if constexpr (OP == GD_COS) {
+        return math_cos(x);
+    } else if constexpr (OP == GD_COSH) {
+        return math_cosh(x);
+    } else if constexpr (OP == GD_SIN) {
+        return math_sin(x);
+    } else if constexpr (OP == GD_SINH) {
+        return math_sinh(x);
+    } else if constexpr (OP == GD_TAN) {
+        return math_tan(x);
+    } else if constexpr (OP == GD_LOG1P) {
+        return math_log1p(x);
+    } else if constexpr (OP == GD_EXPM1) {
+        return math_expm1(x);
+    } else if constexpr (OP == GD_LOG2) {
+        return math_log2(x);
+    } else if constexpr (OP == GD_LOG10) {
+        return math_log10(x);
+    } else if constexpr (OP == GD_CEIL || OP == GD_FLOOR || OP == GD_TRUNC || OP == GD_ROUND) {
+        if constexpr (is_int<T>) return x; /* integers are already rounded */
+        else if constexpr (OP == GD_CEIL) return math_ceil(x);
+        else if constexpr (OP == GD_FLOOR) return math_floor(x);
+        else if constexpr (OP == GD_TRUNC) return math_trunc(x);
+        else return math_round(x);
+    } else if constexpr (OP == GD_SIGN) {
+        return math_sign(x);
     } else {
         static_assert(OP == GD_TANH, "unhandled unary op");
         return math_tanh(x);
@@ -133,6 +187,18 @@ template <gd_binop OP, class T> __device__ __forceinline__ binop_out<OP, T> appl
         return math_floor_div(a, b);
     } else if constexpr (OP == GD_MOD) {
         return math_mod(a, b);
+    } else if constexpr (OP == GD_ATAN2) {
+        return math_atan2(a, b);
+    } else if constexpr (OP == GD_COPYSIGN) {
+        return math_copysign(a, b);
+    } else if constexpr (OP == GD_NEXTAFTER) {
+        return math_nextafter(a, b);
+    } else if constexpr (OP == GD_LOGADDEXP) {
+        return math_logaddexp(a, b);
+    } else if constexpr (OP == GD_SHL) {
+        return gd_ew_bitwise_left_shift_i64(a, b);
+    } else if constexpr (OP == GD_SHR) {
+        return gd_ew_bitwise_right_shift_i64(a, b);
     } else {
         static_assert(OP == GD_XOR, "unhandled binary op");
         return (T)(a ^ b);
