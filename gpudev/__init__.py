@@ -105,15 +105,24 @@ def _load_cuda() -> None:
 
 _load_cuda()
 
-from . import _clip, _index, _protocols, _torch, emulation  # noqa: E402
+from . import _clip, _ewise_composite, _index, _protocols, _torch, emulation  # noqa: E402
 from ._clip import clamp, clip  # noqa: E402
 from ._creation import empty_like, full_like, ones_like, zeros_like  # noqa: E402
 from ._logic import isfinite, isnan  # noqa: E402
+from ._ewise_composite import (  # noqa: E402
+    conj, imag, isinf, logical_and, logical_not, logical_or, logical_xor, positive, real, reciprocal, signbit,
+)
+from ._C import (  # noqa: E402,F401  the array API standard's elementwise functions
+    acos, acosh, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_invert, bitwise_left_shift, bitwise_or,
+    bitwise_right_shift, bitwise_xor, ceil, copysign, cos, cosh, expm1, floor, log1p, log2, log10, logaddexp,
+    negative, nextafter, sign, sin, sinh, square, tan, trunc,
+)
 from ._softmax import log_softmax, softmax  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 
 _protocols.install()
 _clip.install()
+_ewise_composite.install()
 _torch.install()
 _index.install()
 tensor = array  # PyTorch's spelling of gd.array
@@ -151,10 +160,15 @@ __all__ = [
     "argmax", "argmin", "nonzero", "where",
     "bmm", "cat", "cuda", "device", "from_numpy", "int32", "max", "min", "normal", "optim",
     "randint", "utils",
+    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert",
+    "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "conj", "copysign", "cos",
+    "cosh", "expm1", "floor", "imag", "isinf", "log1p", "log2", "log10", "logaddexp", "logical_and",
+    "logical_not", "logical_or", "logical_xor", "negative", "nextafter", "positive", "real", "reciprocal",
+    "round", "sign", "signbit", "sin", "sinh", "square", "tan", "trunc",
 ]
 
 # NumPy's names, bound last so the code above still sees Python's own any, all and bool
-from ._C import all, any, bool  # noqa: E402,A004
+from ._C import all, any, bool, round  # noqa: E402,A004
 from ._torch import max, min  # noqa: E402,A004
 
 bool_ = bool

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _C
+from . import _C, _ewise_composite
 
 __all__ = ["install"]
 
@@ -56,6 +56,15 @@ _FUNCS: dict[np.ufunc, Callable] = {
     np.tanh: _C.tanh,
     np.maximum: _C.maximum,
     np.minimum: _C.minimum,
+    # the array API standard's elementwise functions (NumPy's arc- names are the same ufuncs)
+    **{getattr(np, name): getattr(_C, name) for name in (
+        "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh", "tan", "log1p",
+        "expm1", "log2", "log10", "ceil", "floor", "trunc", "sign", "square", "copysign", "nextafter",
+        "logaddexp", "atan2", "bitwise_left_shift", "bitwise_right_shift")},
+    **{getattr(np, name): getattr(_ewise_composite, name) for name in (
+        "isinf", "signbit", "logical_and", "logical_or", "logical_xor", "logical_not", "positive",
+        "reciprocal")},
+    np.rint: _C.round,
 }
 
 
@@ -201,6 +210,7 @@ _FUNCTIONS: dict[Callable, Callable] = {
     np.where: _where,
     np.argmax: _reduction("argmax"),
     np.argmin: _reduction("argmin"),
+    np.round: lambda a, decimals=0, out=None: _C.round(a) if decimals == 0 and out is None else NotImplemented,
 }
 
 
