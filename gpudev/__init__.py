@@ -109,9 +109,7 @@ from . import _clip, _ewise_composite, _index, _protocols, _torch, emulation  # 
 from ._clip import clamp, clip  # noqa: E402
 from ._creation import empty_like, full_like, ones_like, zeros_like  # noqa: E402
 from ._logic import isfinite, isnan  # noqa: E402
-from ._ewise_composite import (  # noqa: E402
-    conj, imag, isinf, logical_and, logical_not, logical_or, logical_xor, positive, real, reciprocal, signbit,
-)
+from ._ewise_composite import reciprocal, signbit  # noqa: E402
 from ._C import (  # noqa: E402,F401  the array API standard's elementwise functions
     acos, acosh, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_invert, bitwise_left_shift, bitwise_or,
     bitwise_right_shift, bitwise_xor, ceil, copysign, cos, cosh, expm1, floor, log1p, log2, log10, logaddexp,
@@ -161,9 +159,8 @@ __all__ = [
     "bmm", "cat", "cuda", "device", "from_numpy", "int32", "max", "min", "normal", "optim",
     "randint", "utils",
     "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert",
-    "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "conj", "copysign", "cos",
-    "cosh", "expm1", "floor", "imag", "isinf", "log1p", "log2", "log10", "logaddexp", "logical_and",
-    "logical_not", "logical_or", "logical_xor", "negative", "nextafter", "positive", "real", "reciprocal",
+    "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "copysign", "cos",
+    "cosh", "expm1", "floor", "log1p", "log2", "log10", "logaddexp", "negative", "nextafter", "reciprocal",
     "round", "sign", "signbit", "sin", "sinh", "square", "tan", "trunc",
 ]
 

@@ -61,9 +61,8 @@ _FUNCS: dict[np.ufunc, Callable] = {
         "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh", "tan", "log1p",
         "expm1", "log2", "log10", "ceil", "floor", "trunc", "sign", "square", "copysign", "nextafter",
         "logaddexp", "atan2", "bitwise_left_shift", "bitwise_right_shift")},
-    **{getattr(np, name): getattr(_ewise_composite, name) for name in (
-        "isinf", "signbit", "logical_and", "logical_or", "logical_xor", "logical_not", "positive",
-        "reciprocal")},
+    np.signbit: _ewise_composite.signbit,
+    np.reciprocal: _ewise_composite.reciprocal,
     np.rint: _C.round,
 }
 

@@ -90,6 +90,26 @@ static int64_t iref_mod(int64_t x, int64_t y)
 {
     return y == 0 ? 0 : WRAP((uint64_t)x - (uint64_t)iref_floor_div(x, y) * (uint64_t)y);
 }
+/* the array API standard's functions: the C library's double functions are the references */
+static double ref_sign(double x) { return isnan(x) ? x : (double)((x > 0) - (x < 0)); }
+static int64_t iref_sign(int64_t x) { return (x > 0) - (x < 0); }
+static int64_t iref_rounded(int64_t x) { return x; } /* ceil, floor, trunc, round of an integer */
+static double ref_logaddexp(double x, double y)
+{
+    if (isnan(x) || isnan(y)) return NAN;
+    if (x == y) return x + log(2.0);
+    double hi = x > y ? x : y, lo = x > y ? y : x;
+    return hi + log1p(exp(lo - hi));
+}
+/* float32's neighbour, not float64's (the float32 operands are exact in float) */
+static double ref_nextafter_f32(double x, double y) { return nextafterf((float)x, (float)y); }
+/* NumPy's shifts: a count outside [0, 64) shifts every bit out */
+static int64_t iref_shl(int64_t x, int64_t n) { return n < 0 || n >= 64 ? 0 : WRAP((uint64_t)x << n); }
+static int64_t iref_shr(int64_t x, int64_t n)
+{
+    if (n < 0 || n >= 64) return x < 0 ? -1 : 0;
+    return (int64_t)floorl((long double)x / powl(2.0L, (long double)n)); /* the arithmetic shift */
+}
 static int64_t iref_pow(int64_t x, int64_t y) /* y >= 0: gpudev.h's contract */
 {
     uint64_t r = 1;
@@ -122,6 +142,17 @@ static const unop_row unops[] = {
     {GD_SQUARE, "square", ref_square, iref_square, 0, 0},
     {GD_INVERT, "invert", ref_not, iref_invert, 0, 0},
     {GD_SIGMOID, "sigmoid", ref_sigmoid, NULL, 4, 3},
+    {GD_ACOS, "acos", acos, NULL, 3, 3},            {GD_ACOSH, "acosh", acosh, NULL, 5, 4},
+    {GD_ASIN, "asin", asin, NULL, 3, 3},            {GD_ASINH, "asinh", asinh, NULL, 4, 4},
+    {GD_ATAN, "atan", atan, NULL, 3, 3},            {GD_ATANH, "atanh", atanh, NULL, 4, 3},
+    {GD_COS, "cos", cos, NULL, 3, 3},               {GD_COSH, "cosh", cosh, NULL, 3, 3},
+    {GD_SIN, "sin", sin, NULL, 3, 3},               {GD_SINH, "sinh", sinh, NULL, 4, 3},
+    {GD_TAN, "tan", tan, NULL, 5, 3},               {GD_LOG1P, "log1p", log1p, NULL, 2, 2},
+    {GD_EXPM1, "expm1", expm1, NULL, 2, 2},         {GD_LOG2, "log2", log2, NULL, 2, 2},
+    {GD_LOG10, "log10", log10, NULL, 3, 2},
+    {GD_CEIL, "ceil", ceil, iref_rounded, 0, 0},    {GD_FLOOR, "floor", floor, iref_rounded, 0, 0},
+    {GD_TRUNC, "trunc", trunc, iref_rounded, 0, 0}, {GD_ROUND, "round", rint, iref_rounded, 0, 0},
+    {GD_SIGN, "sign", ref_sign, iref_sign, 0, 0},
 };
 
 typedef struct binop_row {
@@ -131,6 +162,8 @@ typedef struct binop_row {
     int64_t (*iref)(int64_t, int64_t); /* int64 */
     double ulps_f32, ulps_f64;
     int exponent_b; /* int64 b holds exponents 0..8 (negative ones are outside the contract) */
+    double abs_f32, abs_f64;            /* absolute tolerances where ulps of the result do not fit */
+    double (*ref_f32)(double, double);  /* float32's own reference, where float64's differs */
 } binop_row;
 
 static const binop_row binops[] = {
@@ -152,6 +185,14 @@ static const binop_row binops[] = {
     {GD_XOR, "bitwise_xor", ref_xor, iref_xor, 0, 0, 0},
     {GD_FLOOR_DIV, "floor_divide", ref_floor_div, iref_floor_div, 0, 0, 0},
     {GD_MOD, "remainder", ref_mod, iref_mod, 1, 0, 0},
+    {GD_ATAN2, "atan2", atan2, NULL, 4, 3, 0},
+    {GD_COPYSIGN, "copysign", copysign, NULL, 0, 0, 0},
+    {GD_NEXTAFTER, "nextafter", nextafter, NULL, 0, 0, 0, .ref_f32 = ref_nextafter_f32},
+    /* x + log1p(exp(y - x)) cancels where the result is near 0 (x near -log 2 - y...): the
+     * error is a few ulps of the operands (|x| < 40 here), not of the result */
+    {GD_LOGADDEXP, "logaddexp", ref_logaddexp, NULL, 3, 2, 0, .abs_f32 = 2e-5, .abs_f64 = 4e-14},
+    {GD_SHL, "bitwise_left_shift", NULL, iref_shl, 0, 0, 0},
+    {GD_SHR, "bitwise_right_shift", NULL, iref_shr, 0, 0, 0},
 };
 
 #define NUM_UNOPS ((int)(sizeof unops / sizeof unops[0]))
@@ -411,16 +452,18 @@ static void run_binary(const binop_row *row, const ewise_case *c, gd_dtype t, gd
     gd_ewise ew = ewise_for(c, &a, &b, pa, pb, dst);
     void *before = snapshot(dst, ot);
     void *want = gdt_ref_new(n, ot);
+    double (*ref)(double, double) = t == GD_FLOAT32 && row->ref_f32 ? row->ref_f32 : row->ref;
     for (int64_t i = 0; i < n; i++) {
         if (t == GD_INT64 && ot == GD_INT64)
             ((int64_t *)want)[i] = row->iref(ivalue_of(pa, &a, i), ivalue_of(pb, &b, i));
         else if (t == GD_INT64)
             ((double *)want)[i] = (double)row->iref(ivalue_of(pa, &a, i), ivalue_of(pb, &b, i));
         else
-            ((double *)want)[i] = row->ref(value_of(pa, &a, t, i), value_of(pb, &b, t, i));
+            ((double *)want)[i] = ref(value_of(pa, &a, t, i), value_of(pb, &b, t, i));
     }
     if (OK(gdt_be->binary(at_base(dst, ot), row->op, t, &ew, &a, &b, gdt_dev, &gdt_err))) {
-        gdt_tol tol = {t == GD_FLOAT32 ? row->ulps_f32 : row->ulps_f64, 0, NULL};
+        gdt_tol tol = {t == GD_FLOAT32 ? row->ulps_f32 : row->ulps_f64,
+                       t == GD_FLOAT32 ? row->abs_f32 : row->abs_f64, NULL};
         expect_dest(dst, before, ot, n, want, tol, "binary", row->name, c, form);
     }
     if (dst == pa || dst == pb) restore(dst, t);

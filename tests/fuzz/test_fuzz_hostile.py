@@ -336,14 +336,12 @@ INT_ONE = P("a", "array", arr(2, 3, dtype=gd.int64), "positional")
 INT_TWO = (INT_ONE, P("b", "array", arr(3, dtype=gd.int64), "positional"))
 SIGNATURES.update({name: (ONE,) for name in (
     "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh", "tan", "log1p", "expm1",
-    "log2", "log10", "ceil", "floor", "trunc", "round", "sign", "signbit", "square", "negative", "positive",
-    "reciprocal", "isinf", "logical_not", "real", "imag", "conj")})
-SIGNATURES.update({name: TWO for name in ("atan2", "copysign", "nextafter", "logaddexp", "logical_and",
-                                          "logical_or", "logical_xor")})
+    "log2", "log10", "ceil", "floor", "trunc", "round", "sign", "signbit", "square", "negative", "reciprocal")})
+SIGNATURES.update({name: TWO for name in ("atan2", "copysign", "nextafter", "logaddexp")})
 SIGNATURES.update({name: INT_TWO for name in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
                                               "bitwise_right_shift")})
 SIGNATURES["bitwise_invert"] = (INT_ONE,)
-METHODS.update({"round": (P("decimals", "number", lambda: 0),), "conj": (), "conjugate": ()})
+METHODS["round"] = (P("decimals", "number", lambda: 0),)
 
 # PyTorch's names: functions, and Array methods (in place, dtypes, shapes)
 SIGNATURES.update({
