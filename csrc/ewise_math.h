@@ -1,12 +1,14 @@
-/* ewise_math.h - scalar math that the CPU and the CUDA backends both run, so that every device
- * gives the same bits: NumPy's floor division and remainder (npy_divmod for floats, Python's
- * floor rule for int64), a sigmoid that never overflows, the C library's functions under one
- * name per dtype, and the operations whose special cases (NaN, infinities, signed zeros, shift
- * counts past the width) need more than one C call: sign, logaddexp and the int64 shifts.
+/* ewise_math.h - the scalar function of every elementwise operation, which the CPU and the
+ * CUDA backends both run, so that every device computes the same thing: one function per row
+ * of the op lists (tables.h) and dtype of its TYPES, named gd_ew_<name>_<dtype>: f32 (float),
+ * f64 (double), i64 (int64_t), b (bool as a byte: any nonzero byte is true, as NumPy reads
+ * memory it shares). The backends' kernels and launchers are generated from the op lists and
+ * call these; a row without its functions fails to compile in both.
  *
  * Plain C11 that also compiles as CUDA C++ (the functions are then __host__ __device__). The
- * float functions come in f32 and f64 spellings so that float32 stays in float32, as NumPy's
- * loops do.
+ * float functions are written once (GD_FLOAT_OPS) and come in f32 and f64 spellings, so that
+ * float32 stays in float32, as NumPy's loops do; CUDA's libm may round its functions
+ * differently from the C library's (within the conformance test's ulps).
  */
 #ifndef GPUDEV_EWISE_MATH_H
 #define GPUDEV_EWISE_MATH_H
@@ -31,7 +33,7 @@
  * division would trap (SIGFPE on x86) and is undefined behaviour.
  * ---------------------------------------------------------------------------------------- */
 
-GD_HOSTDEV int64_t gd_floor_div_i64(int64_t a, int64_t b)
+GD_HOSTDEV int64_t gd_ew_floor_divide_i64(int64_t a, int64_t b)
 {
     if (b == 0) return 0;
     if (b == -1) return (int64_t)(0 - (uint64_t)a);
@@ -40,7 +42,7 @@ GD_HOSTDEV int64_t gd_floor_div_i64(int64_t a, int64_t b)
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-GD_HOSTDEV int64_t gd_mod_i64(int64_t a, int64_t b)
+GD_HOSTDEV int64_t gd_ew_remainder_i64(int64_t a, int64_t b)
 {
     if (b == 0 || b == -1) return 0;
     int64_t r = a % b;
@@ -84,12 +86,12 @@ GD_HOSTDEV int64_t gd_mod_i64(int64_t a, int64_t b)
         *modulus = mod;                                                                          \
         return floordiv;                                                                         \
     }                                                                                            \
-    GD_HOSTDEV T gd_floor_div_##S(T a, T b)                                                      \
+    GD_HOSTDEV T gd_ew_floor_divide_##S(T a, T b)                                                      \
     {                                                                                            \
         T mod;                                                                                   \
         return gd_divmod_##S(a, b, &mod);                                                        \
     }                                                                                            \
-    GD_HOSTDEV T gd_mod_##S(T a, T b)                                                            \
+    GD_HOSTDEV T gd_ew_remainder_##S(T a, T b)                                                            \
     {                                                                                            \
         T mod;                                                                                   \
         gd_divmod_##S(a, b, &mod);                                                               \
@@ -120,62 +122,6 @@ GD_HOSTDEV double gd_sigmoid_f64(double x)
 }
 
 /* ------------------------------------------------------------------------------------------
- * the C library's functions, one name per operation and dtype: gd_ew_cos_f32 is cosf,
- * gd_ew_cos_f64 is cos. The C library (and CUDA's device library, which keeps to C99's Annex F for these)
- * already gives what the array API standard asks of special values: NaN in, NaN out; signed
- * zeros kept by the odd functions (sin(-0) is -0); acosh(x < 1), log1p(x < -1) NaN;
- * atanh(+-1) and log1p(-1) infinite; expm1(-inf) -1. round is rint: halfway cases go to the
- * even neighbour (the default rounding mode), as the standard and NumPy round.
- * ---------------------------------------------------------------------------------------- */
-
-#define GD_DEFINE_LIBM_UNARY(NAME, F)                                                            \
-    GD_HOSTDEV float gd_ew_##NAME##_f32(float x) { return F##f(x); }                             \
-    GD_HOSTDEV double gd_ew_##NAME##_f64(double x) { return F(x); }
-#define GD_DEFINE_LIBM_BINARY(NAME, F)                                                           \
-    GD_HOSTDEV float gd_ew_##NAME##_f32(float x, float y) { return F##f(x, y); }                 \
-    GD_HOSTDEV double gd_ew_##NAME##_f64(double x, double y) { return F(x, y); }
-
-GD_DEFINE_LIBM_UNARY(acos, acos)
-GD_DEFINE_LIBM_UNARY(acosh, acosh)
-GD_DEFINE_LIBM_UNARY(asin, asin)
-GD_DEFINE_LIBM_UNARY(asinh, asinh)
-GD_DEFINE_LIBM_UNARY(atan, atan)
-GD_DEFINE_LIBM_UNARY(atanh, atanh)
-GD_DEFINE_LIBM_UNARY(cos, cos)
-GD_DEFINE_LIBM_UNARY(cosh, cosh)
-GD_DEFINE_LIBM_UNARY(sin, sin)
-GD_DEFINE_LIBM_UNARY(sinh, sinh)
-GD_DEFINE_LIBM_UNARY(tan, tan)
-GD_DEFINE_LIBM_UNARY(log1p, log1p)
-GD_DEFINE_LIBM_UNARY(expm1, expm1)
-GD_DEFINE_LIBM_UNARY(log2, log2)
-GD_DEFINE_LIBM_UNARY(log10, log10)
-GD_DEFINE_LIBM_UNARY(ceil, ceil)
-GD_DEFINE_LIBM_UNARY(floor, floor)
-GD_DEFINE_LIBM_UNARY(trunc, trunc)
-GD_DEFINE_LIBM_UNARY(round, rint)
-GD_DEFINE_LIBM_BINARY(atan2, atan2)
-GD_DEFINE_LIBM_BINARY(copysign, copysign)
-GD_DEFINE_LIBM_BINARY(nextafter, nextafter)
-#undef GD_DEFINE_LIBM_UNARY
-#undef GD_DEFINE_LIBM_BINARY
-
-/* integers are already rounded */
-GD_HOSTDEV int64_t gd_ew_ceil_i64(int64_t x) { return x; }
-GD_HOSTDEV int64_t gd_ew_floor_i64(int64_t x) { return x; }
-GD_HOSTDEV int64_t gd_ew_trunc_i64(int64_t x) { return x; }
-GD_HOSTDEV int64_t gd_ew_round_i64(int64_t x) { return x; }
-
-/* ------------------------------------------------------------------------------------------
- * sign: -1, 0 or 1; both zeros give +0 and NaN stays NaN (the standard's special cases and
- * NumPy's results). For int64 it is (x > 0) - (x < 0).
- * ---------------------------------------------------------------------------------------- */
-
-GD_HOSTDEV float gd_ew_sign_f32(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x == 0.0f ? 0.0f : x; }
-GD_HOSTDEV double gd_ew_sign_f64(double x) { return x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : x == 0.0 ? 0.0 : x; }
-GD_HOSTDEV int64_t gd_ew_sign_i64(int64_t x) { return (int64_t)(x > 0) - (int64_t)(x < 0); }
-
-/* ------------------------------------------------------------------------------------------
  * logaddexp: log(exp(x) + exp(y)) as NumPy's npy_logaddexp computes it, the larger operand plus
  * log1p(exp(-|x - y|)), so exp never overflows. Equal operands take their own branch, which is
  * what keeps logaddexp(inf, inf) at inf (x - y would be NaN) and logaddexp(-inf, -inf) at -inf;
@@ -183,7 +129,7 @@ GD_HOSTDEV int64_t gd_ew_sign_i64(int64_t x) { return (int64_t)(x > 0) - (int64_
  * ---------------------------------------------------------------------------------------- */
 
 #define GD_DEFINE_LOGADDEXP(S, T, LOG1P, EXP)                                                    \
-    GD_HOSTDEV T gd_ew_logaddexp_##S(T x, T y)                                                      \
+    GD_HOSTDEV T gd_logaddexp_##S(T x, T y)                                                      \
     {                                                                                            \
         if (x == y) return x + (T)0.693147180559945309417232121458176568;                        \
         const T d = x - y;                                                                       \
@@ -196,22 +142,145 @@ GD_DEFINE_LOGADDEXP(f64, double, log1p, exp)
 #undef GD_DEFINE_LOGADDEXP
 
 /* ------------------------------------------------------------------------------------------
- * int64 shifts, as NumPy's npy_lshift / npy_rshift: a count of 64 or more, or a negative one
- * (read as unsigned, it is huge), shifts every bit out: 0, or -1 for a negative x shifted
- * right. C leaves those counts undefined, and a left shift of a negative number too, so the
- * left shift is done in uint64 and the right shift of a negative x as ~(~x >> n), which is
- * the arithmetic shift written without relying on the compiler's choice.
+ * float32 and float64: each function written once; M(fn) is the C library's function of the
+ * dtype (expf or exp)
+ *
+ * The C library (and CUDA's device library, which keeps to C99's Annex F for these) gives what
+ * the array API standard asks of special values: NaN in, NaN out; signed zeros kept by the odd
+ * functions (sin(-0) is -0); acosh(x < 1), log1p(x < -1) NaN; atanh(+-1) and log1p(-1)
+ * infinite; expm1(-inf) -1; atan2 and copysign read the signs of zeros and NaNs. round is rint:
+ * halfway cases go to the even neighbour (the default rounding mode), as the standard and
+ * NumPy round. sign gives +0 for both zeros and keeps NaN.
  * ---------------------------------------------------------------------------------------- */
 
+#define GD_M_F32(fn) fn##f
+#define GD_M_F64(fn) fn
+#define GD_FLOAT_OPS(S, T, M)                                                                    \
+    GD_HOSTDEV T gd_ew_copy_##S(T x) { return x; }                                               \
+    GD_HOSTDEV T gd_ew_negative_##S(T x) { return -x; }                                          \
+    GD_HOSTDEV T gd_ew_abs_##S(T x) { return M(fabs)(x); }                                       \
+    GD_HOSTDEV T gd_ew_relu_##S(T x) { return (x > 0 || x != x) ? x : (T)0; }                    \
+    GD_HOSTDEV T gd_ew_exp_##S(T x) { return M(exp)(x); }                                        \
+    GD_HOSTDEV T gd_ew_log_##S(T x) { return M(log)(x); }                                        \
+    GD_HOSTDEV T gd_ew_sqrt_##S(T x) { return M(sqrt)(x); }                                      \
+    GD_HOSTDEV T gd_ew_tanh_##S(T x) { return M(tanh)(x); }                                      \
+    GD_HOSTDEV T gd_ew_square_##S(T x) { return x * x; }                                         \
+    GD_HOSTDEV T gd_ew_sigmoid_##S(T x) { return gd_sigmoid_##S(x); }                            \
+    GD_HOSTDEV T gd_ew_add_##S(T x, T y) { return x + y; }                                       \
+    GD_HOSTDEV T gd_ew_subtract_##S(T x, T y) { return x - y; }                                  \
+    GD_HOSTDEV T gd_ew_multiply_##S(T x, T y) { return x * y; }                                  \
+    GD_HOSTDEV T gd_ew_divide_##S(T x, T y) { return x / y; }                                    \
+    GD_HOSTDEV T gd_ew_power_##S(T x, T y) { return M(pow)(x, y); }                              \
+    GD_HOSTDEV T gd_ew_hypot_##S(T x, T y) { return M(hypot)(x, y); }                            \
+    GD_HOSTDEV T gd_ew_acos_##S(T x) { return M(acos)(x); }                                      \
+    GD_HOSTDEV T gd_ew_acosh_##S(T x) { return M(acosh)(x); }                                    \
+    GD_HOSTDEV T gd_ew_asin_##S(T x) { return M(asin)(x); }                                      \
+    GD_HOSTDEV T gd_ew_asinh_##S(T x) { return M(asinh)(x); }                                    \
+    GD_HOSTDEV T gd_ew_atan_##S(T x) { return M(atan)(x); }                                      \
+    GD_HOSTDEV T gd_ew_atanh_##S(T x) { return M(atanh)(x); }                                    \
+    GD_HOSTDEV T gd_ew_cos_##S(T x) { return M(cos)(x); }                                        \
+    GD_HOSTDEV T gd_ew_cosh_##S(T x) { return M(cosh)(x); }                                      \
+    GD_HOSTDEV T gd_ew_sin_##S(T x) { return M(sin)(x); }                                        \
+    GD_HOSTDEV T gd_ew_sinh_##S(T x) { return M(sinh)(x); }                                      \
+    GD_HOSTDEV T gd_ew_tan_##S(T x) { return M(tan)(x); }                                        \
+    GD_HOSTDEV T gd_ew_log1p_##S(T x) { return M(log1p)(x); }                                    \
+    GD_HOSTDEV T gd_ew_expm1_##S(T x) { return M(expm1)(x); }                                    \
+    GD_HOSTDEV T gd_ew_log2_##S(T x) { return M(log2)(x); }                                      \
+    GD_HOSTDEV T gd_ew_log10_##S(T x) { return M(log10)(x); }                                    \
+    GD_HOSTDEV T gd_ew_ceil_##S(T x) { return M(ceil)(x); }                                      \
+    GD_HOSTDEV T gd_ew_floor_##S(T x) { return M(floor)(x); }                                    \
+    GD_HOSTDEV T gd_ew_trunc_##S(T x) { return M(trunc)(x); }                                    \
+    GD_HOSTDEV T gd_ew_round_##S(T x) { return M(rint)(x); }                                     \
+    GD_HOSTDEV T gd_ew_sign_##S(T x) { return x > 0 ? (T)1 : x < 0 ? (T)-1 : x == 0 ? (T)0 : x; } \
+    GD_HOSTDEV T gd_ew_atan2_##S(T x, T y) { return M(atan2)(x, y); }                            \
+    GD_HOSTDEV T gd_ew_copysign_##S(T x, T y) { return M(copysign)(x, y); }                      \
+    GD_HOSTDEV T gd_ew_nextafter_##S(T x, T y) { return M(nextafter)(x, y); }                    \
+    GD_HOSTDEV T gd_ew_logaddexp_##S(T x, T y) { return gd_logaddexp_##S(x, y); }                \
+    /* NaN-propagating, written so that they vectorize to a compare and a blend */               \
+    GD_HOSTDEV T gd_ew_maximum_##S(T x, T y) { return (x > y || x != x) ? x : y; }               \
+    GD_HOSTDEV T gd_ew_minimum_##S(T x, T y) { return (x < y || x != x) ? x : y; }               \
+    GD_COMPARE_OPS(S, T, GD_SAME)
+
+/* Comparisons give 0 or 1 for every dtype; NaN compares false except with != */
+#define GD_SAME(x) (x)
+#define GD_TRUTH(x) ((x) != 0)
+#define GD_COMPARE_OPS(S, T, V)                                                                  \
+    GD_HOSTDEV uint8_t gd_ew_equal_##S(T x, T y) { return V(x) == V(y); }                        \
+    GD_HOSTDEV uint8_t gd_ew_not_equal_##S(T x, T y) { return V(x) != V(y); }                    \
+    GD_HOSTDEV uint8_t gd_ew_less_##S(T x, T y) { return V(x) < V(y); }                          \
+    GD_HOSTDEV uint8_t gd_ew_less_equal_##S(T x, T y) { return V(x) <= V(y); }                   \
+    GD_HOSTDEV uint8_t gd_ew_greater_##S(T x, T y) { return V(x) > V(y); }                       \
+    GD_HOSTDEV uint8_t gd_ew_greater_equal_##S(T x, T y) { return V(x) >= V(y); }
+
+GD_FLOAT_OPS(f32, float, GD_M_F32)
+GD_FLOAT_OPS(f64, double, GD_M_F64)
+
+/* ------------------------------------------------------------------------------------------
+ * int64: arithmetic wraps, as NumPy's does, computed in uint64 where overflow is defined
+ * (the cast back keeps the bits)
+ * ---------------------------------------------------------------------------------------- */
+
+#define GD_WRAPPED(expr) ((int64_t)(uint64_t)(expr))
+
+GD_HOSTDEV int64_t gd_ew_copy_i64(int64_t x) { return x; }
+GD_HOSTDEV int64_t gd_ew_negative_i64(int64_t x) { return GD_WRAPPED(0 - (uint64_t)x); }
+GD_HOSTDEV int64_t gd_ew_abs_i64(int64_t x) { return x < 0 ? GD_WRAPPED(0 - (uint64_t)x) : x; }
+GD_HOSTDEV int64_t gd_ew_relu_i64(int64_t x) { return x > 0 ? x : 0; }
+GD_HOSTDEV int64_t gd_ew_square_i64(int64_t x) { return GD_WRAPPED((uint64_t)x * (uint64_t)x); }
+GD_HOSTDEV int64_t gd_ew_invert_i64(int64_t x) { return ~x; }
+GD_HOSTDEV int64_t gd_ew_add_i64(int64_t x, int64_t y) { return GD_WRAPPED((uint64_t)x + (uint64_t)y); }
+GD_HOSTDEV int64_t gd_ew_subtract_i64(int64_t x, int64_t y) { return GD_WRAPPED((uint64_t)x - (uint64_t)y); }
+GD_HOSTDEV int64_t gd_ew_multiply_i64(int64_t x, int64_t y) { return GD_WRAPPED((uint64_t)x * (uint64_t)y); }
+GD_HOSTDEV int64_t gd_ew_maximum_i64(int64_t x, int64_t y) { return x > y ? x : y; }
+GD_HOSTDEV int64_t gd_ew_minimum_i64(int64_t x, int64_t y) { return x < y ? x : y; }
+GD_HOSTDEV int64_t gd_ew_bitwise_and_i64(int64_t x, int64_t y) { return x & y; }
+GD_HOSTDEV int64_t gd_ew_bitwise_or_i64(int64_t x, int64_t y) { return x | y; }
+GD_HOSTDEV int64_t gd_ew_bitwise_xor_i64(int64_t x, int64_t y) { return x ^ y; }
+GD_COMPARE_OPS(i64, int64_t, GD_SAME)
+/* integers are already rounded */
+GD_HOSTDEV int64_t gd_ew_ceil_i64(int64_t x) { return x; }
+GD_HOSTDEV int64_t gd_ew_floor_i64(int64_t x) { return x; }
+GD_HOSTDEV int64_t gd_ew_trunc_i64(int64_t x) { return x; }
+GD_HOSTDEV int64_t gd_ew_round_i64(int64_t x) { return x; }
+GD_HOSTDEV int64_t gd_ew_sign_i64(int64_t x) { return (int64_t)(x > 0) - (int64_t)(x < 0); }
+
+/* Shifts, as NumPy's npy_lshift / npy_rshift: a count of 64 or more, or a negative one (read as
+ * unsigned, it is huge), shifts every bit out: 0, or -1 for a negative x shifted right. C
+ * leaves those counts undefined, and a left shift of a negative number too, so the left shift
+ * is done in uint64 and the right shift of a negative x as ~(~x >> n), the arithmetic shift
+ * written without relying on the compiler's choice. */
 GD_HOSTDEV int64_t gd_ew_bitwise_left_shift_i64(int64_t x, int64_t n)
 {
-    return (uint64_t)n < 64 ? (int64_t)((uint64_t)x << n) : 0;
+    return (uint64_t)n < 64 ? GD_WRAPPED((uint64_t)x << n) : 0;
 }
-
 GD_HOSTDEV int64_t gd_ew_bitwise_right_shift_i64(int64_t x, int64_t n)
 {
     if ((uint64_t)n >= 64) return x < 0 ? -1 : 0;
     return x < 0 ? ~(~x >> n) : x >> n;
 }
+
+/* base ** exp by squaring, wrapping like NumPy. The core rejects negative exponents; they get
+ * the truncated value of the exact result (0 unless base is 1 or -1). */
+GD_HOSTDEV int64_t gd_ew_power_i64(int64_t base, int64_t exp)
+{
+    if (exp < 0) return base == 1 ? 1 : base == -1 ? ((exp & 1) ? -1 : 1) : 0;
+    uint64_t b = (uint64_t)base, r = 1;
+    for (uint64_t e = (uint64_t)exp; e; e >>= 1) {
+        if (e & 1) r *= b;
+        b *= b;
+    }
+    return GD_WRAPPED(r);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * bool: bitwise operations are the logical ones and ~ is not
+ * ---------------------------------------------------------------------------------------- */
+
+GD_HOSTDEV uint8_t gd_ew_copy_b(uint8_t x) { return x; }
+GD_HOSTDEV uint8_t gd_ew_invert_b(uint8_t x) { return (uint8_t)(x == 0); }
+GD_HOSTDEV uint8_t gd_ew_bitwise_and_b(uint8_t x, uint8_t y) { return (uint8_t)(GD_TRUTH(x) & GD_TRUTH(y)); }
+GD_HOSTDEV uint8_t gd_ew_bitwise_or_b(uint8_t x, uint8_t y) { return (uint8_t)(GD_TRUTH(x) | GD_TRUTH(y)); }
+GD_HOSTDEV uint8_t gd_ew_bitwise_xor_b(uint8_t x, uint8_t y) { return (uint8_t)(GD_TRUTH(x) ^ GD_TRUTH(y)); }
+GD_COMPARE_OPS(b, uint8_t, GD_TRUTH)
 
 #endif /* GPUDEV_EWISE_MATH_H */

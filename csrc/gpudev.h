@@ -19,7 +19,10 @@ extern "C" {
 #endif
 
 #define GD_MAX_NDIM 16
-#define GD_BACKEND_ABI_VERSION 7
+/* The table's layout version, with the op counts in it: a backend built from another op list
+ * has another version (the enum values are its operation codes), so it is refused. */
+#define GD_BACKEND_ABI_LAYOUT 6
+#define GD_BACKEND_ABI_VERSION (GD_BACKEND_ABI_LAYOUT * 10000 + GD_NUM_UNOPS * 100 + GD_NUM_BINOPS)
 #define GD_BACKEND_CAPSULE_NAME "gpudev._cuda.backend"
 
 /* ------------------------------------------------------------------------------------------
@@ -111,33 +114,12 @@ static inline const char *gd_format_bytes(char *buf, size_t size, uint64_t n)
  * operation descriptors
  * ---------------------------------------------------------------------------------------- */
 
-typedef enum gd_binop {
-    GD_ADD = 0, GD_SUB, GD_MUL, GD_DIV, /* DIV only for float dtypes (the core casts ints)   */
-    GD_POW,                             /* int64: exponents are >= 0 (the core checks)        */
-    GD_MAXIMUM, GD_MINIMUM,             /* NaN propagates, as in NumPy                        */
-    GD_EQ, GD_NE, GD_LT, GD_LE, GD_GT, GD_GE, /* comparisons: out is bool, a and b of `dtype`  */
-    GD_AND, GD_OR, GD_XOR,              /* bitwise: int64 and bool only                       */
-    GD_FLOOR_DIV, GD_MOD,               /* NumPy's floor_divide and remainder; int64 x // 0 and
-                                         * x % 0 are 0, INT64_MIN // -1 wraps to INT64_MIN    */
-    GD_ATAN2, GD_COPYSIGN, GD_NEXTAFTER, GD_LOGADDEXP, /* float dtypes only                   */
-    GD_SHL, GD_SHR,                     /* int64 only; counts < 0 or >= 64 shift every bit out */
-    GD_NUM_BINOPS
-} gd_binop;
-
-typedef enum gd_unop {
-    GD_COPY = 0, /* out = a; with a broadcast or scalar operand this is fill / setitem      */
-    GD_NEG, GD_ABS, GD_RELU,           /* every dtype                                       */
-    GD_EXP, GD_LOG, GD_SQRT, GD_TANH,  /* float dtypes only (the core casts ints to float64) */
-    GD_SQUARE,                         /* every dtype; used by norm                          */
-    GD_INVERT,                         /* ~: bitwise not of int64, logical not of bool       */
-    GD_SIGMOID,                        /* float dtypes only; 1 / (1 + exp(-x)) without overflow */
-    GD_ACOS, GD_ACOSH, GD_ASIN, GD_ASINH, GD_ATAN, GD_ATANH, /* float dtypes only           */
-    GD_COS, GD_COSH, GD_SIN, GD_SINH, GD_TAN,
-    GD_LOG1P, GD_EXPM1, GD_LOG2, GD_LOG10,
-    GD_CEIL, GD_FLOOR, GD_TRUNC, GD_ROUND, /* floats and int64 (where they are the identity)  */
-    GD_SIGN,                           /* floats and int64: -1, 0 or 1; NaN stays NaN          */
-    GD_NUM_UNOPS
-} gd_unop;
+/* The elementwise operations: one value per row of the op lists in tables.h, in their order. */
+#include "tables.h"
+#define GD_OP_ENUM(E, ...) GD_##E,
+typedef enum gd_binop { GD_BINARY_OPS(GD_OP_ENUM) GD_NUM_BINOPS } gd_binop;
+typedef enum gd_unop { GD_UNARY_OPS(GD_OP_ENUM) GD_NUM_UNOPS } gd_unop;
+#undef GD_OP_ENUM
 
 typedef enum gd_redop {
     GD_RED_SUM = 0, /* float32 input accumulates in float64 (or better) whatever out dtype  */
@@ -365,6 +347,7 @@ typedef struct gd_backend {
 
 /* The dtype and operation tables (names, sizes, which operations need floats), after the
  * enums they describe. */
+#define GPUDEV_H_TYPES
 #include "tables.h"
 
 #endif /* GPUDEV_H */

@@ -1,19 +1,172 @@
-/* tables.h - the dtype table and the operation tables that every layer reads: the core (names
- * in messages and traces, NumPy and DLPack mappings, which operations need floats), the CPU
- * backend and the CUDA backend (their kernel tables, indexed by the same enums).
+/* tables.h - the op lists, the dtype table and the operation tables that every layer reads:
+ * the core (names in messages and traces, NumPy and DLPack mappings, which operations need
+ * floats, the module functions), the CPU backend and the CUDA backend (their kernel tables,
+ * indexed by the same enums).
  *
  * Each table has one row per value of its enum in gpudev.h, in enum order, and each row starts
  * with that value. A table with a row too few or too many fails to compile (GD_CHECK_TABLE); in
  * C++, which the CUDA backend is compiled as in every build, so does a row out of order. Plain
- * C11 that also compiles as C++17. gpudev.h includes this file, so every user of the backend
- * ABI sees the tables.
+ * C11 that also compiles as C++17. gpudev.h includes this file twice: first for the op lists
+ * (macros only, from which it makes the enums), then, after its types, for the tables; so
+ * every user of the backend ABI sees the tables. Include gpudev.h, not this file.
  */
-#ifndef GPUDEV_TABLES_H
+
+/* ------------------------------------------------------------------------------------------
+ * the op lists: one row per elementwise operation, and everything else comes from the row
+ *
+ *   X(ENUM, name, TYPES, FLAGS, NUMPY, SYMBOL, DOC)
+ *
+ * ENUM    the enum value without GD_ (GD_EXP), in gd_unop or gd_binop.
+ * name    its name in messages, traces, the trace and autograd's RULES; gd.<name> when FN.
+ * TYPES   the dtypes the backends compute it in, NumPy's loop types as a word:
+ *           ALL      float32, float64, int64 and bool
+ *           NUMERIC  float32, float64, int64 (the core computes bools in int64)
+ *           FLOAT    float32, float64 (the core computes integers in float64)
+ *           BITWISE  int64 and bool (floats are refused)
+ *           INT      int64 (floats are refused, bools computed in int64)
+ *           COMPARE  every dtype, the result bool
+ * FLAGS   0 or GD_OP_ flags: COSTLY (a libm call per element: threads pay at smaller
+ *         sizes), FN (a module function gd.<name>), METHOD (an Array method as well).
+ * NUMPY   the NumPy ufunc of the same meaning, as a string, or NULL: the NumPy protocol maps
+ *         it to gd.<name> (FN) and the tests compare with it.
+ * SYMBOL  the Python operator ("+", "abs"), or NULL (then `a = gd.<name>(a, b)` is the rewrite
+ *         an in-place error suggests).
+ * DOC     gd.<name>'s docstring after its signature ("$module, a, /" or "$module, a, b, /").
+ *
+ * The scalar function of each row lives in ewise_math.h, once for both backends, named
+ * gd_ew_<name>_<dtype> (f32, f64, i64, b) for each dtype of its TYPES. New rows go last:
+ * the enum values are the backend ABI's.
+ * ---------------------------------------------------------------------------------------- */
+
+#ifndef GPUDEV_OP_LISTS_H
+#define GPUDEV_OP_LISTS_H
+
+#define GD_UNARY_OPS(X)                                                                                     \
+    X(COPY, copy, ALL, 0, NULL, NULL, "") /* out = a; with a scalar operand: fill, setitem */              \
+    X(NEG, negative, NUMERIC, GD_OP_FN, "negative", "-",                                                   \
+      "-a elementwise (integers wrap; bools are refused, as in NumPy).")                                   \
+    X(ABS, abs, NUMERIC, GD_OP_FN, "absolute", "abs", "The absolute value elementwise.")                   \
+    X(RELU, relu, NUMERIC, GD_OP_FN, NULL, NULL, "maximum(a, 0) elementwise.")                             \
+    X(EXP, exp, FLOAT, GD_OP_COSTLY | GD_OP_FN, "exp", NULL, "e ** a elementwise.")                        \
+    X(LOG, log, FLOAT, GD_OP_COSTLY | GD_OP_FN, "log", NULL, "The natural logarithm elementwise.")         \
+    X(SQRT, sqrt, FLOAT, GD_OP_FN, "sqrt", NULL, "The square root elementwise.")                           \
+    X(TANH, tanh, FLOAT, GD_OP_COSTLY | GD_OP_FN, "tanh", NULL, "The hyperbolic tangent elementwise.")     \
+    X(SQUARE, square, NUMERIC, GD_OP_FN, "square", NULL, "a * a elementwise (integers wrap).")             \
+    X(INVERT, invert, BITWISE, GD_OP_FN, "invert", "~",                                                    \
+      "~a elementwise: bitwise not of integers, logical not of bools (NumPy's invert).")                   \
+    X(SIGMOID, sigmoid, FLOAT, GD_OP_COSTLY | GD_OP_FN | GD_OP_METHOD, NULL, NULL,                         \
+      "1 / (1 + exp(-a)) elementwise, computed without overflow (integers in float64).\n\n"                \
+      ">>> gd.sigmoid(gd.array([-1e4, 0.0, 1e4])).tolist()\n[0.0, 0.5, 1.0]")                              \
+    GD_STANDARD_UNARY_OPS(X)
+
+/* The array API standard's unary functions that NumPy has: float-only ones compute integers and
+ * bools in float64 (NumPy does so for integers); rounding keeps integers and bools as they are. */
+#define GD_STANDARD_UNARY_OPS(X)                                                                            \
+    X(ACOS, acos, FLOAT, GD_OP_COSTLY | GD_OP_FN, "arccos", NULL,                                          \
+      "The inverse cosine elementwise, in radians; NaN outside [-1, 1].")                                  \
+    X(ACOSH, acosh, FLOAT, GD_OP_COSTLY | GD_OP_FN, "arccosh", NULL,                                       \
+      "The inverse hyperbolic cosine elementwise; NaN below 1.")                                           \
+    X(ASIN, asin, FLOAT, GD_OP_COSTLY | GD_OP_FN, "arcsin", NULL,                                          \
+      "The inverse sine elementwise, in radians; NaN outside [-1, 1].")                                    \
+    X(ASINH, asinh, FLOAT, GD_OP_COSTLY | GD_OP_FN, "arcsinh", NULL, "The inverse hyperbolic sine elementwise.") \
+    X(ATAN, atan, FLOAT, GD_OP_COSTLY | GD_OP_FN, "arctan", NULL, "The inverse tangent elementwise, in radians.") \
+    X(ATANH, atanh, FLOAT, GD_OP_COSTLY | GD_OP_FN, "arctanh", NULL,                                       \
+      "The inverse hyperbolic tangent elementwise; +-inf at +-1, NaN beyond.")                             \
+    X(COS, cos, FLOAT, GD_OP_COSTLY | GD_OP_FN, "cos", NULL, "The cosine elementwise (a in radians).")     \
+    X(COSH, cosh, FLOAT, GD_OP_COSTLY | GD_OP_FN, "cosh", NULL, "The hyperbolic cosine elementwise.")      \
+    X(SIN, sin, FLOAT, GD_OP_COSTLY | GD_OP_FN, "sin", NULL,                                               \
+      "The sine elementwise (a in radians).\n\n>>> gd.sin(gd.array([0.0, -0.0])).tolist()\n[0.0, -0.0]")    \
+    X(SINH, sinh, FLOAT, GD_OP_COSTLY | GD_OP_FN, "sinh", NULL, "The hyperbolic sine elementwise.")        \
+    X(TAN, tan, FLOAT, GD_OP_COSTLY | GD_OP_FN, "tan", NULL, "The tangent elementwise (a in radians).")    \
+    X(LOG1P, log1p, FLOAT, GD_OP_COSTLY | GD_OP_FN, "log1p", NULL,                                         \
+      "log(1 + a) elementwise, accurate for a near 0.\n\n>>> gd.log1p(gd.array([1e-20])).tolist()\n[1e-20]") \
+    X(EXPM1, expm1, FLOAT, GD_OP_COSTLY | GD_OP_FN, "expm1", NULL,                                         \
+      "exp(a) - 1 elementwise, accurate for a near 0.")                                                    \
+    X(LOG2, log2, FLOAT, GD_OP_COSTLY | GD_OP_FN, "log2", NULL, "The base-2 logarithm elementwise.")       \
+    X(LOG10, log10, FLOAT, GD_OP_COSTLY | GD_OP_FN, "log10", NULL, "The base-10 logarithm elementwise.")   \
+    X(CEIL, ceil, NUMERIC, GD_OP_FN, "ceil", NULL,                                                         \
+      "The smallest integer >= a elementwise; integers and bools are returned as they are.")               \
+    X(FLOOR, floor, NUMERIC, GD_OP_FN, "floor", NULL,                                                      \
+      "The largest integer <= a elementwise; integers and bools are returned as they are.")                \
+    X(TRUNC, trunc, NUMERIC, GD_OP_FN, "trunc", NULL,                                                      \
+      "a rounded towards zero elementwise; integers and bools are returned as they are.")                  \
+    X(ROUND, round, NUMERIC, GD_OP_FN | GD_OP_METHOD, "rint", NULL,                                        \
+      "a rounded to the nearest integer elementwise, halfway cases to the even one; integers and bools "   \
+      "are returned as they are.\n\n>>> gd.round(gd.array([0.5, 1.5, 2.5])).tolist()\n[0.0, 2.0, 2.0]")     \
+    X(SIGN, sign, NUMERIC, GD_OP_FN, "sign", NULL,                                                         \
+      "-1, 0 or 1 by the sign of a elementwise; both zeros give 0, NaN stays NaN, a bool is itself.")
+
+/* NaN propagates through maximum and minimum, as in NumPy; int64 powers take exponents >= 0
+ * (the core checks); int64 x // 0 and x % 0 are 0, INT64_MIN // -1 wraps to INT64_MIN. */
+#define GD_BINARY_OPS(X)                                                                                    \
+    X(ADD, add, NUMERIC, 0, "add", "+", "")                                                                \
+    X(SUB, subtract, NUMERIC, 0, "subtract", "-", "")                                                      \
+    X(MUL, multiply, NUMERIC, 0, "multiply", "*", "")                                                      \
+    X(DIV, divide, FLOAT, 0, "divide", "/", "")                                                            \
+    X(POW, power, NUMERIC, GD_OP_COSTLY | GD_OP_FN, "power", "**",                                         \
+      "a ** b elementwise with broadcasting. Integers to negative integer powers raise "                   \
+      "ValueError, as in NumPy; for an int64 array of exponents that check is a reduction (on a GPU it "    \
+      "waits for the device). Integer results wrap on overflow.\n\n"                                        \
+      ">>> gd.power(gd.arange(4), gd.array([3, 2, 1, 0])).tolist()\n[0, 1, 2, 1]")                         \
+    X(MAXIMUM, maximum, NUMERIC, GD_OP_FN, "maximum", NULL,                                                \
+      "The larger of a and b elementwise with broadcasting (NaN propagates).")                             \
+    X(MINIMUM, minimum, NUMERIC, GD_OP_FN, "minimum", NULL,                                                \
+      "The smaller of a and b elementwise with broadcasting (NaN propagates).")                            \
+    X(EQ, equal, COMPARE, 0, "equal", "==", "")                                                            \
+    X(NE, not_equal, COMPARE, 0, "not_equal", "!=", "")                                                    \
+    X(LT, less, COMPARE, 0, "less", "<", "")                                                               \
+    X(LE, less_equal, COMPARE, 0, "less_equal", "<=", "")                                                  \
+    X(GT, greater, COMPARE, 0, "greater", ">", "")                                                         \
+    X(GE, greater_equal, COMPARE, 0, "greater_equal", ">=", "")                                            \
+    X(AND, bitwise_and, BITWISE, GD_OP_FN, "bitwise_and", "&", "a & b elementwise (integers and bools).")  \
+    X(OR, bitwise_or, BITWISE, GD_OP_FN, "bitwise_or", "|", "a | b elementwise (integers and bools).")     \
+    X(XOR, bitwise_xor, BITWISE, GD_OP_FN, "bitwise_xor", "^", "a ^ b elementwise (integers and bools).")  \
+    X(FLOOR_DIV, floor_divide, NUMERIC, GD_OP_COSTLY | GD_OP_FN, "floor_divide", "//",                     \
+      "a // b elementwise with broadcasting, as NumPy's: the quotient rounded down. "                      \
+      "For int64, x // 0 is 0 (no warning) and INT64_MIN // -1 wraps to INT64_MIN.\n\n"                    \
+      ">>> gd.floor_divide(gd.array([7, -7]), 2).tolist()\n[3, -4]")                                       \
+    X(MOD, remainder, NUMERIC, GD_OP_COSTLY | GD_OP_FN, "remainder", "%",                                  \
+      "a % b elementwise with broadcasting, as NumPy's: the sign of b, and "                               \
+      "a == (a // b) * b + a % b. For int64, x % 0 is 0 (no warning); for floats it is NaN.\n\n"           \
+      ">>> gd.remainder(gd.array([7, -7]), 3).tolist()\n[1, 2]")                                       \
+    X(HYPOT, hypot, FLOAT, GD_OP_COSTLY | GD_OP_FN, "hypot", NULL,                                         \
+      "sqrt(a**2 + b**2) elementwise with broadcasting, as NumPy's: no overflow or underflow in the "      \
+      "squares, inf when either is infinite (integers in float64).\n\n"                                    \
+      ">>> gd.hypot(gd.array([3.0, 1e200], dtype=gd.float64), 4.0).tolist()\n[5.0, 1e+200]")               \
+    GD_STANDARD_BINARY_OPS(X)
+
+/* The array API standard's binary functions that NumPy has; shifts are int64 only (bools are
+ * computed in int64, as NumPy computes them in int8). */
+#define GD_STANDARD_BINARY_OPS(X)                                                                           \
+    X(ATAN2, atan2, FLOAT, GD_OP_COSTLY | GD_OP_FN, "arctan2", NULL,                                       \
+      "The angle of the point (b, a) elementwise, in radians in [-pi, pi], with the signs of both "        \
+      "operands (atan2(0.0, -0.0) is pi).")                                                                \
+    X(COPYSIGN, copysign, FLOAT, GD_OP_FN, "copysign", NULL,                                               \
+      "|a| with the sign bit of b elementwise (b = -0.0 or a negative NaN count as negative).")            \
+    X(NEXTAFTER, nextafter, FLOAT, GD_OP_FN, "nextafter", NULL,                                            \
+      "The next float after a towards b elementwise, in their dtype.")                                     \
+    X(LOGADDEXP, logaddexp, FLOAT, GD_OP_COSTLY | GD_OP_FN, "logaddexp", NULL,                             \
+      "log(exp(a) + exp(b)) elementwise, computed without overflow.\n\n"                                    \
+      ">>> gd.logaddexp(gd.array([1000.0]), 1000.0).tolist()\n[1000.6931471805599]")                       \
+    X(SHL, bitwise_left_shift, INT, GD_OP_FN, "left_shift", "<<",                                          \
+      "a << b elementwise for integers (bools in int64); a count below 0 or of 64 and more gives 0, "      \
+      "as in NumPy.")                                                                                      \
+    X(SHR, bitwise_right_shift, INT, GD_OP_FN, "right_shift", ">>",                                        \
+      "a >> b elementwise for integers (bools in int64), an arithmetic shift; a count below 0 or of "      \
+      "64 and more gives 0, or -1 for a negative a, as in NumPy.")
+
+/* Other names of module functions: A(KIND, ENUM, alias, DOC), KIND UNARY or BINARY. */
+#define GD_OP_ALIASES(A)                                                                                    \
+    A(BINARY, POW, pow, "gd.power (PyTorch's name).")                                                      \
+    A(BINARY, MOD, mod, "gd.remainder (NumPy's alias).")                                                  \
+    A(UNARY, INVERT, bitwise_invert, "gd.invert (the array API standard's name).")
+
+#endif /* GPUDEV_OP_LISTS_H */
+
+#if defined(GPUDEV_H_TYPES) && !defined(GPUDEV_TABLES_H)
 #define GPUDEV_TABLES_H
 
 #include <stddef.h>
-
-#include "gpudev.h"
 
 /* ------------------------------------------------------------------------------------------
  * compile-time checks
@@ -81,7 +234,7 @@ GD_TABLE_FN int gd_dtype_lookup(char kind, size_t itemsize)
 }
 
 /* ------------------------------------------------------------------------------------------
- * elementwise operations
+ * elementwise operations: the table rows come from the op lists at the top of this file
  * ---------------------------------------------------------------------------------------- */
 
 enum gd_op_flags {
@@ -90,103 +243,53 @@ enum gd_op_flags {
     GD_OP_BOOL_OUT = 4,   /* a comparison: the result is bool whatever the operands' dtype */
     GD_OP_BITWISE = 8,    /* defined for int64 and bool only */
     GD_OP_NUMERIC = 16,   /* arithmetic: not defined for bool (the core computes bools in int64) */
-    GD_OP_NO_BOOL = 32,   /* a unary operation NumPy refuses for bools (else a bool is its own result) */
+    GD_OP_FN = 32,        /* a module function gd.<name>(a) / gd.<name>(a, b), with the row's doc */
+    GD_OP_METHOD = 64,    /* also an Array method a.<name>() / a.<name>(b) */
 };
 
-typedef struct gd_unop_info {
-    gd_unop op;
-    const char *name;     /* in messages and traces: "negative", "exp" */
-    unsigned flags;       /* gd_op_flags */
-} gd_unop_info;
+/* The flags a TYPES column stands for. */
+#define GD_TYPES_ALL 0
+#define GD_TYPES_NUMERIC GD_OP_NUMERIC
+#define GD_TYPES_FLOAT GD_OP_FLOAT_ONLY
+#define GD_TYPES_BITWISE GD_OP_BITWISE
+#define GD_TYPES_INT (GD_OP_BITWISE | GD_OP_NUMERIC)
+#define GD_TYPES_COMPARE GD_OP_BOOL_OUT
 
-GD_TABLE gd_unop_info gd_unop_table[] = {
-    {GD_COPY, "copy", 0},
-    {GD_NEG, "negative", GD_OP_NUMERIC | GD_OP_NO_BOOL},
-    {GD_ABS, "abs", GD_OP_NUMERIC},
-    {GD_RELU, "relu", GD_OP_NUMERIC},
-    {GD_EXP, "exp", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_LOG, "log", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_SQRT, "sqrt", GD_OP_FLOAT_ONLY},
-    {GD_TANH, "tanh", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_SQUARE, "square", GD_OP_NUMERIC},
-    {GD_INVERT, "invert", GD_OP_BITWISE},
-    {GD_SIGMOID, "sigmoid", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_ACOS, "acos", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_ACOSH, "acosh", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_ASIN, "asin", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_ASINH, "asinh", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_ATAN, "atan", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_ATANH, "atanh", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_COS, "cos", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_COSH, "cosh", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_SIN, "sin", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_SINH, "sinh", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_TAN, "tan", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_LOG1P, "log1p", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_EXPM1, "expm1", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_LOG2, "log2", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_LOG10, "log10", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_CEIL, "ceil", GD_OP_NUMERIC},
-    {GD_FLOOR, "floor", GD_OP_NUMERIC},
-    {GD_TRUNC, "trunc", GD_OP_NUMERIC},
-    {GD_ROUND, "round", GD_OP_NUMERIC},
-    {GD_SIGN, "sign", GD_OP_NUMERIC | GD_OP_NO_BOOL},
-};
-GD_CHECK_TABLE(gd_unop_table, GD_NUM_UNOPS, &gd_unop_info::op);
+typedef struct gd_op_info {
+    int op;               /* its gd_unop or gd_binop */
+    const char *name;     /* in messages, traces, gd.<name>, autograd's RULES: "negative", "exp" */
+    const char *id;       /* the enum value without GD_: "NEG", "EXP" */
+    const char *types;    /* the TYPES column: "ALL", "NUMERIC", "FLOAT", "BITWISE", "COMPARE" */
+    unsigned flags;       /* gd_op_flags: the TYPES column's and the FLAGS column's */
+    const char *numpy;    /* NumPy's ufunc of the same meaning, or NULL */
+    const char *symbol;   /* its Python operator ("+", "abs"), or NULL */
+    const char *doc;      /* the docstring of gd.<name> (GD_OP_FN), after its signature */
+} gd_op_info;
+typedef gd_op_info gd_unop_info;
+typedef gd_op_info gd_binop_info;
 
-typedef struct gd_binop_info {
-    gd_binop op;
-    const char *name;     /* in messages and traces: "add", "subtract" */
-    const char *rewrite;  /* what to write instead of an in-place form that cannot cast back */
-    unsigned flags;       /* gd_op_flags */
-} gd_binop_info;
-
-GD_TABLE gd_binop_info gd_binop_table[] = {
-    {GD_ADD, "add", "a = a + b", GD_OP_NUMERIC},
-    {GD_SUB, "subtract", "a = a - b", GD_OP_NUMERIC},
-    {GD_MUL, "multiply", "a = a * b", GD_OP_NUMERIC},
-    {GD_DIV, "divide", "a = a / b", GD_OP_FLOAT_ONLY},
-    {GD_POW, "power", "a = a ** b", GD_OP_COSTLY | GD_OP_NUMERIC},
-    {GD_MAXIMUM, "maximum", "a = gd.maximum(a, b)", GD_OP_NUMERIC},
-    {GD_MINIMUM, "minimum", "a = gd.minimum(a, b)", GD_OP_NUMERIC},
-    {GD_EQ, "equal", "a = a == b", GD_OP_BOOL_OUT},
-    {GD_NE, "not_equal", "a = a != b", GD_OP_BOOL_OUT},
-    {GD_LT, "less", "a = a < b", GD_OP_BOOL_OUT},
-    {GD_LE, "less_equal", "a = a <= b", GD_OP_BOOL_OUT},
-    {GD_GT, "greater", "a = a > b", GD_OP_BOOL_OUT},
-    {GD_GE, "greater_equal", "a = a >= b", GD_OP_BOOL_OUT},
-    {GD_AND, "bitwise_and", "a = a & b", GD_OP_BITWISE},
-    {GD_OR, "bitwise_or", "a = a | b", GD_OP_BITWISE},
-    {GD_XOR, "bitwise_xor", "a = a ^ b", GD_OP_BITWISE},
-    {GD_FLOOR_DIV, "floor_divide", "a = a // b", GD_OP_COSTLY | GD_OP_NUMERIC},
-    {GD_MOD, "remainder", "a = a % b", GD_OP_COSTLY | GD_OP_NUMERIC},
-    {GD_ATAN2, "atan2", "a = gd.atan2(a, b)", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_COPYSIGN, "copysign", "a = gd.copysign(a, b)", GD_OP_FLOAT_ONLY},
-    {GD_NEXTAFTER, "nextafter", "a = gd.nextafter(a, b)", GD_OP_FLOAT_ONLY},
-    {GD_LOGADDEXP, "logaddexp", "a = gd.logaddexp(a, b)", GD_OP_FLOAT_ONLY | GD_OP_COSTLY},
-    {GD_SHL, "bitwise_left_shift", "a = a << b", GD_OP_BITWISE | GD_OP_NUMERIC},
-    {GD_SHR, "bitwise_right_shift", "a = a >> b", GD_OP_BITWISE | GD_OP_NUMERIC},
-};
-GD_CHECK_TABLE(gd_binop_table, GD_NUM_BINOPS, &gd_binop_info::op);
+#define GD_OP_ROW(E, name, TYPES, FLAGS, NUMPY, SYMBOL, DOC) \
+    {GD_##E, #name, #E, #TYPES, (unsigned)(GD_TYPES_##TYPES) | (unsigned)(FLAGS), NUMPY, SYMBOL, DOC},
+GD_TABLE gd_op_info gd_unop_table[] = {GD_UNARY_OPS(GD_OP_ROW)};
+GD_CHECK_TABLE(gd_unop_table, GD_NUM_UNOPS, &gd_op_info::op);
+GD_TABLE gd_op_info gd_binop_table[] = {GD_BINARY_OPS(GD_OP_ROW)};
+GD_CHECK_TABLE(gd_binop_table, GD_NUM_BINOPS, &gd_op_info::op);
+#undef GD_OP_ROW
 
 GD_TABLE_FN int gd_unop_float_only(gd_unop op) { return (gd_unop_table[op].flags & GD_OP_FLOAT_ONLY) != 0; }
 GD_TABLE_FN int gd_binop_float_only(gd_binop op) { return (gd_binop_table[op].flags & GD_OP_FLOAT_ONLY) != 0; }
 GD_TABLE_FN int gd_unop_has(gd_unop op, unsigned flag) { return (gd_unop_table[op].flags & flag) != 0; }
 GD_TABLE_FN int gd_binop_has(gd_binop op, unsigned flag) { return (gd_binop_table[op].flags & flag) != 0; }
-/* Whether the backends define op for dtype (the core converts or refuses the rest). */
-/* BITWISE and NUMERIC together (the shifts) mean int64 alone. */
-GD_TABLE_FN int gd_unop_defined(gd_unop op, gd_dtype t)
+/* Whether the backends define an operation of these flags for dtype (the core converts or
+ * refuses the rest). */
+GD_TABLE_FN int gd_op_flags_defined(unsigned flags, gd_dtype t)
 {
-    if (gd_unop_has(op, GD_OP_FLOAT_ONLY)) return gd_dtype_is_float(t);
-    if (gd_unop_has(op, GD_OP_BITWISE) && gd_dtype_is_float(t)) return 0;
-    return !(gd_unop_has(op, GD_OP_NUMERIC) && gd_dtype_is_bool(t));
+    if (flags & GD_OP_FLOAT_ONLY) return gd_dtype_is_float(t);
+    if ((flags & GD_OP_BITWISE) && gd_dtype_is_float(t)) return 0;
+    return !((flags & GD_OP_NUMERIC) && gd_dtype_is_bool(t)); /* INT: BITWISE and NUMERIC, int64 alone */
 }
-GD_TABLE_FN int gd_binop_defined(gd_binop op, gd_dtype t)
-{
-    if (gd_binop_has(op, GD_OP_FLOAT_ONLY)) return gd_dtype_is_float(t);
-    if (gd_binop_has(op, GD_OP_BITWISE) && gd_dtype_is_float(t)) return 0;
-    return !(gd_binop_has(op, GD_OP_NUMERIC) && gd_dtype_is_bool(t));
-}
+GD_TABLE_FN int gd_unop_defined(gd_unop op, gd_dtype t) { return gd_op_flags_defined(gd_unop_table[op].flags, t); }
+GD_TABLE_FN int gd_binop_defined(gd_binop op, gd_dtype t) { return gd_op_flags_defined(gd_binop_table[op].flags, t); }
 
 /* ------------------------------------------------------------------------------------------
  * reductions

@@ -27,7 +27,6 @@ from ._C import (  # noqa: E402,F401
     DeviceUnavailableError,
     GpudevError,
     OutOfMemoryError,
-    abs,
     allclose,
     arange,
     argmax,
@@ -38,37 +37,24 @@ from ._C import (  # noqa: E402,F401
     cpu,
     cuda_available,
     empty,
-    exp,
     float32,
-    floor_divide,
     float64,
     from_dlpack,
     full,
     get_num_threads,
     gpu,
     int64,
-    log,
     manual_seed,
     matmul,
-    maximum,
-    minimum,
-    mod,
     nonzero,
     norm,
     num_gpus,
     ones,
-    pow,
-    power,
     rand,
     randn,
-    relu,
-    remainder,
     set_num_threads,
-    sigmoid,
-    sqrt,
     stack,
     synchronize,
-    tanh,
     try_all_gpus,
     try_gpu,
     where,
@@ -76,6 +62,11 @@ from ._C import (  # noqa: E402,F401
 )
 
 __version__ = "0.2.0"
+
+# The elementwise module functions, one per row of the op lists in csrc/tables.h flagged FN
+# (gd.exp, gd.maximum, ...), with their aliases (gd.pow); _C._ops describes every row.
+_OP_FUNCTIONS = [n for op in _C._ops if op.function for n in (op.name, *op.aliases)]
+globals().update({n: getattr(_C, n) for n in _OP_FUNCTIONS})
 
 
 def _load_cuda() -> None:
@@ -105,22 +96,15 @@ def _load_cuda() -> None:
 
 _load_cuda()
 
-from . import _clip, _ewise_composite, _index, _protocols, _torch, emulation  # noqa: E402
+from . import _clip, _index, _protocols, _torch, emulation  # noqa: E402
 from ._clip import clamp, clip  # noqa: E402
 from ._creation import empty_like, full_like, ones_like, zeros_like  # noqa: E402
-from ._logic import isfinite, isnan  # noqa: E402
-from ._ewise_composite import reciprocal, signbit  # noqa: E402
-from ._C import (  # noqa: E402,F401  the array API standard's elementwise functions
-    acos, acosh, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_invert, bitwise_left_shift, bitwise_or,
-    bitwise_right_shift, bitwise_xor, ceil, copysign, cos, cosh, expm1, floor, log1p, log2, log10, logaddexp,
-    negative, nextafter, sign, sin, sinh, square, tan, trunc,
-)
+from ._composite import isfinite, isnan, reciprocal, signbit  # noqa: E402
 from ._softmax import log_softmax, softmax  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 
 _protocols.install()
 _clip.install()
-_ewise_composite.install()
 _torch.install()
 _index.install()
 tensor = array  # PyTorch's spelling of gd.array
@@ -145,27 +129,20 @@ def __getattr__(name: str):
 
 __all__ = [
     "Array", "BenchmarkResult", "all", "any", "bool", "bool_", "CudaError", "Device", "DeviceMismatchError",
-    "DeviceUnavailableError", "GpudevError", "OutOfMemoryError", "Timer", "Trace",
-    "abs", "allclose", "arange", "array", "asarray", "benchmark", "build_info",
-    "concatenate", "cpu", "cuda_available", "empty", "empty_cache", "empty_like", "enable_grad", "exp",
-    "float32", "float64", "from_dlpack", "full", "full_like", "get_num_threads", "gpu", "int64",
-    "is_grad_enabled", "isfinite", "isnan", "load", "log", "log_softmax", "manual_seed",
-    "matmul", "maximum", "memory_stats", "minimum", "nn", "no_grad", "norm", "num_gpus", "ones", "ones_like",
-    "rand", "randn", "relu", "save", "set_grad_enabled", "set_num_threads", "set_tf32", "softmax", "sqrt",
-    "stack",
-    "synchronize", "tanh", "tensor", "trace", "try_all_gpus", "try_gpu", "zeros", "zeros_like",
-    "clamp", "clip", "floor_divide", "mod", "pow", "power", "remainder", "sigmoid",
-    "argmax", "argmin", "nonzero", "where",
-    "bmm", "cat", "cuda", "device", "from_numpy", "int32", "max", "min", "normal", "optim",
-    "randint", "utils",
-    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert",
-    "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "copysign", "cos",
-    "cosh", "expm1", "floor", "log1p", "log2", "log10", "logaddexp", "negative", "nextafter", "reciprocal",
-    "round", "sign", "signbit", "sin", "sinh", "square", "tan", "trunc",
+    "DeviceUnavailableError", "GpudevError", "OutOfMemoryError", "Timer", "Trace", "allclose", "arange",
+    "array", "asarray", "benchmark", "build_info", "concatenate", "cpu", "cuda_available", "empty",
+    "empty_cache", "empty_like", "enable_grad", "float32", "float64", "from_dlpack", "full", "full_like",
+    "get_num_threads", "gpu", "int64", "is_grad_enabled", "isfinite", "isnan", "load", "log_softmax", "reciprocal", "signbit",
+    "manual_seed", "matmul", "memory_stats", "nn", "no_grad", "norm", "num_gpus", "ones", "ones_like",
+    "rand", "randn", "save", "set_grad_enabled", "set_num_threads", "set_tf32", "softmax", "stack",
+    "synchronize", "tensor", "trace", "try_all_gpus", "try_gpu", "zeros", "zeros_like", "clamp", "clip",
+    "argmax", "argmin", "nonzero", "where", "bmm", "cat", "cuda", "device", "from_numpy", "int32", "max",
+    "min", "normal", "optim", "randint", "utils",
+    *_OP_FUNCTIONS,
 ]
 
 # NumPy's names, bound last so the code above still sees Python's own any, all and bool
-from ._C import all, any, bool, round  # noqa: E402,A004
+from ._C import all, any, bool  # noqa: E402,A004
 from ._torch import max, min  # noqa: E402,A004
 
 bool_ = bool

@@ -199,6 +199,17 @@ def _remainder(n: Any, g: Array) -> tuple:
     return _fit_all(n, g, gb)
 
 
+def _hypot(n: Any, g: Array) -> tuple:
+    # d hypot(a, b) / da = a / hypot(a, b); where both are 0 the gradient is taken as 0 (a
+    # subgradient, as norm's), not 0 / 0
+    a, b = n.inputs
+    h = _C.hypot(a, b)
+    safe = h + _mask(h == 0, h)
+    ga = g * a / safe if n.needs[0] and n.metas[0] is not None else None
+    gb = g * b / safe if n.needs[1] and n.metas[1] is not None else None
+    return _fit_all(n, ga, gb)
+
+
 def _unary(name: str) -> Rule:
     f = _UNARY[name]
     return Rule(lambda n, g: _fit_all(n, f(n.inputs[0], g)), saves=True)
@@ -411,6 +422,7 @@ RULES: dict[str, Rule] = {
     "maximum": Rule(lambda n, g: _extremum(n, g, 1.0), saves=True),
     "minimum": Rule(lambda n, g: _extremum(n, g, -1.0), saves=True),
     "remainder": Rule(_remainder, saves=True),
+    "hypot": Rule(_hypot, saves=True),
     "atan2": Rule(_atan2, saves=True),
     "logaddexp": Rule(_logaddexp, saves=True),
     "copysign": Rule(_copysign, saves=True),

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _C, _ewise_composite
+from . import _C, _composite
 
 __all__ = ["install"]
 
@@ -46,25 +46,13 @@ _BINARY: dict[np.ufunc, tuple[Callable, Callable]] = {
     np.floor_divide: (Array.__floordiv__, Array.__rfloordiv__),
     np.remainder: (Array.__mod__, Array.__rmod__),  # np.mod is np.remainder
 }
-_FUNCS: dict[np.ufunc, Callable] = {
-    np.negative: operator.neg,
-    np.invert: operator.invert,
-    np.absolute: _C.abs,
-    np.exp: _C.exp,
-    np.log: _C.log,
-    np.sqrt: _C.sqrt,
-    np.tanh: _C.tanh,
-    np.maximum: _C.maximum,
-    np.minimum: _C.minimum,
-    # the array API standard's elementwise functions (NumPy's arc- names are the same ufuncs)
-    **{getattr(np, name): getattr(_C, name) for name in (
-        "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh", "tan", "log1p",
-        "expm1", "log2", "log10", "ceil", "floor", "trunc", "sign", "square", "copysign", "nextafter",
-        "logaddexp", "atan2", "bitwise_left_shift", "bitwise_right_shift")},
-    np.signbit: _ewise_composite.signbit,
-    np.reciprocal: _ewise_composite.reciprocal,
-    np.rint: _C.round,
-}
+# ufunc -> the gpudev function: the operators above and the unary ones here, then every row
+# of the op lists (csrc/tables.h) with a module function and a NumPy ufunc
+_FUNCS: dict[np.ufunc, Callable] = {np.negative: operator.neg, np.invert: operator.invert}
+_FUNCS.update({getattr(np, op.numpy): getattr(_C, op.name) for op in _C._ops
+               if op.function and op.numpy and getattr(np, op.numpy) not in _BINARY})
+# and the composites of gpudev/_composite.py that NumPy has as ufuncs
+_FUNCS.update({np.signbit: _composite.signbit, np.reciprocal: _composite.reciprocal})
 
 
 def _refuse_gpu(name: str, objs: Any) -> None:

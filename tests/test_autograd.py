@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import gpudev as gd
+from gpudev import _grad_rules
 from gpudev.nn import functional as F
 
 # ---------------------------------------------------------------------------------------------
@@ -109,6 +110,18 @@ UNARY = {
 def test_unary(device, op):
     f, make = UNARY[op]
     gradcheck(f, make(3, 5), device=device)
+
+
+DIFFERENTIABLE_ROWS = sorted(op.name for op in gd._C._ops if op.name in _grad_rules.RULES)
+
+
+@pytest.mark.parametrize("name", DIFFERENTIABLE_ROWS)
+def test_every_row_of_the_op_lists_with_a_rule(device, name):
+    # a in (0.55, 0.95) and b in (1.1, 1.9): inside every row's domain (log, sqrt, powers) and
+    # away from its kinks (abs, relu at 0; remainder and floor where a / b is an integer)
+    op = next(op for op in gd._C._ops if op.name == name)
+    hosts = [rnd(3, 4, low=0.55, high=0.95, seed=4), rnd(4, low=1.1, high=1.9, seed=5)][:op.arity]
+    gradcheck(lambda *xs: gd._C._ewise(name, *xs), *hosts, device=device)
 
 
 def test_relu_and_abs_have_zero_gradient_at_zero(device):

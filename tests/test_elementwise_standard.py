@@ -55,7 +55,8 @@ UNARY: dict[str, Unary] = {
     "floor": Unary(np.floor, -10, 10, "fib", "same", True),
     "trunc": Unary(np.trunc, -10, 10, "fib", "same", True),
     "round": Unary(np.round, -10, 10, "fib", "same", True),
-    "sign": Unary(np.sign, -10, 10, "fi", "same", True),
+    # NumPy refuses bools; gpudev's sign of a bool is the bool itself, as its abs is
+    "sign": Unary(lambda x: x.copy() if x.dtype == np.bool_ else np.sign(x), -10, 10, "fib", "same", True),
     "square": Unary(np.square, -10, 10, "fib", "same", True),
     "negative": Unary(np.negative, -10, 10, "fi", "same", True),
     "signbit": Unary(np.signbit, -10, 10, "fib", "bool", False),
@@ -374,10 +375,14 @@ def test_bitwise_functions_refuse_floats(name):
         _fn(name)(gd.array([1.5]), gd.array([2]))
 
 
+# an alias's messages name the operation it is: bitwise_invert is ~, "invert"
+ROW_NAME = {alias: op.name for op in gd._C._ops for alias in op.aliases}
+
+
 @pytest.mark.parametrize("name", list(UNARY) + list(BINARY))
 def test_non_arrays_are_refused_with_the_name(name):
     args = ([1.0],) if name in UNARY else ([1.0], [2.0])
-    with pytest.raises(TypeError, match=name):
+    with pytest.raises(TypeError, match=ROW_NAME.get(name, name)):
         _fn(name)(*args)
 
 
@@ -419,10 +424,8 @@ def test_numpy_ufuncs_run_as_gpudev_operations(name):
 def test_round_as_a_method_as_numpy_arrays_have_it(device):
     x = gd.array([1.5, -2.5, 0.4], device=device)
     assert x.round().tolist() == [2.0, -2.0, 0.0]
-    with pytest.raises(ValueError, match=r"round: decimals=2 .* gd.round\(a \* 10\*\*d\)"):
+    with pytest.raises(TypeError, match="round"):  # to integers only: NumPy's decimals= is not taken
         x.round(2)
-    with pytest.raises(TypeError, match="round: decimals must be an int"):
-        x.round(0.5)
 
 
 def test_no_copies_between_devices(device):

@@ -55,14 +55,12 @@ TYPES = {
     "kwargs": "object", "func": "Callable[..., object]", "types": "tuple[type, ...]", "args": "tuple[object, ...]",
     "other": "_Operand", "alpha": "_Scalar", "mean": "float", "std": "float", "src": "_Operand", "dim": "int",
     "sizes": "int", "size": "_Shape", "start_dim": "int | str", "end_dim": "int", "correction": "float", "unbiased": "builtins.bool", "exponent": "_Operand",
-    "decimals": "int",
 }
 # (callable, parameter) -> type, where a name means something else there
 TYPES_OF = {
     # a binary operation needs one array among its operands
-    **{(f, "a"): "_Operand" for f in ("maximum", "minimum", "power", "pow", "floor_divide", "remainder", "mod",
-                                       "allclose", "atan2", "copysign", "nextafter", "logaddexp", "bitwise_and",
-                                       "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift")},
+    ("allclose", "a"): "_Operand",
+    **{(f, "a"): "_Operand" for op in C._ops if op.arity == 2 for f in (op.name, *op.aliases)},
     ("matmul", "b"): "Array",
     ("from_dlpack", "x"): "object", ("stack", "axis"): "int", ("concatenate", "axis"): "int",
     ("argmax", "axis"): "int", ("argmin", "axis"): "int", ("Array.argmax", "axis"): "int",
@@ -101,7 +99,7 @@ ATTRIBUTES = {
     "Array.T": "Array", "Array.mT": "Array", "Array.data": "Array", "Array.grad": "Array | None",
     "Array.grad_fn": "object", "Array.is_leaf": "builtins.bool", "Array.requires_grad": "builtins.bool",
     "Array.__cuda_array_interface__": "dict[str, object]", "Device.type": "str", "Device.index": "int | None",
-    "Device.emulated": "builtins.bool", "Array.real": "Array", "Array.imag": "Array",
+    "Device.emulated": "builtins.bool",
 }
 # what mypy would object to, and why it is right: comparisons return arrays, not object's bool;
 # CPython's __ipow__ slot takes no modulo argument where __pow__ takes one

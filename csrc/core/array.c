@@ -355,10 +355,6 @@ static PyObject *array_neg(PyObject *a) { return gd_unary(gd_state_of(a), GD_NEG
 static PyObject *array_pos(PyObject *a) { return Py_NewRef(a); }
 static PyObject *array_abs(PyObject *a) { return gd_unary(gd_state_of(a), GD_ABS, (ArrayObject *)a); }
 static PyObject *array_invert(PyObject *a) { return gd_unary(gd_state_of(a), GD_INVERT, (ArrayObject *)a); }
-static PyObject *array_sigmoid(PyObject *a, PyObject *Py_UNUSED(ignored))
-{
-    return gd_unary(gd_state_of(a), GD_SIGMOID, (ArrayObject *)a);
-}
 
 static PyObject *size1_item(PyObject *self, const char *op)
 {
@@ -440,6 +436,18 @@ static PyObject *array_is_contiguous(PyObject *self, PyObject *Py_UNUSED(ignored
  * the Array type
  * ---------------------------------------------------------------------------------------- */
 
+int gd_array_add_methods(gd_state *st, PyMethodDef *defs)
+{
+    PyTypeObject *tp = st->array_type;
+    for (PyMethodDef *m = defs; m->ml_name; m++) {
+        PyObject *d = PyDescr_NewMethod(tp, m);
+        int rc = d ? PyObject_SetAttrString((PyObject *)tp, m->ml_name, d) : -1;
+        Py_XDECREF(d);
+        if (rc < 0) return -1;
+    }
+    return 0;
+}
+
 static PyMethodDef array_methods[] = {
     GD_DEF(gd_array_to_sig, GD_FN(gd_array_to), GD_FASTKW),
     GD_METHOD("cpu", gd_array_cpu, METH_NOARGS, "$self", "A copy on the CPU (itself when already there)."),
@@ -473,9 +481,6 @@ static PyMethodDef array_methods[] = {
               "The array itself when C-contiguous, else a C-contiguous copy.\n\n>>> a.T.contiguous()"),
     GD_METHOD("is_contiguous", array_is_contiguous, METH_NOARGS, "$self",
               "Whether the elements are C-contiguous in memory (views may not be)."),
-    GD_METHOD("sigmoid", array_sigmoid, METH_NOARGS, "$self",
-              "1 / (1 + exp(-a)) elementwise without overflow, as gd.sigmoid(a).\n\n"
-              ">>> gd.zeros(2).sigmoid().tolist()\n[0.5, 0.5]"),
     GD_DEF(gd_array_sum_sig, GD_FN(gd_array_sum), GD_FASTKW),
     GD_DEF(gd_array_mean_sig, GD_FN(gd_array_mean), GD_FASTKW),
     GD_DEF(gd_array_max_sig, GD_FN(gd_array_max), GD_FASTKW),

@@ -304,11 +304,6 @@ int gd_autograd_setup(PyObject *module, gd_state *st)
         Py_XDECREF(d);
         if (rc < 0) return -1;
     }
-    for (PyMethodDef *m = autograd_methods; m->ml_name; m++) {
-        PyObject *d = PyDescr_NewMethod(tp, m);
-        int rc = d ? PyObject_SetAttrString((PyObject *)tp, m->ml_name, d) : -1;
-        Py_XDECREF(d);
-        if (rc < 0) return -1;
-    }
+    if (gd_array_add_methods(st, autograd_methods) < 0) return -1;
     return PyModule_AddFunctions(module, autograd_functions);
 }

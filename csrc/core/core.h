@@ -403,6 +403,9 @@ static inline int gd_is_array(gd_state *st, PyObject *o) { return Py_TYPE(o) == 
 
 /* o itself when it is an Array, else NULL with TypeError ("convert it with gd.asarray(x)"). */
 ArrayObject *gd_need_array(gd_state *st, PyObject *o, const char *op);
+/* Adds the methods of `defs` (ending in a NULL name) to the Array type: the files of the
+ * operations register their own methods this way. 0 or -1. */
+int gd_array_add_methods(gd_state *st, PyMethodDef *defs);
 static inline size_t gd_array_nbytes(const ArrayObject *a) { return (size_t)a->size * gd_dtype_size(a->dtype); }
 
 /* A new owning C-contiguous array with uninitialised contents; NULL with an exception set
@@ -605,7 +608,9 @@ void gd_extent(const ArrayObject *a, uintptr_t *lo, uintptr_t *hi);
  * elementwise.c: unary and binary operations, assignment, allclose
  * ---------------------------------------------------------------------------------------- */
 
-int gd_elementwise_setup(PyObject *module);
+int gd_elementwise_setup(PyObject *module, gd_state *st);
+/* The in-place error's hint for op: "a = a + b", or "a = gd.maximum(a, b)" without an operator. */
+void gd_binop_rewrite(char *buf, size_t size, gd_binop op);
 
 /* a op b with NumPy broadcasting and NumPy 2 promotion. a, b: Array or Python/NumPy scalar.
  * inplace: the target of `a op= b` (then a is inplace) or NULL. Returns a new reference:

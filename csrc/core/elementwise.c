@@ -216,8 +216,8 @@ static int binary_shape(binary_plan *p, const ArrayObject *inplace)
     }
     if (gd_shape_size(&p->size, p->ndim, p->shape, p->name) < 0) return -1;
     if (!inplace) return 0;
-    char s0[256], s1[256];
-    const char *rewrite = gd_binop_table[p->op].rewrite;
+    char s0[256], s1[256], rewrite[64];
+    gd_binop_rewrite(rewrite, sizeof rewrite, p->op);
     if (p->ndim != inplace->ndim || memcmp(p->shape, inplace->shape, (size_t)p->ndim * sizeof(int64_t))) {
         PyErr_Format(PyExc_ValueError,
                      "%s: the result has shape %s but the in-place target has shape %s; write "
@@ -349,14 +349,11 @@ PyObject *gd_unary(gd_state *st, gd_unop op, ArrayObject *a)
         return NULL;
     }
     if (!gd_unop_defined(op, a->dtype) && !gd_unop_float_only(op)) {
-        /* NumPy: -bool and sign(bool) are refused; |bool|, bool squared, rounded are the bool
-         * itself; ~ needs ints */
-        if (op == GD_INVERT || gd_unop_has(op, GD_OP_NO_BOOL)) {
-            PyErr_Format(PyExc_TypeError, "%s: not supported for %s arrays, as in NumPy; %s", name,
-                         gd_dtype_name(a->dtype),
-                         op == GD_INVERT ? "~ inverts integers and bools only"
-                         : op == GD_NEG  ? "use ~a to negate a bool array"
-                                         : "convert first, e.g. a.astype(gd.int64)");
+        /* NumPy: -bool is refused, |bool| and bool squared are the bool itself; ~ needs ints */
+        if (op == GD_NEG || op == GD_INVERT) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s: not supported for %s arrays, as in NumPy; %s", name, gd_dtype_name(a->dtype),
+                         op == GD_NEG ? "use ~a to negate a bool array" : "~ inverts integers and bools only");
             return NULL;
         }
         op = GD_COPY;
@@ -541,51 +538,18 @@ static PyObject *allclose(gd_state *st, PyObject *ao, PyObject *bo, double rtol,
 }
 
 /* ------------------------------------------------------------------------------------------
- * module functions
+ * module functions and methods, generated from the op lists (tables.h)
  * ---------------------------------------------------------------------------------------- */
 
-#define GD_UNARY_FN(fname, op)                                               \
-    static PyObject *mod_##fname(PyObject *module, PyObject *arg)            \
-    {                                                                        \
-        gd_state *st = PyModule_GetState(module);                            \
-        ArrayObject *a = gd_need_array(st, arg, #fname);                     \
-        return a ? gd_unary(st, op, a) : NULL;                               \
-    }
-GD_UNARY_FN(exp, GD_EXP)
-GD_UNARY_FN(log, GD_LOG)
-GD_UNARY_FN(sqrt, GD_SQRT)
-GD_UNARY_FN(tanh, GD_TANH)
-GD_UNARY_FN(relu, GD_RELU)
-GD_UNARY_FN(abs, GD_ABS)
-GD_UNARY_FN(sigmoid, GD_SIGMOID)
-GD_UNARY_FN(negative, GD_NEG)
-GD_UNARY_FN(square, GD_SQUARE)
-GD_UNARY_FN(bitwise_invert, GD_INVERT)
-GD_UNARY_FN(acos, GD_ACOS)
-GD_UNARY_FN(acosh, GD_ACOSH)
-GD_UNARY_FN(asin, GD_ASIN)
-GD_UNARY_FN(asinh, GD_ASINH)
-GD_UNARY_FN(atan, GD_ATAN)
-GD_UNARY_FN(atanh, GD_ATANH)
-GD_UNARY_FN(cos, GD_COS)
-GD_UNARY_FN(cosh, GD_COSH)
-GD_UNARY_FN(sin, GD_SIN)
-GD_UNARY_FN(sinh, GD_SINH)
-GD_UNARY_FN(tan, GD_TAN)
-GD_UNARY_FN(log1p, GD_LOG1P)
-GD_UNARY_FN(expm1, GD_EXPM1)
-GD_UNARY_FN(log2, GD_LOG2)
-GD_UNARY_FN(log10, GD_LOG10)
-GD_UNARY_FN(ceil, GD_CEIL)
-GD_UNARY_FN(floor, GD_FLOOR)
-GD_UNARY_FN(trunc, GD_TRUNC)
-GD_UNARY_FN(round, GD_ROUND)
-GD_UNARY_FN(sign, GD_SIGN)
-#undef GD_UNARY_FN
-
-static PyObject *binary_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs, gd_binop op)
+void gd_binop_rewrite(char *buf, size_t size, gd_binop op)
 {
-    gd_state *st = PyModule_GetState(module);
+    const gd_binop_info *info = &gd_binop_table[op];
+    if (info->symbol) snprintf(buf, size, "a = a %s b", info->symbol);
+    else snprintf(buf, size, "a = gd.%s(a, b)", info->name);
+}
+
+static PyObject *binary_fn(gd_state *st, PyObject *const *args, Py_ssize_t nargs, gd_binop op)
+{
     const char *name = gd_binop_table[op].name;
     if (nargs != 2) {
         PyErr_Format(PyExc_TypeError, "%s(a, b) takes two arguments", name);
@@ -605,26 +569,180 @@ static PyObject *binary_fn(PyObject *module, PyObject *const *args, Py_ssize_t n
     return res;
 }
 
-static PyObject *mod_maximum(PyObject *m, PyObject *const *a, Py_ssize_t n) { return binary_fn(m, a, n, GD_MAXIMUM); }
-static PyObject *mod_minimum(PyObject *m, PyObject *const *a, Py_ssize_t n) { return binary_fn(m, a, n, GD_MINIMUM); }
-static PyObject *mod_power(PyObject *m, PyObject *const *a, Py_ssize_t n) { return binary_fn(m, a, n, GD_POW); }
-static PyObject *mod_floor_divide(PyObject *m, PyObject *const *a, Py_ssize_t n)
+/* For each row: the module function (METH_O or two positional arguments) and the Array method
+ * (a.name() or a.name(b)); only the rows flagged FN and METHOD are installed. */
+#define GD_UNARY_FUNCS(E, name, ...)                                                           \
+    static PyObject *mod_##name(PyObject *module, PyObject *arg)                               \
+    {                                                                                          \
+        gd_state *st = PyModule_GetState(module);                                              \
+        ArrayObject *a = gd_need_array(st, arg, #name);                                        \
+        return a ? gd_unary(st, GD_##E, a) : NULL;                                             \
+    }                                                                                          \
+    static PyObject *meth_##name(PyObject *self, PyObject *Py_UNUSED(ignored))                 \
+    {                                                                                          \
+        return gd_unary(gd_state_of(self), GD_##E, (ArrayObject *)self);                       \
+    }
+#define GD_BINARY_FUNCS(E, name, ...)                                                          \
+    static PyObject *mod_##name(PyObject *module, PyObject *const *args, Py_ssize_t nargs)     \
+    {                                                                                          \
+        return binary_fn(PyModule_GetState(module), args, nargs, GD_##E);                       \
+    }                                                                                          \
+    static PyObject *meth_##name(PyObject *self, PyObject *other)                              \
+    {                                                                                          \
+        PyObject *args[2] = {self, other};                                                     \
+        return binary_fn(gd_state_of(self), args, 2, GD_##E);                                  \
+    }
+GD_UNARY_OPS(GD_UNARY_FUNCS)
+GD_BINARY_OPS(GD_BINARY_FUNCS)
+
+#define GD_UNARY_DEF(E, name, T, F, NP, SYM, DOC) [GD_##E] = GD_METHOD(#name, mod_##name, METH_O, "$module, a, /", DOC),
+#define GD_BINARY_DEF(E, name, T, F, NP, SYM, DOC) \
+    [GD_##E] = GD_METHOD(#name, GD_FN(mod_##name), METH_FASTCALL, "$module, a, b, /", DOC),
+#define GD_UNARY_METH(E, name, T, F, NP, SYM, DOC) \
+    [GD_##E] = GD_METHOD(#name, meth_##name, METH_NOARGS, "$self", "As gd." #name "(a): " DOC),
+#define GD_BINARY_METH(E, name, T, F, NP, SYM, DOC) \
+    [GD_##E] = GD_METHOD(#name, meth_##name, METH_O, "$self, b, /", "As gd." #name "(a, b): " DOC),
+static const PyMethodDef unary_defs[GD_NUM_UNOPS] = {GD_UNARY_OPS(GD_UNARY_DEF)};
+static const PyMethodDef binary_defs[GD_NUM_BINOPS] = {GD_BINARY_OPS(GD_BINARY_DEF)};
+static const PyMethodDef unary_meths[GD_NUM_UNOPS] = {GD_UNARY_OPS(GD_UNARY_METH)};
+static const PyMethodDef binary_meths[GD_NUM_BINOPS] = {GD_BINARY_OPS(GD_BINARY_METH)};
+
+#define GD_ALIAS_DEF(KIND, E, alias, DOC)                                                        \
+    {#alias, GD_##KIND##_ALIAS_FN(E), GD_##KIND##_ALIAS_FLAGS, GD_##KIND##_ALIAS_DOC(alias, DOC)},
+#define GD_UNARY_ALIAS_FN(E) unary_defs[GD_##E].ml_meth
+#define GD_BINARY_ALIAS_FN(E) binary_defs[GD_##E].ml_meth
+#define GD_UNARY_ALIAS_FLAGS METH_O
+#define GD_BINARY_ALIAS_FLAGS METH_FASTCALL
+#define GD_UNARY_ALIAS_DOC(alias, DOC) GD_DOC(#alias, "$module, a, /", DOC)
+#define GD_BINARY_ALIAS_DOC(alias, DOC) GD_DOC(#alias, "$module, a, b, /", DOC)
+#define GD_ALIAS_COUNT(...) +1
+enum { GD_NUM_ALIASES = 0 GD_OP_ALIASES(GD_ALIAS_COUNT) };
+#define GD_ALIAS_KIND(KIND, E, alias, DOC) {GD_##KIND##_IS_BINARY, GD_##E, #alias},
+#define GD_UNARY_IS_BINARY 0
+#define GD_BINARY_IS_BINARY 1
+static const struct alias_info {
+    int binary, op;
+    const char *name;
+} aliases[GD_NUM_ALIASES] = {GD_OP_ALIASES(GD_ALIAS_KIND)};
+
+/* The module functions of the FN rows and their aliases, collected at setup into one table
+ * (PyModule_AddFunctions keeps pointers to it). */
+static PyMethodDef op_functions[GD_NUM_UNOPS + GD_NUM_BINOPS + GD_NUM_ALIASES + 1];
+/* The Array methods of the METHOD rows, collected the same way. */
+static PyMethodDef op_methods[GD_NUM_UNOPS + GD_NUM_BINOPS + 1];
+
+static void collect_op_defs(void)
 {
-    return binary_fn(m, a, n, GD_FLOOR_DIV);
+    int nf = 0, nm = 0;
+    for (int op = 0; op < GD_NUM_UNOPS; op++) {
+        if (gd_unop_table[op].flags & GD_OP_FN) op_functions[nf++] = unary_defs[op];
+        if (gd_unop_table[op].flags & GD_OP_METHOD) op_methods[nm++] = unary_meths[op];
+    }
+    for (int op = 0; op < GD_NUM_BINOPS; op++) {
+        if (gd_binop_table[op].flags & GD_OP_FN) op_functions[nf++] = binary_defs[op];
+        if (gd_binop_table[op].flags & GD_OP_METHOD) op_methods[nm++] = binary_meths[op];
+    }
+    const PyMethodDef alias_defs[GD_NUM_ALIASES] = {GD_OP_ALIASES(GD_ALIAS_DEF)};
+    for (int k = 0; k < GD_NUM_ALIASES; k++) op_functions[nf++] = alias_defs[k];
+    op_functions[nf] = (PyMethodDef){NULL, NULL, 0, NULL};
+    op_methods[nm] = (PyMethodDef){NULL, NULL, 0, NULL};
 }
-static PyObject *mod_remainder(PyObject *m, PyObject *const *a, Py_ssize_t n) { return binary_fn(m, a, n, GD_MOD); }
-#define GD_BINARY_FN(fname, op)                                                                   \
-    static PyObject *mod_##fname(PyObject *m, PyObject *const *a, Py_ssize_t n) { return binary_fn(m, a, n, op); }
-GD_BINARY_FN(atan2, GD_ATAN2)
-GD_BINARY_FN(copysign, GD_COPYSIGN)
-GD_BINARY_FN(nextafter, GD_NEXTAFTER)
-GD_BINARY_FN(logaddexp, GD_LOGADDEXP)
-GD_BINARY_FN(bitwise_and, GD_AND)
-GD_BINARY_FN(bitwise_or, GD_OR)
-GD_BINARY_FN(bitwise_xor, GD_XOR)
-GD_BINARY_FN(bitwise_left_shift, GD_SHL)
-GD_BINARY_FN(bitwise_right_shift, GD_SHR)
-#undef GD_BINARY_FN
+
+/* ------------------------------------------------------------------------------------------
+ * _C._ops: the op lists as Python sees them, for the tests and the Python layer
+ * ---------------------------------------------------------------------------------------- */
+
+static PyStructSequence_Field op_fields[] = {
+    {"name", "gd.<name>, and the name in messages, traces and autograd's RULES"},
+    {"id", "the enum value without GD_, e.g. 'EXP'"},
+    {"arity", "1 (gd_unop) or 2 (gd_binop)"},
+    {"types", "the TYPES column: 'ALL', 'NUMERIC', 'FLOAT', 'BITWISE', 'INT' or 'COMPARE'"},
+    {"dtypes", "the dtypes the backends compute it in (the core converts or refuses the others)"},
+    {"costly", "whether each element calls the math library"},
+    {"function", "whether gd.<name> exists"},
+    {"method", "whether Array.<name> exists"},
+    {"numpy", "the NumPy ufunc of the same meaning, or None"},
+    {"symbol", "its Python operator, or None"},
+    {"aliases", "other names of gd.<name>"},
+    {NULL, NULL},
+};
+static PyStructSequence_Desc op_desc = {"gpudev.OpInfo", "One row of the op lists of csrc/tables.h.", op_fields,
+                                        11};
+
+static PyObject *op_entry(PyTypeObject *tp, const gd_op_info *info, int arity)
+{
+    PyObject *e = PyStructSequence_New(tp), *dtypes = PyTuple_New(0), *al = PyTuple_New(0);
+    if (!e || !dtypes || !al) goto fail;
+    for (int t = 0; t < GD_NUM_DTYPES; t++) {
+        if (!gd_op_flags_defined(info->flags, (gd_dtype)t)) continue;
+        PyObject *n = PyUnicode_FromString(gd_dtype_name((gd_dtype)t));
+        if (!n || _PyTuple_Resize(&dtypes, PyTuple_GET_SIZE(dtypes) + 1) < 0) { Py_XDECREF(n); goto fail; }
+        PyTuple_SET_ITEM(dtypes, PyTuple_GET_SIZE(dtypes) - 1, n);
+    }
+    for (int k = 0; k < GD_NUM_ALIASES; k++) {
+        if (aliases[k].binary != (arity == 2) || aliases[k].op != info->op) continue;
+        PyObject *n = PyUnicode_FromString(aliases[k].name);
+        if (!n || _PyTuple_Resize(&al, PyTuple_GET_SIZE(al) + 1) < 0) { Py_XDECREF(n); goto fail; }
+        PyTuple_SET_ITEM(al, PyTuple_GET_SIZE(al) - 1, n);
+    }
+    PyObject *values[] = {
+        PyUnicode_FromString(info->name), PyUnicode_FromString(info->id), PyLong_FromLong(arity),
+        PyUnicode_FromString(info->types), dtypes, PyBool_FromLong((info->flags & GD_OP_COSTLY) != 0),
+        PyBool_FromLong((info->flags & GD_OP_FN) != 0), PyBool_FromLong((info->flags & GD_OP_METHOD) != 0),
+        info->numpy ? PyUnicode_FromString(info->numpy) : Py_NewRef(Py_None),
+        info->symbol ? PyUnicode_FromString(info->symbol) : Py_NewRef(Py_None), al,
+    };
+    dtypes = al = NULL; /* owned by values[] now */
+    int ok = 1;
+    for (int i = 0; i < 11; i++) {
+        if (!values[i]) ok = 0;
+        PyStructSequence_SetItem(e, i, values[i]);
+    }
+    if (ok) return e;
+fail:
+    Py_XDECREF(e);
+    Py_XDECREF(dtypes);
+    Py_XDECREF(al);
+    return NULL;
+}
+
+static int add_op_list(PyObject *module)
+{
+    PyTypeObject *tp = PyStructSequence_NewType(&op_desc);
+    PyObject *list = tp ? PyTuple_New(GD_NUM_UNOPS + GD_NUM_BINOPS) : NULL;
+    int rc = -1;
+    if (!list) goto done;
+    for (int op = 0; op < GD_NUM_UNOPS + GD_NUM_BINOPS; op++) {
+        const int unary = op < GD_NUM_UNOPS;
+        PyObject *e = op_entry(tp, unary ? &gd_unop_table[op] : &gd_binop_table[op - GD_NUM_UNOPS], unary ? 1 : 2);
+        if (!e) goto done;
+        PyTuple_SET_ITEM(list, op, e);
+    }
+    rc = PyModule_AddObjectRef(module, "_ops", list);
+done:
+    Py_XDECREF(list);
+    Py_XDECREF(tp);
+    return rc;
+}
+
+/* _C._ewise(name, a[, b]): any operation of the op lists by name, the ones without a module
+ * function included, so that the tests reach every row. */
+static PyObject *mod_ewise(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    gd_state *st = PyModule_GetState(module);
+    const char *name = nargs >= 1 && PyUnicode_Check(args[0]) ? PyUnicode_AsUTF8(args[0]) : NULL;
+    if (name && nargs == 2) {
+        for (int op = 0; op < GD_NUM_UNOPS; op++)
+            if (!strcmp(gd_unop_table[op].name, name)) return unary_defs[op].ml_meth(module, args[1]);
+    } else if (name && nargs == 3) {
+        for (int op = 0; op < GD_NUM_BINOPS; op++)
+            if (!strcmp(gd_binop_table[op].name, name)) return binary_fn(st, args + 1, 2, (gd_binop)op);
+    }
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "_ewise(name, a[, b]): name is a unary (one operand) or binary (two) "
+                                         "operation of gd._C._ops");
+    return NULL;
+}
 
 static PyObject *mod_allclose(PyObject *module, PyObject *args, PyObject *kwds)
 {
@@ -641,84 +759,17 @@ static PyObject *mod_allclose(PyObject *module, PyObject *args, PyObject *kwds)
 }
 
 static PyMethodDef elementwise_functions[] = {
-    GD_METHOD("exp", mod_exp, METH_O, "$module, a, /", "e ** a elementwise."),
-    GD_METHOD("log", mod_log, METH_O, "$module, a, /", "The natural logarithm elementwise."),
-    GD_METHOD("sqrt", mod_sqrt, METH_O, "$module, a, /", "The square root elementwise."),
-    GD_METHOD("tanh", mod_tanh, METH_O, "$module, a, /", "The hyperbolic tangent elementwise."),
-    GD_METHOD("relu", mod_relu, METH_O, "$module, a, /", "maximum(a, 0) elementwise."),
-    GD_METHOD("abs", mod_abs, METH_O, "$module, a, /", "The absolute value elementwise."),
-    GD_METHOD("maximum", GD_FN(mod_maximum), METH_FASTCALL, "$module, a, b, /",
-              "The larger of a and b elementwise with broadcasting (NaN propagates)."),
-    GD_METHOD("minimum", GD_FN(mod_minimum), METH_FASTCALL, "$module, a, b, /",
-              "The smaller of a and b elementwise with broadcasting (NaN propagates)."),
-    GD_METHOD("sigmoid", mod_sigmoid, METH_O, "$module, a, /",
-     "1 / (1 + exp(-a)) elementwise, computed without overflow (integers in float64).\n\n"
-     ">>> gd.sigmoid(gd.array([-1e4, 0.0, 1e4])).tolist()\n[0.0, 0.5, 1.0]"),
-    GD_METHOD("power", GD_FN(mod_power), METH_FASTCALL, "$module, a, b, /",
-     "a ** b elementwise with broadcasting. Integers to negative integer powers raise "
-     "ValueError, as in NumPy; for an int64 array of exponents that check is a reduction (on a GPU it "
-     "waits for the device). Integer results wrap on overflow.\n\n"
-     ">>> gd.power(gd.arange(4), gd.array([3, 2, 1, 0])).tolist()\n[0, 1, 2, 1]"),
-    GD_METHOD("pow", GD_FN(mod_power), METH_FASTCALL, "$module, a, b, /", "gd.power (PyTorch's name)."),
-    GD_METHOD("floor_divide", GD_FN(mod_floor_divide), METH_FASTCALL, "$module, a, b, /",
-     "a // b elementwise with broadcasting, as NumPy's: the quotient rounded down. "
-     "For int64, x // 0 is 0 (no warning) and INT64_MIN // -1 wraps to INT64_MIN.\n\n"
-     ">>> gd.floor_divide(gd.array([7, -7]), 2).tolist()\n[3, -4]"),
-    GD_METHOD("remainder", GD_FN(mod_remainder), METH_FASTCALL, "$module, a, b, /",
-     "a % b elementwise with broadcasting, as NumPy's: the sign of b, and "
-     "a == (a // b) * b + a % b. For int64, x % 0 is 0 (no warning); for floats it is NaN.\n\n"
-     ">>> gd.remainder(gd.array([7, -7]), 3).tolist()\n[1, 2]"),
-    GD_METHOD("mod", GD_FN(mod_remainder), METH_FASTCALL, "$module, a, b, /", "gd.remainder (NumPy's alias)."),
-    /* the array API standard's functions; float-only ones compute integers and bools in float64 */
-#define GD_UNARY_DEF(fname, doc) GD_METHOD(#fname, mod_##fname, METH_O, "$module, a, /", doc)
-#define GD_BINARY_DEF(fname, doc) GD_METHOD(#fname, GD_FN(mod_##fname), METH_FASTCALL, "$module, a, b, /", doc)
-    GD_UNARY_DEF(negative, "-a elementwise (integers wrap; bools are refused, as in NumPy)."),
-    GD_UNARY_DEF(square, "a * a elementwise (integers wrap)."),
-    GD_UNARY_DEF(bitwise_invert, "~a elementwise: bitwise not of integers, logical not of bools."),
-    GD_UNARY_DEF(acos, "The inverse cosine elementwise, in radians; NaN outside [-1, 1]."),
-    GD_UNARY_DEF(acosh, "The inverse hyperbolic cosine elementwise; NaN below 1."),
-    GD_UNARY_DEF(asin, "The inverse sine elementwise, in radians; NaN outside [-1, 1]."),
-    GD_UNARY_DEF(asinh, "The inverse hyperbolic sine elementwise."),
-    GD_UNARY_DEF(atan, "The inverse tangent elementwise, in radians."),
-    GD_UNARY_DEF(atanh, "The inverse hyperbolic tangent elementwise; +-inf at +-1, NaN beyond."),
-    GD_UNARY_DEF(cos, "The cosine elementwise (a in radians)."),
-    GD_UNARY_DEF(cosh, "The hyperbolic cosine elementwise."),
-    GD_UNARY_DEF(sin, "The sine elementwise (a in radians).\n\n"
-                      ">>> gd.sin(gd.array([0.0, -0.0])).tolist()\n[0.0, -0.0]"),
-    GD_UNARY_DEF(sinh, "The hyperbolic sine elementwise."),
-    GD_UNARY_DEF(tan, "The tangent elementwise (a in radians)."),
-    GD_UNARY_DEF(log1p, "log(1 + a) elementwise, accurate for a near 0.\n\n"
-                        ">>> gd.log1p(gd.array([1e-20])).tolist()\n[1e-20]"),
-    GD_UNARY_DEF(expm1, "exp(a) - 1 elementwise, accurate for a near 0."),
-    GD_UNARY_DEF(log2, "The base-2 logarithm elementwise."),
-    GD_UNARY_DEF(log10, "The base-10 logarithm elementwise."),
-    GD_UNARY_DEF(ceil, "The smallest integer >= a elementwise; integers and bools are returned as they are."),
-    GD_UNARY_DEF(floor, "The largest integer <= a elementwise; integers and bools are returned as they are."),
-    GD_UNARY_DEF(trunc, "a rounded towards zero elementwise; integers and bools are returned as they are."),
-    GD_UNARY_DEF(round, "a rounded to the nearest integer elementwise, halfway cases to the even one; "
-                        "integers and bools are returned as they are.\n\n"
-                        ">>> gd.round(gd.array([0.5, 1.5, 2.5])).tolist()\n[0.0, 2.0, 2.0]"),
-    GD_UNARY_DEF(sign, "-1, 0 or 1 by the sign of a elementwise; both zeros give 0 and NaN stays NaN."),
-    GD_BINARY_DEF(atan2, "The angle of the point (b, a) elementwise, in radians in [-pi, pi], with "
-                         "the signs of both operands (atan2(0.0, -0.0) is pi)."),
-    GD_BINARY_DEF(copysign, "|a| with the sign bit of b elementwise (b = -0.0 or a negative NaN "
-                            "count as negative)."),
-    GD_BINARY_DEF(nextafter, "The next float after a towards b elementwise, in their dtype."),
-    GD_BINARY_DEF(logaddexp, "log(exp(a) + exp(b)) elementwise, computed without overflow.\n\n"
-                             ">>> gd.logaddexp(gd.array([1000.0]), 1000.0).tolist()\n[1000.6931471805599]"),
-    GD_BINARY_DEF(bitwise_and, "a & b elementwise (integers and bools)."),
-    GD_BINARY_DEF(bitwise_or, "a | b elementwise (integers and bools)."),
-    GD_BINARY_DEF(bitwise_xor, "a ^ b elementwise (integers and bools)."),
-    GD_BINARY_DEF(bitwise_left_shift, "a << b elementwise for integers (bools in int64); a count "
-                                      "below 0 or of 64 and more gives 0, as in NumPy."),
-    GD_BINARY_DEF(bitwise_right_shift, "a >> b elementwise for integers (bools in int64), an "
-                                       "arithmetic shift; a count below 0 or of 64 and more gives 0, "
-                                       "or -1 for negative a, as in NumPy."),
-#undef GD_UNARY_DEF
-#undef GD_BINARY_DEF
     GD_METHOD("allclose", GD_FN(mod_allclose), METH_VARARGS | METH_KEYWORDS, "$module, a, b, rtol=1e-05, atol=1e-08",
               "Whether a and b are equal to within the tolerances, as numpy.allclose."),
+    {"_ewise", GD_FN(mod_ewise), METH_FASTCALL, "_ewise(name, a[, b]): any elementwise operation by name"},
     {NULL, NULL, 0, NULL},
 };
 
-int gd_elementwise_setup(PyObject *module) { return PyModule_AddFunctions(module, elementwise_functions); }
+int gd_elementwise_setup(PyObject *module, gd_state *st)
+{
+    collect_op_defs();
+    if (PyModule_AddFunctions(module, op_functions) < 0 || PyModule_AddFunctions(module, elementwise_functions) < 0 ||
+        add_op_list(module) < 0)
+        return -1;
+    return gd_array_add_methods(st, op_methods);
+}

@@ -16,7 +16,7 @@ static int module_exec(PyObject *module)
     if (gd_runtime_setup(module, st) < 0 || gd_dtypes_setup(module, st) < 0 || gd_device_setup(module, st) < 0 ||
         gd_array_setup(module, st) < 0)
         return -1;
-    if (gd_trace_setup(module) < 0 || gd_creation_setup(module) < 0 || gd_elementwise_setup(module) < 0 ||
+    if (gd_trace_setup(module) < 0 || gd_creation_setup(module) < 0 || gd_elementwise_setup(module, st) < 0 ||
         gd_reduce_setup(module) < 0 || gd_matmul_setup(module) < 0 || gd_shape_ops_setup(module) < 0 ||
         gd_services_setup(module) < 0 || gd_dlpack_setup(module) < 0 || gd_autograd_setup(module, st) < 0 ||
         gd_gather_setup(module) < 0 || gd_select_setup(module) < 0)

@@ -14,7 +14,7 @@
  * A kernel handles one run of n output elements: out[i * so] = f(in[0][i * s[0]], ...).
  * Contiguous runs (stride 1) and broadcast or scalar operands (stride 0) get loops of their
  * own, which the compiler vectorizes; out may be an operand itself (in-place forms: same
- * data, same strides). Integer arithmetic wraps (GD_U64, GD_WRAP in cpu.h).
+ * data, same strides). The scalar functions are ewise_math.h's.
  * ---------------------------------------------------------------------------------------- */
 
 typedef void (*gd_ew_kernel)(void *out, int64_t so, const void *const *in, const int64_t *s, int64_t n);
@@ -100,118 +100,6 @@ typedef void (*gd_ew_kernel)(void *out, int64_t so, const void *const *in, const
 
 #define GD_DEFINE_BINARY(NAME, T, EXPR) GD_DEFINE_BINARY_TO(NAME, T, T, EXPR)
 
-/* Comparisons give bool (0 or 1 in a byte); NaN compares false except with != */
-#define GD_COMPARISONS(S, T)                                                                     \
-    GD_DEFINE_BINARY_TO(bin_eq_##S, uint8_t, T, x == y)                                          \
-    GD_DEFINE_BINARY_TO(bin_ne_##S, uint8_t, T, x != y)                                          \
-    GD_DEFINE_BINARY_TO(bin_lt_##S, uint8_t, T, x < y)                                           \
-    GD_DEFINE_BINARY_TO(bin_le_##S, uint8_t, T, x <= y)                                          \
-    GD_DEFINE_BINARY_TO(bin_gt_##S, uint8_t, T, x > y)                                           \
-    GD_DEFINE_BINARY_TO(bin_ge_##S, uint8_t, T, x >= y)
-
-/* Bitwise operations; on bools (0 or 1) they are the logical ones, and ~ is not. */
-#define GD_BITWISE(S, T, INVERT)                                                                 \
-    GD_DEFINE_UNARY(un_invert_##S, T, INVERT)                                                    \
-    GD_DEFINE_BINARY(bin_and_##S, T, x & y)                                                      \
-    GD_DEFINE_BINARY(bin_or_##S, T, x | y)                                                       \
-    GD_DEFINE_BINARY(bin_xor_##S, T, x ^ y)
-
-/* base ** exp by squaring in uint64, wrapping like NumPy. The core rejects negative exponents;
- * they get the truncated value of the exact result (0 unless base is 1 or -1). */
-static inline int64_t gd_ipow(int64_t base, int64_t exp)
-{
-    if (exp < 0) return base == 1 ? 1 : base == -1 ? ((exp & 1) ? -1 : 1) : 0;
-    uint64_t b = GD_U64(base), r = 1;
-    for (uint64_t e = GD_U64(exp); e; e >>= 1) {
-        if (e & 1) r *= b;
-        b *= b;
-    }
-    return GD_WRAP(r);
-}
-
-#define GD_FLOAT_ELEMENTWISE(S, T, FABS, EXP, LOG, SQRT, TANH, POW)                              \
-    GD_DEFINE_UNARY(un_copy_##S, T, x)                                                           \
-    GD_DEFINE_UNARY(un_neg_##S, T, -x)                                                           \
-    GD_DEFINE_UNARY(un_abs_##S, T, FABS(x))                                                      \
-    GD_DEFINE_UNARY(un_relu_##S, T, (x > 0 || x != x) ? x : (T)0)                                \
-    GD_DEFINE_UNARY(un_exp_##S, T, EXP(x))                                                       \
-    GD_DEFINE_UNARY(un_log_##S, T, LOG(x))                                                       \
-    GD_DEFINE_UNARY(un_sqrt_##S, T, SQRT(x))                                                     \
-    GD_DEFINE_UNARY(un_tanh_##S, T, TANH(x))                                                     \
-    GD_DEFINE_UNARY(un_square_##S, T, x * x)                                                     \
-    GD_DEFINE_UNARY(un_sigmoid_##S, T, gd_sigmoid_##S(x))                                        \
-    GD_DEFINE_BINARY(bin_add_##S, T, x + y)                                                      \
-    GD_DEFINE_BINARY(bin_sub_##S, T, x - y)                                                      \
-    GD_DEFINE_BINARY(bin_mul_##S, T, x * y)                                                      \
-    GD_DEFINE_BINARY(bin_div_##S, T, x / y)                                                      \
-    GD_DEFINE_BINARY(bin_pow_##S, T, POW(x, y))                                                  \
-    GD_DEFINE_BINARY(bin_max_##S, T, GD_FMAX(x, y))                                              \
-    GD_DEFINE_BINARY(bin_min_##S, T, GD_FMIN(x, y))                                              \
-    GD_DEFINE_BINARY(bin_floordiv_##S, T, gd_floor_div_##S(x, y))                                \
-    GD_DEFINE_BINARY(bin_mod_##S, T, gd_mod_##S(x, y))
-
-GD_FLOAT_ELEMENTWISE(f32, float, fabsf, expf, logf, sqrtf, tanhf, powf)
-GD_FLOAT_ELEMENTWISE(f64, double, fabs, exp, log, sqrt, tanh, pow)
-
-/* The functions of ewise_math.h, by name: un_cos_f32 applies gd_ew_cos_f32. */
-#define GD_UNARY_MATH(NAME, S, T) GD_DEFINE_UNARY(un_##NAME##_##S, T, gd_ew_##NAME##_##S(x))
-#define GD_BINARY_MATH(NAME, S, T) GD_DEFINE_BINARY(bin_##NAME##_##S, T, gd_ew_##NAME##_##S(x, y))
-#define GD_FLOAT_MATH(S, T)                                                                      \
-    GD_UNARY_MATH(acos, S, T) GD_UNARY_MATH(acosh, S, T) GD_UNARY_MATH(asin, S, T)               \
-    GD_UNARY_MATH(asinh, S, T) GD_UNARY_MATH(atan, S, T) GD_UNARY_MATH(atanh, S, T)              \
-    GD_UNARY_MATH(cos, S, T) GD_UNARY_MATH(cosh, S, T) GD_UNARY_MATH(sin, S, T)                  \
-    GD_UNARY_MATH(sinh, S, T) GD_UNARY_MATH(tan, S, T) GD_UNARY_MATH(log1p, S, T)                \
-    GD_UNARY_MATH(expm1, S, T) GD_UNARY_MATH(log2, S, T) GD_UNARY_MATH(log10, S, T)              \
-    GD_UNARY_MATH(ceil, S, T) GD_UNARY_MATH(floor, S, T) GD_UNARY_MATH(trunc, S, T)              \
-    GD_UNARY_MATH(round, S, T) GD_UNARY_MATH(sign, S, T)                                          \
-    GD_BINARY_MATH(atan2, S, T) GD_BINARY_MATH(copysign, S, T) GD_BINARY_MATH(nextafter, S, T)   \
-    GD_BINARY_MATH(logaddexp, S, T)
-GD_FLOAT_MATH(f32, float)
-GD_FLOAT_MATH(f64, double)
-#undef GD_FLOAT_MATH
-
-GD_DEFINE_UNARY(un_copy_i64, int64_t, x)
-GD_DEFINE_UNARY(un_neg_i64, int64_t, GD_WRAP(0 - GD_U64(x)))
-GD_DEFINE_UNARY(un_abs_i64, int64_t, x < 0 ? GD_WRAP(0 - GD_U64(x)) : x)
-GD_DEFINE_UNARY(un_relu_i64, int64_t, x > 0 ? x : 0)
-GD_DEFINE_UNARY(un_square_i64, int64_t, GD_WRAP(GD_U64(x) * GD_U64(x)))
-GD_DEFINE_BINARY(bin_add_i64, int64_t, GD_WRAP(GD_U64(x) + GD_U64(y)))
-GD_DEFINE_BINARY(bin_sub_i64, int64_t, GD_WRAP(GD_U64(x) - GD_U64(y)))
-GD_DEFINE_BINARY(bin_mul_i64, int64_t, GD_WRAP(GD_U64(x) * GD_U64(y)))
-GD_DEFINE_BINARY(bin_pow_i64, int64_t, gd_ipow(x, y))
-GD_DEFINE_BINARY(bin_max_i64, int64_t, x > y ? x : y)
-GD_DEFINE_BINARY(bin_min_i64, int64_t, x < y ? x : y)
-GD_DEFINE_BINARY(bin_floordiv_i64, int64_t, gd_floor_div_i64(x, y))
-GD_DEFINE_BINARY(bin_mod_i64, int64_t, gd_mod_i64(x, y))
-GD_UNARY_MATH(ceil, i64, int64_t)
-GD_UNARY_MATH(floor, i64, int64_t)
-GD_UNARY_MATH(trunc, i64, int64_t)
-GD_UNARY_MATH(round, i64, int64_t)
-GD_UNARY_MATH(sign, i64, int64_t)
-GD_BINARY_MATH(bitwise_left_shift, i64, int64_t)
-GD_BINARY_MATH(bitwise_right_shift, i64, int64_t)
-#undef GD_UNARY_MATH
-#undef GD_BINARY_MATH
-
-GD_DEFINE_UNARY(un_copy_b, uint8_t, x)
-GD_COMPARISONS(f32, float)
-GD_COMPARISONS(f64, double)
-GD_COMPARISONS(i64, int64_t)
-GD_BITWISE(i64, int64_t, ~x)
-/* Bools read any nonzero byte as true, as NumPy does: bool arrays hold 0 and 1, but memory
- * shared with NumPy or DLPack may be written with other bytes later. */
-#define GD_TRUTH(v) ((uint8_t)((v) != 0))
-GD_DEFINE_BINARY_TO(bin_eq_b, uint8_t, uint8_t, GD_TRUTH(x) == GD_TRUTH(y))
-GD_DEFINE_BINARY_TO(bin_ne_b, uint8_t, uint8_t, GD_TRUTH(x) != GD_TRUTH(y))
-GD_DEFINE_BINARY_TO(bin_lt_b, uint8_t, uint8_t, GD_TRUTH(x) < GD_TRUTH(y))
-GD_DEFINE_BINARY_TO(bin_le_b, uint8_t, uint8_t, GD_TRUTH(x) <= GD_TRUTH(y))
-GD_DEFINE_BINARY_TO(bin_gt_b, uint8_t, uint8_t, GD_TRUTH(x) > GD_TRUTH(y))
-GD_DEFINE_BINARY_TO(bin_ge_b, uint8_t, uint8_t, GD_TRUTH(x) >= GD_TRUTH(y))
-GD_DEFINE_UNARY(un_invert_b, uint8_t, (uint8_t)(x == 0))
-GD_DEFINE_BINARY(bin_and_b, uint8_t, (uint8_t)(GD_TRUTH(x) & GD_TRUTH(y)))
-GD_DEFINE_BINARY(bin_or_b, uint8_t, (uint8_t)(GD_TRUTH(x) | GD_TRUTH(y)))
-GD_DEFINE_BINARY(bin_xor_b, uint8_t, (uint8_t)(GD_TRUTH(x) ^ GD_TRUTH(y)))
-
 /* where: out = c ? x : y. A selection copies bits, so one kernel per element size (T an
  * unsigned integer of that size) serves every dtype. Both values are loaded and combined
  * through a mask of the condition: no branch to mispredict on a random mask, and the loops
@@ -246,45 +134,39 @@ GD_DEFINE_WHERE(where_4, uint32_t)
 GD_DEFINE_WHERE(where_8, uint64_t)
 #undef GD_SELECT
 
-/* The kernel tables: one row per operation in gpudev.h's order, one column per dtype. An
- * operation has kernels for the dtypes tables.h defines it for (gd_unop_defined,
- * gd_binop_defined): the core computes integers in float64 for float-only ones and bools in
- * int64 for arithmetic. */
+/* The kernels and their tables, generated from the op lists (tables.h): for each row, a
+ * kernel per dtype of its TYPES around its ewise_math.h function, and a row of the [op][dtype]
+ * table, by designated index. The core computes integers in float64 for FLOAT rows and bools
+ * in int64 for NUMERIC ones; the other entries stay NULL. */
 GD_STATIC_ASSERT(GD_NUM_DTYPES == 4, "the kernel rows below list float32, float64, int64 and bool");
-#define GD_ALL_ROW(PREFIX, S) {PREFIX##S##_f32, PREFIX##S##_f64, PREFIX##S##_i64, PREFIX##S##_b}
-#define GD_ROW(PREFIX, S) {PREFIX##S##_f32, PREFIX##S##_f64, PREFIX##S##_i64, NULL}
-#define GD_FLOAT_ROW(PREFIX, S) {PREFIX##S##_f32, PREFIX##S##_f64, NULL, NULL}
-#define GD_INT_ROW(PREFIX, S) {NULL, NULL, PREFIX##S##_i64, PREFIX##S##_b}
-#define GD_I64_ROW(PREFIX, S) {NULL, NULL, PREFIX##S##_i64, NULL}
+#define GD_UN_K(S, T, name) GD_DEFINE_UNARY(un_##name##_##S, T, gd_ew_##name##_##S(x))
+#define GD_BIN_K(S, T, name) GD_DEFINE_BINARY(bin_##name##_##S, T, gd_ew_##name##_##S(x, y))
+#define GD_CMP_K(S, T, name) GD_DEFINE_BINARY_TO(bin_##name##_##S, uint8_t, T, gd_ew_##name##_##S(x, y))
 
-static const gd_ew_kernel gd_un_kernels[][GD_NUM_DTYPES] = {
-    GD_ALL_ROW(un_, copy), GD_ROW(un_, neg), GD_ROW(un_, abs), GD_ROW(un_, relu), GD_FLOAT_ROW(un_, exp),
-    GD_FLOAT_ROW(un_, log), GD_FLOAT_ROW(un_, sqrt), GD_FLOAT_ROW(un_, tanh), GD_ROW(un_, square),
-    GD_INT_ROW(un_, invert), GD_FLOAT_ROW(un_, sigmoid),
-    GD_FLOAT_ROW(un_, acos), GD_FLOAT_ROW(un_, acosh), GD_FLOAT_ROW(un_, asin), GD_FLOAT_ROW(un_, asinh),
-    GD_FLOAT_ROW(un_, atan), GD_FLOAT_ROW(un_, atanh), GD_FLOAT_ROW(un_, cos), GD_FLOAT_ROW(un_, cosh),
-    GD_FLOAT_ROW(un_, sin), GD_FLOAT_ROW(un_, sinh), GD_FLOAT_ROW(un_, tan), GD_FLOAT_ROW(un_, log1p),
-    GD_FLOAT_ROW(un_, expm1), GD_FLOAT_ROW(un_, log2), GD_FLOAT_ROW(un_, log10),
-    GD_ROW(un_, ceil), GD_ROW(un_, floor), GD_ROW(un_, trunc), GD_ROW(un_, round), GD_ROW(un_, sign),
-};
-GD_STATIC_ASSERT(GD_COUNT_OF(gd_un_kernels) == GD_NUM_UNOPS, "gd_un_kernels: one row per gd_unop");
+/* KERNELS_<TYPES>(K, name): the kernels of one row */
+#define GD_KERNELS_FLOAT(K, name) K(f32, float, name) K(f64, double, name)
+#define GD_KERNELS_NUMERIC(K, name) GD_KERNELS_FLOAT(K, name) K(i64, int64_t, name)
+#define GD_KERNELS_ALL(K, name) GD_KERNELS_NUMERIC(K, name) K(b, uint8_t, name)
+#define GD_KERNELS_BITWISE(K, name) K(i64, int64_t, name) K(b, uint8_t, name)
+#define GD_KERNELS_INT(K, name) K(i64, int64_t, name)
+#define GD_KERNELS_COMPARE(K, name) GD_KERNELS_ALL(GD_CMP_K, name)
+/* ROW_<TYPES>(P, name): its row of the table */
+#define GD_ROW_ALL(P, name) {P##name##_f32, P##name##_f64, P##name##_i64, P##name##_b}
+#define GD_ROW_COMPARE GD_ROW_ALL
+#define GD_ROW_NUMERIC(P, name) {P##name##_f32, P##name##_f64, P##name##_i64, NULL}
+#define GD_ROW_FLOAT(P, name) {P##name##_f32, P##name##_f64, NULL, NULL}
+#define GD_ROW_BITWISE(P, name) {NULL, NULL, P##name##_i64, P##name##_b}
+#define GD_ROW_INT(P, name) {NULL, NULL, P##name##_i64, NULL}
 
-static const gd_ew_kernel gd_bin_kernels[][GD_NUM_DTYPES] = {
-    GD_ROW(bin_, add), GD_ROW(bin_, sub), GD_ROW(bin_, mul), GD_FLOAT_ROW(bin_, div),
-    GD_ROW(bin_, pow), GD_ROW(bin_, max), GD_ROW(bin_, min),
-    GD_ALL_ROW(bin_, eq), GD_ALL_ROW(bin_, ne), GD_ALL_ROW(bin_, lt), GD_ALL_ROW(bin_, le),
-    GD_ALL_ROW(bin_, gt), GD_ALL_ROW(bin_, ge), GD_INT_ROW(bin_, and), GD_INT_ROW(bin_, or),
-    GD_INT_ROW(bin_, xor), GD_ROW(bin_, floordiv), GD_ROW(bin_, mod),
-    GD_FLOAT_ROW(bin_, atan2), GD_FLOAT_ROW(bin_, copysign), GD_FLOAT_ROW(bin_, nextafter),
-    GD_FLOAT_ROW(bin_, logaddexp), GD_I64_ROW(bin_, bitwise_left_shift), GD_I64_ROW(bin_, bitwise_right_shift),
-};
-GD_STATIC_ASSERT(GD_COUNT_OF(gd_bin_kernels) == GD_NUM_BINOPS, "gd_bin_kernels: one row per gd_binop");
+#define GD_UNARY_KERNELS(E, name, TYPES, ...) GD_KERNELS_##TYPES(GD_UN_K, name)
+#define GD_BINARY_KERNELS(E, name, TYPES, ...) GD_KERNELS_##TYPES(GD_BIN_K, name)
+GD_UNARY_OPS(GD_UNARY_KERNELS)
+GD_BINARY_OPS(GD_BINARY_KERNELS)
 
-#undef GD_ALL_ROW
-#undef GD_ROW
-#undef GD_FLOAT_ROW
-#undef GD_INT_ROW
-#undef GD_I64_ROW
+#define GD_UNARY_ROW(E, name, TYPES, ...) [GD_##E] = GD_ROW_##TYPES(un_, name),
+#define GD_BINARY_ROW(E, name, TYPES, ...) [GD_##E] = GD_ROW_##TYPES(bin_, name),
+static const gd_ew_kernel gd_un_kernels[GD_NUM_UNOPS][GD_NUM_DTYPES] = {GD_UNARY_OPS(GD_UNARY_ROW)};
+static const gd_ew_kernel gd_bin_kernels[GD_NUM_BINOPS][GD_NUM_DTYPES] = {GD_BINARY_OPS(GD_BINARY_ROW)};
 
 /* ------------------------------------------------------------------------------------------
  * elementwise driver: one contiguous run, an N-d walk, or tiles

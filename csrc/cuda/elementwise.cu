@@ -2,10 +2,8 @@
  * NumPy broadcasting: one templated family, a contiguous fast path and a general strided
  * path that reads the gd_ewise/gd_operand descriptors passed by value.
  *
- * Semantics match the CPU backend: int64 +, -, *, negation, abs and square wrap around (done
- * in uint64, where overflow is defined); int64 ** squares and multiplies; maximum, minimum
- * and relu propagate NaN as NumPy does; // and % floor, and sigmoid never overflows, with the
- * CPU backend's own functions (ewise_math.h).
+ * Semantics match the CPU backend: both run the scalar functions of ewise_math.h, one per
+ * row of the op lists in tables.h.
  */
 #include "backend_cuda.cuh"
 #include "ewise_math.h"
@@ -16,132 +14,35 @@
 namespace {
 
 /* ------------------------------------------------------------------------------------------
- * scalar math
+ * scalar math: each operation calls its ewise_math.h function for T, the dispatch generated
+ * from the op lists (tables.h); the launcher tables below instantiate only the dtypes of a
+ * row's TYPES, so a function that is missing fails to compile
  * ---------------------------------------------------------------------------------------- */
 
-template <class T> constexpr bool is_int = gd_is_int<T>;
+template <class T, class U> constexpr bool same = std::is_same_v<T, U>;
 
-__device__ __forceinline__ int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
-__device__ __forceinline__ int64_t wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
-__device__ __forceinline__ int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+/* CALL_<TYPES>(name, args): return gd_ew_<name>_<T's suffix> args */
+#define GD_CALL_FLOAT(name, args)                                                                \
+    if constexpr (same<T, float>) return gd_ew_##name##_f32 args;                                \
+    else return gd_ew_##name##_f64 args;
+#define GD_CALL_NUMERIC(name, args)                                                              \
+    if constexpr (same<T, int64_t>) return gd_ew_##name##_i64 args;                              \
+    else { GD_CALL_FLOAT(name, args) }
+#define GD_CALL_BITWISE(name, args)                                                              \
+    if constexpr (same<T, bool>) return gd_ew_##name##_b args;                                   \
+    else return gd_ew_##name##_i64 args;
+#define GD_CALL_INT(name, args) return gd_ew_##name##_i64 args;
+#define GD_CALL_ALL(name, args)                                                                  \
+    if constexpr (same<T, bool>) return gd_ew_##name##_b args;                                   \
+    else { GD_CALL_NUMERIC(name, args) }
+#define GD_CALL_COMPARE GD_CALL_ALL
 
-/* exponent >= 0 (the core rejects negative integer powers) */
-__device__ __forceinline__ int64_t int_pow(int64_t base, int64_t exponent)
-{
-    uint64_t result = 1, b = (uint64_t)base;
-    for (int64_t e = exponent; e > 0; e >>= 1) {
-        if (e & 1) result *= b;
-        b *= b;
-    }
-    return (int64_t)result;
-}
-
-__device__ __forceinline__ float math_exp(float x) { return expf(x); }
-__device__ __forceinline__ double math_exp(double x) { return exp(x); }
-__device__ __forceinline__ float math_log(float x) { return logf(x); }
-__device__ __forceinline__ double math_log(double x) { return log(x); }
-__device__ __forceinline__ float math_sqrt(float x) { return sqrtf(x); }
-__device__ __forceinline__ double math_sqrt(double x) { return sqrt(x); }
-__device__ __forceinline__ float math_tanh(float x) { return tanhf(x); }
-__device__ __forceinline__ double math_tanh(double x) { return tanh(x); }
-__device__ __forceinline__ float math_abs(float x) { return fabsf(x); }
-__device__ __forceinline__ double math_abs(double x) { return fabs(x); }
-__device__ __forceinline__ float math_pow(float x, float y) { return powf(x, y); }
-__device__ __forceinline__ double math_pow(double x, double y) { return pow(x, y); }
-/* ewise_math.h: the same floor division, remainder and sigmoid as the CPU backend */
-__device__ __forceinline__ float math_sigmoid(float x) { return gd_sigmoid_f32(x); }
-__device__ __forceinline__ double math_sigmoid(double x) { return gd_sigmoid_f64(x); }
-__device__ __forceinline__ float math_floor_div(float a, float b) { return gd_floor_div_f32(a, b); }
-__device__ __forceinline__ double math_floor_div(double a, double b) { return gd_floor_div_f64(a, b); }
-__device__ __forceinline__ int64_t math_floor_div(int64_t a, int64_t b) { return gd_floor_div_i64(a, b); }
-__device__ __forceinline__ float math_mod(float a, float b) { return gd_mod_f32(a, b); }
-__device__ __forceinline__ double math_mod(double a, double b) { return gd_mod_f64(a, b); }
-__device__ __forceinline__ int64_t math_mod(int64_t a, int64_t b) { return gd_mod_i64(a, b); }
-/* ewise_math.h's functions by name, overloaded on the type: math_cos(x) is gd_ew_cos_f32 or
- * gd_ew_cos_f64 */
-#define GD_MATH1(NAME)                                                                           \
-    __device__ __forceinline__ float math_##NAME(float x) { return gd_ew_##NAME##_f32(x); }      \
-    __device__ __forceinline__ double math_##NAME(double x) { return gd_ew_##NAME##_f64(x); }
-#define GD_MATH2(NAME)                                                                           \
-    __device__ __forceinline__ float math_##NAME(float x, float y) { return gd_ew_##NAME##_f32(x, y); } \
-    __device__ __forceinline__ double math_##NAME(double x, double y) { return gd_ew_##NAME##_f64(x, y); }
-GD_MATH1(acos) GD_MATH1(acosh) GD_MATH1(asin) GD_MATH1(asinh) GD_MATH1(atan) GD_MATH1(atanh)
-GD_MATH1(cos) GD_MATH1(cosh) GD_MATH1(sin) GD_MATH1(sinh) GD_MATH1(tan)
-GD_MATH1(log1p) GD_MATH1(expm1) GD_MATH1(log2) GD_MATH1(log10)
-GD_MATH1(ceil) GD_MATH1(floor) GD_MATH1(trunc) GD_MATH1(round) GD_MATH1(sign)
-GD_MATH2(atan2) GD_MATH2(copysign) GD_MATH2(nextafter) GD_MATH2(logaddexp)
-#undef GD_MATH1
-#undef GD_MATH2
-__device__ __forceinline__ int64_t math_sign(int64_t x) { return gd_ew_sign_i64(x); }
+#define GD_UNARY_CASE(E, name, TYPES, ...) if constexpr (OP == GD_##E) { GD_CALL_##TYPES(name, (x)) } else
+#define GD_BINARY_CASE(E, name, TYPES, ...) if constexpr (OP == GD_##E) { GD_CALL_##TYPES(name, (a, b)) } else
 
 template <gd_unop OP, class T> __device__ __forceinline__ T apply_unop(T x)
 {
-    if constexpr (OP == GD_COPY) {
-        return x;
-    } else if constexpr (OP == GD_NEG) {
-        if constexpr (is_int<T>) return wrap_sub(0, x);
-        else return -x;
-    } else if constexpr (OP == GD_ABS) {
-        if constexpr (is_int<T>) return x < 0 ? wrap_sub(0, x) : x;
-        else return math_abs(x);
-    } else if constexpr (OP == GD_RELU) {
-        return (x > T(0) || x != x) ? x : T(0);
-    } else if constexpr (OP == GD_SQUARE) {
-        if constexpr (is_int<T>) return wrap_mul(x, x);
-        else return x * x;
-    } else if constexpr (OP == GD_EXP) {
-        return math_exp(x);
-    } else if constexpr (OP == GD_LOG) {
-        return math_log(x);
-    } else if constexpr (OP == GD_SQRT) {
-        return math_sqrt(x);
-    } else if constexpr (OP == GD_INVERT) {
-        if constexpr (gd_is_bool<T>) return !x;
-        else return ~x;
-    } else if constexpr (OP == GD_SIGMOID) {
-        return math_sigmoid(x);
-    } else if constexpr (OP == GD_ACOS) {
-        return math_acos(x);
-    } else if constexpr (OP == GD_ACOSH) {
-        return math_acosh(x);
-    } else if constexpr (OP == GD_ASIN) {
-        return math_asin(x);
-    } else if constexpr (OP == GD_ASINH) {
-        return math_asinh(x);
-    } else if constexpr (OP == GD_ATAN) {
-        return math_atan(x);
-    } else if constexpr (OP == GD_ATANH) {
-        return math_atanh(x);
-    } else if constexpr (OP == GD_COS) {
-        return math_cos(x);
-    } else if constexpr (OP == GD_COSH) {
-        return math_cosh(x);
-    } else if constexpr (OP == GD_SIN) {
-        return math_sin(x);
-    } else if constexpr (OP == GD_SINH) {
-        return math_sinh(x);
-    } else if constexpr (OP == GD_TAN) {
-        return math_tan(x);
-    } else if constexpr (OP == GD_LOG1P) {
-        return math_log1p(x);
-    } else if constexpr (OP == GD_EXPM1) {
-        return math_expm1(x);
-    } else if constexpr (OP == GD_LOG2) {
-        return math_log2(x);
-    } else if constexpr (OP == GD_LOG10) {
-        return math_log10(x);
-    } else if constexpr (OP == GD_CEIL || OP == GD_FLOOR || OP == GD_TRUNC || OP == GD_ROUND) {
-        if constexpr (is_int<T>) return x; /* integers are already rounded */
-        else if constexpr (OP == GD_CEIL) return math_ceil(x);
-        else if constexpr (OP == GD_FLOOR) return math_floor(x);
-        else if constexpr (OP == GD_TRUNC) return math_trunc(x);
-        else return math_round(x);
-    } else if constexpr (OP == GD_SIGN) {
-        return math_sign(x);
-    } else {
-        static_assert(OP == GD_TANH, "unhandled unary op");
-        return math_tanh(x);
-    }
+    GD_UNARY_OPS(GD_UNARY_CASE) { static_assert(OP == GD_NUM_UNOPS, "a gd_unop without a case"); }
 }
 
 /* The output element type of a binary operation on T: bool for comparisons. */
@@ -149,60 +50,7 @@ template <gd_binop OP, class T> using binop_out = std::conditional_t<gd_binop_ha
 
 template <gd_binop OP, class T> __device__ __forceinline__ binop_out<OP, T> apply_binop(T a, T b)
 {
-    if constexpr (OP == GD_ADD) {
-        if constexpr (is_int<T>) return wrap_add(a, b);
-        else return a + b;
-    } else if constexpr (OP == GD_SUB) {
-        if constexpr (is_int<T>) return wrap_sub(a, b);
-        else return a - b;
-    } else if constexpr (OP == GD_MUL) {
-        if constexpr (is_int<T>) return wrap_mul(a, b);
-        else return a * b;
-    } else if constexpr (OP == GD_DIV) {
-        return a / b;
-    } else if constexpr (OP == GD_POW) {
-        if constexpr (is_int<T>) return int_pow(a, b);
-        else return math_pow(a, b);
-    } else if constexpr (OP == GD_MAXIMUM) {
-        return (a > b || a != a) ? a : b; /* a NaN in either operand wins */
-    } else if constexpr (OP == GD_MINIMUM) {
-        return (a < b || a != a) ? a : b;
-    } else if constexpr (OP == GD_EQ) {
-        return a == b;
-    } else if constexpr (OP == GD_NE) {
-        return a != b;
-    } else if constexpr (OP == GD_LT) {
-        return a < b;
-    } else if constexpr (OP == GD_LE) {
-        return a <= b;
-    } else if constexpr (OP == GD_GT) {
-        return a > b;
-    } else if constexpr (OP == GD_GE) {
-        return a >= b;
-    } else if constexpr (OP == GD_AND) {
-        return (T)(a & b);
-    } else if constexpr (OP == GD_OR) {
-        return (T)(a | b);
-    } else if constexpr (OP == GD_FLOOR_DIV) {
-        return math_floor_div(a, b);
-    } else if constexpr (OP == GD_MOD) {
-        return math_mod(a, b);
-    } else if constexpr (OP == GD_ATAN2) {
-        return math_atan2(a, b);
-    } else if constexpr (OP == GD_COPYSIGN) {
-        return math_copysign(a, b);
-    } else if constexpr (OP == GD_NEXTAFTER) {
-        return math_nextafter(a, b);
-    } else if constexpr (OP == GD_LOGADDEXP) {
-        return math_logaddexp(a, b);
-    } else if constexpr (OP == GD_SHL) {
-        return gd_ew_bitwise_left_shift_i64(a, b);
-    } else if constexpr (OP == GD_SHR) {
-        return gd_ew_bitwise_right_shift_i64(a, b);
-    } else {
-        static_assert(OP == GD_XOR, "unhandled binary op");
-        return (T)(a ^ b);
-    }
+    GD_BINARY_OPS(GD_BINARY_CASE) { static_assert(OP == GD_NUM_BINOPS, "a gd_binop without a case"); }
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -211,7 +59,7 @@ template <gd_binop OP, class T> __device__ __forceinline__ binop_out<OP, T> appl
 
 template <class T> __host__ __device__ __forceinline__ T scalar_value(gd_scalar s)
 {
-    if constexpr (is_int<T>) return s.i;
+    if constexpr (gd_is_int<T>) return s.i;
     else if constexpr (gd_is_bool<T>) return s.i != 0;
     else return (T)s.f;
 }

@@ -128,32 +128,49 @@ static int64_t iref_pow(int64_t x, int64_t y) /* y >= 0: gpudev.h's contract */
 
 typedef struct unop_row {
     gd_unop op;
-    const char *name;
+    const char *name;         /* tables.h's */
     double (*ref)(double);    /* float dtypes and bool */
     int64_t (*iref)(int64_t); /* int64 */
     double ulps_f32, ulps_f64;
 } unop_row;
 
+/* One row per operation of tables.h's op lists, at its enum value: an operation without a row
+ * (a gap left zero) fails check_rows, a row too many the static assertion. */
+#define UNOP(E, ref, iref, u32, u64) [GD_##E] = {GD_##E, #E, ref, iref, u32, u64}
 static const unop_row unops[] = {
-    {GD_COPY, "copy", ref_copy, iref_copy, 0, 0},   {GD_NEG, "neg", ref_neg, iref_neg, 0, 0},
-    {GD_ABS, "abs", fabs, iref_abs, 0, 0},          {GD_RELU, "relu", ref_relu, iref_relu, 0, 0},
-    {GD_EXP, "exp", exp, NULL, 3, 2},               {GD_LOG, "log", log, NULL, 2, 2},
-    {GD_SQRT, "sqrt", sqrt, NULL, 0, 0},            {GD_TANH, "tanh", tanh, NULL, 3, 2},
-    {GD_SQUARE, "square", ref_square, iref_square, 0, 0},
-    {GD_INVERT, "invert", ref_not, iref_invert, 0, 0},
-    {GD_SIGMOID, "sigmoid", ref_sigmoid, NULL, 4, 3},
-    {GD_ACOS, "acos", acos, NULL, 3, 3},            {GD_ACOSH, "acosh", acosh, NULL, 5, 4},
-    {GD_ASIN, "asin", asin, NULL, 3, 3},            {GD_ASINH, "asinh", asinh, NULL, 4, 4},
-    {GD_ATAN, "atan", atan, NULL, 3, 3},            {GD_ATANH, "atanh", atanh, NULL, 4, 3},
-    {GD_COS, "cos", cos, NULL, 3, 3},               {GD_COSH, "cosh", cosh, NULL, 3, 3},
-    {GD_SIN, "sin", sin, NULL, 3, 3},               {GD_SINH, "sinh", sinh, NULL, 4, 3},
-    {GD_TAN, "tan", tan, NULL, 5, 3},               {GD_LOG1P, "log1p", log1p, NULL, 2, 2},
-    {GD_EXPM1, "expm1", expm1, NULL, 2, 2},         {GD_LOG2, "log2", log2, NULL, 2, 2},
-    {GD_LOG10, "log10", log10, NULL, 3, 2},
-    {GD_CEIL, "ceil", ceil, iref_rounded, 0, 0},    {GD_FLOOR, "floor", floor, iref_rounded, 0, 0},
-    {GD_TRUNC, "trunc", trunc, iref_rounded, 0, 0}, {GD_ROUND, "round", rint, iref_rounded, 0, 0},
-    {GD_SIGN, "sign", ref_sign, iref_sign, 0, 0},
+    UNOP(COPY, ref_copy, iref_copy, 0, 0),
+    UNOP(NEG, ref_neg, iref_neg, 0, 0),
+    UNOP(ABS, fabs, iref_abs, 0, 0),
+    UNOP(RELU, ref_relu, iref_relu, 0, 0),
+    UNOP(EXP, exp, NULL, 3, 2),
+    UNOP(LOG, log, NULL, 2, 2),
+    UNOP(SQRT, sqrt, NULL, 0, 0),
+    UNOP(TANH, tanh, NULL, 3, 2),
+    UNOP(SQUARE, ref_square, iref_square, 0, 0),
+    UNOP(INVERT, ref_not, iref_invert, 0, 0),
+    UNOP(SIGMOID, ref_sigmoid, NULL, 4, 3),
+    UNOP(ACOS, acos, NULL, 3, 3),
+    UNOP(ACOSH, acosh, NULL, 5, 4),
+    UNOP(ASIN, asin, NULL, 3, 3),
+    UNOP(ASINH, asinh, NULL, 4, 4),
+    UNOP(ATAN, atan, NULL, 3, 3),
+    UNOP(ATANH, atanh, NULL, 4, 3),
+    UNOP(COS, cos, NULL, 3, 3),
+    UNOP(COSH, cosh, NULL, 3, 3),
+    UNOP(SIN, sin, NULL, 3, 3),
+    UNOP(SINH, sinh, NULL, 4, 3),
+    UNOP(TAN, tan, NULL, 5, 3),
+    UNOP(LOG1P, log1p, NULL, 2, 2),
+    UNOP(EXPM1, expm1, NULL, 2, 2),
+    UNOP(LOG2, log2, NULL, 2, 2),
+    UNOP(LOG10, log10, NULL, 3, 2),
+    UNOP(CEIL, ceil, iref_rounded, 0, 0),
+    UNOP(FLOOR, floor, iref_rounded, 0, 0),
+    UNOP(TRUNC, trunc, iref_rounded, 0, 0),
+    UNOP(ROUND, rint, iref_rounded, 0, 0),
+    UNOP(SIGN, ref_sign, iref_sign, 0, 0),
 };
+GD_STATIC_ASSERT(GD_COUNT_OF(unops) == GD_NUM_UNOPS, "unops[]: one row per gd_unop");
 
 typedef struct binop_row {
     gd_binop op;
@@ -164,32 +181,35 @@ typedef struct binop_row {
     int exponent_b; /* int64 b holds exponents 0..8 (negative ones are outside the contract) */
 } binop_row;
 
+#define BINOP(E, ref, iref, u32, u64, exponent_b) [GD_##E] = {GD_##E, #E, ref, iref, u32, u64, exponent_b}
 static const binop_row binops[] = {
-    {GD_ADD, "add", ref_add, iref_add, 0, 0, 0},
-    {GD_SUB, "sub", ref_sub, iref_sub, 0, 0, 0},
-    {GD_MUL, "mul", ref_mul, iref_mul, 0, 0, 0},
-    {GD_DIV, "div", ref_div, NULL, 0, 0, 0},
-    {GD_POW, "pow", pow, iref_pow, 5, 3, 1},
-    {GD_MAXIMUM, "maximum", ref_maximum, iref_maximum, 0, 0, 0},
-    {GD_MINIMUM, "minimum", ref_minimum, iref_minimum, 0, 0, 0},
-    {GD_EQ, "equal", ref_eq, iref_eq, 0, 0, 0},
-    {GD_NE, "not_equal", ref_ne, iref_ne, 0, 0, 0},
-    {GD_LT, "less", ref_lt, iref_lt, 0, 0, 0},
-    {GD_LE, "less_equal", ref_le, iref_le, 0, 0, 0},
-    {GD_GT, "greater", ref_gt, iref_gt, 0, 0, 0},
-    {GD_GE, "greater_equal", ref_ge, iref_ge, 0, 0, 0},
-    {GD_AND, "bitwise_and", ref_and, iref_and, 0, 0, 0},
-    {GD_OR, "bitwise_or", ref_or, iref_or, 0, 0, 0},
-    {GD_XOR, "bitwise_xor", ref_xor, iref_xor, 0, 0, 0},
-    {GD_FLOOR_DIV, "floor_divide", ref_floor_div, iref_floor_div, 0, 0, 0},
-    {GD_MOD, "remainder", ref_mod, iref_mod, 1, 0, 0},
-    {GD_ATAN2, "atan2", atan2, NULL, 4, 3, 0},
-    {GD_COPYSIGN, "copysign", copysign, NULL, 0, 0, 0},
-    {GD_NEXTAFTER, "nextafter", nextafter, NULL, 0, 0, 0},
-    {GD_LOGADDEXP, "logaddexp", ref_logaddexp, NULL, 3, 2, 0},
-    {GD_SHL, "bitwise_left_shift", NULL, iref_shl, 0, 0, 0},
-    {GD_SHR, "bitwise_right_shift", NULL, iref_shr, 0, 0, 0},
+    BINOP(ADD, ref_add, iref_add, 0, 0, 0),
+    BINOP(SUB, ref_sub, iref_sub, 0, 0, 0),
+    BINOP(MUL, ref_mul, iref_mul, 0, 0, 0),
+    BINOP(DIV, ref_div, NULL, 0, 0, 0),
+    BINOP(POW, pow, iref_pow, 5, 3, 1),
+    BINOP(MAXIMUM, ref_maximum, iref_maximum, 0, 0, 0),
+    BINOP(MINIMUM, ref_minimum, iref_minimum, 0, 0, 0),
+    BINOP(EQ, ref_eq, iref_eq, 0, 0, 0),
+    BINOP(NE, ref_ne, iref_ne, 0, 0, 0),
+    BINOP(LT, ref_lt, iref_lt, 0, 0, 0),
+    BINOP(LE, ref_le, iref_le, 0, 0, 0),
+    BINOP(GT, ref_gt, iref_gt, 0, 0, 0),
+    BINOP(GE, ref_ge, iref_ge, 0, 0, 0),
+    BINOP(AND, ref_and, iref_and, 0, 0, 0),
+    BINOP(OR, ref_or, iref_or, 0, 0, 0),
+    BINOP(XOR, ref_xor, iref_xor, 0, 0, 0),
+    BINOP(FLOOR_DIV, ref_floor_div, iref_floor_div, 0, 0, 0),
+    BINOP(MOD, ref_mod, iref_mod, 1, 0, 0),
+    BINOP(HYPOT, hypot, NULL, 4, 3, 0),
+    BINOP(ATAN2, atan2, NULL, 4, 3, 0),
+    BINOP(COPYSIGN, copysign, NULL, 0, 0, 0),
+    BINOP(NEXTAFTER, nextafter, NULL, 0, 0, 0), /* float32: binop_extras */
+    BINOP(LOGADDEXP, ref_logaddexp, NULL, 3, 2, 0),
+    BINOP(SHL, NULL, iref_shl, 0, 0, 0),
+    BINOP(SHR, NULL, iref_shr, 0, 0, 0),
 };
+GD_STATIC_ASSERT(GD_COUNT_OF(binops) == GD_NUM_BINOPS, "binops[]: one row per gd_binop");
 
 /* What a few rows need beyond ulps of a float64 reference. */
 typedef struct binop_extra {
@@ -207,14 +227,29 @@ static const binop_extra binop_extras[] = {
 
 static const binop_extra *extra_of(gd_binop op)
 {
-    static const binop_extra none = {0, 0, 0, NULL};
-    for (size_t k = 0; k < sizeof binop_extras / sizeof binop_extras[0]; k++)
+    static const binop_extra none = {GD_ADD, 0, 0, NULL};
+    for (size_t k = 0; k < GD_COUNT_OF(binop_extras); k++)
         if (binop_extras[k].op == op) return &binop_extras[k];
     return &none;
 }
 
-#define NUM_UNOPS ((int)(sizeof unops / sizeof unops[0]))
-#define NUM_BINOPS ((int)(sizeof binops / sizeof binops[0]))
+#define NUM_UNOPS ((int)GD_COUNT_OF(unops))
+#define NUM_BINOPS ((int)GD_COUNT_OF(binops))
+
+/* Every row present and at its place, with the references its dtypes need. */
+static void check_rows(void)
+{
+    for (int u = 0; u < NUM_UNOPS; u++)
+        CHECK(unops[u].name && (int)unops[u].op == u && unops[u].ref &&
+                  (unops[u].iref || !gd_unop_defined((gd_unop)u, GD_INT64)),
+              "unops[]: no complete row for %s (GD_%s): add one with its reference", gd_unop_table[u].name,
+              gd_unop_table[u].id);
+    for (int o = 0; o < NUM_BINOPS; o++)
+        CHECK(binops[o].name && (int)binops[o].op == o && binops[o].ref &&
+                  (binops[o].iref || !gd_binop_defined((gd_binop)o, GD_INT64)),
+              "binops[]: no complete row for %s (GD_%s): add one with its reference", gd_binop_table[o].name,
+              gd_binop_table[o].id);
+}
 
 /* ------------------------------------------------------------------------------------------
  * the layouts
@@ -519,14 +554,14 @@ static void check_case(const ewise_case *c, gd_dtype t)
     place(&bout, &plain, c, GD_BOOL);
     place(&bstrided, &strided_out, c, GD_BOOL);
     for (int u = 0; u < NUM_UNOPS; u++) {
-        if (!gd_unop_defined(unops[u].op, t)) continue;
+        if (!unops[u].name || !gd_unop_defined(unops[u].op, t)) continue; /* check_rows reports a gap */
         for (int form = ARRAYS; form < NUM_FORMS; form++)
             if (form != SCALAR_B && form != OUT_IS_B && form_applies(form, &pa, &pb))
                 run_unary(&unops[u], c, t, &pa, &out, &strided, form);
     }
     for (int o = 0; o < NUM_BINOPS; o++) {
         const binop_row *row = &binops[o];
-        if (!gd_binop_defined(row->op, t)) continue;
+        if (!row->name || !gd_binop_defined(row->op, t)) continue;
         const gd_dtype ot = gd_binop_has(row->op, GD_OP_BOOL_OUT) ? GD_BOOL : t;
         if (t == GD_INT64 && row->exponent_b) fill_exponents(&pb);
         for (int form = ARRAYS; form < NUM_FORMS; form++)
@@ -554,7 +589,8 @@ static void check_self_alias(gd_dtype t)
     place(&pa, &c->a, c, t);
     for (int o = 0; o < NUM_BINOPS; o++) {
         const binop_row *row = &binops[o];
-        if ((row->op != GD_ADD && row->op != GD_MUL && row->op != GD_OR) || !gd_binop_defined(row->op, t)) continue;
+        if (!row->name || (row->op != GD_ADD && row->op != GD_MUL && row->op != GD_OR) || !gd_binop_defined(row->op, t))
+            continue;
         gd_operand a;
         operand_for(&a, &pa, 0, scalar_for(t, 0, row), c->ndim, t);
         gd_ewise ew = ewise_for(c, &a, &a, &pa, &pa, &pa);
@@ -576,6 +612,7 @@ static void check_self_alias(gd_dtype t)
 
 void gdt_check_elementwise(void)
 {
+    check_rows();
     for (int dt = 0; dt < GD_NUM_DTYPES; dt++) {
         for (int ci = 0; ci < NUM_CASES; ci++) check_case(&cases[ci], (gd_dtype)dt);
         check_self_alias((gd_dtype)dt);

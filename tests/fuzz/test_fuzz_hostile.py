@@ -239,8 +239,8 @@ SIGNATURES: dict[str, tuple[P, ...]] = {
     "array": (P("obj", "any", lambda: [[1, 2], [3, 4]]), DTYPE, DEVICE, P("copy", "flag", lambda: True)),
     "from_dlpack": (P("x", "producer", lambda: np.arange(3.0), "positional"),),
     # elementwise, reductions, products, joins
-    "exp": (ONE,), "abs": (ONE,), "allclose": TWO + (P("rtol", "number", lambda: 1e-5), P("atol", "number", lambda: 1e-8)),
-    "maximum": TWO, "matmul": (P("a", "array", arr(2, 3), "positional"), P("b", "array", arr(3, 2), "positional")),
+    "allclose": TWO + (P("rtol", "number", lambda: 1e-5), P("atol", "number", lambda: 1e-8)),
+    "matmul": (P("a", "array", arr(2, 3), "positional"), P("b", "array", arr(3, 2), "positional")),
     "norm": (P("a", "array", arr(2, 3)),) + REDUCE,
     "any": (P("a", "array", arr(2, 3)),) + REDUCE, "isnan": (ONE,),
     "softmax": (P("x", "array", arr(2, 3)), P("axis", "axis", lambda: -1)),
@@ -267,8 +267,7 @@ SIGNATURES: dict[str, tuple[P, ...]] = {
     # NumPy's own scalar types, exported as gd.float32 and friends
     "float32": (P("x", "any", lambda: 1.5, "positional"),),
 }
-for _same, _as in [("log", "exp"), ("sqrt", "exp"), ("tanh", "exp"), ("relu", "exp"), ("minimum", "maximum"),
-                   ("stack", "concatenate"), ("randn", "rand"), ("try_gpu", "gpu"), ("asarray", "array"),
+for _same, _as in [("stack", "concatenate"), ("randn", "rand"), ("try_gpu", "gpu"), ("asarray", "array"),
                    ("float64", "float32"), ("int64", "float32"), ("bool", "float32"), ("bool_", "float32"),
                    ("all", "any"), ("isfinite", "isnan"), ("ones_like", "zeros_like"), ("empty_like", "zeros_like"),
                    ("tensor", "array"), ("log_softmax", "softmax")]:
@@ -318,7 +317,6 @@ for _name in ("__len__", "__bool__", "__float__", "__int__", "__index__", "__neg
     METHODS[_name] = ()
 # sigmoid, floor division and remainder, powers, clip
 SIGNATURES.update({
-    "sigmoid": (ONE,), "floor_divide": TWO, "remainder": TWO, "mod": TWO, "power": TWO, "pow": TWO,
     "clip": (ONE, P("a_min", "array", lambda: 0.5), P("a_max", "array", arr(3))),
     "clamp": (ONE, P("min", "array", lambda: 0.5), P("max", "array", lambda: None)),
 })
@@ -327,21 +325,22 @@ for _name in ("floordiv", "mod", "divmod"):
         if _form.format(_name) != "__idivmod__":
             METHODS[_form.format(_name)] = OTHER
 METHODS.update({
-    "sigmoid": (), "clip": (P("min", "array", lambda: 0.5), P("max", "array", lambda: 2.0)),
+    "clip": (P("min", "array", lambda: 0.5), P("max", "array", lambda: 2.0)),
     "clamp": (P("min", "array", lambda: 0.5), P("max", "array", lambda: None)),
 })
 
-# the array API standard's elementwise functions: floats, integers (bitwise), bools (logical)
+# the elementwise functions and methods: one per row of the op lists (csrc/tables.h); integer
+# rows take integer arrays
 INT_ONE = P("a", "array", arr(2, 3, dtype=gd.int64), "positional")
 INT_TWO = (INT_ONE, P("b", "array", arr(3, dtype=gd.int64), "positional"))
-SIGNATURES.update({name: (ONE,) for name in (
-    "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh", "tan", "log1p", "expm1",
-    "log2", "log10", "ceil", "floor", "trunc", "round", "sign", "signbit", "square", "negative", "reciprocal")})
-SIGNATURES.update({name: TWO for name in ("atan2", "copysign", "nextafter", "logaddexp")})
-SIGNATURES.update({name: INT_TWO for name in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
-                                              "bitwise_right_shift")})
-SIGNATURES["bitwise_invert"] = (INT_ONE,)
-METHODS["round"] = (P("decimals", "number", lambda: 0),)
+for _op in gd._C._ops:
+    _ints = _op.types in ("BITWISE", "INT")
+    for _name in (_op.name, *_op.aliases) if _op.function else ():
+        SIGNATURES[_name] = ((INT_ONE,) if _ints else (ONE,)) if _op.arity == 1 else (INT_TWO if _ints else TWO)
+    if _op.method:
+        METHODS[_op.name] = () if _op.arity == 1 else OTHER
+# the composites of gpudev/_composite.py
+SIGNATURES.update({"signbit": (ONE,), "reciprocal": (ONE,)})
 
 # PyTorch's names: functions, and Array methods (in place, dtypes, shapes)
 SIGNATURES.update({

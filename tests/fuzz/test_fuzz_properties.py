@@ -163,6 +163,10 @@ UNARY = {
         dtype=x.dtype if x.dtype.kind == "f" else np.float64)),
 }
 
+# every other unary module function of the op lists (csrc/tables.h) against its NumPy ufunc
+UNARY.update({op.name: (getattr(gd, op.name), getattr(np, op.numpy)) for op in gd._C._ops
+              if op.function and op.arity == 1 and op.numpy and op.name not in UNARY})
+
 
 @by_device
 @fuzz_settings
@@ -177,6 +181,10 @@ BINARY = {
     "pow": operator.pow, "maximum": (gd.maximum, np.maximum), "minimum": (gd.minimum, np.minimum),
     "floordiv": operator.floordiv, "mod": operator.mod,
 }
+# every other binary module function of the op lists (csrc/tables.h) against its NumPy ufunc
+BINARY.update({op.name: (getattr(gd, op.name), getattr(np, op.numpy)) for op in gd._C._ops
+               if op.function and op.arity == 2 and op.numpy and op.name not in BINARY and
+               getattr(np, op.numpy) not in (np.power, np.floor_divide, np.remainder)})
 
 
 def binary_pair(name: str):

@@ -1,0 +1,153 @@
+"""The op lists of csrc/tables.h, as gd._C._ops shows them: every row has all its parts (a
+gradient rule or none by declaration, a row in the C conformance test, a NumPy reference, its
+module function, method, ``__all__`` entry and NumPy-protocol mapping as its flags say), and
+every row computes what NumPy computes, for every dtype its backends define and on every device.
+
+A new row that lacks one of these fails here, on a machine without a GPU; the fuzz tables
+(tests/fuzz) and the signature checks (test_signatures.py) read the same list.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gpudev as gd
+from gpudev import _C, _grad_rules, _protocols
+
+OPS = {op.name: op for op in _C._ops}
+CONFORMANCE = Path(__file__).resolve().parent / "c" / "conformance_elementwise.c"
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    return (1.0 / (1.0 + np.exp(-x64))).astype(x.dtype)
+
+
+# references for the rows that NumPy has no ufunc for (NUMPY is NULL)
+REFERENCES = {
+    "copy": np.copy,
+    "relu": lambda x: np.maximum(x, x.dtype.type(0)),
+    "sigmoid": _sigmoid,
+    "round": np.round,  # its ufunc np.rint gives integers back as float64; np.round keeps them
+}
+# results that carry no gradient by their dtype: bools (comparisons) and integers (bitwise, shifts)
+WITHOUT_GRADIENT = ("COMPARE", "BITWISE", "INT")
+
+
+def reference(op):
+    return REFERENCES.get(op.name) or (getattr(np, op.numpy) if op.numpy else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# every row has all its parts
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_list_describes_both_enums():
+    assert [op.arity for op in _C._ops].count(1) >= 10 and [op.arity for op in _C._ops].count(2) >= 18
+    assert len(OPS) == len(_C._ops), "two rows share a name"
+    for op in _C._ops:
+        assert op.dtypes and set(op.dtypes) <= {"float32", "float64", "int64", "bool"}, op
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_every_row_has_a_gradient_rule_or_declares_none(name):
+    op = OPS[name]
+    assert name in _grad_rules.RULES or name in _grad_rules.REFUSED or op.types in WITHOUT_GRADIENT, (
+        f"{name}: add its backward rule to RULES in gpudev/_grad_rules.py, or its reason to REFUSED")
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_every_row_has_a_conformance_row(name):
+    op = OPS[name]
+    macro = "UNOP" if op.arity == 1 else "BINOP"
+    assert re.search(rf"^\s*{macro}\({op.id},", CONFORMANCE.read_text(), re.M), (
+        f"{name}: add {macro}({op.id}, reference, ...) to tests/c/conformance_elementwise.c")
+
+
+def test_every_conformance_row_is_a_row_of_the_op_lists():
+    listed = {("UNOP" if op.arity == 1 else "BINOP", op.id) for op in _C._ops}
+    rows = set(re.findall(r"^\s*(UNOP|BINOP)\((\w+),", CONFORMANCE.read_text(), re.M))
+    assert rows - listed == set(), f"conformance rows of operations tables.h does not list: {sorted(rows - listed)}"
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_every_row_has_a_numpy_reference(name):
+    assert reference(OPS[name]) is not None, f"{name}: give its NumPy ufunc in tables.h or a reference in REFERENCES"
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_the_python_layer_follows_the_flags(name):
+    op = OPS[name]
+    for n in (op.name, *op.aliases):
+        assert hasattr(gd, n) == op.function and (n in gd.__all__) == op.function, n
+    if op.method:  # the C method (PyTorch-named methods of gpudev/_torch.py may exist besides)
+        a = gd.array([0.5, 1.5])
+        got = getattr(a, name)() if op.arity == 1 else getattr(a, name)(a)
+        want = _C._ewise(name, a) if op.arity == 1 else _C._ewise(name, a, a)
+        assert type(vars(gd.Array)[name]).__name__ == "method_descriptor" and got.tolist() == want.tolist()
+    if op.function:
+        fn = getattr(gd, name)
+        assert fn.__doc__ and fn.__text_signature__ in ("($module, a, /)", "($module, a, b, /)")
+        ufunc = getattr(np, op.numpy) if op.numpy else None
+        if ufunc is not None:
+            assert ufunc in _protocols._FUNCS or ufunc in _protocols._BINARY, f"np.{op.numpy} is not mapped"
+
+
+# ---------------------------------------------------------------------------------------------
+# every row against NumPy
+# ---------------------------------------------------------------------------------------------
+
+
+def operand(op, dtype: str, which: int) -> np.ndarray:
+    """Values of dtype for operand `which` of op, with negatives, zeros and both signs of
+    divisors; int64 exponents of power stay >= 0 (the contract of gpudev.h)."""
+    rng = np.random.default_rng(7 + which)
+    if dtype == "bool":
+        return rng.integers(0, 2, (5, 7)).astype(bool)
+    if dtype == "int64":
+        low = 0 if (op.name == "power" and which == 1) else -20
+        return rng.integers(low, 21 if low else 20, (5, 7)).astype(np.int64)
+    x = (rng.standard_normal((5, 7)) * 3).astype(dtype)
+    x[0, :3] = [0.0, -0.0, 1.0]
+    return x
+
+
+def tolerance(op, dtype: str) -> dict:
+    if dtype not in ("float32", "float64"):
+        return {"rtol": 0, "atol": 0}
+    # the math library's functions differ by a few ulps between C libraries and NumPy's own loops
+    if op.costly:
+        return {"rtol": 1e-5, "atol": 1e-30} if dtype == "float32" else {"rtol": 1e-13, "atol": 1e-300}
+    return {"rtol": 1e-7 if dtype == "float32" else 1e-15, "atol": 0}
+
+
+CASES = [(name, dt) for name in sorted(OPS) for dt in OPS[name].dtypes]
+
+
+@pytest.mark.parametrize("name, dtype", CASES, ids=[f"{n}-{d}" for n, d in CASES])
+def test_every_row_computes_what_numpy_computes(device, name, dtype):
+    op = OPS[name]
+    hosts = [operand(op, dtype, i) for i in range(op.arity)]
+    with np.errstate(all="ignore"):
+        want = np.asarray(reference(op)(*hosts))
+    got = _C._ewise(name, *[gd.array(h, device=device) for h in hosts])
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype)
+    np.testing.assert_allclose(np.asarray(got.cpu()), want, equal_nan=True, **tolerance(op, dtype), err_msg=name)
+    if op.function:  # the module function is the same operation, with a scalar operand too
+        with np.errstate(all="ignore"):
+            want_s = np.asarray(reference(op)(*hosts[:-1], hosts[-1].flat[3])) if op.arity == 2 else want
+        args = [gd.array(h, device=device) for h in hosts[:-1]] + [hosts[-1].flat[3].item()]
+        got_s = getattr(gd, name)(*args) if op.arity == 2 else getattr(gd, name)(gd.array(hosts[0], device=device))
+        np.testing.assert_allclose(np.asarray(got_s.cpu()), want_s, equal_nan=True, **tolerance(op, dtype))
+
+
+def test_ewise_refuses_what_is_not_in_the_list():
+    with pytest.raises(TypeError, match="_ewise"):
+        _C._ewise("no_such_op", gd.ones(2))
+    with pytest.raises(TypeError, match="_ewise"):
+        _C._ewise("add", gd.ones(2))  # a binary row with one operand
