@@ -122,8 +122,35 @@ GD_HOSTDEV double gd_sigmoid_f64(double x)
 }
 
 /* ------------------------------------------------------------------------------------------
+ * logaddexp: log(exp(x) + exp(y)) as NumPy's npy_logaddexp computes it, the larger operand plus
+ * log1p(exp(-|x - y|)), so exp never overflows. Equal operands take their own branch, which is
+ * what keeps logaddexp(inf, inf) at inf (x - y would be NaN) and logaddexp(-inf, -inf) at -inf;
+ * a NaN in either fails both comparisons and comes out as x - y, a NaN.
+ * ---------------------------------------------------------------------------------------- */
+
+#define GD_DEFINE_LOGADDEXP(S, T, LOG1P, EXP)                                                    \
+    GD_HOSTDEV T gd_logaddexp_##S(T x, T y)                                                      \
+    {                                                                                            \
+        if (x == y) return x + (T)0.693147180559945309417232121458176568;                        \
+        const T d = x - y;                                                                       \
+        if (d > 0) return x + LOG1P(EXP(-d));                                                    \
+        if (d <= 0) return y + LOG1P(EXP(d));                                                    \
+        return d;                                                                                \
+    }
+GD_DEFINE_LOGADDEXP(f32, float, log1pf, expf)
+GD_DEFINE_LOGADDEXP(f64, double, log1p, exp)
+#undef GD_DEFINE_LOGADDEXP
+
+/* ------------------------------------------------------------------------------------------
  * float32 and float64: each function written once; M(fn) is the C library's function of the
  * dtype (expf or exp)
+ *
+ * The C library (and CUDA's device library, which keeps to C99's Annex F for these) gives what
+ * the array API standard asks of special values: NaN in, NaN out; signed zeros kept by the odd
+ * functions (sin(-0) is -0); acosh(x < 1), log1p(x < -1) NaN; atanh(+-1) and log1p(-1)
+ * infinite; expm1(-inf) -1; atan2 and copysign read the signs of zeros and NaNs. round is rint:
+ * halfway cases go to the even neighbour (the default rounding mode), as the standard and
+ * NumPy round. sign gives +0 for both zeros and keeps NaN.
  * ---------------------------------------------------------------------------------------- */
 
 #define GD_M_F32(fn) fn##f
@@ -145,6 +172,30 @@ GD_HOSTDEV double gd_sigmoid_f64(double x)
     GD_HOSTDEV T gd_ew_divide_##S(T x, T y) { return x / y; }                                    \
     GD_HOSTDEV T gd_ew_power_##S(T x, T y) { return M(pow)(x, y); }                              \
     GD_HOSTDEV T gd_ew_hypot_##S(T x, T y) { return M(hypot)(x, y); }                            \
+    GD_HOSTDEV T gd_ew_acos_##S(T x) { return M(acos)(x); }                                      \
+    GD_HOSTDEV T gd_ew_acosh_##S(T x) { return M(acosh)(x); }                                    \
+    GD_HOSTDEV T gd_ew_asin_##S(T x) { return M(asin)(x); }                                      \
+    GD_HOSTDEV T gd_ew_asinh_##S(T x) { return M(asinh)(x); }                                    \
+    GD_HOSTDEV T gd_ew_atan_##S(T x) { return M(atan)(x); }                                      \
+    GD_HOSTDEV T gd_ew_atanh_##S(T x) { return M(atanh)(x); }                                    \
+    GD_HOSTDEV T gd_ew_cos_##S(T x) { return M(cos)(x); }                                        \
+    GD_HOSTDEV T gd_ew_cosh_##S(T x) { return M(cosh)(x); }                                      \
+    GD_HOSTDEV T gd_ew_sin_##S(T x) { return M(sin)(x); }                                        \
+    GD_HOSTDEV T gd_ew_sinh_##S(T x) { return M(sinh)(x); }                                      \
+    GD_HOSTDEV T gd_ew_tan_##S(T x) { return M(tan)(x); }                                        \
+    GD_HOSTDEV T gd_ew_log1p_##S(T x) { return M(log1p)(x); }                                    \
+    GD_HOSTDEV T gd_ew_expm1_##S(T x) { return M(expm1)(x); }                                    \
+    GD_HOSTDEV T gd_ew_log2_##S(T x) { return M(log2)(x); }                                      \
+    GD_HOSTDEV T gd_ew_log10_##S(T x) { return M(log10)(x); }                                    \
+    GD_HOSTDEV T gd_ew_ceil_##S(T x) { return M(ceil)(x); }                                      \
+    GD_HOSTDEV T gd_ew_floor_##S(T x) { return M(floor)(x); }                                    \
+    GD_HOSTDEV T gd_ew_trunc_##S(T x) { return M(trunc)(x); }                                    \
+    GD_HOSTDEV T gd_ew_round_##S(T x) { return M(rint)(x); }                                     \
+    GD_HOSTDEV T gd_ew_sign_##S(T x) { return x > 0 ? (T)1 : x < 0 ? (T)-1 : x == 0 ? (T)0 : x; } \
+    GD_HOSTDEV T gd_ew_atan2_##S(T x, T y) { return M(atan2)(x, y); }                            \
+    GD_HOSTDEV T gd_ew_copysign_##S(T x, T y) { return M(copysign)(x, y); }                      \
+    GD_HOSTDEV T gd_ew_nextafter_##S(T x, T y) { return M(nextafter)(x, y); }                    \
+    GD_HOSTDEV T gd_ew_logaddexp_##S(T x, T y) { return gd_logaddexp_##S(x, y); }                \
     /* NaN-propagating, written so that they vectorize to a compare and a blend */               \
     GD_HOSTDEV T gd_ew_maximum_##S(T x, T y) { return (x > y || x != x) ? x : y; }               \
     GD_HOSTDEV T gd_ew_minimum_##S(T x, T y) { return (x < y || x != x) ? x : y; }               \
@@ -186,6 +237,27 @@ GD_HOSTDEV int64_t gd_ew_bitwise_and_i64(int64_t x, int64_t y) { return x & y; }
 GD_HOSTDEV int64_t gd_ew_bitwise_or_i64(int64_t x, int64_t y) { return x | y; }
 GD_HOSTDEV int64_t gd_ew_bitwise_xor_i64(int64_t x, int64_t y) { return x ^ y; }
 GD_COMPARE_OPS(i64, int64_t, GD_SAME)
+/* integers are already rounded */
+GD_HOSTDEV int64_t gd_ew_ceil_i64(int64_t x) { return x; }
+GD_HOSTDEV int64_t gd_ew_floor_i64(int64_t x) { return x; }
+GD_HOSTDEV int64_t gd_ew_trunc_i64(int64_t x) { return x; }
+GD_HOSTDEV int64_t gd_ew_round_i64(int64_t x) { return x; }
+GD_HOSTDEV int64_t gd_ew_sign_i64(int64_t x) { return (int64_t)(x > 0) - (int64_t)(x < 0); }
+
+/* Shifts, as NumPy's npy_lshift / npy_rshift: a count of 64 or more, or a negative one (read as
+ * unsigned, it is huge), shifts every bit out: 0, or -1 for a negative x shifted right. C
+ * leaves those counts undefined, and a left shift of a negative number too, so the left shift
+ * is done in uint64 and the right shift of a negative x as ~(~x >> n), the arithmetic shift
+ * written without relying on the compiler's choice. */
+GD_HOSTDEV int64_t gd_ew_bitwise_left_shift_i64(int64_t x, int64_t n)
+{
+    return (uint64_t)n < 64 ? GD_WRAPPED((uint64_t)x << n) : 0;
+}
+GD_HOSTDEV int64_t gd_ew_bitwise_right_shift_i64(int64_t x, int64_t n)
+{
+    if ((uint64_t)n >= 64) return x < 0 ? -1 : 0;
+    return x < 0 ? ~(~x >> n) : x >> n;
+}
 
 /* base ** exp by squaring, wrapping like NumPy. The core rejects negative exponents; they get
  * the truncated value of the exact result (0 unless base is 1 or -1). */

@@ -23,6 +23,7 @@
  *           NUMERIC  float32, float64, int64 (the core computes bools in int64)
  *           FLOAT    float32, float64 (the core computes integers in float64)
  *           BITWISE  int64 and bool (floats are refused)
+ *           INT      int64 (floats are refused, bools computed in int64)
  *           COMPARE  every dtype, the result bool
  * FLAGS   0 or GD_OP_ flags: COSTLY (a libm call per element: threads pay at smaller
  *         sizes), FN (a module function gd.<name>), METHOD (an Array method as well).
@@ -42,18 +43,58 @@
 
 #define GD_UNARY_OPS(X)                                                                                     \
     X(COPY, copy, ALL, 0, NULL, NULL, "") /* out = a; with a scalar operand: fill, setitem */              \
-    X(NEG, negative, NUMERIC, 0, "negative", "-", "")                                                      \
+    X(NEG, negative, NUMERIC, GD_OP_FN, "negative", "-",                                                   \
+      "-a elementwise (integers wrap; bools are refused, as in NumPy).")                                   \
     X(ABS, abs, NUMERIC, GD_OP_FN, "absolute", "abs", "The absolute value elementwise.")                   \
     X(RELU, relu, NUMERIC, GD_OP_FN, NULL, NULL, "maximum(a, 0) elementwise.")                             \
     X(EXP, exp, FLOAT, GD_OP_COSTLY | GD_OP_FN, "exp", NULL, "e ** a elementwise.")                        \
     X(LOG, log, FLOAT, GD_OP_COSTLY | GD_OP_FN, "log", NULL, "The natural logarithm elementwise.")         \
     X(SQRT, sqrt, FLOAT, GD_OP_FN, "sqrt", NULL, "The square root elementwise.")                           \
     X(TANH, tanh, FLOAT, GD_OP_COSTLY | GD_OP_FN, "tanh", NULL, "The hyperbolic tangent elementwise.")     \
-    X(SQUARE, square, NUMERIC, 0, "square", NULL, "") /* norm's sum of squares */                          \
-    X(INVERT, invert, BITWISE, 0, "invert", "~", "")  /* bitwise not of int64, logical not of bool */      \
+    X(SQUARE, square, NUMERIC, GD_OP_FN, "square", NULL, "a * a elementwise (integers wrap).")             \
+    X(INVERT, invert, BITWISE, GD_OP_FN, "invert", "~",                                                    \
+      "~a elementwise: bitwise not of integers, logical not of bools (NumPy's invert).")                   \
     X(SIGMOID, sigmoid, FLOAT, GD_OP_COSTLY | GD_OP_FN | GD_OP_METHOD, NULL, NULL,                         \
       "1 / (1 + exp(-a)) elementwise, computed without overflow (integers in float64).\n\n"                \
-      ">>> gd.sigmoid(gd.array([-1e4, 0.0, 1e4])).tolist()\n[0.0, 0.5, 1.0]")
+      ">>> gd.sigmoid(gd.array([-1e4, 0.0, 1e4])).tolist()\n[0.0, 0.5, 1.0]")                              \
+    GD_STANDARD_UNARY_OPS(X)
+
+/* The array API standard's unary functions that NumPy has: float-only ones compute integers and
+ * bools in float64 (NumPy does so for integers); rounding keeps integers and bools as they are. */
+#define GD_STANDARD_UNARY_OPS(X)                                                                            \
+    X(ACOS, acos, FLOAT, GD_OP_COSTLY | GD_OP_FN, "arccos", NULL,                                          \
+      "The inverse cosine elementwise, in radians; NaN outside [-1, 1].")                                  \
+    X(ACOSH, acosh, FLOAT, GD_OP_COSTLY | GD_OP_FN, "arccosh", NULL,                                       \
+      "The inverse hyperbolic cosine elementwise; NaN below 1.")                                           \
+    X(ASIN, asin, FLOAT, GD_OP_COSTLY | GD_OP_FN, "arcsin", NULL,                                          \
+      "The inverse sine elementwise, in radians; NaN outside [-1, 1].")                                    \
+    X(ASINH, asinh, FLOAT, GD_OP_COSTLY | GD_OP_FN, "arcsinh", NULL, "The inverse hyperbolic sine elementwise.") \
+    X(ATAN, atan, FLOAT, GD_OP_COSTLY | GD_OP_FN, "arctan", NULL, "The inverse tangent elementwise, in radians.") \
+    X(ATANH, atanh, FLOAT, GD_OP_COSTLY | GD_OP_FN, "arctanh", NULL,                                       \
+      "The inverse hyperbolic tangent elementwise; +-inf at +-1, NaN beyond.")                             \
+    X(COS, cos, FLOAT, GD_OP_COSTLY | GD_OP_FN, "cos", NULL, "The cosine elementwise (a in radians).")     \
+    X(COSH, cosh, FLOAT, GD_OP_COSTLY | GD_OP_FN, "cosh", NULL, "The hyperbolic cosine elementwise.")      \
+    X(SIN, sin, FLOAT, GD_OP_COSTLY | GD_OP_FN, "sin", NULL,                                               \
+      "The sine elementwise (a in radians).\n\n>>> gd.sin(gd.array([0.0, -0.0])).tolist()\n[0.0, -0.0]")    \
+    X(SINH, sinh, FLOAT, GD_OP_COSTLY | GD_OP_FN, "sinh", NULL, "The hyperbolic sine elementwise.")        \
+    X(TAN, tan, FLOAT, GD_OP_COSTLY | GD_OP_FN, "tan", NULL, "The tangent elementwise (a in radians).")    \
+    X(LOG1P, log1p, FLOAT, GD_OP_COSTLY | GD_OP_FN, "log1p", NULL,                                         \
+      "log(1 + a) elementwise, accurate for a near 0.\n\n>>> gd.log1p(gd.array([1e-20])).tolist()\n[1e-20]") \
+    X(EXPM1, expm1, FLOAT, GD_OP_COSTLY | GD_OP_FN, "expm1", NULL,                                         \
+      "exp(a) - 1 elementwise, accurate for a near 0.")                                                    \
+    X(LOG2, log2, FLOAT, GD_OP_COSTLY | GD_OP_FN, "log2", NULL, "The base-2 logarithm elementwise.")       \
+    X(LOG10, log10, FLOAT, GD_OP_COSTLY | GD_OP_FN, "log10", NULL, "The base-10 logarithm elementwise.")   \
+    X(CEIL, ceil, NUMERIC, GD_OP_FN, "ceil", NULL,                                                         \
+      "The smallest integer >= a elementwise; integers and bools are returned as they are.")               \
+    X(FLOOR, floor, NUMERIC, GD_OP_FN, "floor", NULL,                                                      \
+      "The largest integer <= a elementwise; integers and bools are returned as they are.")                \
+    X(TRUNC, trunc, NUMERIC, GD_OP_FN, "trunc", NULL,                                                      \
+      "a rounded towards zero elementwise; integers and bools are returned as they are.")                  \
+    X(ROUND, round, NUMERIC, GD_OP_FN | GD_OP_METHOD, "rint", NULL,                                        \
+      "a rounded to the nearest integer elementwise, halfway cases to the even one; integers and bools "   \
+      "are returned as they are.\n\n>>> gd.round(gd.array([0.5, 1.5, 2.5])).tolist()\n[0.0, 2.0, 2.0]")     \
+    X(SIGN, sign, NUMERIC, GD_OP_FN, "sign", NULL,                                                         \
+      "-1, 0 or 1 by the sign of a elementwise; both zeros give 0, NaN stays NaN, a bool is itself.")
 
 /* NaN propagates through maximum and minimum, as in NumPy; int64 powers take exponents >= 0
  * (the core checks); int64 x // 0 and x % 0 are 0, INT64_MIN // -1 wraps to INT64_MIN. */
@@ -77,9 +118,9 @@
     X(LE, less_equal, COMPARE, 0, "less_equal", "<=", "")                                                  \
     X(GT, greater, COMPARE, 0, "greater", ">", "")                                                         \
     X(GE, greater_equal, COMPARE, 0, "greater_equal", ">=", "")                                            \
-    X(AND, bitwise_and, BITWISE, 0, "bitwise_and", "&", "")                                                \
-    X(OR, bitwise_or, BITWISE, 0, "bitwise_or", "|", "")                                                   \
-    X(XOR, bitwise_xor, BITWISE, 0, "bitwise_xor", "^", "")                                                \
+    X(AND, bitwise_and, BITWISE, GD_OP_FN, "bitwise_and", "&", "a & b elementwise (integers and bools).")  \
+    X(OR, bitwise_or, BITWISE, GD_OP_FN, "bitwise_or", "|", "a | b elementwise (integers and bools).")     \
+    X(XOR, bitwise_xor, BITWISE, GD_OP_FN, "bitwise_xor", "^", "a ^ b elementwise (integers and bools).")  \
     X(FLOOR_DIV, floor_divide, NUMERIC, GD_OP_COSTLY | GD_OP_FN, "floor_divide", "//",                     \
       "a // b elementwise with broadcasting, as NumPy's: the quotient rounded down. "                      \
       "For int64, x // 0 is 0 (no warning) and INT64_MIN // -1 wraps to INT64_MIN.\n\n"                    \
@@ -91,12 +132,34 @@
     X(HYPOT, hypot, FLOAT, GD_OP_COSTLY | GD_OP_FN, "hypot", NULL,                                         \
       "sqrt(a**2 + b**2) elementwise with broadcasting, as NumPy's: no overflow or underflow in the "      \
       "squares, inf when either is infinite (integers in float64).\n\n"                                    \
-      ">>> gd.hypot(gd.array([3.0, 1e200], dtype=gd.float64), 4.0).tolist()\n[5.0, 1e+200]")
+      ">>> gd.hypot(gd.array([3.0, 1e200], dtype=gd.float64), 4.0).tolist()\n[5.0, 1e+200]")               \
+    GD_STANDARD_BINARY_OPS(X)
+
+/* The array API standard's binary functions that NumPy has; shifts are int64 only (bools are
+ * computed in int64, as NumPy computes them in int8). */
+#define GD_STANDARD_BINARY_OPS(X)                                                                           \
+    X(ATAN2, atan2, FLOAT, GD_OP_COSTLY | GD_OP_FN, "arctan2", NULL,                                       \
+      "The angle of the point (b, a) elementwise, in radians in [-pi, pi], with the signs of both "        \
+      "operands (atan2(0.0, -0.0) is pi).")                                                                \
+    X(COPYSIGN, copysign, FLOAT, GD_OP_FN, "copysign", NULL,                                               \
+      "|a| with the sign bit of b elementwise (b = -0.0 or a negative NaN count as negative).")            \
+    X(NEXTAFTER, nextafter, FLOAT, GD_OP_FN, "nextafter", NULL,                                            \
+      "The next float after a towards b elementwise, in their dtype.")                                     \
+    X(LOGADDEXP, logaddexp, FLOAT, GD_OP_COSTLY | GD_OP_FN, "logaddexp", NULL,                             \
+      "log(exp(a) + exp(b)) elementwise, computed without overflow.\n\n"                                    \
+      ">>> gd.logaddexp(gd.array([1000.0]), 1000.0).tolist()\n[1000.6931471805599]")                       \
+    X(SHL, bitwise_left_shift, INT, GD_OP_FN, "left_shift", "<<",                                          \
+      "a << b elementwise for integers (bools in int64); a count below 0 or of 64 and more gives 0, "      \
+      "as in NumPy.")                                                                                      \
+    X(SHR, bitwise_right_shift, INT, GD_OP_FN, "right_shift", ">>",                                        \
+      "a >> b elementwise for integers (bools in int64), an arithmetic shift; a count below 0 or of "      \
+      "64 and more gives 0, or -1 for a negative a, as in NumPy.")
 
 /* Other names of module functions: A(KIND, ENUM, alias, DOC), KIND UNARY or BINARY. */
 #define GD_OP_ALIASES(A)                                                                                    \
     A(BINARY, POW, pow, "gd.power (PyTorch's name).")                                                      \
-    A(BINARY, MOD, mod, "gd.remainder (NumPy's alias).")
+    A(BINARY, MOD, mod, "gd.remainder (NumPy's alias).")                                                  \
+    A(UNARY, INVERT, bitwise_invert, "gd.invert (the array API standard's name).")
 
 #endif /* GPUDEV_OP_LISTS_H */
 
@@ -189,6 +252,7 @@ enum gd_op_flags {
 #define GD_TYPES_NUMERIC GD_OP_NUMERIC
 #define GD_TYPES_FLOAT GD_OP_FLOAT_ONLY
 #define GD_TYPES_BITWISE GD_OP_BITWISE
+#define GD_TYPES_INT (GD_OP_BITWISE | GD_OP_NUMERIC)
 #define GD_TYPES_COMPARE GD_OP_BOOL_OUT
 
 typedef struct gd_op_info {
@@ -221,8 +285,8 @@ GD_TABLE_FN int gd_binop_has(gd_binop op, unsigned flag) { return (gd_binop_tabl
 GD_TABLE_FN int gd_op_flags_defined(unsigned flags, gd_dtype t)
 {
     if (flags & GD_OP_FLOAT_ONLY) return gd_dtype_is_float(t);
-    if (flags & GD_OP_BITWISE) return !gd_dtype_is_float(t);
-    return !((flags & GD_OP_NUMERIC) && gd_dtype_is_bool(t));
+    if ((flags & GD_OP_BITWISE) && gd_dtype_is_float(t)) return 0;
+    return !((flags & GD_OP_NUMERIC) && gd_dtype_is_bool(t)); /* INT: BITWISE and NUMERIC, int64 alone */
 }
 GD_TABLE_FN int gd_unop_defined(gd_unop op, gd_dtype t) { return gd_op_flags_defined(gd_unop_table[op].flags, t); }
 GD_TABLE_FN int gd_binop_defined(gd_binop op, gd_dtype t) { return gd_op_flags_defined(gd_binop_table[op].flags, t); }

@@ -101,12 +101,6 @@ from ._array_api import (  # noqa: E402,F401
     __array_namespace_info__,
     add,
     astype,
-    bitwise_and,
-    bitwise_invert,
-    bitwise_left_shift,
-    bitwise_or,
-    bitwise_right_shift,
-    bitwise_xor,
     can_cast,
     conj,
     divide,
@@ -129,7 +123,6 @@ from ._array_api import (  # noqa: E402,F401
     logical_xor,
     multiply,
     nan,
-    negative,
     newaxis,
     not_equal,
     pi,
@@ -150,7 +143,7 @@ from ._statistics import (  # noqa: E402
     argsort, count_nonzero, cumulative_prod, cumulative_sum, diff, mean, prod, repeat, searchsorted,
     sort, std, take, take_along_axis, unique_all, unique_counts, unique_inverse, unique_values, var,
 )
-from ._composite import isfinite, isnan  # noqa: E402
+from ._composite import isfinite, isnan, reciprocal, signbit  # noqa: E402
 from ._softmax import log_softmax, softmax  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 
@@ -187,6 +180,7 @@ __all__ = [
     "Trace", "allclose", "arange", "array", "asarray", "benchmark", "build_info", "concatenate", "cpu", "cuda_available", "empty",
     "empty_cache", "empty_like", "enable_grad", "float32", "float64", "from_dlpack", "full", "full_like",
     "get_num_threads", "gpu", "int64", "is_grad_enabled", "isfinite", "isnan", "load", "log_softmax",
+    "reciprocal", "signbit",
     "manual_seed", "matmul", "memory_stats", "nn", "no_grad", "norm", "num_gpus", "ones", "ones_like",
     "rand", "randn", "save", "set_grad_enabled", "set_num_threads", "set_tf32", "softmax", "stack", "strict",
     "synchronize", "tensor", "trace", "try_all_gpus", "try_gpu", "zeros", "zeros_like", "clamp", "clip",
@@ -194,13 +188,12 @@ __all__ = [
     "min", "normal", "optim", "randint", "utils",
     *_OP_FUNCTIONS,
     # the array API standard's names (gpudev/_array_api.py, _manipulation.py, _statistics.py)
-    "__array_api_version__", "__array_namespace_info__", "add", "argsort", "astype", "bitwise_and",
-    "bitwise_invert", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
+    "__array_api_version__", "__array_namespace_info__", "add", "argsort", "astype",
     "broadcast_arrays", "broadcast_to", "can_cast", "concat", "conj", "count_nonzero", "cumulative_prod",
     "cumulative_sum", "diff", "divide", "e", "equal", "expand_dims", "eye", "finfo", "flip",
     "greater", "greater_equal", "iinfo", "imag", "inf", "isdtype", "isinf", "less", "less_equal",
     "linalg", "linspace", "logical_and", "logical_not", "logical_or", "logical_xor",
-    "matrix_transpose", "mean", "meshgrid", "moveaxis", "multiply", "nan", "negative", "newaxis",
+    "matrix_transpose", "mean", "meshgrid", "moveaxis", "multiply", "nan", "newaxis",
     "not_equal", "permute_dims", "pi", "positive", "prod", "real", "repeat", "reshape", "result_type",
     "roll", "searchsorted", "sort", "squeeze", "std", "subtract", "sum", "take",
     "take_along_axis", "tensordot", "tile", "tril", "triu", "unique_all", "unique_counts",

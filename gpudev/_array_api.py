@@ -26,11 +26,9 @@ import numpy as np
 from . import _C
 
 __all__ = [
-    "__array_api_version__", "__array_namespace_info__", "add", "astype", "bitwise_and",
-    "bitwise_invert", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
-    "can_cast", "conj", "divide", "e", "equal", "finfo", "from_dlpack", "greater", "greater_equal",
+    "__array_api_version__", "__array_namespace_info__", "add", "astype", "can_cast", "conj", "divide", "e", "equal", "finfo", "from_dlpack", "greater", "greater_equal",
     "iinfo", "imag", "inf", "isdtype", "isinf", "less", "less_equal", "logical_and", "logical_not", "logical_or",
-    "logical_xor", "multiply", "nan", "negative", "newaxis", "not_equal", "pi", "positive",
+    "logical_xor", "multiply", "nan", "newaxis", "not_equal", "pi", "positive",
     "real", "result_type", "subtract",
 ]
 
@@ -315,15 +313,7 @@ less = _binary("less", operator.lt, "Elementwise <, a bool array")
 less_equal = _binary("less_equal", operator.le, "Elementwise <=, a bool array")
 greater = _binary("greater", operator.gt, "Elementwise >, a bool array")
 greater_equal = _binary("greater_equal", operator.ge, "Elementwise >=, a bool array")
-bitwise_and = _binary("bitwise_and", operator.and_, "Elementwise AND of int64 or bool arrays")
-bitwise_or = _binary("bitwise_or", operator.or_, "Elementwise OR of int64 or bool arrays")
-bitwise_xor = _binary("bitwise_xor", operator.xor, "Elementwise XOR of int64 or bool arrays")
-bitwise_left_shift = _binary("bitwise_left_shift", operator.lshift, "int64 x1 shifted left by x2 bits")
-bitwise_right_shift = _binary("bitwise_right_shift", operator.rshift,
-                              "int64 x1 shifted right by x2 bits (arithmetic: the sign is kept)")
-negative = _unary("negative", operator.neg, "-x elementwise.")
 positive = _unary("positive", operator.pos, "+x elementwise (a copy).")
-bitwise_invert = _unary("bitwise_invert", operator.invert, "~x elementwise: NOT of bool, ones' complement of int64.")
 
 
 def _logical(name: str, op: Any) -> Any:
@@ -403,60 +393,31 @@ def _complex(self: Array, /) -> complex:
     return complex(self.__float__())
 
 
-def _shift_operand(op: str, x: Any, shift: Any) -> None:
-    for v in (x, shift):
-        dt = v.dtype if isinstance(v, Array) else None
-        if dt is not None and dt != INT64 or isinstance(v, (bool, float)) or not isinstance(v, (Array, int)):
-            raise TypeError(f"{op}: shifts need int64 operands, got {getattr(v, 'dtype', type(v).__name__)}; "
-                            f"convert with x.astype(gd.int64)")
-
-
-def _shift(x: Any, shift: Any, left: bool) -> Array:
-    """x << shift or x >> shift (int64) from a multiply or a floor division by 2**shift: an
-    arithmetic right shift is a floor division, and a left shift a wrapping product. Shifts of
-    63 bits and more, which 2**shift cannot hold, are set apart."""
-    op = "__lshift__" if left else "__rshift__"
-    _shift_operand(op, x, shift)
-    if not isinstance(shift, Array):
-        shift = _C.asarray(shift, dtype=INT64, device=x.device)
-    if not isinstance(x, Array):
-        x = _C.asarray(x, dtype=INT64, device=shift.device)
-    small = _C.minimum(_C.maximum(shift, 0), 62)
-    factor = _C.power(2, small)
-    if left:
-        out = x * factor
-        # 63 bits: only the lowest bit survives, in the sign bit; 64 and more: nothing
-        top = _C.where((x % 2) != 0, np.iinfo(np.int64).min, 0)
-        return _C.where(shift >= 64, 0, _C.where(shift == 63, top, out))
-    out = x // factor
-    return _C.where(shift >= 63, _C.where(x < 0, -1, 0), out)
-
-
 def _lshift(self: Array, other: Any, /) -> Array:
-    """self << other elementwise (int64)."""
-    return _shift(self, other, True)
+    """self << other elementwise (int64; the op list's bitwise_left_shift)."""
+    return _C.bitwise_left_shift(self, other)
 
 
 def _rshift(self: Array, other: Any, /) -> Array:
     """self >> other elementwise (int64, arithmetic: the sign is kept)."""
-    return _shift(self, other, False)
+    return _C.bitwise_right_shift(self, other)
 
 
 def _rlshift(self: Array, other: Any, /) -> Array:
-    return _shift(other, self, True)
+    return _C.bitwise_left_shift(other, self)
 
 
 def _rrshift(self: Array, other: Any, /) -> Array:
-    return _shift(other, self, False)
+    return _C.bitwise_right_shift(other, self)
 
 
 def _ilshift(self: Array, other: Any, /) -> Array:
-    self[...] = _shift(self, other, True)
+    self[...] = _C.bitwise_left_shift(self, other)
     return self
 
 
 def _irshift(self: Array, other: Any, /) -> Array:
-    self[...] = _shift(self, other, False)
+    self[...] = _C.bitwise_right_shift(self, other)
     return self
 
 

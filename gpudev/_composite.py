@@ -7,7 +7,8 @@ intermediate loses accuracy a test shows.
 
 ``isnan`` and ``isfinite`` are comparisons the backends already run: NaN is the one value
 unequal to itself, and x - x is 0 exactly for finite x (NaN for infinities and NaN).
-Integers and bools are always finite numbers.
+Integers and bools are always finite numbers. ``signbit`` and ``reciprocal`` are the array
+API standard's: a comparison after copysign, and true division.
 
 >>> import gpudev as gd
 >>> x = gd.array([1.0, float("nan"), float("inf")])
@@ -21,7 +22,7 @@ import numpy as np
 
 from . import _C
 
-__all__ = ["isfinite", "isnan"]
+__all__ = ["isfinite", "isnan", "reciprocal", "signbit"]
 
 
 def _need_array(name: str, a: object) -> _C.Array:
@@ -44,3 +45,31 @@ def isfinite(a: _C.Array) -> _C.Array:
     if a.dtype.kind != "f":
         return _C.ones(a.shape, dtype=np.bool_, device=a.device)
     return (a - a) == 0
+
+
+def signbit(x: _C.Array, /) -> _C.Array:
+    """Whether each element's sign bit is set: True for negative numbers, -0.0, -inf and NaNs
+    with the sign bit, as a bool array.
+
+    >>> gd.signbit(gd.array([-0.0, 0.0, -1.0])).tolist()
+    [True, False, True]
+    """
+    x = _need_array("signbit", x)
+    if x.dtype == np.bool_:
+        return _C.zeros(x.shape, dtype=np.bool_, device=x.device)
+    if x.dtype.kind != "f":
+        return x < 0
+    # copysign moves the sign bit onto 1.0, where a comparison can see it (-0.0 < 0 is False)
+    return _C.copysign(1.0, x) < 0
+
+
+def reciprocal(x: _C.Array, /) -> _C.Array:
+    """1 / x elementwise, with true division's special cases (1 / -0.0 is -inf); integers and
+    bools give float64, as the standard's floating-point-only reciprocal does (NumPy's integer
+    reciprocal truncates: 0 for every integer but 1 and -1).
+
+    >>> gd.reciprocal(gd.array([4.0, -0.0])).tolist()
+    [0.25, -inf]
+    """
+    x = _need_array("reciprocal", x)
+    return 1.0 / (x if x.dtype.kind == "f" else x.astype(np.float64))

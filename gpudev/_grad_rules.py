@@ -138,7 +138,52 @@ _UNARY: dict[str, Callable[[Array, Array], Array]] = {
     "relu": lambda x, g: g * _mask(x > 0, g),
     "square": lambda x, g: g * (2.0 * x),
     "sigmoid": lambda x, g: _sigmoid_grad(_C.sigmoid(x), g),
+    # trigonometric and hyperbolic functions and their inverses
+    "sin": lambda x, g: g * _C.cos(x),
+    "cos": lambda x, g: -g * _C.sin(x),
+    "tan": lambda x, g: g * (1.0 + _C.tan(x) ** 2),
+    "asin": lambda x, g: g / _C.sqrt(1.0 - x * x),
+    "acos": lambda x, g: -g / _C.sqrt(1.0 - x * x),
+    "atan": lambda x, g: g / (1.0 + x * x),
+    "sinh": lambda x, g: g * _C.cosh(x),
+    "cosh": lambda x, g: g * _C.sinh(x),
+    "asinh": lambda x, g: g / _C.sqrt(x * x + 1.0),
+    "acosh": lambda x, g: g / _C.sqrt(x * x - 1.0),
+    "atanh": lambda x, g: g / (1.0 - x * x),
+    # exponentials and logarithms
+    "expm1": lambda x, g: g * _C.exp(x),
+    "log1p": lambda x, g: g / (1.0 + x),
+    "log2": lambda x, g: g / (x * math.log(2.0)),
+    "log10": lambda x, g: g / (x * math.log(10.0)),
+    # steps: the gradient is 0 wherever it exists, as PyTorch gives it
+    **{name: (lambda x, g: _zeros_like(g)) for name in ("sign", "ceil", "floor", "trunc", "round")},
 }
+
+
+def _zeros_like(g: Array) -> Array:
+    return _zeros((g.shape, g.dtype, g.device))
+
+
+def _atan2(n: Any, g: Array) -> tuple:
+    # atan2(y, x) is the angle of (x, y): d/dy = x / r2, d/dx = -y / r2, r2 = x*x + y*y
+    y, x = n.inputs
+    r2 = x * x + y * y
+    return _fit_all(n, g * x / r2 if n.needs[0] else None, -g * y / r2 if n.needs[1] else None)
+
+
+def _logaddexp(n: Any, g: Array) -> tuple:
+    # d/dx log(exp(x) + exp(y)) = exp(x - out) = sigmoid(x - y): one kernel, never overflows
+    x, y = n.inputs
+    return _fit_all(n, g * _C.sigmoid(x - y) if n.needs[0] else None,
+                    g * _C.sigmoid(y - x) if n.needs[1] else None)
+
+
+def _copysign(n: Any, g: Array) -> tuple:
+    # |x| with y's sign: d/dx = sign(x) * (+1 or -1 by y's sign bit); y only chooses a sign
+    x, y = n.inputs
+    gx = g * _sign(x, g) * _C.copysign(1.0, y) if n.needs[0] else None
+    gy = _zeros_like(g) if n.needs[1] and n.metas[1] is not None else None
+    return _fit_all(n, gx, gy)
 
 
 def _sigmoid_grad(y: Array, g: Array) -> Array:
@@ -378,6 +423,9 @@ RULES: dict[str, Rule] = {
     "minimum": Rule(lambda n, g: _extremum(n, g, -1.0), saves=True),
     "remainder": Rule(_remainder, saves=True),
     "hypot": Rule(_hypot, saves=True),
+    "atan2": Rule(_atan2, saves=True),
+    "logaddexp": Rule(_logaddexp, saves=True),
+    "copysign": Rule(_copysign, saves=True),
     **{name: _unary(name) for name in _UNARY},
     "astype": Rule(lambda n, g: _fit_all(n, g), saves=False),
     "copy": Rule(lambda n, g: _fit_all(n, g), saves=False),
@@ -409,6 +457,7 @@ RULES: dict[str, Rule] = {
 # Operations that have no gradient, and why (autograd raises this when one is recorded)
 REFUSED: dict[str, str] = {
     "floor_divide": "not differentiable (a step function: its gradient is 0 or undefined), as in PyTorch",
+    "nextafter": "not differentiable (it steps to the neighbouring float), as in PyTorch",
 }
 
 

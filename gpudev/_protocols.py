@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _C
+from . import _C, _composite
 
 __all__ = ["install"]
 
@@ -51,6 +51,8 @@ _BINARY: dict[np.ufunc, tuple[Callable, Callable]] = {
 _FUNCS: dict[np.ufunc, Callable] = {np.negative: operator.neg, np.invert: operator.invert}
 _FUNCS.update({getattr(np, op.numpy): getattr(_C, op.name) for op in _C._ops
                if op.function and op.numpy and getattr(np, op.numpy) not in _BINARY})
+# and the composites of gpudev/_composite.py that NumPy has as ufuncs
+_FUNCS.update({np.signbit: _composite.signbit, np.reciprocal: _composite.reciprocal})
 
 
 def _refuse_gpu(name: str, objs: Any) -> None:
@@ -195,6 +197,7 @@ _FUNCTIONS: dict[Callable, Callable] = {
     np.where: _where,
     np.argmax: _reduction("argmax"),
     np.argmin: _reduction("argmin"),
+    np.round: lambda a, decimals=0, out=None: _C.round(a) if decimals == 0 and out is None else NotImplemented,
 }
 
 

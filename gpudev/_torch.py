@@ -401,7 +401,11 @@ def _correction(op: str, correction: Any, unbiased: Any) -> float:
         if correction is not None:
             raise TypeError(f"{op}: give correction= or unbiased=, not both")
         return 1.0 if unbiased else 0.0
-    return 0.0 if correction is None else float(correction)
+    if correction is None:
+        return 0.0
+    if not isinstance(correction, (int, float, np.integer, np.floating)):  # float("...") would quote it all
+        raise TypeError(f"{op}: correction must be a number, got {type(correction).__name__}")
+    return float(correction)
 
 
 def _var(self: Array, axis: Any = None, *, correction: Any = None, keepdims: bool = False,

@@ -415,12 +415,12 @@ def test_an_operation_without_a_rule_names_itself():
 
 def test_numpy_functions_gpudev_lacks_refuse_arrays_that_require_grad():
     x = gd.ones((2, 3), dtype=gd.float64).requires_grad_()
-    for call in (lambda: np.cumsum(x), lambda: np.sin(x)):
-        with pytest.raises(RuntimeError, match=r"numpy\.(cumsum|sin): gpudev has no gradient .* a\.detach\(\)"):
+    for call in (lambda: np.cumsum(x), lambda: np.cbrt(x)):
+        with pytest.raises(RuntimeError, match=r"numpy\.(cumsum|cbrt): gpudev has no gradient .* a\.detach\(\)"):
             call()
     assert np.cumsum(x.detach()).tolist() == [1, 2, 3, 4, 5, 6]
     with gd.no_grad():
-        assert np.sin(x).shape == (2, 3)
+        assert np.cbrt(x).shape == (2, 3)
     assert np.sum(x).requires_grad  # gpudev's own sum: recorded
 
 

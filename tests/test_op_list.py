@@ -32,13 +32,14 @@ REFERENCES = {
     "copy": np.copy,
     "relu": lambda x: np.maximum(x, x.dtype.type(0)),
     "sigmoid": _sigmoid,
+    "round": np.round,  # its ufunc np.rint gives integers back as float64; np.round keeps them
 }
-# results that carry no gradient by their dtype: bools (comparisons) and integers (bitwise)
-WITHOUT_GRADIENT = ("COMPARE", "BITWISE")
+# results that carry no gradient by their dtype: bools (comparisons) and integers (bitwise, shifts)
+WITHOUT_GRADIENT = ("COMPARE", "BITWISE", "INT")
 
 
 def reference(op):
-    return getattr(np, op.numpy) if op.numpy else REFERENCES.get(op.name)
+    return REFERENCES.get(op.name) or (getattr(np, op.numpy) if op.numpy else None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ UFUNCS = [
     (lambda m, x: m.multiply(x, 3), True), (lambda m, x: m.true_divide(1, x + 1), True),
     (lambda m, x: m.power(x, 2), True), (lambda m, x: m.negative(x), True), (lambda m, x: m.abs(x - 5), True),
     (lambda m, x: m.exp(x), True), (lambda m, x: m.sqrt(x), True), (lambda m, x: m.maximum(x, 4), True),
-    (lambda m, x: m.matmul(x, x.T), True), (lambda m, x: m.sin(x), False), (lambda m, x: m.add.reduce(x), False),
+    (lambda m, x: m.matmul(x, x.T), True), (lambda m, x: m.sin(x), True), (lambda m, x: m.cbrt(x), False), (lambda m, x: m.add.reduce(x), False),
     (lambda m, x: m.add.accumulate(x, axis=1), False), (lambda m, x: m.add(x, 1, dtype=np.float32), False),
 ]
 

@@ -81,7 +81,8 @@ METHODS.update({
 })
 # the elementwise functions and methods: one per row of the op lists (csrc/tables.h)
 for _op in gd._C._ops:
-    _call = (lambda: ((A,), {})) if _op.arity == 1 else (lambda: ((A, 2.0), {}))
+    _x = gd.arange(6) if _op.types in ("BITWISE", "INT") else A  # integer rows take integers
+    _call = (lambda x=_x: ((x,), {})) if _op.arity == 1 else (lambda x=_x: ((x, 2), {}))
     for _name in (_op.name, *_op.aliases) if _op.function else ():
         FUNCTIONS[_name] = _call
     if _op.method:

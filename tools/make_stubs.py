@@ -60,8 +60,8 @@ TYPES = {
 # (callable, parameter) -> type, where a name means something else there
 TYPES_OF = {
     # a binary operation needs one array among its operands
-    **{(f, "a"): "_Operand" for f in ("maximum", "minimum", "power", "pow", "floor_divide", "remainder", "mod",
-                                       "allclose")},
+    ("allclose", "a"): "_Operand",
+    **{(f, "a"): "_Operand" for op in C._ops if op.arity == 2 for f in (op.name, *op.aliases)},
     ("matmul", "b"): "Array",
     ("from_dlpack", "x"): "object", ("stack", "axis"): "int", ("concatenate", "axis"): "int",
     ("argmax", "axis"): "int", ("argmin", "axis"): "int", ("Array.argmax", "axis"): "int",

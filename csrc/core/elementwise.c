@@ -150,13 +150,15 @@ static int binary_operands(gd_state *st, binary_plan *p, PyObject *ao, PyObject 
 }
 
 /* Arithmetic on two bools as NumPy does it: + and maximum are or, * and minimum are and,
- * ** // and % are computed in int64 (NumPy's int8; gpudev has no int8), - is refused. */
+ * ** // % << and >> are computed in int64 (NumPy's int8; gpudev has no int8), - is refused. */
 static int bool_arithmetic(binary_plan *p)
 {
     switch (p->op) {
     case GD_ADD: case GD_MAXIMUM: p->op = GD_OR; return 0;
     case GD_MUL: case GD_MINIMUM: p->op = GD_AND; return 0;
-    case GD_POW: case GD_FLOOR_DIV: case GD_MOD: p->dt = GD_INT64; return 0; /* NumPy: int8 */
+    case GD_POW: case GD_FLOOR_DIV: case GD_MOD: case GD_SHL: case GD_SHR:
+        p->dt = GD_INT64; /* NumPy: int8 */
+        return 0;
     default:
         PyErr_Format(PyExc_TypeError,
                      "%s: not supported for bool operands, as in NumPy; use ^ (bitwise_xor) for bools, or "
@@ -605,7 +607,7 @@ static PyStructSequence_Field op_fields[] = {
     {"name", "gd.<name>, and the name in messages, traces and autograd's RULES"},
     {"id", "the enum value without GD_, e.g. 'EXP'"},
     {"arity", "1 (gd_unop) or 2 (gd_binop)"},
-    {"types", "the TYPES column: 'ALL', 'NUMERIC', 'FLOAT', 'BITWISE' or 'COMPARE'"},
+    {"types", "the TYPES column: 'ALL', 'NUMERIC', 'FLOAT', 'BITWISE', 'INT' or 'COMPARE'"},
     {"dtypes", "the dtypes the backends compute it in (the core converts or refuses the others)"},
     {"costly", "whether each element calls the math library"},
     {"function", "whether gd.<name> exists"},

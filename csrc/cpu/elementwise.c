@@ -148,6 +148,7 @@ GD_STATIC_ASSERT(GD_NUM_DTYPES == 4, "the kernel rows below list float32, float6
 #define GD_KERNELS_NUMERIC(K, name) GD_KERNELS_FLOAT(K, name) K(i64, int64_t, name)
 #define GD_KERNELS_ALL(K, name) GD_KERNELS_NUMERIC(K, name) K(b, uint8_t, name)
 #define GD_KERNELS_BITWISE(K, name) K(i64, int64_t, name) K(b, uint8_t, name)
+#define GD_KERNELS_INT(K, name) K(i64, int64_t, name)
 #define GD_KERNELS_COMPARE(K, name) GD_KERNELS_ALL(GD_CMP_K, name)
 /* ROW_<TYPES>(P, name): its row of the table */
 #define GD_ROW_ALL(P, name) {P##name##_f32, P##name##_f64, P##name##_i64, P##name##_b}
@@ -155,6 +156,7 @@ GD_STATIC_ASSERT(GD_NUM_DTYPES == 4, "the kernel rows below list float32, float6
 #define GD_ROW_NUMERIC(P, name) {P##name##_f32, P##name##_f64, P##name##_i64, NULL}
 #define GD_ROW_FLOAT(P, name) {P##name##_f32, P##name##_f64, NULL, NULL}
 #define GD_ROW_BITWISE(P, name) {NULL, NULL, P##name##_i64, P##name##_b}
+#define GD_ROW_INT(P, name) {NULL, NULL, P##name##_i64, NULL}
 
 #define GD_UNARY_KERNELS(E, name, TYPES, ...) GD_KERNELS_##TYPES(GD_UN_K, name)
 #define GD_BINARY_KERNELS(E, name, TYPES, ...) GD_KERNELS_##TYPES(GD_BIN_K, name)

@@ -31,6 +31,7 @@ template <class T, class U> constexpr bool same = std::is_same_v<T, U>;
 #define GD_CALL_BITWISE(name, args)                                                              \
     if constexpr (same<T, bool>) return gd_ew_##name##_b args;                                   \
     else return gd_ew_##name##_i64 args;
+#define GD_CALL_INT(name, args) return gd_ew_##name##_i64 args;
 #define GD_CALL_ALL(name, args)                                                                  \
     if constexpr (same<T, bool>) return gd_ew_##name##_b args;                                   \
     else { GD_CALL_NUMERIC(name, args) }

@@ -334,12 +334,18 @@ METHODS.update({
     "clamp": (P("min", "array", lambda: 0.5), P("max", "array", lambda: None)),
 })
 
-# the elementwise functions and methods: one per row of the op lists (csrc/tables.h)
+# the elementwise functions and methods: one per row of the op lists (csrc/tables.h); integer
+# rows take integer arrays
+INT_ONE = P("a", "array", arr(2, 3, dtype=gd.int64), "positional")
+INT_TWO = (INT_ONE, P("b", "array", arr(3, dtype=gd.int64), "positional"))
 for _op in gd._C._ops:
+    _ints = _op.types in ("BITWISE", "INT")
     for _name in (_op.name, *_op.aliases) if _op.function else ():
-        SIGNATURES[_name] = (ONE,) if _op.arity == 1 else TWO
+        SIGNATURES[_name] = ((INT_ONE,) if _ints else (ONE,)) if _op.arity == 1 else (INT_TWO if _ints else TWO)
     if _op.method:
         METHODS[_op.name] = () if _op.arity == 1 else OTHER
+# the composites of gpudev/_composite.py
+SIGNATURES.update({"signbit": (ONE,), "reciprocal": (ONE,)})
 
 # PyTorch's names: functions, and Array methods (in place, dtypes, shapes)
 SIGNATURES.update({
