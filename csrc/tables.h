@@ -99,10 +99,14 @@
 /* NaN propagates through maximum and minimum, as in NumPy; int64 powers take exponents >= 0
  * (the core checks); int64 x // 0 and x % 0 are 0, INT64_MIN // -1 wraps to INT64_MIN. */
 #define GD_BINARY_OPS(X)                                                                                    \
-    X(ADD, add, NUMERIC, 0, "add", "+", "")                                                                \
-    X(SUB, subtract, NUMERIC, 0, "subtract", "-", "")                                                      \
-    X(MUL, multiply, NUMERIC, 0, "multiply", "*", "")                                                      \
-    X(DIV, divide, FLOAT, 0, "divide", "/", "")                                                            \
+    X(ADD, add, NUMERIC, GD_OP_FN, "add", "+",                                                             \
+      "a + b elementwise with broadcasting (integers wrap).")                                              \
+    X(SUB, subtract, NUMERIC, GD_OP_FN, "subtract", "-",                                                   \
+      "a - b elementwise with broadcasting (integers wrap).")                                              \
+    X(MUL, multiply, NUMERIC, GD_OP_FN, "multiply", "*",                                                   \
+      "a * b elementwise with broadcasting (integers wrap).")                                              \
+    X(DIV, divide, FLOAT, GD_OP_FN, "divide", "/",                                                         \
+      "a / b elementwise with broadcasting: true division (integers in float64).")                         \
     X(POW, power, NUMERIC, GD_OP_COSTLY | GD_OP_FN, "power", "**",                                         \
       "a ** b elementwise with broadcasting. Integers to negative integer powers raise "                   \
       "ValueError, as in NumPy; for an int64 array of exponents that check is a reduction (on a GPU it "    \
@@ -112,12 +116,18 @@
       "The larger of a and b elementwise with broadcasting (NaN propagates).")                             \
     X(MINIMUM, minimum, NUMERIC, GD_OP_FN, "minimum", NULL,                                                \
       "The smaller of a and b elementwise with broadcasting (NaN propagates).")                            \
-    X(EQ, equal, COMPARE, 0, "equal", "==", "")                                                            \
-    X(NE, not_equal, COMPARE, 0, "not_equal", "!=", "")                                                    \
-    X(LT, less, COMPARE, 0, "less", "<", "")                                                               \
-    X(LE, less_equal, COMPARE, 0, "less_equal", "<=", "")                                                  \
-    X(GT, greater, COMPARE, 0, "greater", ">", "")                                                         \
-    X(GE, greater_equal, COMPARE, 0, "greater_equal", ">=", "")                                            \
+    X(EQ, equal, COMPARE, GD_OP_FN, "equal", "==",                                                         \
+      "a == b elementwise with broadcasting, a bool array.")                                               \
+    X(NE, not_equal, COMPARE, GD_OP_FN, "not_equal", "!=",                                                 \
+      "a != b elementwise with broadcasting, a bool array.")                                               \
+    X(LT, less, COMPARE, GD_OP_FN, "less", "<",                                                            \
+      "a < b elementwise with broadcasting, a bool array.")                                                \
+    X(LE, less_equal, COMPARE, GD_OP_FN, "less_equal", "<=",                                               \
+      "a <= b elementwise with broadcasting, a bool array.")                                               \
+    X(GT, greater, COMPARE, GD_OP_FN, "greater", ">",                                                      \
+      "a > b elementwise with broadcasting, a bool array.")                                                \
+    X(GE, greater_equal, COMPARE, GD_OP_FN, "greater_equal", ">=",                                         \
+      "a >= b elementwise with broadcasting, a bool array.")                                               \
     X(AND, bitwise_and, BITWISE, GD_OP_FN, "bitwise_and", "&", "a & b elementwise (integers and bools).")  \
     X(OR, bitwise_or, BITWISE, GD_OP_FN, "bitwise_or", "|", "a | b elementwise (integers and bools).")     \
     X(XOR, bitwise_xor, BITWISE, GD_OP_FN, "bitwise_xor", "^", "a ^ b elementwise (integers and bools).")  \

@@ -26,10 +26,9 @@ import numpy as np
 from . import _C
 
 __all__ = [
-    "__array_api_version__", "__array_namespace_info__", "add", "astype", "can_cast", "conj", "divide", "e", "equal", "finfo", "from_dlpack", "greater", "greater_equal",
-    "iinfo", "imag", "inf", "isdtype", "isinf", "less", "less_equal", "logical_and", "logical_not", "logical_or",
-    "logical_xor", "multiply", "nan", "newaxis", "not_equal", "pi", "positive",
-    "real", "result_type", "subtract",
+    "__array_api_version__", "__array_namespace_info__", "astype", "can_cast", "conj", "e", "finfo",
+    "from_dlpack", "iinfo", "imag", "inf", "isdtype", "isinf", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "nan", "newaxis", "pi", "positive", "real", "result_type",
 ]
 
 Array = _C.Array
@@ -279,17 +278,6 @@ def __array_namespace_info__() -> Info:
 # the standard's spellings of operations gpudev has: one operator each, so the C kernel runs
 # ---------------------------------------------------------------------------------------------
 
-def _binary(name: str, op: Any, doc: str) -> Any:
-    def fn(x1: Any, x2: Any, /) -> Array:
-        if not isinstance(x1, Array) and not isinstance(x2, Array):
-            raise TypeError(f"{name}: at least one operand must be a gpudev Array, got "
-                            f"{type(x1).__name__} and {type(x2).__name__}")
-        return op(x1, x2)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"{doc} (``x1 {_SYMBOL.get(name, name)} x2``), broadcasting; one operand may be a Python scalar."
-    return fn
-
-
 def _unary(name: str, op: Any, doc: str) -> Any:
     def fn(x: Array, /) -> Array:
         return op(_need_array(name, x))
@@ -298,22 +286,8 @@ def _unary(name: str, op: Any, doc: str) -> Any:
     return fn
 
 
-_SYMBOL = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "equal": "==",
-           "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
-           "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "bitwise_left_shift": "<<",
-           "bitwise_right_shift": ">>"}
-
-add = _binary("add", operator.add, "Elementwise sum")
-subtract = _binary("subtract", operator.sub, "Elementwise difference")
-multiply = _binary("multiply", operator.mul, "Elementwise product")
-divide = _binary("divide", operator.truediv, "Elementwise true division")
-equal = _binary("equal", operator.eq, "Elementwise ==, a bool array")
-not_equal = _binary("not_equal", operator.ne, "Elementwise !=, a bool array")
-less = _binary("less", operator.lt, "Elementwise <, a bool array")
-less_equal = _binary("less_equal", operator.le, "Elementwise <=, a bool array")
-greater = _binary("greater", operator.gt, "Elementwise >, a bool array")
-greater_equal = _binary("greater_equal", operator.ge, "Elementwise >=, a bool array")
-positive = _unary("positive", operator.pos, "+x elementwise (a copy).")
+# NumPy's positive returns a new array; the + operator of a gpudev array returns the array itself
+positive = _unary("positive", lambda x: x.copy(), "+x elementwise: a new array equal to x.")
 
 
 def _logical(name: str, op: Any) -> Any:

@@ -134,7 +134,7 @@ def test_int_and_unary_spellings(device):
     check(gd.logical_not, a, device=device, ref=np.logical_not)
     f = np.array([1.0, np.inf, -np.inf, np.nan])
     check(gd.isinf, f, device=device, ref=np.isinf)
-    with pytest.raises(TypeError, match="at least one operand"):
+    with pytest.raises(TypeError, match="add: expected a gpudev Array, got int"):
         gd.add(1, 2)
 
 
@@ -151,7 +151,7 @@ def test_shifts(device):
     y >>= 2
     np.testing.assert_array_equal(host(y), (x << 1) >> 2)
     check(gd.bitwise_left_shift, x, s, device=device, ref=np.left_shift)
-    with pytest.raises(TypeError, match="int64"):
+    with pytest.raises(TypeError, match="bitwise_left_shift: not supported for float32"):
         gd.ones(2) << 1
 
 

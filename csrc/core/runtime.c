@@ -165,35 +165,6 @@ static PyObject *mod_cuda_reason(PyObject *module, PyObject *Py_UNUSED(ignored))
 }
 
 /* ------------------------------------------------------------------------------------------
- * synchronizing
- * ---------------------------------------------------------------------------------------- */
-
-int gd_wait(gd_state *st, int (*call)(int device, gd_error *err), gd_device dev, const char *op)
-{
-    if (!call) return 0;
-    gd_error err = {0};
-    int rc;
-    gd_clear_pending(st, dev); /* before the GIL goes: see gd_clear_pending */
-    double t0 = gd_trace_clock();
-    Py_BEGIN_ALLOW_THREADS
-    rc = call(dev.index, &err);
-    Py_END_ALLOW_THREADS
-    gd_trace_waited(gd_trace_clock() - t0);
-    if (!rc) return 0;
-    gd_mark_pending(st, dev); /* the work may still be there */
-    return gd_raise(st, op, &err);
-}
-
-int gd_sync_device(gd_state *st, gd_device dev, const char *cause)
-{
-    if (dev.type == GD_CUDA) {
-        const gd_backend *be = gd_backend_of(st, dev, "synchronize");
-        if (!be || gd_wait(st, be->synchronize, dev, "synchronize") < 0) return -1;
-    }
-    return gd_trace_sync(st, cause, dev);
-}
-
-/* ------------------------------------------------------------------------------------------
  * random seed, threads, CPU facts
  * ---------------------------------------------------------------------------------------- */
 

@@ -1,12 +1,39 @@
-/* sync.c - synchronize(), the Timer's and benchmark's _sync, and the lists of GPUs with queued
- * or recent work: the module functions over runtime.c's gd_sync_device, which take devices
- * as Python objects (device.c parses them), so they sit above both.
+/* sync.c - waiting for a device: gd_wait and gd_sync_device, which every sync point of the
+ * core goes through (timed, and reported to trace.c, which also runs the checks deferred to
+ * the next host read); then synchronize(), the Timer's and benchmark's _sync, and the lists of
+ * GPUs with queued or recent work, which take devices as Python objects (device.c parses
+ * them). It sits above runtime.c, device.c and trace.c, so trace.c may use the backends.
  */
 #include "core.h"
 
 /* ------------------------------------------------------------------------------------------
  * synchronizing
  * ---------------------------------------------------------------------------------------- */
+
+int gd_wait(gd_state *st, int (*call)(int device, gd_error *err), gd_device dev, const char *op)
+{
+    if (!call) return 0;
+    gd_error err = {0};
+    int rc;
+    gd_clear_pending(st, dev); /* before the GIL goes: see gd_clear_pending */
+    double t0 = gd_trace_clock();
+    Py_BEGIN_ALLOW_THREADS
+    rc = call(dev.index, &err);
+    Py_END_ALLOW_THREADS
+    gd_trace_waited(gd_trace_clock() - t0);
+    if (!rc) return 0;
+    gd_mark_pending(st, dev); /* the work may still be there */
+    return gd_raise(st, op, &err);
+}
+
+int gd_sync_device(gd_state *st, gd_device dev, const char *cause)
+{
+    if (dev.type == GD_CUDA) {
+        const gd_backend *be = gd_backend_of(st, dev, "synchronize");
+        if (!be || gd_wait(st, be->synchronize, dev, "synchronize") < 0) return -1;
+    }
+    return gd_trace_sync(st, cause, dev);
+}
 
 /* Synchronize each device of the sequence `devices`; *synced counts them. */
 static int sync_devices(gd_state *st, PyObject *devices, const char *cause, int *synced)
