@@ -236,7 +236,8 @@ static const binop_extra *extra_of(gd_binop op)
 #define NUM_UNOPS ((int)GD_COUNT_OF(unops))
 #define NUM_BINOPS ((int)GD_COUNT_OF(binops))
 
-/* Every row present and at its place, with the references its dtypes need. */
+/* Every row present and at its place, with the references its dtypes need: a float reference
+ * where the op takes floats, an int64 one where it takes int64 (the shifts take only int64). */
 static void check_rows(void)
 {
     for (int u = 0; u < NUM_UNOPS; u++)
@@ -245,7 +246,8 @@ static void check_rows(void)
               "unops[]: no complete row for %s (GD_%s): add one with its reference", gd_unop_table[u].name,
               gd_unop_table[u].id);
     for (int o = 0; o < NUM_BINOPS; o++)
-        CHECK(binops[o].name && (int)binops[o].op == o && binops[o].ref &&
+        CHECK(binops[o].name && (int)binops[o].op == o &&
+                  (binops[o].ref || !gd_binop_defined((gd_binop)o, GD_FLOAT64)) &&
                   (binops[o].iref || !gd_binop_defined((gd_binop)o, GD_INT64)),
               "binops[]: no complete row for %s (GD_%s): add one with its reference", gd_binop_table[o].name,
               gd_binop_table[o].id);
