@@ -89,11 +89,12 @@ fuzz: $(BUILT)
 
 # The C core built with AddressSanitizer + UndefinedBehaviorSanitizer into build/asan (next to
 # a copy of the package's Python files, subpackages included), then the test suite run against
-# that build. Python's own allocations are not leak-checked.
+# that build (the test dependencies come with the editable install). Python's own allocations are
+# not leak-checked.
 ASAN_LIB = $(shell gcc -print-file-name=libasan.so)
 UBSAN_LIB = $(shell gcc -print-file-name=libubsan.so)
 SANITIZE_TESTS = $(CURDIR)/tests -m "not slow"
-sanitize: $(DEPS)
+sanitize: $(INSTALLED)
 	rm -rf build/asan && mkdir -p build/asan/gpudev
 	cd gpudev && cp --parents $$(find . -name '*.py' -not -path '*/__pycache__/*') $(CURDIR)/build/asan/gpudev/
 	$(LOCK) env GPUDEV_SANITIZE=1 GPUDEV_CUDA=0 GPUDEV_CUDA_EMU=0 $(PY) setup.py -q build_ext --build-lib build/asan --build-temp build/asan-tmp --force
@@ -107,7 +108,7 @@ sanitize: $(DEPS)
 # UBSan into build/asan-emu, then the GPU tests on two emulated GPUs, so a kernel that reads or
 # writes past its allocation (below 64 MiB, where the emulation uses the heap) is reported.
 SANITIZE_EMU_TESTS = $(CURDIR)/tests -m "gpu and not slow"
-sanitize-gpu-emu: $(DEPS)
+sanitize-gpu-emu: $(INSTALLED)
 	rm -rf build/asan-emu && mkdir -p build/asan-emu/gpudev
 	cd gpudev && cp --parents $$(find . -name '*.py' -not -path '*/__pycache__/*') $(CURDIR)/build/asan-emu/gpudev/
 	$(LOCK) env GPUDEV_SANITIZE=1 GPUDEV_CUDA=0 $(PY) setup.py -q build_ext --build-lib build/asan-emu --build-temp build/asan-emu-tmp --force
@@ -125,7 +126,7 @@ sanitize-gpu-emu: $(DEPS)
 # pool alone runs under TSan in seconds: `make test-pool-tsan`.
 TSAN_LIB = $(shell gcc -print-file-name=libtsan.so)
 TSAN_TESTS = tests/test_threads.py tests/test_cpu_threads.py
-tsan: $(DEPS)
+tsan: $(INSTALLED)
 	rm -rf build/tsan && mkdir -p build/tsan/gpudev
 	cd gpudev && cp --parents $$(find . -name '*.py' -not -path '*/__pycache__/*') $(CURDIR)/build/tsan/gpudev/
 	$(LOCK) env GPUDEV_SANITIZE=thread GPUDEV_CUDA=0 GPUDEV_CUDA_EMU=0 $(PY) setup.py -q build_ext --build-lib build/tsan --build-temp build/tsan-tmp --force
