@@ -161,6 +161,8 @@ UNARY = {
     "sigmoid": (gd.sigmoid, lambda x: np.asarray(
         np.where(x >= 0, 1 / (1 + np.exp(-x)), np.exp(x) / (1 + np.exp(x))),
         dtype=x.dtype if x.dtype.kind == "f" else np.float64)),
+    # its ufunc np.rint gives integers back as float64; np.round keeps them, as gd.round does
+    "round": (gd.round, np.round),
 }
 
 # every other unary module function of the op lists (csrc/tables.h) against its NumPy ufunc
