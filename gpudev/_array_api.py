@@ -275,19 +275,13 @@ def __array_namespace_info__() -> Info:
 
 
 # ---------------------------------------------------------------------------------------------
-# the standard's spellings of operations gpudev has: one operator each, so the C kernel runs
+# the standard's spellings that the op list does not declare (it declares add, equal, ...)
 # ---------------------------------------------------------------------------------------------
 
-def _unary(name: str, op: Any, doc: str) -> Any:
-    def fn(x: Array, /) -> Array:
-        return op(_need_array(name, x))
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
-    return fn
-
-
 # NumPy's positive returns a new array; the + operator of a gpudev array returns the array itself
-positive = _unary("positive", lambda x: x.copy(), "+x elementwise: a new array equal to x.")
+def positive(x: Array, /) -> Array:
+    """+x elementwise: a new array equal to x."""
+    return _need_array("positive", x).copy()
 
 
 def _logical(name: str, op: Any) -> Any:
