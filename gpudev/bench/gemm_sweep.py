@@ -22,6 +22,7 @@ import numpy as np
 import gpudev as gd
 
 from .load import busy_processes, load_average
+from .model import BLAS_SETTLE
 
 __all__ = ["SHAPES", "sweep"]
 
@@ -60,6 +61,9 @@ def sweep(shapes: list[tuple[int, int, int]], blocks: int = 5) -> list[dict]:
                     f = (lambda: a_np @ b_np) if name == "numpy" else (lambda: a @ b)
                     f()
                     t[name] += _times(f, calls)
+                    # NumPy's OpenBLAS threads spin ~0.1 s after its last call and would take
+                    # the core gpudev's worker needs in the next block; gpudev's spin is shorter
+                    time.sleep(BLAS_SETTLE if name == "numpy" else 0.001)
         finally:
             gd.set_num_threads(threads)
         rows.append({"shape": (m, k, n), "flop": 2.0 * m * n * k, "times": t})
