@@ -323,6 +323,19 @@ def _norm(n: Any, g: Array) -> tuple:
     return _fit_all(n, _expand(g, n.metas[0], n.extra) * (x / safe))
 
 
+def _cross_entropy(n: Any, g: Array) -> tuple:
+    # loss_i = log(sum_j e_ij) - shifted_i,target: d loss_i / d logits_ij = softmax_ij - hot_ij,
+    # times the gradient of the reduction (1/N for the mean)
+    e, total, hot, reduction = n.extra
+    d = e / total
+    d -= hot
+    if reduction == "mean":
+        d *= g / d.shape[0]
+    else:
+        d *= g if reduction == "sum" else g.reshape(d.shape[0], 1)
+    return (d,)
+
+
 def _softmax(n: Any, g: Array, log: bool) -> tuple:
     # y = softmax(x): dx = y * (g - sum(g * y)); y = log_softmax(x): dx = g - softmax(x) * sum(g)
     x, axis = n.inputs[0], n.extra
@@ -438,6 +451,7 @@ RULES: dict[str, Rule] = {
     "norm": Rule(_norm, saves=True),
     "softmax": Rule(lambda n, g: _softmax(n, g, log=False), saves=True),
     "log_softmax": Rule(lambda n, g: _softmax(n, g, log=True), saves=True),
+    "cross_entropy": Rule(_cross_entropy, saves=False),
     "reshape": Rule(lambda n, g: (g.reshape(n.metas[0][0]),), saves=False),
     "transpose": Rule(_transpose, saves=False),
     "getitem": Rule(_getitem, saves=False),

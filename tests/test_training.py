@@ -88,6 +88,27 @@ def test_cross_entropy_matches_numpy(device):
     assert total.item() == pytest.approx(-logp[np.arange(5), target].sum(), rel=1e-12)
 
 
+def test_cross_entropy_is_one_node_with_each_reductions_gradient(device):
+    # one recorded node (not the dozen operations it is made of), whose gradient for every
+    # reduction is softmax - one_hot, times the reduction's own gradient
+    logits = sample((6, 3), np.float32, low=-4, high=4)
+    target = np.array([2, 0, 1, 1, 0, 2])
+    soft = np.exp(logits - logits.max(axis=1, keepdims=True))
+    soft /= soft.sum(axis=1, keepdims=True)
+    weights = np.arange(1.0, 7.0, dtype=np.float32)
+    for reduction, upstream in (("mean", 1 / 6), ("sum", 1.0), ("none", weights[:, None])):
+        z = gd.array(logits, device=device).requires_grad_()
+        loss = nn.functional.cross_entropy(z, gd.array(target, device=device), reduction=reduction)
+        assert repr(loss.grad_fn) == "<CrossEntropyBackward>" and loss.grad_fn.next_functions[0] is z
+        (loss * gd.array(weights, device=device)).sum().backward() if reduction == "none" else loss.backward()
+        assert_array(z.grad, (soft - np.eye(3, dtype=np.float32)[target]) * upstream, rtol=1e-5, atol=1e-7,
+                     device=device)
+    with gd.no_grad():  # nothing recorded without grad, and integer logits are computed in float64
+        assert nn.functional.cross_entropy(z, gd.array(target, device=device)).grad_fn is None
+    as_int = nn.functional.cross_entropy(gd.array([[0, 5], [5, 0]], device=device), gd.array([1, 1], device=device))
+    assert as_int.dtype == gd.float64 and as_int.item() == pytest.approx(2.5 + np.log1p(np.exp(-5.0)))
+
+
 def test_cross_entropy_refuses_bad_targets():
     logits = gd.zeros((2, 3))
     loss_fn = nn.CrossEntropyLoss()

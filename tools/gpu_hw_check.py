@@ -316,6 +316,8 @@ def foreign_bools() -> None:
         raw = [0, 1, 2, 255, 0, 7]
         if lib == "torch":
             torch = need("torch")
+            if not torch.cuda.is_available():  # a CUDA build of torch on a machine without a GPU
+                raise Skip("torch sees no CUDA GPU")
             t = torch.tensor(raw, dtype=torch.uint8, device="cuda").view(torch.bool)
 
             def poke(b, i, byte):
@@ -324,6 +326,10 @@ def foreign_bools() -> None:
 
             return t, (lambda v: torch.tensor(v, dtype=torch.bool, device="cuda")), poke
         cupy = need("cupy")
+        try:
+            cupy.cuda.runtime.getDeviceCount()
+        except Exception as e:  # CUDARuntimeError without a driver or device
+            raise Skip(f"cupy sees no CUDA GPU ({e})") from None
         c = cupy.asarray(raw, dtype=cupy.uint8).view(cupy.bool_)
 
         def poke(b, i, byte):

@@ -54,23 +54,31 @@
  * tuning constants
  * ---------------------------------------------------------------------------------------- */
 
-/* How long an idle worker polls its wake word before sleeping. Measured here (bench_pool
- * wake, 2-core AMD EPYC VM, load average 4.7): a loop reaches a spinning worker in ~3 us;
- * a sleeping one costs the caller a futex call (~5 us) and starts ~12 us after the call
- * when a core is free (~5 ms when none is). One wake-up thus costs ~15-20 us, and spinning
- * that long before sleeping wastes at most 2x what the best choice in hindsight would.
- * Operations issued from a Python loop arrive every few microseconds: no wake-ups. */
+/* How long an idle worker polls its wake word before sleeping: about as long as a slow
+ * wake-up costs, and longer than the gaps between the parallel operations of a training
+ * step. bench_pool wake (2-core AMD EPYC VM): a loop reaches a spinning worker in ~0.2 us.
+ * A sleeping one costs the caller a futex call (~6 us) and starts after a delay that
+ * depends on the machine: ~12 us at load average 4.7, where the other core never idles,
+ * but 43 us (median) and 145 us (90th percentile) with nothing else running, where the
+ * hypervisor has put the idle core to sleep too (1 call in 10 saw no start within 20 ms).
+ * In a training step the products are 50-200 us apart (the small operations between
+ * them). Timed from Python, 256x784 @ 784x10 on 2 threads after 50-200 us of other work:
+ * 62-72 us with a 20 us spin (every split product woke a sleeping worker; one thread
+ * takes the same), 38-40 us with a 300 us spin. On a busy machine a spinning worker that
+ * loses its core stops at once (GD_POOL_PREEMPTED_NS), so the longer spin costs other
+ * processes little. */
 #ifndef GD_POOL_WORKER_SPIN_NS
-#define GD_POOL_WORKER_SPIN_NS 20000
+#define GD_POOL_WORKER_SPIN_NS 300000
 #endif
 
 /* How long a caller that has run out of pieces polls for the pieces others still hold
  * before sleeping: the same bound, since sleeping costs it one wake-up by the worker that
- * finishes last. A running worker is done within a piece (1-30 us at the default piece
- * count for loops worth threading); a descheduled one will not be for milliseconds, and
- * the caller must then leave it the CPU. */
+ * finishes last, and that wake-up is as slow as the worker's. A running worker is done
+ * within a piece (1-30 us at the default piece count for loops worth threading, up to a few
+ * hundred for panels of a product); a descheduled one will not be for milliseconds, and the
+ * caller must then leave it the CPU: a spin that sees itself descheduled ends at once. */
 #ifndef GD_POOL_CALLER_SPIN_NS
-#define GD_POOL_CALLER_SPIN_NS 20000
+#define GD_POOL_CALLER_SPIN_NS 300000
 #endif
 
 /* A gap this long between two polls of a spin loop means the spinning thread was

@@ -6,7 +6,7 @@
 
 #include "cpu.h"
 
-#define GD_LANES 16                      /* independent accumulators in reductions */
+#define GD_LANES 32                      /* independent accumulators in reductions */
 #define GD_RED_BLOCK ((int64_t)1 << 14)  /* smallest block of a long row reduction */
 #define GD_RED_MAX_BLOCKS 1024           /* blocks per row at most (partials on stack) */
 #define GD_RED_TILE 1024                 /* column reductions: accumulators per tile */
@@ -21,6 +21,11 @@
  * input and for int64 input with a float64 result, uint64 for wrapping int64 sums, int64
  * for int64 max/min). A row reduction keeps GD_LANES accumulators so the loop vectorizes
  * without reassociating a single sum; float32 sums therefore stay at float64 accuracy.
+ * 32 lanes are four AVX-512 vectors of doubles, four independent chains of additions: with
+ * 16 (two chains, each waiting on its last addition) a float32 sum of 1e8 elements took
+ * 11.3-15.2 ms on 2 threads here, with 32, 9.2-9.3 ms (NumPy: 22-25 ms). A row shorter than
+ * the lanes (a softmax over 10 classes) is summed in order instead: combining 32 lanes per
+ * row made a 256x10 sum(axis=1) take 6.5 us, 1.9 us without.
  * ---------------------------------------------------------------------------------------- */
 
 typedef void (*gd_red_row_fn)(void *res, const void *x, int64_t n);     /* *res = reduce(x[:n]) */
@@ -30,6 +35,15 @@ typedef void (*gd_red_cols_fn)(void *acc, const void *x, int64_t n);    /* acc[i
     GD_SIMD static void NAME##_row(void *res, const void *x_, int64_t n)                         \
     {                                                                                            \
         const T *x = x_;                                                                         \
+        if (n < GD_LANES) { /* a short row (a softmax's 10 classes): no lanes to combine */      \
+            A a = (IDENT);                                                                       \
+            for (int64_t i = 0; i < n; i++) {                                                    \
+                A v = LOAD(x[i]);                                                                \
+                a = COMBINE(a, v);                                                               \
+            }                                                                                    \
+            *(A *)res = a;                                                                       \
+            return;                                                                              \
+        }                                                                                        \
         A acc[GD_LANES];                                                                         \
         for (int j = 0; j < GD_LANES; j++) acc[j] = (IDENT);                                     \
         int64_t i = 0;                                                                           \

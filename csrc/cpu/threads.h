@@ -77,23 +77,31 @@
 /* matrix products (multiply-adds m*n*k): OpenBLAS always runs single-threaded, and gpudev
  * splits a product into panels of its result, each one single-threaded OpenBLAS call on the
  * pool (gemm.c), or a batch into whole products. Below this size a product runs whole on the
- * calling thread: 2^21 multiply-adds (4.2 MFLOP, ~40 us on one thread) leave each of two threads
- * 2^20, several times a wake-up (~15-20 us, pool.c). `python -m gpudev.bench.gemm_sweep`
- * (gpudev on 2 threads / one OpenBLAS call on one thread, median | 90th percentile, 2-core
- * AMD EPYC VM that other builds kept at load average 7-9 besides the busy processes):
- *                 busy processes:  0            1
- *   128^3         (one thread)     1.00 | 1.01  0.99 | 1.06
- *   256x784x10    (one thread)     1.06 | 1.12  1.02 | 1.00
- *   170^3         (split)          1.00 | 1.00  1.02 | 1.01
- *   256x784x24    (split)          1.02 | 1.16  1.10 | 1.26
- *   1000x100x50   (split)          1.02 | 1.13  1.13 | 1.32
- *   256x784x256   (split)          1.10 | 4.24  1.03 | 1.20
- *   1000^3        (split)          1.08 | 1.43  0.77 | 0.93
- * On that machine the pool mostly ran products on the caller alone (it wakes no sleeping
- * worker when it has seen no idle core): a win from the second thread there could not be
- * measured, and the size is where the split costs nothing measurable rather than where it
- * was seen to pay. */
-#define GD_PAR_GEMM_MNK ((int64_t)1 << 21)
+ * calling thread. The smallest split products measured, 6.6e5 multiply-adds (~20 us on one
+ * thread), take 0.52-0.59 of the time; 2^17 (~4 us) is five times below them (smaller
+ * products were not measured; a 2-thread loop's own cost is ~0.4 us, bench_pool).
+ * The figures: gpudev on 2 threads / one single-threaded OpenBLAS call (NumPy's, threads set
+ * to 1 with threadpoolctl), median of 5 alternating blocks, on a 2-core AMD EPYC VM with
+ * nothing else running (load average below 1), then with 1 and 2 busy processes
+ * (gpudev.bench.load), with the pool's spins of pool.c; the d2l layers' products
+ * (784-256-10, batch 256) forward and backward, and a few more:
+ *                  multiply-adds  quiet   1 busy  2 busy
+ *   256x784 @ 784x10   2.0e6      0.50    0.51    0.98
+ *   10x256 @ 256x784   2.0e6      0.57    1.00    0.95
+ *   784x256 @ 256x10   2.0e6      0.55    1.00    0.92
+ *   256x10 @ 10x784    2.0e6      0.68    1.18    1.14
+ *   256x256 @ 256x10   6.6e5      0.59    1.00    0.91
+ *   10x256 @ 256x256   6.6e5      0.52    0.97    0.54
+ *   256x10 @ 10x256    6.6e5      0.56    0.96    0.95
+ *   512x784 @ 784x10   4.0e6      0.55    1.00    0.95
+ *   1000x100 @ 100x50  5.0e6      0.55    1.01    1.00
+ *   256x784 @ 784x256  5.1e7      0.52    0.99    0.50
+ * With the earlier size, 2^21 (chosen on a machine that other builds kept at load average
+ * 7-9, where a second thread's win could not be seen), every product of the d2l layers but
+ * the largest ran on one thread: 0.89-0.99 quiet, where NumPy's two OpenBLAS threads take
+ * 0.53-0.72. With a busy process the pool mostly runs the caller alone (pool.c), so the
+ * split costs at most 1.18x there (the thin 256x10 @ 10x784, whose panels pack the most). */
+#define GD_PAR_GEMM_MNK ((int64_t)1 << 17)
 /* The fewest rows (or columns) of one panel: each call packs its own copy of the operand it
  * reads whole, so thinner panels spend a growing share of their time packing. One thread
  * computing a product as panels of h rows, time / one whole call (median of 30, Python's

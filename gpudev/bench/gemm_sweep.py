@@ -22,6 +22,7 @@ import numpy as np
 import gpudev as gd
 
 from .load import busy_processes, load_average
+from .model import BLAS_SETTLE
 
 __all__ = ["SHAPES", "sweep"]
 
@@ -42,6 +43,16 @@ def _times(f: Callable[[], object], calls: int) -> list[float]:
     return out
 
 
+def _warm_up(f: Callable[[], object], seconds: float = 0.02) -> None:
+    """Calls f for a while first. After set_num_threads a new pool thread starts on the
+    caller's core, and on an idle virtual machine it can stay there for milliseconds before
+    the scheduler moves it to the idle one (a once-per-change cost, not a product's)."""
+    end = time.perf_counter() + seconds
+    f()
+    while time.perf_counter() < end:
+        f()
+
+
 def sweep(shapes: list[tuple[int, int, int]], blocks: int = 5) -> list[dict]:
     """Per shape: every call's seconds for gpudev (default threads), gpudev on one thread and
     NumPy, taken in `blocks` alternating blocks."""
@@ -58,8 +69,11 @@ def sweep(shapes: list[tuple[int, int, int]], blocks: int = 5) -> list[dict]:
                 for name in t:
                     gd.set_num_threads(1 if name == "one thread" else threads)
                     f = (lambda: a_np @ b_np) if name == "numpy" else (lambda: a @ b)
-                    f()
+                    _warm_up(f)
                     t[name] += _times(f, calls)
+                    # NumPy's OpenBLAS threads spin ~0.1 s after its last call and would take
+                    # the core gpudev's worker needs in the next block; gpudev's spin is shorter
+                    time.sleep(BLAS_SETTLE if name == "numpy" else 0.001)
         finally:
             gd.set_num_threads(threads)
         rows.append({"shape": (m, k, n), "flop": 2.0 * m * n * k, "times": t})

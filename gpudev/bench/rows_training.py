@@ -184,7 +184,9 @@ def _torch_epoch(torch: Any, data: dict[str, Any], device: str) -> Callable[[], 
             lin.bias.copy_(torch.from_numpy(b))
         mods += [lin, torch.nn.ReLU()]
     net = torch.nn.Sequential(*mods[:-1]).to(device)
-    batches = [(torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)) for x, y in zip(data["x"], data["y"])]
+    # copies (clone), not views of the shared arrays: see _numpy_epoch
+    batches = [(torch.from_numpy(x).clone().to(device), torch.from_numpy(y).clone().to(device))
+               for x, y in zip(data["x"], data["y"])]
     return _epoch(net, torch.nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), lr=D2L_LR), batches)
 
 
@@ -192,7 +194,9 @@ def _numpy_epoch(data: dict[str, Any]) -> Callable[[], Any]:
     """The same math by hand: stable log-softmax cross-entropy, the backward pass written out,
     the data batch's own gradient never computed (as autograd skips it)."""
     layers = [(w.copy(), b.copy()) for w, b in data["layers"]]
-    batches = list(zip(data["x"], data["y"]))
+    # Each peer holds its own copy of the data, as gpudev's and PyTorch's do: views of the
+    # shared arrays would let one peer read what another's epoch just brought into the cache.
+    batches = [(x.copy(), y.copy()) for x, y in zip(data["x"], data["y"])]
     lr = np.float32(D2L_LR)
 
     def epoch() -> Any:

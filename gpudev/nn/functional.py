@@ -18,6 +18,7 @@ import reprlib
 from typing import Any
 
 import gpudev as gd
+from gpudev import _C, autograd
 from gpudev._deferred import check_range_later
 
 __all__ = ["cross_entropy", "dropout", "linear", "log_softmax", "mse_loss", "one_hot", "relu",
@@ -117,8 +118,20 @@ def cross_entropy(logits: gd.Array, target: gd.Array, reduction: str = "mean") -
                                      f"on {target.device}; move one, e.g. "
                                      f"target.to('{logits.device}')")
     _check_targets("cross_entropy", target, n, c)
-    picked = (gd.log_softmax(logits, axis=1) * one_hot(target, c, logits.dtype)).sum(axis=1)
-    return _reduce(-picked, reduction)
+    if logits.dtype.kind != "f":
+        logits = logits.astype(gd.float64)  # as log_softmax computes integers
+    recording = logits.requires_grad and gd.is_grad_enabled()
+    with gd.no_grad():
+        hot = one_hot(target, c, logits.dtype)
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        e = gd.exp(shifted)
+        total = e.sum(axis=1, keepdims=True)
+        # -log softmax at the target: log(sum(exp)) - shifted[i, target[i]]
+        out = _reduce(gd.log(total).reshape(n) - (shifted * hot).sum(axis=1), reduction)
+    if recording:  # one node: its rule (gpudev/_grad_rules.py) reuses e, total and the one-hot rows
+        _C._set_grad_fn(out, autograd._make_node("cross_entropy", (out.shape, out.dtype, out.device), (logits,),
+                                                 (e, total, hot, reduction)))
+    return out
 
 
 def mse_loss(pred: gd.Array, target: gd.Array, reduction: str = "mean") -> gd.Array:
