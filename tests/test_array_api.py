@@ -344,6 +344,8 @@ def test_composed_functions_stay_on_their_device(device):
         readbacks = [c for c in tr.copies if c.name != "h2d"]
         if fn in CHECKED_INDICES:  # index arrays are checked against the axis: one small readback
             assert len(tr.syncs) <= 2 and all(c.bytes_written <= 32 for c in readbacks), tr.table(events=True)
+        elif fn in COUNTED:  # the number of distinct values comes back: nonzero's one sync
+            assert readbacks == [] and [s.name for s in tr.syncs] == ["nonzero"], tr.table(events=True)
         else:
             assert readbacks == [] and tr.syncs == [], tr.table(events=True)
     with gd.trace() as tr:
@@ -355,6 +357,73 @@ def test_composed_functions_stay_on_their_device(device):
 # the range of the indices they are given (an index out of range raises instead of reading
 # another element); every other case runs without a synchronization
 CHECKED_INDICES = {CASES[k][0] for k in (10, 33, 34)}
+# unique_* count their distinct values with nonzero before they allocate the result
+COUNTED = {CASES[k][0] for k in (37, 38, 39, 40)}
+
+
+# The standard's functions the tables above do not call (the elementwise ones are in
+# tests/test_elementwise_standard.py, whose test_no_copies_between_devices traces them): each
+# runs as operations on its input's device, with no copy and no synchronization. f, i and b are
+# a float64, an int64 and a bool array on the device under test.
+ON_DEVICE = {
+    "abs": lambda f, i, b: gd.abs(f), "add": lambda f, i, b: gd.add(f, f),
+    "subtract": lambda f, i, b: gd.subtract(i, i), "multiply": lambda f, i, b: gd.multiply(f, i),
+    "divide": lambda f, i, b: gd.divide(f, f), "floor_divide": lambda f, i, b: gd.floor_divide(i, 3),
+    "remainder": lambda f, i, b: gd.remainder(f, 2.0), "pow": lambda f, i, b: gd.pow(f, 2),
+    "exp": lambda f, i, b: gd.exp(f), "log": lambda f, i, b: gd.log(gd.abs(f)),
+    "sqrt": lambda f, i, b: gd.sqrt(gd.abs(f)), "hypot": lambda f, i, b: gd.hypot(f, f),
+    "maximum": lambda f, i, b: gd.maximum(f, 0.5), "minimum": lambda f, i, b: gd.minimum(i, 1),
+    "clip": lambda f, i, b: gd.clip(f, min=-1.0, max=1.0), "positive": lambda f, i, b: gd.positive(i),
+    "conj": lambda f, i, b: gd.conj(f), "real": lambda f, i, b: gd.real(f),
+    "imag": lambda f, i, b: gd.imag(f), "isinf": lambda f, i, b: gd.isinf(f),
+    "equal": lambda f, i, b: gd.equal(f, f), "not_equal": lambda f, i, b: gd.not_equal(i, 2),
+    "less": lambda f, i, b: gd.less(f, 1.0), "less_equal": lambda f, i, b: gd.less_equal(i, i),
+    "greater": lambda f, i, b: gd.greater(f, f), "greater_equal": lambda f, i, b: gd.greater_equal(i, 0),
+    "logical_and": lambda f, i, b: gd.logical_and(b, b), "logical_or": lambda f, i, b: gd.logical_or(b, ~b),
+    "logical_xor": lambda f, i, b: gd.logical_xor(b, b), "logical_not": lambda f, i, b: gd.logical_not(b),
+    "all": lambda f, i, b: gd.all(b, axis=1), "any": lambda f, i, b: gd.any(b),
+    "max": lambda f, i, b: gd.max(f, axis=0), "min": lambda f, i, b: gd.min(i, keepdims=True),
+    "argmax": lambda f, i, b: gd.argmax(f, axis=1), "argmin": lambda f, i, b: gd.argmin(i),
+    "where": lambda f, i, b: gd.where(b, f, 0.0), "astype": lambda f, i, b: gd.astype(i, gd.float32),
+    "reshape": lambda f, i, b: gd.reshape(f, (-1,)),
+    "broadcast_arrays": lambda f, i, b: gd.broadcast_arrays(f, i[:1])[1],
+    "matmul": lambda f, i, b: gd.matmul(f, f.mT), "linalg.matmul": lambda f, i, b: gd.linalg.matmul(f.mT, f),
+    "arange": lambda f, i, b: gd.arange(5, device=f.device),
+    "empty": lambda f, i, b: gd.empty((2, 3), device=f.device),
+    "zeros": lambda f, i, b: gd.zeros((2, 3), device=f.device),
+    "ones": lambda f, i, b: gd.ones(4, dtype=gd.int64, device=f.device),
+    "full": lambda f, i, b: gd.full((2,), 7.0, device=f.device),
+    "empty_like": lambda f, i, b: gd.empty_like(f), "zeros_like": lambda f, i, b: gd.zeros_like(i),
+    "ones_like": lambda f, i, b: gd.ones_like(b), "full_like": lambda f, i, b: gd.full_like(f, 3.0),
+    "from_dlpack": lambda f, i, b: gd.from_dlpack(f),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", list(ON_DEVICE))
+def test_standard_functions_stay_on_their_device(name, device):
+    f = gd.asarray(M[[0, 2]], device=device)
+    i = gd.asarray(I, device=device)
+    b = i > 1
+    with gd.trace() as tr:
+        out = ON_DEVICE[name](f, i, b)
+    assert out.device == device, name
+    assert {e.device for e in tr.ops} <= {str(device)}, tr.table(events=True)
+    assert tr.copies == [] and tr.syncs == [], tr.table(events=True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_nonzero_reads_back_its_count_as_one_sync(device):
+    """nonzero and boolean masks have data-dependent shapes: the count comes back to the host
+    (one synchronization, which trace and strict mode see), the coordinates stay on the device."""
+    b = gd.asarray(I, device=device) > 1
+    with gd.trace() as tr:
+        out = gd.nonzero(b)
+    assert all(c.device == device for c in out), tr.table(events=True)
+    assert [(s.name, s.device) for s in tr.syncs] == [("nonzero", str(device))] and tr.copies == []
+    assert [host(c).tolist() for c in out] == [a.tolist() for a in np.nonzero(I > 1)]
+    with gd.strict("sync"), pytest.raises(gd.StrictModeError, match="nonzero"):
+        gd.nonzero(b)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -362,6 +362,9 @@ static ArrayObject *nonzero_coords(gd_state *st, ArrayObject *mask, int flat, co
     int rc = be->count_nonzero(&count, m->data, m->size, m->device.index, &err);
     ArrayObject *out = NULL;
     if (gd_run_end(st, m->device, ts, rc, &err, op) < 0) goto done;
+    /* the count came back to the host before the result could be allocated: a synchronization,
+     * which trace and strict mode must see (on the CPU too, where a GPU would stall) */
+    if (gd_trace_sync(st, op, m->device) < 0) goto done;
     shape[0] = flat ? 1 : m->ndim;
     shape[1] = count;
     out = gd_array_new(st, m->device, GD_INT64, 2, shape, op);
