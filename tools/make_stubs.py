@@ -2,7 +2,7 @@
 
 The parameters (names, kinds, defaults) of every function, method and slot come from the
 built extension through inspect.signature, that is from the one text signature each function
-declares in csrc/core (core.h, "Signatures, declared once"); this file only adds types, by
+declares in csrc/core (args.h, "Signatures, declared once"); this file only adds types, by
 parameter name (TYPES, with per-function exceptions in TYPES_OF) and by function (RETURNS).
 
 The stub is a build product, never committed: setup.py's build_ext runs this after building
