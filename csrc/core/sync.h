@@ -12,13 +12,12 @@
 
 int gd_sync_setup(PyObject *module);
 
-
 /* A backend call that blocks until the device is idle (synchronize, empty_cache, ...), run
  * without the GIL; it clears the device's pending flag first (and sets it again if the call
- * fails). Nothing to do when `call` is NULL. 0, or -1 with the exception naming op (sync.c). */
+ * fails). Nothing to do when `call` is NULL. 0, or -1 with the exception naming op. */
 int gd_wait(gd_state *st, int (*call)(int device, gd_error *err), gd_device dev, const char *op);
 
-/* Synchronize one device (recording a trace event with `cause` when tracing; sync.c). -1 on
+/* Synchronize one device (recording a trace event with `cause` when tracing). -1 on
  * error. */
 int gd_sync_device(gd_state *st, gd_device dev, const char *cause);
 
