@@ -8,8 +8,9 @@ PY      := $(BIN)/python
 DEPS    := $(VENV)/.deps-installed
 LOCK    := flock $(VENV)/.build.lock
 # `make build` after editing C code; the CUDA backend is rebuilt only when csrc/cuda or the
-# shared headers in csrc/ change.
-SOURCES := $(wildcard csrc/*.h csrc/core/* csrc/cpu/* csrc/cuda/* tools/cuda_emu/*.* tools/cuda_emu/inc/*) setup.py pyproject.toml
+# shared headers in csrc/ change. The build also writes gpudev/_C.pyi (tools/make_stubs.py).
+SOURCES := $(wildcard csrc/*.h csrc/core/* csrc/cpu/* csrc/cuda/* tools/cuda_emu/*.* tools/cuda_emu/inc/*) setup.py pyproject.toml \
+           tools/make_stubs.py
 BUILT   := $(VENV)/.built
 INSTALLED := $(VENV)/.installed
 
@@ -138,7 +139,8 @@ tsan: $(INSTALLED)
 # Compile-only check that the C core (csrc/core and csrc/cpu, not CUDA) builds for 64-bit
 # Arm Linux: setup.py's own compile of gpudev._C (its sources and flags) with Debian's cross
 # compiler (package gcc-aarch64-linux-gnu) and warnings as errors, into build/aarch64. The
-# link is left out (LDSHARED=true): there is no arm64 OpenBLAS or libpython here. Python's
+# link is left out (LDSHARED=true): there is no arm64 OpenBLAS or libpython here (nor type
+# stubs, GPUDEV_STUBS=0: they are read from a loaded module). Python's
 # and NumPy's headers are this machine's, which describe the same LP64 Linux. Without the
 # cross compiler it says so and is skipped.
 AARCH64_CC ?= aarch64-linux-gnu-gcc
@@ -147,7 +149,7 @@ check-aarch64: $(DEPS)
 	  echo "check-aarch64: SKIPPED: $(AARCH64_CC) not found (Debian/Ubuntu: apt-get install gcc-aarch64-linux-gnu)"; \
 	  exit 0; fi; \
 	set -e; rm -rf build/aarch64 build/aarch64-tmp; \
-	$(LOCK) env CC=$(AARCH64_CC) CFLAGS=-Werror LDSHARED=true GPUDEV_CUDA=0 GPUDEV_CUDA_EMU=0 \
+	$(LOCK) env CC=$(AARCH64_CC) CFLAGS=-Werror LDSHARED=true GPUDEV_CUDA=0 GPUDEV_CUDA_EMU=0 GPUDEV_STUBS=0 \
 	  $(PY) setup.py -q build_ext --build-lib build/aarch64 --build-temp build/aarch64-tmp --force; \
 	objs=$$(find build/aarch64-tmp -name '*.o' | sort); \
 	n=$$(echo "$$objs" | grep -c .); srcs=$$(ls csrc/core/*.c csrc/cpu/*.c | wc -l); \
@@ -248,7 +250,7 @@ bench-pool: $(POOL_DIR)/bench_pool
 	$(POOL_DIR)/bench_pool
 
 clean:
-	rm -rf build $(VENV) gpudev/*.so gpudev/_build_info.py *.egg-info results
+	rm -rf build $(VENV) gpudev/*.so gpudev/_build_info.py gpudev/_C.pyi *.egg-info results
 
 # The array API standard's own test suite (data-apis/array-api-tests at a pinned commit,
 # cloned into build/array-api-tests) against gpudev and NumPy with the same settings, and both

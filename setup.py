@@ -18,6 +18,8 @@ Environment:
                            which then builds in place, where the build's progress is visible)
     GPUDEV_SANITIZE=1      build the C core with AddressSanitizer + UndefinedBehaviorSanitizer
     GPUDEV_SANITIZE=thread build the C core with ThreadSanitizer
+    GPUDEV_STUBS=0         write no gpudev/_C.pyi after building (a cross compile, whose modules
+                           cannot be imported on the build machine to read their signatures)
     CUDA_HOME / CUDA_PATH  where the toolkit is (else `nvcc` on PATH, else /usr/local/cuda)
 """
 
@@ -186,6 +188,8 @@ class BuildExt(build_ext):
     def run(self) -> None:
         super().run()
         self.write_build_info()
+        if any(ext.name == "gpudev._C" for ext in self.extensions):
+            self.write_stub()
 
     def build_extension(self, ext: Extension) -> None:
         if ext.name == "gpudev._cuda":
@@ -343,6 +347,32 @@ class BuildExt(build_ext):
             f.write(f"BUILD_INFO = {info!r}\n")
 
 
+    def write_stub(self) -> None:
+        """gpudev/_C.pyi, the core's type stubs, written next to the built gpudev._C by
+        tools/make_stubs.py from the signatures the extension declares: a build product like
+        _build_info.py (not in git), so a new function needs no stub edit. The in-place build
+        leaves it in the source tree, where editors read it; a wheel carries it from the build
+        folder. A sanitizer build's module loads only after its runtime, which is preloaded for
+        the generator as for its tests; GPUDEV_STUBS=0 skips the stub (a cross compile, whose
+        module cannot load here)."""
+        if os.environ.get("GPUDEV_STUBS", "1") == "0":
+            log("type stubs: skipped (GPUDEV_STUBS=0)")
+            return
+        ext_dir = os.path.dirname(self.get_ext_fullpath("gpudev._C"))
+        env = {k: v for k, v in os.environ.items() if k != "GPUDEV_EMULATE_GPUS"}
+        preload = SANITIZER_RUNTIMES.get(os.environ.get("GPUDEV_SANITIZE", ""))
+        if preload:
+            cc = self.compiler.compiler_so[0] if getattr(self.compiler, "compiler_so", None) else "cc"
+            libs = [subprocess.run([cc, f"-print-file-name={lib}"], capture_output=True, text=True).stdout.strip()
+                    for lib in preload]
+            env.update(LD_PRELOAD=" ".join(libs), ASAN_OPTIONS="detect_leaks=0")
+        started = time.monotonic()
+        cmd = [sys.executable, os.path.join(HERE, "tools", "make_stubs.py"), "--ext-dir", ext_dir]
+        if subprocess.run(cmd, env=env, cwd=HERE).returncode:
+            raise SystemExit(f"gpudev build: writing the type stubs failed: {' '.join(cmd)}")
+        log(f"type stubs written to {os.path.join(ext_dir, '_C.pyi')} in {time.monotonic() - started:.1f} s")
+
+
 # ---------------------------------------------------------------------------------------------
 # extensions
 # ---------------------------------------------------------------------------------------------
@@ -353,6 +383,8 @@ SANITIZERS = {
     "1": ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"],
     "thread": ["-fsanitize=thread"],
 }
+# the runtimes a sanitizer build's module needs loaded first, to run it at build time
+SANITIZER_RUNTIMES = {"1": ["libasan.so", "libubsan.so"], "thread": ["libtsan.so"]}
 
 
 def core_extension() -> Extension:

@@ -187,6 +187,7 @@ GD_DEFINE_LOGADDEXP(f64, double, log1p, exp)
     GD_HOSTDEV T gd_ew_expm1_##S(T x) { return M(expm1)(x); }                                    \
     GD_HOSTDEV T gd_ew_log2_##S(T x) { return M(log2)(x); }                                      \
     GD_HOSTDEV T gd_ew_log10_##S(T x) { return M(log10)(x); }                                    \
+    GD_HOSTDEV T gd_ew_exp2_##S(T x) { return M(exp2)(x); }                                      \
     GD_HOSTDEV T gd_ew_ceil_##S(T x) { return M(ceil)(x); }                                      \
     GD_HOSTDEV T gd_ew_floor_##S(T x) { return M(floor)(x); }                                    \
     GD_HOSTDEV T gd_ew_trunc_##S(T x) { return M(trunc)(x); }                                    \

@@ -94,7 +94,10 @@
       "a rounded to the nearest integer elementwise, halfway cases to the even one; integers and bools "   \
       "are returned as they are.\n\n>>> gd.round(gd.array([0.5, 1.5, 2.5])).tolist()\n[0.0, 2.0, 2.0]")     \
     X(SIGN, sign, NUMERIC, GD_OP_FN, "sign", NULL,                                                         \
-      "-1, 0 or 1 by the sign of a elementwise; both zeros give 0, NaN stays NaN, a bool is itself.")
+      "-1, 0 or 1 by the sign of a elementwise; both zeros give 0, NaN stays NaN, a bool is itself.")      \
+    X(EXP2, exp2, FLOAT, GD_OP_COSTLY | GD_OP_FN, "exp2", NULL,                                            \
+      "2 ** a elementwise (integers in float64).\n\n"                                                      \
+      ">>> gd.exp2(gd.array([3.0, -1.0])).tolist()\n[8.0, 0.5]")
 
 /* NaN propagates through maximum and minimum, as in NumPy; int64 powers take exponents >= 0
  * (the core checks); int64 x // 0 and x % 0 are 0, INT64_MIN // -1 wraps to INT64_MIN. */

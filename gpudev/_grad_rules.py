@@ -155,6 +155,7 @@ _UNARY: dict[str, Callable[[Array, Array], Array]] = {
     "log1p": lambda x, g: g / (1.0 + x),
     "log2": lambda x, g: g / (x * math.log(2.0)),
     "log10": lambda x, g: g / (x * math.log(10.0)),
+    "exp2": lambda x, g: g * (_C.exp2(x) * math.log(2.0)),
     # steps: the gradient is 0 wherever it exists, as PyTorch gives it
     **{name: (lambda x, g: _zeros_like(g)) for name in ("sign", "ceil", "floor", "trunc", "round")},
 }

@@ -3,7 +3,7 @@
 while gpudev copies from it with the GIL released. Each entry point that reads a sequence
 (shapes, axes, lists of arrays, indices, nested lists, devices, DLPack producers, keyword
 names) gives the right answer from what it read, or the caller's own exception; never a
-crash. The rule behind this is in csrc/core/core.h (args.c section)."""
+crash. The rule behind this is in csrc/core/args.h."""
 
 from __future__ import annotations
 

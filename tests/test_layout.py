@@ -12,8 +12,9 @@ are left out of the cycle check. Inside a package, ``from . import x`` reads x f
 package's namespace, which its ``__init__`` may still be filling: it depends on the package.
 
 The C core's calls are read from its source the same way: a call of a ``gd_`` function that
-another file defines, directly or through an inline function or macro of core.h (a file that
-uses GD_AG_OUT calls autograd.c), is an edge from file to file.
+another file defines, directly or through an inline function or macro of a core header (a file
+that uses GD_AG_OUT calls autograd.c), is an edge from file to file. Its includes are read too:
+each file includes the core headers whose declarations it uses, and no others.
 """
 
 from __future__ import annotations
@@ -206,10 +207,11 @@ def _c_code(path: pathlib.Path) -> str:
     return re.sub(r'"(\\.|[^"\\])*"', '""', src)
 
 
-def _header_calls(header: pathlib.Path) -> dict[str, set[str]]:
-    """{inline function or macro of the header: the gd_ functions it calls, through the header's
-    other inlines and macros too}: a file that uses GD_AG_OUT calls what GD_AG_OUT calls."""
-    src = _c_code(header)
+def _header_calls(*headers: pathlib.Path) -> dict[str, set[str]]:
+    """{inline function or macro of the headers: the gd_ functions it calls, through the
+    headers' other inlines and macros too}: a file that uses GD_AG_OUT calls what GD_AG_OUT
+    calls."""
+    src = "\n".join(_c_code(h) for h in headers)
     bodies = {}
     for m in re.finditer(r"^static inline [^;{]*?\b(gd_\w+)\s*\([^;{]*\)\s*\{", src, re.M):
         depth, end = 1, m.end()
@@ -234,9 +236,9 @@ def _header_calls(header: pathlib.Path) -> dict[str, set[str]]:
 def c_call_graph(core: pathlib.Path) -> dict[str, set[str]]:
     """{file: the core files whose functions it calls}: a call of a gd_ function that another
     file defines (not static) is an edge to that file, and so is the use of an inline function
-    or macro of core.h that calls one."""
+    or macro of a header of the core that calls one."""
     code = {p.name: _c_code(p) for p in sorted(core.glob("*.c"))}
-    header = _header_calls(core / "core.h") if (core / "core.h").exists() else {}
+    header = _header_calls(*sorted(core.glob("*.h")))
     defined = {}
     for name, src in code.items():
         for m in re.finditer(r"^(?!static\b)[A-Za-z_][\w \t*]*?\b(gd_\w+)\s*\([^;{]*\)\s*\{", src, re.M):
@@ -282,10 +284,11 @@ def strongly_connected(graph: dict[str, set[str]]) -> set[frozenset[str]]:
 
 
 def test_no_cycle_of_calls_among_the_core_files():
-    # each file of csrc/core calls only files below it: the layers of core.h, read as a test
+    # each file of csrc/core calls only files below it: the layers of the core, read as a test
     graph = c_call_graph(CORE_DIR)
     assert {"array.c", "elementwise.c", "module.c"} <= set(graph) and "array_type.c" in graph["module.c"]
-    assert "autograd.c" in graph["elementwise.c"]  # through core.h's GD_AG_OUT
+    assert "autograd.c" in graph["elementwise.c"]  # through autograd.h's GD_AG_OUT
+    assert "runtime.c" in graph["compute.c"]  # through runtime.h's gd_run_end, which raises
     found = strongly_connected(graph)
     assert not found, f"files of csrc/core that call each other in a circle: {sorted(sorted(g) for g in found)}"
 
@@ -301,3 +304,77 @@ def test_the_call_graph_finds_circles(tmp_path):
     graph = c_call_graph(tmp_path)
     assert graph == {"a.c": {"b.c"}, "b.c": {"a.c"}, "c.c": {"b.c"}, "d.c": {"a.c"}}
     assert strongly_connected(graph) == {frozenset({"a.c", "b.c"})}
+
+
+# ---------------------------------------------------------------------------------------------
+# the C core: each file's includes say what it uses
+# ---------------------------------------------------------------------------------------------
+
+
+def c_declarations(header: pathlib.Path) -> set[str]:
+    """The names a header declares: functions (prototypes and inline ones), macros, types, enum
+    values, extern variables and the signatures of GD_SIGNATURE_EXTERN."""
+    src = _c_code(header)
+    names = set(re.findall(r"^#define\s+(\w+)", src, re.M))
+    names |= set(re.findall(r"^(?:static inline\s+|extern\s+)?(?:const\s+)?\w+[\s*]+(\w+)\s*\(", src, re.M))
+    names |= set(re.findall(r"\}\s*(\w+)\s*;", src))  # typedef struct/enum { ... } name;
+    names |= set(re.findall(r"^typedef\s[^;{}\n]*?\b(\w+)\s*;", src, re.M))
+    names |= set(re.findall(r"^extern\s[^;(){}\n]*?\b(\w+)\s*;", src, re.M))
+    names |= set(re.findall(r"GD_SIGNATURE_EXTERN\((\w+)\)", src))
+    for body in re.findall(r"\benum\s*\w*\s*\{([^}]*)\}", src):
+        names |= set(re.findall(r"^\s*(\w+)", body, re.M)) | set(re.findall(r",\s*(\w+)", body))
+    return {n for n in names if not re.fullmatch(r"GPUDEV_\w+_H", n)}
+
+
+def _defined_functions(path: pathlib.Path) -> set[str]:
+    return set(re.findall(r"^(?!static\b)[A-Za-z_][\w \t*]*?\b(gd_\w+)\s*\([^;{]*\)\s*\{", _c_code(path), re.M))
+
+
+def include_problems(core: pathlib.Path) -> list[str]:
+    """What is wrong with the includes of the core's files: a header of csrc/core included
+    without a declaration the file uses (a header that re-includes everything has many), a
+    header whose declarations a .c file uses reached only through another header, and a
+    function defined without the header that declares it (then nothing checks the two agree)."""
+    headers = {p.name: c_declarations(p) for p in sorted(core.glob("*.h"))}
+    problems = []
+    for path in sorted(core.glob("*.[ch]")):
+        includes = [h for h in re.findall(r'^#include "(\w+\.h)"', path.read_text(), re.M) if h in headers]
+        # a file's own declarations and definitions are not uses; a header that declares what
+        # the file defines is wanted, so that the compiler checks the two agree
+        defined = _defined_functions(path)
+        used = set(re.findall(r"\b\w+\b", _c_code(path))) - (headers.get(path.name) or set()) - defined
+        for h in includes:  # core.h is the base: Python's, NumPy's and gpudev.h's types come with it
+            if h != "core.h" and not (used | defined) & headers[h]:
+                problems.append(f"{path.name} includes {h} but uses none of its declarations")
+        if path.suffix != ".c":
+            continue
+        for h, names in headers.items():
+            if h not in includes and used & names:
+                problems.append(f"{path.name} uses {sorted(used & names)[:3]} of {h} without including it")
+        for fn in sorted(_defined_functions(path)):
+            declaring = [h for h, names in headers.items() if fn in names]
+            if declaring and not set(declaring) & set(includes):
+                problems.append(f"{path.name} defines {fn} without including {declaring[0]}, which declares it")
+    return problems
+
+
+def test_each_core_file_includes_the_headers_it_uses_and_no_others():
+    headers = sorted(p.name for p in CORE_DIR.glob("*.h"))
+    assert {"core.h", "runtime.h", "array.h", "args.h", "trace.h", "autograd.h"} <= set(headers), headers
+    assert include_problems(CORE_DIR) == []
+
+
+def test_the_include_check_finds_unused_hidden_and_missing_includes(tmp_path):
+    (tmp_path / "core.h").write_text("typedef struct gd_state { int n; } gd_state;\n#define GD_FN(f) (f)\n")
+    (tmp_path / "a.h").write_text('#include "core.h"\nint gd_a(gd_state *st);\n')
+    (tmp_path / "b.h").write_text('#include "core.h"\n#include "a.h"\nint gd_b(gd_state *st);\n')
+    (tmp_path / "c.h").write_text('#include "core.h"\nint gd_c(PyObject *o);\n')  # Python's types: core.h's
+    (tmp_path / "a.c").write_text('#include "a.h"\n#include "core.h"\nint gd_a(gd_state *st)\n{\n    return st->n;\n}\n')
+    (tmp_path / "b.c").write_text('#include "b.h"\n#include "core.h"\nint gd_b(gd_state *st)\n{\n'
+                                  '    return gd_a(st); /* gd_c() */\n}\n')
+    (tmp_path / "c.c").write_text('#include "core.h"\nint gd_a(gd_state *st)\n{\n    return 0;\n}\n')
+    assert sorted(include_problems(tmp_path)) == [
+        "b.c uses ['gd_a'] of a.h without including it",
+        "b.h includes a.h but uses none of its declarations",
+        "c.c defines gd_a without including a.h, which declares it",
+    ]

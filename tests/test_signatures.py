@@ -1,7 +1,7 @@
 """Signatures: every public callable of gpudev._C (module functions, Array and Device methods,
 the Device constructor, and so everything gpudev re-exports from the core) has a signature
 inspect can read, and its parameters are exactly those its parser accepts: the same names,
-kinds and defaults. The signatures come from one declaration per function (core.h,
+kinds and defaults. The signatures come from one declaration per function (args.h,
 "Signatures, declared once"), so these tests check the declarations against the parsing.
 
 Each callable has a valid call in CALLS. From it the tests derive: every parameter that may be

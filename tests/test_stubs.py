@@ -1,6 +1,8 @@
-"""Type stubs of gpudev._C (PEP 561): gpudev/_C.pyi is what tools/make_stubs.py writes from the
-declared signatures now, so a new function cannot be left without its stub; mypy's stubtest
-finds it consistent with the built extension; and a type checker reads the signatures.
+"""Type stubs of gpudev._C (PEP 561): the build writes gpudev/_C.pyi next to the extension
+(setup.py runs tools/make_stubs.py; the stub is not in git), so a new function cannot be left
+without its stub. Here: the stub beside the imported extension is what the generator gives
+for it now, mypy's stubtest finds it consistent with that extension, and a type checker reads
+the signatures from it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from gpudev import _C
+
 ROOT = Path(__file__).resolve().parent.parent
+# the stub the build wrote beside the extension these tests import (in place for `make build`,
+# a build folder for `make sanitize`), and the folder to run mypy from so that it finds both
+STUB = Path(_C.__file__).with_name("_C.pyi")
+PACKAGE_PARENT = STUB.parent.parent
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
 
 
@@ -23,10 +31,17 @@ def load_generator():
     return module
 
 
-def test_the_committed_stub_is_what_the_declarations_give():
-    generated = load_generator().stub()
-    committed = (ROOT / "gpudev" / "_C.pyi").read_text()
-    assert committed == generated, "gpudev/_C.pyi is out of date: run python tools/make_stubs.py and commit it"
+def test_the_built_stub_is_what_the_declarations_give():
+    assert STUB.is_file(), f"{STUB} is missing: the build writes it (make build)"
+    assert STUB.read_text() == load_generator().stub(), f"{STUB} is out of date: rebuild (make build)"
+
+
+def test_the_stub_is_a_build_product_not_a_source():
+    ignored = subprocess.run(["git", "check-ignore", "-q", "gpudev/_C.pyi"], cwd=ROOT, capture_output=True)
+    if ignored.returncode == 128:
+        pytest.skip("not a git checkout")
+    tracked = subprocess.run(["git", "ls-files", "--error-unmatch", "gpudev/_C.pyi"], cwd=ROOT, capture_output=True)
+    assert ignored.returncode == 0 and tracked.returncode != 0, "gpudev/_C.pyi belongs in .gitignore, not in git"
 
 
 def test_the_package_says_it_is_typed():
@@ -45,7 +60,7 @@ def mypy_config(tmp_path_factory) -> Path:
 @needs_mypy
 def test_stubtest_finds_the_stub_consistent_with_the_extension(mypy_config):
     run = subprocess.run([sys.executable, "-m", "mypy.stubtest", "gpudev._C", "--mypy-config-file", str(mypy_config)],
-                         capture_output=True, text=True, cwd=ROOT, timeout=600)
+                         capture_output=True, text=True, cwd=PACKAGE_PARENT, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
 
 
@@ -59,7 +74,7 @@ def test_a_type_checker_reads_the_signatures(mypy_config, tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import gpudev._C as C\nC.zeros((2, 3), bogus=1)\nC.exp(a=C.ones(1))\n")
     runs = [subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(mypy_config), str(f)],
-                           capture_output=True, text=True, cwd=ROOT, timeout=600) for f in (good, bad)]
+                           capture_output=True, text=True, cwd=PACKAGE_PARENT, timeout=600) for f in (good, bad)]
     assert runs[0].returncode == 0, runs[0].stdout
     assert runs[1].returncode == 1 and 'Unexpected keyword argument "bogus"' in runs[1].stdout, runs[1].stdout
     assert 'Unexpected keyword argument "a"' in runs[1].stdout, runs[1].stdout

@@ -2,13 +2,19 @@
 
 The parameters (names, kinds, defaults) of every function, method and slot come from the
 built extension through inspect.signature, that is from the one text signature each function
-declares in csrc/core (core.h, "Signatures, declared once"); this file only adds types, by
+declares in csrc/core (args.h, "Signatures, declared once"); this file only adds types, by
 parameter name (TYPES, with per-function exceptions in TYPES_OF) and by function (RETURNS).
-A new function gets its stub by running this again; tests/test_stubs.py fails while the
-committed stub differs from what this writes, and runs mypy's stubtest on it.
 
-    python tools/make_stubs.py          # rewrite gpudev/_C.pyi
-    python tools/make_stubs.py --check  # exit 1 if it is out of date
+The stub is a build product, never committed: setup.py's build_ext runs this after building
+the extensions and writes the stub next to the built gpudev._C (in place for `make build`, so
+editors read it from a source checkout; into the build folder for a wheel, which then carries
+it). A new function thus gets its stub from the build; tests/test_stubs.py fails while the
+stub beside the imported extension differs from what this writes, and runs mypy's stubtest.
+
+    python tools/make_stubs.py                 # write the stub next to the imported gpudev._C
+    python tools/make_stubs.py --check         # exit 1 if that stub is out of date
+    python tools/make_stubs.py --ext-dir DIR   # gpudev's Python files from this source tree,
+                                               # its extension modules from DIR (setup.py)
 """
 
 from __future__ import annotations
@@ -19,12 +25,33 @@ import sys
 import types
 from pathlib import Path
 
-import gpudev._C as C
+SOURCE_PACKAGE = Path(__file__).resolve().parent.parent / "gpudev"
 
-STUB = Path(__file__).resolve().parent.parent / "gpudev" / "_C.pyi"
 
-HEADER = '''"""Type stubs of gpudev._C, written by tools/make_stubs.py from the signatures declared in
-csrc/core; do not edit by hand (run `python tools/make_stubs.py`)."""
+def _package_with_extensions_from(ext_dir: Path) -> None:
+    """Import gpudev from this source tree with its extension modules found in ext_dir first:
+    a build folder holds the freshly built gpudev._C (and _build_info.py) but, for
+    `setup.py build_ext` alone, none of the package's Python files."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "gpudev", SOURCE_PACKAGE / "__init__.py", submodule_search_locations=[str(ext_dir), str(SOURCE_PACKAGE)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gpudev"] = module
+    spec.loader.exec_module(module)
+
+
+# the extension has to be imported before the tables below, which read its op list
+if __name__ == "__main__" and "--ext-dir" in sys.argv:
+    _package_with_extensions_from(Path(sys.argv[sys.argv.index("--ext-dir") + 1]).resolve())
+
+import gpudev._C as C  # noqa: E402
+
+# where the stub belongs: beside the extension it describes (PEP 561 finds it there)
+STUB = Path(C.__file__).with_name("_C.pyi")
+
+HEADER = '''"""Type stubs of gpudev._C, written by tools/make_stubs.py when the extension is built, from
+the signatures declared in csrc/core; not kept in git, and rewritten by every build."""
 
 import builtins
 from collections.abc import Callable, Sequence
@@ -204,8 +231,8 @@ def stub() -> str:
 def main() -> int:
     text = stub()
     if "--check" in sys.argv[1:]:
-        if STUB.read_text() != text:
-            print(f"{STUB} is out of date: run python tools/make_stubs.py", file=sys.stderr)
+        if not STUB.is_file() or STUB.read_text() != text:
+            print(f"{STUB} is missing or out of date: rebuild (make build), which rewrites it", file=sys.stderr)
             return 1
         return 0
     STUB.write_text(text)

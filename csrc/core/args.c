@@ -1,15 +1,15 @@
 /* args.c - the arguments of gpudev's METH_FASTCALL | METH_KEYWORDS functions: one matcher of
  * positional and keyword arguments to named parameters, which it reads from the function's
- * declared text signature (core.h), with Python's own wording for unknown and repeated
+ * declared text signature (args.h), with Python's own wording for unknown and repeated
  * keywords, used by every such function of the core; and sequence arguments held as tuples
- * (the rule in core.h).
+ * (the rule in args.h).
  */
-#include "core.h"
+#include "args.h"
 
 #include <string.h>
 
 /* ------------------------------------------------------------------------------------------
- * the declared signature (core.h), read once per function
+ * the declared signature (args.h), read once per function
  * ---------------------------------------------------------------------------------------- */
 
 static int bad_declaration(const gd_params *p, const char *why)
@@ -137,7 +137,7 @@ int gd_parse_bool(PyObject *obj, int *out)
 PyObject *gd_tuple_of(PyObject *seq, const char *msg)
 {
     PyObject *items = PySequence_Fast(seq, msg);
-    /* a list is copied: it can change whenever Python code runs (core.h, args.c's rule) */
+    /* a list is copied: it can change whenever Python code runs (args.h's rule) */
     if (items && PyList_Check(items)) Py_SETREF(items, PyList_AsTuple(items));
     return items;
 }

@@ -2,7 +2,10 @@
  * all make arrays). The type's attributes, number protocol, methods and slots are in
  * array_type.c, above the operations they call.
  */
+#include "array.h"
 #include "core.h"
+#include "runtime.h"
+#include "shape.h"
 
 #include <string.h>
 

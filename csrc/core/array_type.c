@@ -4,7 +4,25 @@
  * shape_ops.c and dlpack.c declare theirs for the table here). It calls the operations, which
  * call nothing here: the type sits above them.
  */
+#include "array_type.h"
 #include "core.h"
+#include "args.h"
+#include "array.h"
+#include "autograd.h"
+#include "compute.h"
+#include "device.h"
+#include "elementwise.h"
+#include "gather.h"
+#include "index.h"
+#include "interchange.h"
+#include "matmul.h"
+#include "reduce.h"
+#include "runtime.h"
+#include "select.h"
+#include "shape.h"
+#include "shape_ops.h"
+#include "trace.h"
+#include "transfer.h"
 
 #include <structmember.h>
 #include <string.h>

@@ -2,7 +2,15 @@
  * into the target as NumPy's setitem does. Below the operations that assign (indexing,
  * gathers, autograd's .data) and above compute.c, which does the copies.
  */
+#include "assign.h"
 #include "core.h"
+#include "array.h"
+#include "compute.h"
+#include "device.h"
+#include "operand.h"
+#include "runtime.h"
+#include "shape.h"
+#include "trace.h"
 
 #include <string.h>
 

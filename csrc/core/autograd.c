@@ -5,11 +5,17 @@
  * The tape itself lives in Python (gpudev/autograd.py): nodes, the table of backward rules,
  * the topological walk. Here an Array only carries a pointer, `ag`: NULL for arrays outside
  * any graph, Py_True for a leaf that requires grad, or the node that produced it. Operations
- * test that pointer on their inputs (GD_AG_OUT in core.h, one predictable branch) and call
+ * test that pointer on their inputs (GD_AG_OUT in autograd.h, one predictable branch) and call
  * the recorder only when it is set and grad mode is on, so arrays that need no gradient pay
  * nothing else.
  */
+#include "autograd.h"
 #include "core.h"
+#include "args.h"
+#include "array.h"
+#include "assign.h"
+#include "device.h"
+#include "shape.h"
 
 /* ------------------------------------------------------------------------------------------
  * the recorder: calls into gpudev.autograd

@@ -3,7 +3,11 @@
  * backend calls on whole arrays (fill, unary, astype, compacting, converted and broadcast
  * copies, stores into views), each run through gd_run_begin/gd_run_end.
  */
+#include "compute.h"
 #include "core.h"
+#include "array.h"
+#include "runtime.h"
+#include "shape.h"
 
 #include <string.h>
 

@@ -3,7 +3,13 @@
  * the buffer protocol) with gpudev's dtype rules applied to what NumPy inferred. A NumPy array
  * that already fits is shared, not copied, by asarray.
  */
+#include "convert.h"
 #include "core.h"
+#include "array.h"
+#include "device.h"
+#include "dtypes.h"
+#include "elementwise.h"
+#include "transfer.h"
 
 /* ------------------------------------------------------------------------------------------
  * NumPy data

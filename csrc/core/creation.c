@@ -2,7 +2,18 @@
  * randn, and array/asarray (convert.c does their conversions). Each parses its arguments,
  * allocates on the device asked for (the CPU by default), then fills through the backend.
  */
+#include "creation.h"
 #include "core.h"
+#include "args.h"
+#include "array.h"
+#include "autograd.h"
+#include "compute.h"
+#include "convert.h"
+#include "device.h"
+#include "dtypes.h"
+#include "runtime.h"
+#include "shape.h"
+#include "trace.h"
 #include "philox.h"
 
 #include <math.h>

@@ -2,7 +2,10 @@
  * device-level module functions cpu(), gpu(), try_gpu(), try_all_gpus(). The CPU is device 0
  * of its backend everywhere in the core; only Device('cpu').index shows None.
  */
+#include "device.h"
 #include "core.h"
+#include "args.h"
+#include "runtime.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,7 +9,17 @@
  * consumer renames the capsule to "used_..." once it has taken the tensor over and calls the
  * tensor's deleter when it is done. A capsule nobody took over deletes the tensor itself.
  */
+#include "interchange.h"
 #include "core.h"
+#include "args.h"
+#include "array.h"
+#include "convert.h"
+#include "runtime.h"
+#include "services.h"
+#include "shape.h"
+#include "sync.h"
+#include "trace.h"
+#include "transfer.h"
 #include "dlpack.h"
 
 #include <stdio.h>

@@ -2,7 +2,9 @@
  * numpy.dtype objects Array.dtype returns, gd.float32 and friends, dtype arguments, and which
  * gpudev dtype holds data of a NumPy dtype.
  */
+#include "dtypes.h"
 #include "core.h"
+#include "args.h"
 
 /* ------------------------------------------------------------------------------------------
  * dtype arguments

@@ -7,7 +7,20 @@
  * Everything else goes through one general path that follows NumPy 2's rules (promotion,
  * broadcasting, in-place casting, overlap).
  */
+#include "elementwise.h"
 #include "core.h"
+#include "args.h"
+#include "array.h"
+#include "autograd.h"
+#include "compute.h"
+#include "device.h"
+#include "dtypes.h"
+#include "operand.h"
+#include "reduce.h"
+#include "runtime.h"
+#include "shape.h"
+#include "trace.h"
+#include "transfer.h"
 
 #include <math.h>
 #include <string.h>

@@ -17,7 +17,20 @@
  * as it was. Arrays other threads may write while the GIL is released are the backends'
  * concern: their kernels read each index once (see csrc/cpu/gather.c).
  */
+#include "gather.h"
 #include "core.h"
+#include "args.h"
+#include "array.h"
+#include "assign.h"
+#include "autograd.h"
+#include "compute.h"
+#include "convert.h"
+#include "device.h"
+#include "elementwise.h"
+#include "runtime.h"
+#include "shape.h"
+#include "trace.h"
+#include "transfer.h"
 
 #include <string.h>
 

@@ -2,7 +2,16 @@
  * len() and iteration (masks and index arrays go to gather.c, which copies); reshape (a view when the strides allow it, as NumPy decides), ravel
  * and flatten. Every view shares the base's memory, so writing through it changes the base.
  */
+#include "index.h"
 #include "core.h"
+#include "array.h"
+#include "assign.h"
+#include "autograd.h"
+#include "compute.h"
+#include "gather.h"
+#include "runtime.h"
+#include "shape.h"
+#include "trace.h"
 
 #include <string.h>
 

@@ -4,7 +4,18 @@
  * in place where BLAS can read them: a transposed matrix (a.T) becomes a transpose flag, a
  * sliced one a leading dimension; other layouts are compacted first.
  */
+#include "matmul.h"
 #include "core.h"
+#include "args.h"
+#include "array.h"
+#include "autograd.h"
+#include "compute.h"
+#include "device.h"
+#include "elementwise.h"
+#include "operand.h"
+#include "runtime.h"
+#include "shape.h"
+#include "trace.h"
 
 #include <limits.h>
 #include <string.h>

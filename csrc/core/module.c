@@ -4,6 +4,22 @@
  */
 #define GD_IMPORT_NUMPY
 #include "core.h"
+#include "array_type.h"
+#include "autograd.h"
+#include "creation.h"
+#include "device.h"
+#include "dtypes.h"
+#include "elementwise.h"
+#include "gather.h"
+#include "interchange.h"
+#include "matmul.h"
+#include "reduce.h"
+#include "runtime.h"
+#include "select.h"
+#include "services.h"
+#include "shape_ops.h"
+#include "sync.h"
+#include "trace.h"
 
 /* ------------------------------------------------------------------------------------------
  * exec: each file adds its part

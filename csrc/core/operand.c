@@ -3,7 +3,9 @@
  * array's dtype); promotion between them; and scalar values converted to a compute dtype or,
  * as setitem does, cast into an array's dtype.
  */
+#include "operand.h"
 #include "core.h"
+#include "array.h"
 
 #include <float.h>
 #include <math.h>

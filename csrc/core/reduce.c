@@ -3,7 +3,17 @@
  * one per run of adjacent reduced axes. The full reduction of an array (a.sum()) is the hot
  * path: one backend call, no temporaries.
  */
+#include "reduce.h"
 #include "core.h"
+#include "args.h"
+#include "array.h"
+#include "autograd.h"
+#include "compute.h"
+#include "elementwise.h"
+#include "operand.h"
+#include "runtime.h"
+#include "shape.h"
+#include "trace.h"
 
 #include <math.h>
 #include <string.h>

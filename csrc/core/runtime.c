@@ -2,9 +2,11 @@
  * path from a backend's gd_error to them (gd_raise), the backend registry (the CPU built in,
  * CUDA handed over by gpudev._cuda through a capsule), synchronization, and the process-wide
  * settings: CPU threads and the random seed. Running a backend call (gd_run_begin and
- * gd_run_end) is inline in core.h, on every operation's path.
+ * gd_run_end) is inline in runtime.h, on every operation's path.
  */
+#include "runtime.h"
 #include "core.h"
+#include "args.h"
 
 #include "cpu/backend_cpu.h"
 

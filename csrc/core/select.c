@@ -3,7 +3,17 @@
  * (gd_ewise_plan takes up to three operands); argmax and argmin read a C-contiguous source
  * as one (outer, len, inner) block.
  */
+#include "select.h"
 #include "core.h"
+#include "args.h"
+#include "array.h"
+#include "autograd.h"
+#include "compute.h"
+#include "device.h"
+#include "operand.h"
+#include "runtime.h"
+#include "shape.h"
+#include "trace.h"
 
 #include <string.h>
 

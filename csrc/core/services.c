@@ -5,7 +5,12 @@
  * one path, gd_raise; an entry a backend leaves NULL answers for itself (the CPU caches
  * nothing, has no properties beyond what the OS says, and is timed by the host clock).
  */
+#include "services.h"
 #include "core.h"
+#include "device.h"
+#include "runtime.h"
+#include "sync.h"
+#include "trace.h"
 
 #define GD_EVENT_CAPSULE_NAME "gpudev._C.event"
 

@@ -2,7 +2,8 @@
  * strings for messages, element counts that must not overflow, NumPy's broadcasting, and axis
  * arguments (with numpy's AxisError).
  */
-#include "core.h"
+#include "shape.h"
+#include "args.h"
 
 #include <stdio.h>
 
@@ -64,7 +65,7 @@ int gd_parse_shape(PyObject *const *args, Py_ssize_t nargs, int *ndim, int64_t *
         PyErr_Format(PyExc_ValueError, "%s: %zd dimensions given; gpudev supports at most %d", op, n, GD_MAX_NDIM);
         return -1;
     }
-    /* a dimension's __index__ may change a list of them: read a tuple (core.h) */
+    /* a dimension's __index__ may change a list of them: read a tuple (args.h) */
     PyObject *held = packed ? gd_tuple_of(args[0], "shape: expected a tuple of ints") : NULL;
     if (packed && !held) return -1;
     PyObject *const *dims = packed ? PySequence_Fast_ITEMS(held) : args;

@@ -1,7 +1,16 @@
 /* shape_ops.c - operations between shapes: transposes as views (a.T, a.mT, transpose,
  * permute, swapaxes), and concatenate and stack, which copy.
  */
+#include "shape_ops.h"
 #include "core.h"
+#include "args.h"
+#include "array.h"
+#include "autograd.h"
+#include "compute.h"
+#include "device.h"
+#include "runtime.h"
+#include "shape.h"
+#include "trace.h"
 
 #include <string.h>
 
@@ -297,7 +306,7 @@ static PyObject *concatenate(gd_state *st, PyObject *seq, int64_t axis, int stac
 {
     join j = {.name = stack ? "stack" : "concatenate", .stack = stack};
     /* the copies run without the GIL: a tuple keeps every array alive whatever happens to
-     * the caller's list meanwhile (core.h) */
+     * the caller's list meanwhile (args.h) */
     PyObject *fast = gd_tuple_of(seq, stack ? "stack: expected a sequence of Arrays"
                                             : "concatenate: expected a sequence of Arrays");
     if (!fast) return NULL;

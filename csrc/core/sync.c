@@ -4,7 +4,12 @@
  * GPUs with queued or recent work, which take devices as Python objects (device.c parses
  * them). It sits above runtime.c, device.c and trace.c, so trace.c may use the backends.
  */
+#include "sync.h"
 #include "core.h"
+#include "args.h"
+#include "device.h"
+#include "runtime.h"
+#include "trace.h"
 
 /* ------------------------------------------------------------------------------------------
  * synchronizing
@@ -38,7 +43,7 @@ int gd_sync_device(gd_state *st, gd_device dev, const char *cause)
 /* Synchronize each device of the sequence `devices`; *synced counts them. */
 static int sync_devices(gd_state *st, PyObject *devices, const char *cause, int *synced)
 {
-    /* waiting releases the GIL and tracing calls Python: read a tuple (core.h) */
+    /* waiting releases the GIL and tracing calls Python: read a tuple (args.h) */
     PyObject *seq = gd_tuple_of(devices, "_sync: devices must be a list of devices");
     if (!seq) return -1;
     int rc = 0;

@@ -1,12 +1,16 @@
 /* trace.c - trace events: while gd.trace() is active, every operation, copy and
- * synchronization reaches the Python hook as one tuple (see core.h), so a student sees what
+ * synchronization reaches the Python hook as one tuple (see trace.h), so a student sees what
  * each line of a program costs. With no trace active, the only cost is gd_tracing's test.
  *
  * Also the checks deferred to the next host read: a check of values on a device that would
  * cost a synchronization now (cross_entropy's class indices) is kept here as a small device
  * array and read at the next sync point, where the host waits anyway.
  */
+#include "trace.h"
 #include "core.h"
+#include "array.h"
+#include "runtime.h"
+#include "shape.h"
 
 #include <string.h>
 #include <time.h>

@@ -3,7 +3,16 @@
  * (a.item(), a.tolist()), the buffer protocol and repr. Copies are explicit: every one a user
  * did not write raises instead.
  */
+#include "transfer.h"
 #include "core.h"
+#include "args.h"
+#include "array.h"
+#include "autograd.h"
+#include "compute.h"
+#include "device.h"
+#include "runtime.h"
+#include "shape.h"
+#include "trace.h"
 
 #include <string.h>
 

@@ -169,6 +169,7 @@ static const unop_row unops[] = {
     UNOP(TRUNC, trunc, iref_rounded, 0, 0),
     UNOP(ROUND, rint, iref_rounded, 0, 0),
     UNOP(SIGN, ref_sign, iref_sign, 0, 0),
+    UNOP(EXP2, exp2, NULL, 3, 2),
 };
 GD_STATIC_ASSERT(GD_COUNT_OF(unops) == GD_NUM_UNOPS, "unops[]: one row per gd_unop");
 
