@@ -344,7 +344,9 @@ def test_ctrl_c_stops_the_exercises(tmp_path):
     import subprocess
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "gpudev", "exercises", "--quick", "--out", str(tmp_path)],
+    # the full run, not --quick: the quick one can now end within the 3 s below, and a signal
+    # that arrives while it exits races the exit
+    proc = subprocess.Popen([sys.executable, "-m", "gpudev", "exercises", "--out", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "MPLBACKEND": "Agg"})
     time.sleep(3.0)  # past the imports, into the measurements
