@@ -13,7 +13,15 @@ from __future__ import annotations
 from . import _C
 from ._C import Array
 
-__all__ = ["softmax_forward"]
+__all__ = ["shifted_exp", "softmax_forward"]
+
+
+def shifted_exp(x: Array, axis: int) -> tuple[Array, Array, Array]:
+    """(x - max, exp(x - max), its sum) along axis (kept): the parts of a softmax, whose
+    largest term is exactly exp(0) = 1, so no row overflows. cross_entropy reuses them."""
+    shifted = x - x.max(axis=axis, keepdims=True)
+    e = _C.exp(shifted)
+    return shifted, e, e.sum(axis=axis, keepdims=True)
 
 
 def softmax_forward(x: Array, axis: int, log: bool) -> Array:
@@ -22,9 +30,7 @@ def softmax_forward(x: Array, axis: int, log: bool) -> Array:
         return _C.zeros((), dtype=x.dtype, device=x.device) + (0.0 if log else 1.0)
     if x.size == 0:
         return _C.empty(x.shape, dtype=x.dtype, device=x.device)
-    shifted = x - x.max(axis=axis, keepdims=True)
-    e = _C.exp(shifted)
-    total = e.sum(axis=axis, keepdims=True)
+    shifted, e, total = shifted_exp(x, axis)
     if log:
         shifted -= _C.log(total)
         return shifted

@@ -20,6 +20,7 @@ from typing import Any
 import gpudev as gd
 from gpudev import _C, autograd
 from gpudev._deferred import check_range_later
+from gpudev._stable import shifted_exp
 
 __all__ = ["cross_entropy", "dropout", "linear", "log_softmax", "mse_loss", "one_hot", "relu",
            "sigmoid", "softmax", "tanh"]
@@ -123,9 +124,7 @@ def cross_entropy(logits: gd.Array, target: gd.Array, reduction: str = "mean") -
     recording = logits.requires_grad and gd.is_grad_enabled()
     with gd.no_grad():
         hot = one_hot(target, c, logits.dtype)
-        shifted = logits - logits.max(axis=1, keepdims=True)
-        e = gd.exp(shifted)
-        total = e.sum(axis=1, keepdims=True)
+        shifted, e, total = shifted_exp(logits, 1)
         # -log softmax at the target: log(sum(exp)) - shifted[i, target[i]]
         out = _reduce(gd.log(total).reshape(n) - (shifted * hot).sum(axis=1), reduction)
     if recording:  # one node: its rule (gpudev/_grad_rules.py) reuses e, total and the one-hot rows
