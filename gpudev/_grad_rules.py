@@ -32,7 +32,9 @@ __all__ = ["REFUSED", "RULES", "Rule", "refuse_repeated_rows"]
 @dataclass(frozen=True)
 class Rule:
     fn: Callable[[Any, Array], tuple]
-    saves: bool  # whether the rule reads the operands' values (then the node keeps them)
+    # whether the rule reads the operands' values (then the node keeps them), for all operands
+    # or one flag per operand
+    saves: bool | tuple[bool, ...]
 
 
 def _mask(cond: Array, like: Array) -> Array:
@@ -324,6 +326,17 @@ def _norm(n: Any, g: Array) -> tuple:
     return _fit_all(n, _expand(g, n.metas[0], n.extra) * (x / safe))
 
 
+def _linear(n: Any, g: Array) -> tuple:
+    # y = x @ w.T + b with x (..., in), w (out, in): gx = g @ w; gw = g.T @ x and gb = g summed,
+    # over every row of x (its leading axes flattened). gw comes out in w's own layout.
+    x, w, _ = n.inputs
+    gx = g @ w if n.needs[0] else None
+    rows = g.reshape(-1, g.shape[-1]) if g.ndim != 2 else g
+    gw = rows.T @ (x if x.ndim == 2 else x.reshape(-1, x.shape[-1])) if n.needs[1] else None
+    gb = rows.sum(axis=0) if n.needs[2] else None
+    return _fit_all(n, gx, gw, gb)
+
+
 def _cross_entropy(n: Any, g: Array) -> tuple:
     # loss_i = log(sum_j e_ij) - shifted_i,target: d loss_i / d logits_ij = softmax_ij - hot_ij,
     # times the gradient of the reduction (1/N for the mean)
@@ -453,6 +466,7 @@ RULES: dict[str, Rule] = {
     "softmax": Rule(lambda n, g: _softmax(n, g, log=False), saves=True),
     "log_softmax": Rule(lambda n, g: _softmax(n, g, log=True), saves=True),
     "cross_entropy": Rule(_cross_entropy, saves=False),
+    "linear": Rule(_linear, saves=(True, True, False)),  # the bias's value is never read
     "reshape": Rule(lambda n, g: (g.reshape(n.metas[0][0]),), saves=False),
     "transpose": Rule(_transpose, saves=False),
     "getitem": Rule(_getitem, saves=False),

@@ -216,10 +216,11 @@ def _make_node(name: str, out_meta: tuple, inputs: tuple, extra: Any,
     # Arrays only when the rule reads them (the graph then keeps alive what it needs), with
     # their storage's write count, which backward() checks.
     kept, versions, metas = [], [], []
-    for x in inputs:
+    for i, x in enumerate(inputs):
         if isinstance(x, Array):
-            kept.append(x if saves else None)
-            versions.append(x._version if saves else None)
+            save = saves if isinstance(saves, bool) else saves[i]
+            kept.append(x if save else None)
+            versions.append(x._version if save else None)
             metas.append((x.shape, x.dtype, x.device))
         else:
             kept.append(x)

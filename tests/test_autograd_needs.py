@@ -125,3 +125,74 @@ def test_a_products_gradient_comes_out_in_its_inputs_layout(transposed):
     (xs.T @ (w.T if transposed else w)).sum().backward()
     assert xs.grad.is_contiguous()
     np.testing.assert_allclose(xs.grad.numpy(), (np.ones((6, 4)) @ (w_np if transposed else w_np.T)).T, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# a layer, x @ w.T + b, as one node (nn.Linear and nn.functional.linear)
+# ---------------------------------------------------------------------------------------------
+
+LINEAR_SHAPES = [(7, 5), (5,), (2, 3, 5)]
+
+
+def _composed(x: gd.Array, w: gd.Array, b: gd.Array | None) -> gd.Array:
+    y = x @ w.T
+    return y if b is None else y + b
+
+
+@pytest.mark.parametrize("x_grad", [False, True], ids=["data", "x_grad"])
+@pytest.mark.parametrize("bias", [False, True], ids=["no_bias", "bias"])
+@pytest.mark.parametrize("shape", LINEAR_SHAPES, ids=str)
+def test_linear_is_one_node_with_the_gradients_of_its_composition(device, shape, bias, x_grad):
+    from gpudev.nn import functional as F
+
+    host = {"x": _host(*shape), "w": _host(4, 5), "b": _host(4)}
+    g_np = RNG.uniform(-1.0, 1.0, shape[:-1] + (4,))
+    grads = []
+    for f in (F.linear, _composed):
+        x, w = gd.array(host["x"], device=device), gd.array(host["w"], device=device).requires_grad_()
+        b = gd.array(host["b"], device=device).requires_grad_() if bias else None
+        x.requires_grad_(x_grad)
+        y = f(x, w, b)
+        if f is F.linear:
+            assert repr(y.grad_fn) == "<LinearBackward>"
+            assert y.grad_fn.needs == (x_grad, True, bias)
+            ops = _backward_ops((y * gd.array(g_np, device=device)).sum())
+            assert ops["matmul"] == 1 + x_grad  # no product for the data's gradient
+        else:
+            (y * gd.array(g_np, device=device)).sum().backward()
+        grads.append([None if t is None or t.grad is None else t.grad.cpu().numpy() for t in (x, w, b)])
+    assert grads[0][1] is not None and (grads[0][0] is not None) == x_grad
+    for got, want in zip(*grads):
+        assert (got is None) == (want is None)
+        if got is not None:
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_linear_weight_gradient_is_contiguous_and_bias_is_not_saved():
+    from gpudev.nn import functional as F
+
+    x = gd.array(_host(6, 5))
+    w, b = gd.array(_host(3, 5)).requires_grad_(), gd.array(_host(3)).requires_grad_()
+    y = F.linear(x, w, b)
+    with gd.no_grad():
+        b += 1.0  # the rule never reads b: writing it is no error, as in PyTorch's addmm
+    y.sum().backward()
+    assert w.grad.is_contiguous()
+    np.testing.assert_allclose(b.grad.numpy(), np.full(3, 6.0))
+    y = F.linear(x.requires_grad_(), w, b)
+    with gd.no_grad():
+        w *= 2.0  # x's gradient reads w: a write since the forward pass is refused
+    with pytest.raises(RuntimeError, match="input 1 of linear .* modified in place"):
+        y.sum().backward()
+
+
+def test_linear_outside_a_graph_records_nothing_and_mixed_dtypes_promote():
+    from gpudev.nn import functional as F
+
+    x, w = gd.array(_host(4, 5)), gd.array(_host(3, 5))
+    assert F.linear(x, w, gd.array(_host(3))).grad_fn is None
+    w32 = w.astype(gd.float32).requires_grad_()
+    y = F.linear(x.astype(gd.float32), w32, gd.array(_host(3)))  # a float64 bias: matmul, then add
+    assert y.dtype == gd.float64 and repr(y.grad_fn) == "<AddBackward>"
+    y.sum().backward()
+    assert w32.grad.dtype == gd.float32

@@ -71,8 +71,27 @@ def linear(input: gd.Array, weight: gd.Array, bias: gd.Array | None = None) -> g
     if input.ndim == 0 or input.shape[-1] != weight.shape[-1]:
         raise ValueError(f"linear: input of shape {input.shape} does not match weight of shape "
                          f"{weight.shape}: the input's last dimension must be {weight.shape[-1]}")
-    y = input @ weight.T
-    return y if bias is None else y + bias
+    if not _fused_linear(input, weight, bias):
+        y = input @ weight.T
+        return y if bias is None else y + bias
+    recording = gd.is_grad_enabled() and any(a is not None and a.requires_grad for a in (input, weight, bias))
+    with gd.no_grad():
+        y = input @ weight.T
+        if bias is not None:
+            y += bias  # into the product's own fresh output: no second array
+    if recording:  # one node, as PyTorch's addmm: its rule (gpudev/_grad_rules.py) is three products at most
+        _C._set_grad_fn(y, autograd._make_node("linear", (y.shape, y.dtype, y.device), (input, weight, bias), None))
+    return y
+
+
+def _fused_linear(x: gd.Array, w: gd.Array, b: gd.Array | None) -> bool:
+    """Whether linear() can be one node: a matrix of weights and a bias of one per output, all
+    of x's float dtype and device (anything else goes through matmul and add, which broadcast
+    and promote)."""
+    same = (isinstance(x, gd.Array) and isinstance(w, gd.Array) and w.ndim == 2 and x.dtype.kind == "f"
+            and w.dtype == x.dtype and w.device == x.device)
+    return same and (b is None or (isinstance(b, gd.Array) and b.shape == (w.shape[0],) and b.dtype == x.dtype
+                                   and b.device == x.device))
 
 
 def one_hot(target: gd.Array, num_classes: int, dtype: object = gd.float32) -> gd.Array:

@@ -22,7 +22,7 @@ import numpy as np
 import gpudev as gd
 
 from .._devices import DeviceLike
-from .functional import dropout
+from .functional import dropout, linear
 from .module import Module, Parameter, _check_array
 
 __all__ = ["Dropout", "Flatten", "LazyLinear", "Linear", "ReLU", "Sequential", "Sigmoid", "Tanh"]
@@ -84,8 +84,7 @@ class Linear(Module):
             raise ValueError(f"Linear: input of shape {x.shape} has "
                              f"{x.shape[-1] if x.ndim else 'no'} features in its last "
                              f"dimension but the layer expects in_features={self.in_features}")
-        y = x @ self.weight.T
-        return y if self.bias is None else y + self.bias
+        return linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
