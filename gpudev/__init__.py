@@ -151,7 +151,7 @@ from .io import load, save  # noqa: E402
 from .timing import BenchmarkResult, Timer, benchmark  # noqa: E402
 from .trace import Trace, trace  # noqa: E402
 from .strict import StrictModeError, StrictModeWarning, strict  # noqa: E402
-from . import cuda, linalg, nn, optim, utils  # noqa: E402
+from . import cuda, fft, linalg, nn, optim, utils  # noqa: E402
 from .linalg import tensordot, vecdot  # noqa: E402
 
 
@@ -180,7 +180,7 @@ __all__ = [
     # the array API standard's names (gpudev/_array_api.py, _manipulation.py, _statistics.py)
     "__array_api_version__", "__array_namespace_info__", "argsort", "astype",
     "broadcast_arrays", "broadcast_to", "can_cast", "concat", "conj", "count_nonzero", "cumulative_prod",
-    "cumulative_sum", "diff", "e", "expand_dims", "eye", "finfo", "flip",
+    "cumulative_sum", "diff", "e", "expand_dims", "eye", "fft", "finfo", "flip",
     "iinfo", "imag", "inf", "isdtype", "isinf", "linalg", "linspace", "logical_and", "logical_not", "logical_or", "logical_xor",
     "matrix_transpose", "mean", "meshgrid", "moveaxis", "nan", "newaxis",
     "permute_dims", "pi", "positive", "prod", "real", "repeat", "reshape", "result_type",

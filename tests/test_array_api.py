@@ -396,6 +396,9 @@ ON_DEVICE = {
     "empty_like": lambda f, i, b: gd.empty_like(f), "zeros_like": lambda f, i, b: gd.zeros_like(i),
     "ones_like": lambda f, i, b: gd.ones_like(b), "full_like": lambda f, i, b: gd.full_like(f, 3.0),
     "from_dlpack": lambda f, i, b: gd.from_dlpack(f),
+    "fft.fftfreq": lambda f, i, b: gd.fft.fftfreq(7, d=0.5, device=f.device),
+    "fft.rfftfreq": lambda f, i, b: gd.fft.rfftfreq(7, dtype=gd.float64, device=f.device),
+    "fft.fftshift": lambda f, i, b: gd.fft.fftshift(f), "fft.ifftshift": lambda f, i, b: gd.fft.ifftshift(b, axes=-1),
 }
 
 
