@@ -27,6 +27,7 @@ import numpy as np
 
 from . import _C
 from ._array_api import _dtype
+from ._devices import as_device
 from ._manipulation import _is_int, _need_array, roll
 
 __all__ = ["fftfreq", "fftshift", "ifftshift", "rfftfreq"]
@@ -54,12 +55,7 @@ def _freq_args(op: str, n: Any, d: Any, dtype: Any, device: Any) -> tuple[float,
     if dt.kind != "f":
         raise TypeError(f"{op}: dtype must be a real floating-point dtype, got {dt}; "
                         f"use gd.float32 or gd.float64")
-    if device is not None and not isinstance(device, _C.Device):
-        try:
-            device = _C.Device(device)
-        except (TypeError, ValueError) as e:
-            raise type(e)(f"{op}: {e}") from None
-    return 1.0 / (n * d), dt, device
+    return 1.0 / (n * d), dt, None if device is None else as_device(device, op)
 
 
 def fftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> Array:
