@@ -74,12 +74,13 @@ def linear(input: gd.Array, weight: gd.Array, bias: gd.Array | None = None) -> g
     if not _fused_linear(input, weight, bias):
         y = input @ weight.T
         return y if bias is None else y + bias
-    recording = gd.is_grad_enabled() and any(a is not None and a.requires_grad for a in (input, weight, bias))
+    recording = gd.is_grad_enabled()
     with gd.no_grad():
         y = input @ weight.T
         if bias is not None:
             y += bias  # into the product's own fresh output: no second array
-    if recording:  # one node, as PyTorch's addmm: its rule (gpudev/_grad_rules.py) is three products at most
+    if recording:  # one node, as PyTorch's addmm (none when no input requires grad): its rule
+        # (gpudev/_grad_rules.py) is three products at most
         _C._set_grad_fn(y, autograd._make_node("linear", (y.shape, y.dtype, y.device), (input, weight, bias), None))
     return y
 
