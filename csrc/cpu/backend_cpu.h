@@ -34,6 +34,11 @@ const char *gd_cpu_simd_level(void);
  * MAX_THREADS=64". Static storage; never NULL. */
 const char *gd_cpu_blas_config(void);
 
+/* How many threads' products find OpenBLAS's float32 packing buffers primed (0 until the
+ * first float32 product; gemm.c says why they are primed), and in *tries the priming tries
+ * made so far, at most 3. For tests and diagnostics. */
+int gd_cpu_blas_primed_threads(int *tries);
+
 #ifdef __cplusplus
 }
 #endif

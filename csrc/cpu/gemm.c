@@ -4,10 +4,14 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cblas.h> /* scipy-openblas32: scipy_cblas_* with 32-bit int dimensions */
 
+#include "backend_cpu.h"
 #include "cpu.h"
 #include "pool.h"
 
@@ -96,6 +100,92 @@ static void gd_gemm_split(gd_gemm_job *job, int64_t p, int nt)
     }
     gd_pool_for(nt, extent, GD_GEMM_PANEL_ALIGN, gd_gemm_pieces(extent, nt), gd_gemm_panel, job);
 }
+/* ------------------------------------------------------------------------------------------
+ * priming OpenBLAS's packing buffers
+ *
+ * Each OpenBLAS call packs its operands into one of a few buffers of the library's (32 MiB
+ * of address space each, taken by whichever call comes first and kept for the life of the
+ * process), whose pages the system maps only when first touched. A product with at most
+ * GEMM_P rows (320 for float32 on Haswell and Zen) packs each slice of B at the same spot,
+ * the first ~16 KiB of the B area, and its kernel prefetches past that spot into pages no
+ * call has ever touched. A prefetch of an unmapped page is dropped only after a full page
+ * walk (in a virtual machine, a two-level one) and is never cached, so each one pays the
+ * walk again: 256x784 @ (256x784).T took 8.8 ms on one thread instead of 2.7 ms, and stayed
+ * that slow for the life of the process, until some larger product happened to write the
+ * pages (NumPy's threaded OpenBLAS does, one reason it looked faster on 2 threads). Reading
+ * the buffer's first MiB from outside has the same effect, so it is the unmapped pages and
+ * nothing else. Where transparent huge pages are "always" the first touch maps 2 MiB and
+ * nothing is lost; with "madvise" (Ubuntu's default, and these machines') it is.
+ *
+ * So, before the first float32 product, every buffer a product on gpudev's threads can hold
+ * is primed: on each of the nt threads at once, one product of GD_PRIME_M rows (more than any
+ * GEMM_P, so OpenBLAS lays the B slices side by side) that writes GD_PRIME_K x GD_PRIME_N
+ * floats (128 KiB) of the B area. The calls start together (each thread waits, at most
+ * GD_PRIME_WAIT_NS, until all have arrived) so that each takes a different buffer. The
+ * 5e7 multiply-adds cost about 2-3 ms per thread, once; a try in which some thread did not
+ * arrive in time (a busy machine) is not counted, and is made again on a later product, at
+ * most GD_PRIME_TRIES times. float64's kernels did not slow down this way (measured:
+ * 256x784 @ (256x784).T, 1.02x after priming), so only float32's buffers are primed.
+ * ---------------------------------------------------------------------------------------- */
+
+#define GD_PRIME_M 1536
+#define GD_PRIME_K 256
+#define GD_PRIME_N 128
+#define GD_PRIME_WAIT_NS ((int64_t)10000000)
+#define GD_PRIME_TRIES 3
+
+typedef struct gd_prime_job {
+    int nt;
+    atomic_int arrived;
+    atomic_int late; /* some thread stopped waiting before all had arrived */
+    const float *a, *b; /* zeros: only the pages the packing writes matter */
+    float *c;           /* one result per thread */
+} gd_prime_job;
+
+static atomic_int gd_primed_threads; /* products on this many threads at once find primed buffers */
+static atomic_int gd_prime_tries;
+
+static void gd_prime_range(void *ctx, int64_t begin, int64_t end)
+{
+    gd_prime_job *job = ctx;
+    for (int64_t t = begin; t < end; t++) {
+        atomic_fetch_add(&job->arrived, 1);
+        const int64_t deadline = gd_pool_now_ns() + GD_PRIME_WAIT_NS;
+        while (atomic_load(&job->arrived) < job->nt && gd_pool_now_ns() < deadline) sched_yield();
+        if (atomic_load(&job->arrived) < job->nt) atomic_store(&job->late, 1);
+        /* column-major C^T = B^T A^T: OpenBLAS's M (the rows it compares with GEMM_P) is our n */
+        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, GD_PRIME_N, GD_PRIME_M, GD_PRIME_K, 1.0f,
+                          job->a, GD_PRIME_K, job->b, GD_PRIME_M, 0.0f, job->c + t * GD_PRIME_M * GD_PRIME_N,
+                          GD_PRIME_M);
+    }
+}
+
+/* Primes the buffers of products on nt threads at once, if not done yet (see above). */
+static void gd_blas_prime(int nt)
+{
+    if (nt <= atomic_load_explicit(&gd_primed_threads, memory_order_relaxed)) return;
+    if (atomic_fetch_add(&gd_prime_tries, 1) >= GD_PRIME_TRIES) return;
+    float *a = calloc((size_t)GD_PRIME_N * GD_PRIME_K + (size_t)GD_PRIME_K * GD_PRIME_M, sizeof(float));
+    float *c = malloc((size_t)nt * GD_PRIME_M * GD_PRIME_N * sizeof(float));
+    if (a != NULL && c != NULL) { /* without memory, products are only slower */
+        gd_prime_job job = {.nt = nt, .a = a, .b = a + (size_t)GD_PRIME_N * GD_PRIME_K, .c = c};
+        gd_pool_for(nt, nt, 1, 1, gd_prime_range, &job);
+        if (!atomic_load(&job.late)) { /* all started together: each held its own buffer */
+            int seen = atomic_load(&gd_primed_threads);
+            while (seen < nt && !atomic_compare_exchange_weak(&gd_primed_threads, &seen, nt)) {
+            }
+        }
+    }
+    free(a);
+    free(c);
+}
+
+int gd_cpu_blas_primed_threads(int *tries)
+{
+    if (tries != NULL) *tries = GD_MIN(atomic_load(&gd_prime_tries), GD_PRIME_TRIES);
+    return atomic_load(&gd_primed_threads);
+}
+
 /* ------------------------------------------------------------------------------------------
  * a @ a.T and a.T @ a: OpenBLAS's syrk computes one triangle of the symmetric result, half the
  * multiply-adds of gemm (NumPy does the same), and the other triangle is mirrored in tiles
@@ -276,6 +366,7 @@ int gd_cpu_gemm(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b,
                        (long long)m, (long long)n, (long long)k, (long long)a->ld, (long long)b->ld, INT_MAX);
 
     gd_blas_init();
+    if (dtype == GD_FLOAT32) gd_blas_prime(gd_cpu_get_num_threads());
     gd_gemm_job job = {.dtype = dtype, .c = c, .a = a->data, .b = b->data, .m = (int)m, .n = (int)n, .k = (int)k,
                        .lda = (int)a->ld, .ldb = (int)b->ld, .trans_a = a->trans, .trans_b = b->trans,
                        .stride_a = a->stride * (int64_t)esz, .stride_b = b->stride * (int64_t)esz,

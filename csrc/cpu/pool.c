@@ -110,7 +110,7 @@ static inline void gd_pool_relax(void)
 #endif
 }
 
-static int64_t gd_pool_now_ns(void)
+int64_t gd_pool_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -48,6 +48,8 @@ void gd_pool_for_dynamic(int nt, int64_t n, int64_t grain, gd_pool_fn fn, void *
  * call, workers are created when a loop first asks for them. */
 void gd_pool_trim(int nt);
 
+/* The monotonic clock the pool's spins are timed by, in nanoseconds. */
+int64_t gd_pool_now_ns(void);
 /* Worker threads now in the pool (for tests and diagnostics). */
 int gd_pool_workers(void);
 
