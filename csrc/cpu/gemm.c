@@ -100,32 +100,35 @@ static void gd_gemm_split(gd_gemm_job *job, int64_t p, int nt)
     }
     gd_pool_for(nt, extent, GD_GEMM_PANEL_ALIGN, gd_gemm_pieces(extent, nt), gd_gemm_panel, job);
 }
+
 /* ------------------------------------------------------------------------------------------
  * priming OpenBLAS's packing buffers
  *
  * Each OpenBLAS call packs its operands into one of a few buffers of the library's (32 MiB
  * of address space each, taken by whichever call comes first and kept for the life of the
- * process), whose pages the system maps only when first touched. A product with at most
- * GEMM_P rows (320 for float32 on Haswell and Zen) packs each slice of B at the same spot,
- * the first ~16 KiB of the B area, and its kernel prefetches past that spot into pages no
- * call has ever touched. A prefetch of an unmapped page is dropped only after a full page
- * walk (in a virtual machine, a two-level one) and is never cached, so each one pays the
- * walk again: 256x784 @ (256x784).T took 8.8 ms on one thread instead of 2.7 ms, and stayed
- * that slow for the life of the process, until some larger product happened to write the
- * pages (NumPy's threaded OpenBLAS does, one reason it looked faster on 2 threads). Reading
- * the buffer's first MiB from outside has the same effect, so it is the unmapped pages and
- * nothing else. Where transparent huge pages are "always" the first touch maps 2 MiB and
- * nothing is lost; with "madvise" (Ubuntu's default, and these machines') it is.
+ * process), whose pages the system maps only when first touched. OpenBLAS is column-major
+ * and sees our row-major C = A B as C^T = B^T A^T, so its M is our n. A product with M at
+ * most GEMM_P (320 for float32 on Haswell and Zen) packs each slice of its second operand at
+ * the same spot, the first ~16 KiB of the buffer's B area, and its kernel prefetches past
+ * that spot into pages no call has ever touched. A prefetch of an unmapped page is dropped
+ * only after a full page walk (in a virtual machine, a two-level one) and is never cached,
+ * so each one pays the walk again: 256x784 @ (256x784).T took 8.8 ms on one thread instead
+ * of 2.7 ms, and stayed that slow for the life of the process, until some larger product
+ * happened to write the pages (NumPy's threaded products do). Reading the buffer's first
+ * MiB from outside (through /proc/self/maps, in an experiment) had the same effect, so it is
+ * the unmapped pages and nothing else. These machines set transparent huge pages to
+ * "madvise", as Ubuntu does; with "always" a first touch would map 2 MiB at once (not
+ * measured).
  *
  * So, before the first float32 product, every buffer a product on gpudev's threads can hold
- * is primed: on each of the nt threads at once, one product of GD_PRIME_M rows (more than any
- * GEMM_P, so OpenBLAS lays the B slices side by side) that writes GD_PRIME_K x GD_PRIME_N
- * floats (128 KiB) of the B area. The calls start together (each thread waits, at most
- * GD_PRIME_WAIT_NS, until all have arrived) so that each takes a different buffer. The
- * 5e7 multiply-adds cost about 2-3 ms per thread, once; a try in which some thread did not
- * arrive in time (a busy machine) is not counted, and is made again on a later product, at
- * most GD_PRIME_TRIES times. float64's kernels did not slow down this way (measured:
- * 256x784 @ (256x784).T, 1.02x after priming), so only float32's buffers are primed.
+ * is primed: each of the nt threads runs, at the same moment, one product whose M is
+ * GD_PRIME_M (above every GEMM_P, so OpenBLAS lays the slices side by side) and which
+ * writes GD_PRIME_K x GD_PRIME_N floats (128 KiB) of the B area. Each thread waits, at most
+ * GD_PRIME_WAIT_NS, until all have arrived, so that each call takes a different buffer.
+ * The 5e7 multiply-adds cost about 2-3 ms per thread, once. A try in which some thread did
+ * not arrive in time (a busy machine) is not counted and is made again on a later product,
+ * at most GD_PRIME_TRIES times in all. float64's kernels did not slow down this way
+ * (256x784 @ (256x784).T: 1.02x after priming), so only float32's buffers are primed.
  * ---------------------------------------------------------------------------------------- */
 
 #define GD_PRIME_M 1536
