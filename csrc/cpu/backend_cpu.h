@@ -35,9 +35,10 @@ const char *gd_cpu_simd_level(void);
 const char *gd_cpu_blas_config(void);
 
 /* How many threads' products find OpenBLAS's float32 packing buffers primed (0 until the
- * first float32 product; gemm.c says why they are primed), and in *tries the priming tries
- * made so far, at most 3. For tests and diagnostics. */
-int gd_cpu_blas_primed_threads(int *tries);
+ * first float32 product; gemm.c says why they are primed), and in *late the tries that ran
+ * late on a busy machine and did not count (after 3 of them no more are made). For tests
+ * and diagnostics. */
+int gd_cpu_blas_primed_threads(int *late);
 
 #ifdef __cplusplus
 }

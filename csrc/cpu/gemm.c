@@ -126,9 +126,11 @@ static void gd_gemm_split(gd_gemm_job *job, int64_t p, int nt)
  * writes GD_PRIME_K x GD_PRIME_N floats (128 KiB) of the B area. Each thread waits, at most
  * GD_PRIME_WAIT_NS, until all have arrived, so that each call takes a different buffer.
  * The 5e7 multiply-adds cost about 2-3 ms per thread, once. A try in which some thread did
- * not arrive in time (a busy machine) is not counted and is made again on a later product,
- * at most GD_PRIME_TRIES times in all. float64's kernels did not slow down this way
- * (256x784 @ (256x784).T: 1.02x after priming), so only float32's buffers are primed.
+ * not arrive in time (a busy machine) is not counted and is made again on a later product;
+ * after GD_PRIME_TRIES such tries gpudev stops trying. float64's kernels did not slow down
+ * this way (256x784 @ (256x784).T: 1.02x after priming), so only float32's buffers are
+ * primed. Threads of the user's own that call products at the same time as the pool's may
+ * take further buffers, which stay unprimed.
  * ---------------------------------------------------------------------------------------- */
 
 #define GD_PRIME_M 1536
@@ -146,7 +148,7 @@ typedef struct gd_prime_job {
 } gd_prime_job;
 
 static atomic_int gd_primed_threads; /* products on this many threads at once find primed buffers */
-static atomic_int gd_prime_tries;
+static atomic_int gd_prime_late; /* tries in which some thread arrived late */
 
 static void gd_prime_range(void *ctx, int64_t begin, int64_t end)
 {
@@ -167,13 +169,15 @@ static void gd_prime_range(void *ctx, int64_t begin, int64_t end)
 static void gd_blas_prime(int nt)
 {
     if (nt <= atomic_load_explicit(&gd_primed_threads, memory_order_relaxed)) return;
-    if (atomic_fetch_add(&gd_prime_tries, 1) >= GD_PRIME_TRIES) return;
+    if (atomic_load(&gd_prime_late) >= GD_PRIME_TRIES) return; /* gave up: products are only slower */
     float *a = calloc((size_t)GD_PRIME_N * GD_PRIME_K + (size_t)GD_PRIME_K * GD_PRIME_M, sizeof(float));
     float *c = malloc((size_t)nt * GD_PRIME_M * GD_PRIME_N * sizeof(float));
     if (a != NULL && c != NULL) { /* without memory, products are only slower */
         gd_prime_job job = {.nt = nt, .a = a, .b = a + (size_t)GD_PRIME_N * GD_PRIME_K, .c = c};
         gd_pool_for(nt, nt, 1, 1, gd_prime_range, &job);
-        if (!atomic_load(&job.late)) { /* all started together: each held its own buffer */
+        if (atomic_load(&job.late)) {
+            atomic_fetch_add(&gd_prime_late, 1);
+        } else { /* all started together: each held its own buffer */
             int seen = atomic_load(&gd_primed_threads);
             while (seen < nt && !atomic_compare_exchange_weak(&gd_primed_threads, &seen, nt)) {
             }
@@ -183,9 +187,9 @@ static void gd_blas_prime(int nt)
     free(c);
 }
 
-int gd_cpu_blas_primed_threads(int *tries)
+int gd_cpu_blas_primed_threads(int *late)
 {
-    if (tries != NULL) *tries = GD_MIN(atomic_load(&gd_prime_tries), GD_PRIME_TRIES);
+    if (late != NULL) *late = atomic_load(&gd_prime_late);
     return atomic_load(&gd_primed_threads);
 }
 

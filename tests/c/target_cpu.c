@@ -283,15 +283,17 @@ static int primed_after_product(int threads)
 static void check_blas_primed(void)
 {
     const int cores = gd_cpu_get_num_threads();
-    int tries = -1;
+    int late = -1;
     const int one = primed_after_product(1);
     CHECK(one >= 1, "after a 1-thread float32 product, buffers primed for %d threads", one);
     /* more threads than there may be cores: the try can run late on a busy machine, and is
-     * then not counted, but never made more than 3 times */
-    const int three = primed_after_product(3);
-    gd_cpu_blas_primed_threads(&tries);
-    CHECK(three >= 3 || tries == 3, "after a 3-thread float32 product: primed for %d threads, %d tries", three, tries);
-    CHECK(tries >= 1 && tries <= 3, "priming tries %d, expected 1 to 3", tries);
+     * then not counted, but no more are made after 3 late ones */
+    int three = primed_after_product(3);
+    for (int i = 0; i < 3 && three < 3; i++) three = primed_after_product(3);
+    gd_cpu_blas_primed_threads(&late);
+    CHECK(three >= 3 || late == 3, "after 3-thread float32 products: primed for %d threads, %d late tries", three,
+          late);
+    CHECK(late >= 0 && late <= 3, "late priming tries %d, expected 0 to 3", late);
     if (three >= 3) CHECK(primed_after_product(3) == three, "a second 3-thread product primed again");
     gd_cpu_set_num_threads(cores);
 }
