@@ -92,7 +92,11 @@ _HOLDER = textwrap.dedent("""
 
 
 def _start_holder() -> tuple[subprocess.Popen, list[int]]:
-    proc = subprocess.Popen([sys.executable, "-c", _HOLDER], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT at its default in the holder, as when started from a terminal: a test run started
+    # in the background (`make test &`) hands its children SIGINT ignored, and Python then
+    # installs no Ctrl-C handler
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     line = proc.stdout.readline()
     pids = [int(p) for p in line.split()]
     assert len(pids) == 2, (line, proc.stderr.read() if proc.poll() is not None else "")

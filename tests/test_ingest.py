@@ -319,6 +319,18 @@ def _interrupt_loop(send) -> tuple[int, gd.Array, gd.Array]:
     return done, a, acc
 
 
+def _interrupt_loop_with_ctrl_c_handler(send) -> tuple[int, gd.Array, gd.Array]:
+    """_interrupt_loop under Python's own Ctrl-C handler: a test run started in the background
+    (`make test &`) inherits SIGINT ignored, and Python then installs no handler."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers can be set only on the main thread")
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return _interrupt_loop(send)
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 @pytest.mark.parametrize("how", ["interrupt_main", "pthread_kill"])
 def test_ctrl_c_stops_a_loop_of_ops_with_arrays_intact(how):
     if how == "interrupt_main":
@@ -328,7 +340,7 @@ def test_ctrl_c_stops_a_loop_of_ops_with_arrays_intact(how):
         if threading.current_thread().ident != main:
             pytest.skip("the test does not run on the main thread")
         send = lambda: signal.pthread_kill(main, signal.SIGINT)  # noqa: E731
-    done, a, acc = _interrupt_loop(send)
+    done, a, acc = _interrupt_loop_with_ctrl_c_handler(send)
     assert done > 0
     # the interrupt landed between two operations: every element saw the same number of adds
     vals = acc.numpy()
@@ -348,7 +360,9 @@ def test_ctrl_c_stops_the_exercises(tmp_path):
     # that arrives while it exits races the exit
     proc = subprocess.Popen([sys.executable, "-m", "gpudev", "exercises", "--out", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "MPLBACKEND": "Agg"})
+                            env={**os.environ, "MPLBACKEND": "Agg"},
+                            # SIGINT at its default, as from a terminal (see _interrupt_loop_with_ctrl_c_handler)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(3.0)  # past the imports, into the measurements
     proc.send_signal(signal.SIGINT)
     try:
