@@ -168,6 +168,7 @@ static void gd_prime_range(void *ctx, int64_t begin, int64_t end)
 /* Primes the buffers of products on nt threads at once, if not done yet (see above). */
 static void gd_blas_prime(int nt)
 {
+    nt = GD_MIN(nt, GD_POOL_MAX_THREADS); /* a loop's most; more would wait for each other */
     if (nt <= atomic_load_explicit(&gd_primed_threads, memory_order_relaxed)) return;
     if (atomic_load(&gd_prime_late) >= GD_PRIME_TRIES) return; /* gave up: products are only slower */
     float *a = calloc((size_t)GD_PRIME_N * GD_PRIME_K + (size_t)GD_PRIME_K * GD_PRIME_M, sizeof(float));

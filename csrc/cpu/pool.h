@@ -50,6 +50,7 @@ void gd_pool_trim(int nt);
 
 /* The monotonic clock the pool's spins are timed by, in nanoseconds. */
 int64_t gd_pool_now_ns(void);
+
 /* Worker threads now in the pool (for tests and diagnostics). */
 int gd_pool_workers(void);
 

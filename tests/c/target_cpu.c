@@ -2,9 +2,9 @@
  * has: thread counts (gpudev's and OpenBLAS's, results independent of them, the generic
  * sections rerun on one thread and on more threads than cores), its memory counters and
  * alignment, normals bit-identical to philox.h, concurrent callers, a forked child after
- * parallel work, and the priming of OpenBLAS's buffers. Device memory is host memory here, so these checks may touch it directly.
- * OpenBLAS only warns on stderr when it is misused from a parallel region; tests/c/Makefile
- * turns such a warning into a failure.
+ * parallel work, and the priming of OpenBLAS's buffers. Device memory is host memory here,
+ * so these checks may touch it directly. OpenBLAS only warns on stderr when it is misused
+ * from a parallel region; tests/c/Makefile turns such a warning into a failure.
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 
