@@ -294,7 +294,11 @@ def test_dlpack_stream_refused_on_cpu():
 
 def _interrupt_loop(send) -> tuple[int, gd.Array, gd.Array]:
     """Run a loop of operations (large enough to release the GIL) until `send`, started from a
-    thread, interrupts it. Returns the iterations done and the two arrays."""
+    thread, interrupts it. Returns the iterations done and the two arrays. The loop runs under
+    Python's own Ctrl-C handler: a test run started in the background (`make test &`) inherits
+    SIGINT ignored, and Python then installs none."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("the test does not run on the main thread, where signal handlers are set")
     a = gd.ones((512, 512))
     acc = gd.zeros((512, 512))
     done = 0
@@ -305,30 +309,22 @@ def _interrupt_loop(send) -> tuple[int, gd.Array, gd.Array]:
         time.sleep(0.2)
         send()
 
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
     t = threading.Thread(target=interrupt, daemon=True)
     t.start()
     deadline = time.monotonic() + 30
-    with pytest.raises(KeyboardInterrupt):
-        while time.monotonic() < deadline:
-            started.set()
-            acc += a
-            b = gd.matmul(a, a) * 0.0
-            acc += b.sum(axis=0)
-            done += 1
-    t.join(5)
-    return done, a, acc
-
-
-def _interrupt_loop_with_ctrl_c_handler(send) -> tuple[int, gd.Array, gd.Array]:
-    """_interrupt_loop under Python's own Ctrl-C handler: a test run started in the background
-    (`make test &`) inherits SIGINT ignored, and Python then installs no handler."""
-    if threading.current_thread() is not threading.main_thread():
-        pytest.skip("signal handlers can be set only on the main thread")
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        return _interrupt_loop(send)
+        with pytest.raises(KeyboardInterrupt):
+            while time.monotonic() < deadline:
+                started.set()
+                acc += a
+                b = gd.matmul(a, a) * 0.0
+                acc += b.sum(axis=0)
+                done += 1
+        t.join(5)
     finally:
         signal.signal(signal.SIGINT, old)
+    return done, a, acc
 
 
 @pytest.mark.parametrize("how", ["interrupt_main", "pthread_kill"])
@@ -337,10 +333,8 @@ def test_ctrl_c_stops_a_loop_of_ops_with_arrays_intact(how):
         send = _thread.interrupt_main
     else:
         main = threading.main_thread().ident
-        if threading.current_thread().ident != main:
-            pytest.skip("the test does not run on the main thread")
         send = lambda: signal.pthread_kill(main, signal.SIGINT)  # noqa: E731
-    done, a, acc = _interrupt_loop_with_ctrl_c_handler(send)
+    done, a, acc = _interrupt_loop(send)
     assert done > 0
     # the interrupt landed between two operations: every element saw the same number of adds
     vals = acc.numpy()
@@ -361,7 +355,7 @@ def test_ctrl_c_stops_the_exercises(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "gpudev", "exercises", "--out", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "MPLBACKEND": "Agg"},
-                            # SIGINT at its default, as from a terminal (see _interrupt_loop_with_ctrl_c_handler)
+                            # SIGINT at its default, as from a terminal (see _interrupt_loop)
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(3.0)  # past the imports, into the measurements
     proc.send_signal(signal.SIGINT)
