@@ -103,6 +103,42 @@ def test_nan_counts_as_the_extreme(device, op, dtype):
     both(device, op, np.full((4, 3), nan, dtype=dtype), axis=0)  # all-NaN
 
 
+# Row lengths around the CPU's vector widths (4 to 32 lanes, two chains, a scalar tail) and
+# the GPU's warps: one row per position of the extreme.
+EDGE_LENGTHS = [*range(1, 35), 63, 64, 65, 127, 128, 129]
+
+
+def extreme_at_each_position(n, dtype, op, nan=False) -> np.ndarray:
+    """Row p holds the extreme at p and ties of it 2, 4 and 8 places later (in another lane,
+    and in the same lane of the other chain, of float64's and float32's vectors); with nan,
+    row p holds a NaN at p instead, after an extreme at p - 1 (a NaN beats it)."""
+    a = data((n, n), dtype, seed=n)
+    if np.dtype(dtype) == np.bool_:
+        a[:] = op == "argmin"
+        np.fill_diagonal(a, op == "argmax")
+        return a
+    big = 9 if op == "argmax" else -9
+    p = np.arange(n)
+    a[p, p] = big
+    for d in (2, 4, 8):
+        a[p[:-d], p[:-d] + d] = big
+    if nan:
+        a[p[1:], p[1:] - 1] = big
+        a[p, p] = np.nan
+    return a
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("op", OPS)
+def test_the_extreme_anywhere_in_rows_of_every_short_length(device, op, dtype):
+    for n in EDGE_LENGTHS:
+        for nan in (False, True) if np.dtype(dtype).kind == "f" else (False,):
+            a = extreme_at_each_position(n, dtype, op, nan)
+            both(device, op, a, axis=1)
+            both(device, op, np.ascontiguousarray(a.T), axis=0)  # the same as columns
+            both(device, op, a[n // 2])
+
+
 # ---------------------------------------------------------------------------------------------
 # long rows and wide blocks: split over threads (CPU) or blocks (GPU), merged in order
 # ---------------------------------------------------------------------------------------------

@@ -391,6 +391,26 @@ def test_max_min_propagate_nan(device):
     check(lambda a: a.sum(axis=0), np.array([[np.inf, 1.0], [np.inf, -np.inf]]), device=device)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_max_min_find_the_extreme_or_nan_anywhere(device, dtype):
+    """Rows of lengths around the CPU's vector widths and the GPU's warps, the extreme (or a
+    NaN) at each position in turn: every lane, chain and tail of the kernels."""
+    for n in [*range(1, 35), 63, 64, 65, 127, 128, 129]:
+        x = sample((n, n), dtype, seed=n)
+        for kind, big in (("max", 99), ("min", -99)):
+            a = x.copy()
+            np.fill_diagonal(a, big)
+            variants = [a]
+            if dtype in FLOAT_DTYPES:
+                b = a.copy()
+                np.fill_diagonal(b, np.nan)
+                variants.append(b)
+            for v in variants:
+                check(lambda t: getattr(t, kind)(axis=1), v, device=device)
+                check(lambda t: getattr(t, kind)(axis=0), v, device=device)
+                check(lambda t: getattr(t, kind)(), v[n // 2], device=device)
+
+
 def test_int64_sums_are_exact(device):
     x = np.array([2**52 + 1, 2**52 + 1, -3, 2**40])
     check(lambda a: a.sum(), x, device=device)
