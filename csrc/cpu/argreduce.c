@@ -13,7 +13,6 @@
 
 #include <stdlib.h>
 
-#define GD_ARG_LANES 16     /* independent accumulators of a row's extreme */
 #define GD_ARG_TILE 256      /* columns scanned together when inner > 1 (their best on stack) */
 #define GD_ARG_MAX_SEGS 64   /* pieces of one long row scanned by separate threads */
 #define GD_ARG_MIN_SEG ((int64_t)1 << 15) /* smallest such piece (elements) */
@@ -52,10 +51,9 @@ typedef struct gd_arg_kernels {
     void (*merge_cols)(const gd_arg_job *j);
 } gd_arg_kernels;
 
-#define GD_DEFINE_ARG(NAME, T, BEATS, EXT)                                                       \
-    /* the same in one pass, each element read once: for a row that another thread rewrote   \
-     * between the two passes of the scan below (the GIL is released), which then found no    \
-     * element equal to its extreme; the search stops at `to` either way */                  \
+/* Index of the first extreme of x[from, to), to > from, in one pass, each element read once
+ * (also what the two-pass scan falls back on, see there). */
+#define GD_DEFINE_ARG_SCAN_ONCE(NAME, T, BEATS)                                                  \
     static int64_t NAME##_scan_once(const T *x, int64_t from, int64_t to)                        \
     {                                                                                            \
         int64_t at = from;                                                                       \
@@ -65,41 +63,99 @@ typedef struct gd_arg_kernels {
             if (BEATS(v, best)) best = v, at = i;                                                \
         }                                                                                        \
         return at;                                                                               \
-    }                                                                                            \
-    /* index of the first extreme of x[from, to), to > from: the extreme itself from         \
-     * GD_ARG_LANES accumulators (EXT propagates NaN, so the loop vectorizes), then the first  \
-     * element equal to it (or the first NaN), an early-stopping scan */                       \
-    GD_SIMD static int64_t NAME##_scan(const T *x, int64_t from, int64_t to)                     \
+    }
+
+/* One step of a vector argreduce chain: lanes where v beats best (GD_BEATS_MAX/MIN) take v
+ * and its indices. */
+#define GD_ARG_STEP(CMP, best, at, v, idx)                                                       \
+    do {                                                                                         \
+        const mvec k_ = (mvec)((v)CMP(best)) | ((mvec)((v) != (v)) & (mvec)((best) == (best)));  \
+        (best) = (vec)(((mvec)(v) & k_) | ((mvec)(best) & ~k_));                                 \
+        (at) = ((at) & ~k_) | ((idx) & k_);                                                      \
+    } while (0)
+
+/* NAME##_scan for float32, float64 and int64: one pass in GD_VEC_BYTES vectors (cpu.h), each lane
+ * keeping its best value and that value's index in a mask-width integer (lane j sees
+ * elements j, j + W, ...), so every step is compares and blends; then the lane that wins,
+ * the earliest index among equals, and the scalar tail. Rows of 2^31 elements or more
+ * (float32's indices are int32) take the scalar pass. */
+#define GD_DEFINE_ARG_SCAN_VECTOR(NAME, T, BEATS, CMP)                                           \
+    GD_DEFINE_ARG_SCAN_ONCE(NAME, T, BEATS)                                                      \
+    GD_SIMD static int64_t NAME##_scan(const T *x_, int64_t from, int64_t to)                    \
     {                                                                                            \
-        T acc[GD_ARG_LANES];                                                                     \
-        for (int j = 0; j < GD_ARG_LANES; j++) acc[j] = x[from];                                 \
-        int64_t i = from;                                                                        \
-        for (; i + GD_ARG_LANES <= to; i += GD_ARG_LANES)                                        \
-            for (int j = 0; j < GD_ARG_LANES; j++) acc[j] = EXT(x[i + j], acc[j]);               \
-        for (; i < to; i++) acc[0] = EXT(x[i], acc[0]);                                          \
-        T m = acc[0];                                                                            \
-        for (int j = 1; j < GD_ARG_LANES; j++) m = EXT(acc[j], m);                               \
+        typedef T vec __attribute__((vector_size(GD_VEC_BYTES)));                                \
+        typedef gd_mask_of_##T mvec __attribute__((vector_size(GD_VEC_BYTES)));                  \
+        enum { W = (int)(sizeof(vec) / sizeof(T)) };                                             \
+        const T *x = x_ + from;                                                                  \
+        const int64_t n = to - from;                                                             \
+        if (n < 2 * W || n >= INT32_MAX) return NAME##_scan_once(x_, from, to);                  \
+        vec best, best2;                                                                         \
+        mvec at, at2, idx;                                                                       \
+        memcpy(&best, x, sizeof best);                                                           \
+        memcpy(&best2, x + W, sizeof best2);                                                     \
+        for (int j = 0; j < W; j++) at[j] = (gd_mask_of_##T)j;                                   \
+        at2 = at + W;                                                                            \
+        idx = at;                                                                                \
+        int64_t i = 2 * W;                                                                       \
+        /* two chains: a compare waits for the last blend of its own chain only */               \
+        for (; i + 2 * W <= n; i += 2 * W) {                                                     \
+            vec u, v;                                                                            \
+            memcpy(&u, x + i, sizeof u);                                                         \
+            memcpy(&v, x + i + W, sizeof v);                                                     \
+            idx += 2 * W;                                                                        \
+            GD_ARG_STEP(CMP, best, at, u, idx);                                                  \
+            GD_ARG_STEP(CMP, best2, at2, v, idx + W);                                            \
+        }                                                                                        \
+        /* chain 2 into chain 1, lane by lane: the earlier index among equals */                 \
+        const mvec nan2 = (mvec)(best2 != best2), nan1 = (mvec)(best != best);                   \
+        const mvec same = (mvec)(best2 == best) | (nan2 & nan1);                                 \
+        const mvec k = (mvec)(best2 CMP best) | (nan2 & ~nan1) |                                 \
+                       (same & (mvec)(at2 < at));                                                \
+        best = (vec)(((mvec)best2 & k) | ((mvec)best & ~k));                                     \
+        at = (at & ~k) | (at2 & k);                                                              \
+        T b = best[0];                                                                           \
+        int64_t a = (int64_t)at[0];                                                              \
+        for (int j = 1; j < W; j++) {                                                            \
+            const T v = best[j];                                                                 \
+            const int same = v == b || (v != v && b != b);                                       \
+            if (BEATS(v, b) || (same && (int64_t)at[j] < a)) b = v, a = (int64_t)at[j];          \
+        }                                                                                        \
+        for (; i < n; i++)                                                                       \
+            if (BEATS(x[i], b)) b = x[i], a = i;                                                 \
+        return from + a;                                                                         \
+    }
+
+/* NAME##_scan for bools (whose byte lanes cannot hold an index): the extreme, vectorized
+ * (cpu.h), then the first element equal to it, an early-stopping scan. A row that another
+ * thread rewrote between the two passes (the GIL is released) may hold no element equal to
+ * its extreme; the search stops at `to` and the one-pass scan answers. */
+#define GD_DEFINE_ARG_SCAN_TWO_PASS(NAME, T, BEATS, CMP)                                         \
+    GD_DEFINE_ARG_SCAN_ONCE(NAME, T, BEATS)                                                      \
+    GD_DEFINE_EXTREME(NAME##_extreme, T, CMP)                                                    \
+    static int64_t NAME##_scan(const T *x, int64_t from, int64_t to)                             \
+    {                                                                                            \
+        const T m = NAME##_extreme(x + from, to - from);                                         \
         int64_t r = from;                                                                        \
-        if (m != m)                                                                              \
-            while (r < to && x[r] == x[r]) r++;                                                  \
-        else                                                                                     \
-            while (r < to && x[r] != m) r++;                                                     \
+        while (r < to && x[r] != m) r++;                                                         \
         return r < to ? r : NAME##_scan_once(x, from, to);                                       \
-    }                                                                                            \
+    }
+
+#define GD_DEFINE_ARG(NAME, T, BEATS, CMP, SCAN)                                                 \
+    SCAN(NAME, T, BEATS, CMP)                                                                    \
     static void NAME##_rows(void *ctx, int64_t begin, int64_t end)                               \
     {                                                                                            \
         const gd_arg_job *j = ctx;                                                               \
         const T *x = (const T *)j->in;                                                           \
         for (int64_t o = begin; o < end; o++) j->out[o] = NAME##_scan(x + o * j->len, 0, j->len);  \
     }                                                                                            \
-    /* tile t (columns [i0, i0 + w) of outer index t / ntiles) over rows [r0, r1), all of    \
-     * its columns at once (reads stay in order along each row of the block): each column's   \
-     * first extreme there into at[q] */                                                       \
+    /* tile t (columns [i0, i0 + w) of outer index t / ntiles) over rows [r0, r1), all of        \
+     * its columns at once (reads stay in order along each row of the block): each column's      \
+     * first extreme there into at[q] */                                                         \
     static void NAME##_tile(const gd_arg_job *j, int64_t t, int64_t r0, int64_t r1, int64_t *at) \
     {                                                                                            \
         T best[GD_ARG_TILE];                                                                     \
         const int64_t o = t / j->ntiles, i0 = (t % j->ntiles) * GD_ARG_TILE;                     \
-        const int64_t w = GD_MIN(j->inner - i0, (int64_t)GD_ARG_TILE);                            \
+        const int64_t w = GD_MIN(j->inner - i0, (int64_t)GD_ARG_TILE);                           \
         const T *x = (const T *)j->in + o * j->len * j->inner + i0;                              \
         for (int64_t q = 0; q < w; q++) {                                                        \
             best[q] = x[r0 * j->inner + q];                                                      \
@@ -121,17 +177,17 @@ typedef struct gd_arg_kernels {
             NAME##_tile(j, t, 0, j->len,                                                         \
                         j->out + (t / j->ntiles) * j->inner + (t % j->ntiles) * GD_ARG_TILE);    \
     }                                                                                            \
-    /* item p: row chunk c = p % nseg of tile t = p / nseg */                                   \
+    /* item p: row chunk c = p % nseg of tile t = p / nseg */                                    \
     static void NAME##_col_chunks(void *ctx, int64_t begin, int64_t end)                         \
     {                                                                                            \
         const gd_arg_job *j = ctx;                                                               \
         for (int64_t p = begin; p < end; p++) {                                                  \
             const int64_t c = p % j->nseg, t = p / j->nseg, o = t / j->ntiles;                   \
-            const int64_t r0 = c * j->seg, r1 = GD_MIN(j->len, r0 + j->seg);                      \
+            const int64_t r0 = c * j->seg, r1 = GD_MIN(j->len, r0 + j->seg);                     \
             NAME##_tile(j, t, r0, r1, j->seg_at + (o * j->nseg + c) * j->inner + (t % j->ntiles) * GD_ARG_TILE); \
         }                                                                                        \
     }                                                                                            \
-    /* each column's chunks in order: a later chunk wins only by beating the best so far */    \
+    /* each column's chunks in order: a later chunk wins only by beating the best so far */      \
     static void NAME##_merge_cols(const gd_arg_job *j)                                           \
     {                                                                                            \
         for (int64_t o = 0; o < j->outer; o++) {                                                 \
@@ -153,8 +209,8 @@ typedef struct gd_arg_kernels {
         for (int64_t p = begin; p < end; p++)                                                    \
             j->seg_at[p] = NAME##_scan((const T *)j->in, p * j->seg, GD_MIN(j->len, (p + 1) * j->seg)); \
     }                                                                                            \
-    /* the pieces' results in order: a later piece wins only by beating the best so far */      \
-    static int64_t NAME##_merge(const gd_arg_job *j, int64_t nseg)                              \
+    /* the pieces' results in order: a later piece wins only by beating the best so far */       \
+    static int64_t NAME##_merge(const gd_arg_job *j, int64_t nseg)                               \
     {                                                                                            \
         const T *x = (const T *)j->in;                                                           \
         int64_t at = j->seg_at[0];                                                               \
@@ -165,14 +221,14 @@ typedef struct gd_arg_kernels {
     static const gd_arg_kernels NAME = {NAME##_rows, NAME##_tiles, NAME##_segs, NAME##_col_chunks, \
                                         NAME##_merge, NAME##_merge_cols};
 
-GD_DEFINE_ARG(argmax_f32, float, GD_BEATS_MAX, GD_FMAX)
-GD_DEFINE_ARG(argmax_f64, double, GD_BEATS_MAX, GD_FMAX)
-GD_DEFINE_ARG(argmax_i64, int64_t, GD_BEATS_MAX, GD_FMAX)
-GD_DEFINE_ARG(argmax_b, uint8_t, GD_BEATS_MAX, GD_FMAX)
-GD_DEFINE_ARG(argmin_f32, float, GD_BEATS_MIN, GD_FMIN)
-GD_DEFINE_ARG(argmin_f64, double, GD_BEATS_MIN, GD_FMIN)
-GD_DEFINE_ARG(argmin_i64, int64_t, GD_BEATS_MIN, GD_FMIN)
-GD_DEFINE_ARG(argmin_b, uint8_t, GD_BEATS_MIN, GD_FMIN)
+GD_DEFINE_ARG(argmax_f32, float, GD_BEATS_MAX, >, GD_DEFINE_ARG_SCAN_VECTOR)
+GD_DEFINE_ARG(argmax_f64, double, GD_BEATS_MAX, >, GD_DEFINE_ARG_SCAN_VECTOR)
+GD_DEFINE_ARG(argmax_i64, int64_t, GD_BEATS_MAX, >, GD_DEFINE_ARG_SCAN_VECTOR)
+GD_DEFINE_ARG(argmax_b, uint8_t, GD_BEATS_MAX, >, GD_DEFINE_ARG_SCAN_TWO_PASS)
+GD_DEFINE_ARG(argmin_f32, float, GD_BEATS_MIN, <, GD_DEFINE_ARG_SCAN_VECTOR)
+GD_DEFINE_ARG(argmin_f64, double, GD_BEATS_MIN, <, GD_DEFINE_ARG_SCAN_VECTOR)
+GD_DEFINE_ARG(argmin_i64, int64_t, GD_BEATS_MIN, <, GD_DEFINE_ARG_SCAN_VECTOR)
+GD_DEFINE_ARG(argmin_b, uint8_t, GD_BEATS_MIN, <, GD_DEFINE_ARG_SCAN_TWO_PASS)
 
 GD_STATIC_ASSERT(GD_NUM_DTYPES == 4, "the argreduce kernels list float32, float64, int64 and bool");
 static const gd_arg_kernels *const gd_arg_table[2][GD_NUM_DTYPES] = {

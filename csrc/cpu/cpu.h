@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "gpudev.h"
 #include "threads.h"
@@ -48,6 +49,67 @@
  * compare and a blend. */
 #define GD_FMAX(x, y) (((x) > (y) || (x) != (x)) ? (x) : (y))
 #define GD_FMIN(x, y) (((x) < (y) || (x) != (x)) ? (x) : (y))
+
+/* Bytes in one vector of GCC's vector extensions (GD_DEFINE_EXTREME, argreduce.c): an AVX2
+ * register. Not 64: GCC then builds every vector in memory in the AVX2 clone, and even in
+ * the AVX-512 one (a 256x256 max(axis=1) took 92-158 us instead of 10-12). */
+#define GD_VEC_BYTES 32
+
+/* The extreme of a row: NAME(x, n), n >= 1, is the largest (CMP >) or smallest (CMP <) of
+ * x[0:n], or its first NaN when it holds one.
+ *
+ * In GD_VEC_BYTES vectors of GCC's vector extensions, two at a time, with the NaNs tracked
+ * in a mask beside the extremes: each step is compares and a blend. A scalar loop of GD_FMAX
+ * with 32 accumulators ran at half this speed or less in the AVX2 clone (a 256x256 float32
+ * max(axis=1): 26 us, now 10 us; NumPy 27 us; on an AVX2-only EPYC, 65 us). A NaN
+ * never enters the extremes (it beats nothing), so they only need combining when the mask
+ * is clear. Rows shorter than two vectors (a softmax over 10 classes) take the scalar tail,
+ * which compiles to max and min instructions: no branch to mispredict. */
+#define GD_DEFINE_EXTREME(NAME, T, CMP)                                                          \
+    GD_SIMD static T NAME(const T *x, int64_t n)                                                 \
+    {                                                                                            \
+        typedef T vec __attribute__((vector_size(GD_VEC_BYTES)));                                \
+        typedef gd_mask_of_##T mvec __attribute__((vector_size(GD_VEC_BYTES)));                  \
+        enum { W = (int)(sizeof(vec) / sizeof(T)) };                                             \
+        T r = x[0];                                                                              \
+        mvec nan = {0};                                                                          \
+        int64_t i = 0;                                                                           \
+        if (n >= 2 * W) {                                                                        \
+            vec a, b;                                                                            \
+            memcpy(&a, x, sizeof a);                                                             \
+            memcpy(&b, x + W, sizeof b);                                                         \
+            for (; i + 2 * W <= n; i += 2 * W) {                                                 \
+                vec u, v;                                                                        \
+                memcpy(&u, x + i, sizeof u);                                                     \
+                memcpy(&v, x + i + W, sizeof v);                                                 \
+                const mvec ku = (mvec)(u CMP a), kv = (mvec)(v CMP b);                           \
+                nan |= (mvec)(u != u) | (mvec)(v != v);                                          \
+                a = (vec)(((mvec)u & ku) | ((mvec)a & ~ku));                                     \
+                b = (vec)(((mvec)v & kv) | ((mvec)b & ~kv));                                     \
+            }                                                                                    \
+            const mvec k = (mvec)(b CMP a);                                                      \
+            a = (vec)(((mvec)b & k) | ((mvec)a & ~k));                                           \
+            r = a[0];                                                                            \
+            for (int j = 1; j < W; j++) r = a[j] CMP r ? a[j] : r;                               \
+        }                                                                                        \
+        int any = 0;                                                                             \
+        for (int j = 0; j < W; j++) any |= nan[j] != 0;                                          \
+        for (; i < n; i++) {                                                                     \
+            const T v = x[i];                                                                    \
+            any |= v != v;                                                                       \
+            r = v CMP r ? v : r;                                                                 \
+        }                                                                                        \
+        if (any)                                                                                 \
+            for (i = 0; i < n; i++)                                                              \
+                if (x[i] != x[i]) return x[i];                                                   \
+        return r;                                                                                \
+    }
+
+/* The integer of each type's width that vector compares give, for GD_DEFINE_EXTREME. */
+typedef int32_t gd_mask_of_float;
+typedef int64_t gd_mask_of_double;
+typedef int64_t gd_mask_of_int64_t;
+typedef int8_t gd_mask_of_uint8_t;
 
 /* float -> int64 as C casts, except NaN, infinities and values outside int64's range, which C
  * leaves undefined: they become INT64_MIN, what NumPy gives on x86-64. */

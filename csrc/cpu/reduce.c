@@ -32,6 +32,10 @@ typedef void (*gd_red_row_fn)(void *res, const void *x, int64_t n);     /* *res 
 typedef void (*gd_red_cols_fn)(void *acc, const void *x, int64_t n);    /* acc[i] op= x[i] */
 
 #define GD_DEFINE_REDUCTION(NAME, T, A, IDENT, LOAD, COMBINE)                                    \
+    GD_DEFINE_RED_ROW(NAME, T, A, IDENT, LOAD, COMBINE)                                          \
+    GD_DEFINE_RED_COLS(NAME, T, A, LOAD, COMBINE)
+
+#define GD_DEFINE_RED_ROW(NAME, T, A, IDENT, LOAD, COMBINE)                                      \
     GD_SIMD static void NAME##_row(void *res, const void *x_, int64_t n)                         \
     {                                                                                            \
         const T *x = x_;                                                                         \
@@ -52,14 +56,16 @@ typedef void (*gd_red_cols_fn)(void *acc, const void *x, int64_t n);    /* acc[i
                 A v = LOAD(x[i + j]);                                                            \
                 acc[j] = COMBINE(acc[j], v);                                                     \
             }                                                                                    \
-        for (int j = 0; i < n; i++, j++) { /* the tail spreads over the lanes too */           \
+        for (int j = 0; i < n; i++, j++) { /* the tail spreads over the lanes too */             \
             A v = LOAD(x[i]);                                                                    \
             acc[j] = COMBINE(acc[j], v);                                                         \
         }                                                                                        \
         for (int w = GD_LANES / 2; w > 0; w /= 2) /* a fixed tree: short dependency chain */     \
             for (int j = 0; j < w; j++) acc[j] = COMBINE(acc[j], acc[j + w]);                    \
         *(A *)res = acc[0];                                                                      \
-    }                                                                                            \
+    }
+
+#define GD_DEFINE_RED_COLS(NAME, T, A, LOAD, COMBINE)                                            \
     GD_SIMD static void NAME##_cols(void *acc_, const void *x_, int64_t n)                       \
     {                                                                                            \
         A *acc = acc_;                                                                           \
@@ -90,11 +96,28 @@ GD_DEFINE_REDUCTION(red_ssq_f32, float, double, 0.0, GD_LD_SQ, GD_ADD)
 GD_DEFINE_REDUCTION(red_ssq_f64, double, double, 0.0, GD_LD_SQ, GD_ADD)
 GD_DEFINE_REDUCTION(red_ssq_i64d, int64_t, double, 0.0, GD_LD_SQ, GD_ADD)
 GD_DEFINE_REDUCTION(red_ssq_i64, int64_t, uint64_t, 0, GD_LU_SQ, GD_ADD)
-GD_DEFINE_REDUCTION(red_max_f32, float, double, -INFINITY, GD_LD, GD_RMAX)
-GD_DEFINE_REDUCTION(red_max_f64, double, double, -INFINITY, GD_LD, GD_RMAX)
+
+/* max and min of a row: the extreme in the input's own type (exact), then widened to the
+ * accumulator; an empty row (never asked for: max of nothing is refused) gives the identity. */
+#define GD_DEFINE_EXTREME_ROW(NAME, T, A, IDENT, CMP)                                            \
+    GD_DEFINE_EXTREME(NAME##_extreme, T, CMP)                                                    \
+    static void NAME##_row(void *res, const void *x, int64_t n)                                  \
+    {                                                                                            \
+        *(A *)res = n > 0 ? (A)NAME##_extreme(x, n) : (IDENT);                                   \
+    }
+/* The columns as sums do them: that loop vectorizes (with the accumulators in double, at
+ * half float32's width; NumPy's max(axis=0) keeps float32 and is about 2.5x faster). */
+#define GD_DEFINE_EXTREMES(NAME, T, A, IDENT, LOAD, CMP, COMBINE)                                \
+    GD_DEFINE_EXTREME_ROW(NAME, T, A, IDENT, CMP)                                                \
+    GD_DEFINE_RED_COLS(NAME, T, A, LOAD, COMBINE)
+
+GD_DEFINE_EXTREMES(red_max_f32, float, double, -INFINITY, GD_LD, >, GD_RMAX)
+GD_DEFINE_EXTREMES(red_max_f64, double, double, -INFINITY, GD_LD, >, GD_RMAX)
+GD_DEFINE_EXTREMES(red_min_f32, float, double, INFINITY, GD_LD, <, GD_RMIN)
+GD_DEFINE_EXTREMES(red_min_f64, double, double, INFINITY, GD_LD, <, GD_RMIN)
+/* int64 has no NaN: the lanes of a plain reduction vectorize, and AVX-512 has a max of int64
+ * (vpmaxsq): 8 us for a 256x256 max(axis=1), 15 us as above. */
 GD_DEFINE_REDUCTION(red_max_i64, int64_t, int64_t, INT64_MIN, GD_LI, GD_IMAX)
-GD_DEFINE_REDUCTION(red_min_f32, float, double, INFINITY, GD_LD, GD_RMIN)
-GD_DEFINE_REDUCTION(red_min_f64, double, double, INFINITY, GD_LD, GD_RMIN)
 GD_DEFINE_REDUCTION(red_min_i64, int64_t, int64_t, INT64_MAX, GD_LI, GD_IMIN)
 
 /* How one reduction runs: its kernels, the kernels that combine partial accumulators
@@ -108,7 +131,7 @@ typedef struct gd_red_desc {
     int acc_double;
 } gd_red_desc;
 
-#define GD_RED_DESC(K, M, IDENT_FIELD, IDENT, ACC_DOUBLE) \
+#define GD_RED_DESC(K, M, IDENT_FIELD, IDENT, ACC_DOUBLE)                                        \
     {K##_row, K##_cols, M##_row, M##_cols, {.IDENT_FIELD = (IDENT)}, (ACC_DOUBLE)}
 
 /* [op][input dtype], rows in gpudev.h's gd_redop order, for a result of the input's dtype:
