@@ -70,8 +70,8 @@ typedef struct gd_arg_kernels {
 #define GD_ARG_STEP(CMP, best, at, v, idx)                                                       \
     do {                                                                                         \
         const mvec k_ = (mvec)((v)CMP(best)) | ((mvec)((v) != (v)) & (mvec)((best) == (best)));  \
-        (best) = (vec)(((mvec)(v) & k_) | ((mvec)(best) & ~k_));                                 \
-        (at) = ((at) & ~k_) | ((idx) & k_);                                                      \
+        (best) = GD_VSEL(k_, v, best);                                                           \
+        (at) = GD_MSEL(k_, idx, at);                                                             \
     } while (0)
 
 /* NAME##_scan for float32, float64 and int64: one pass in GD_VEC_BYTES vectors (cpu.h), each lane
@@ -111,14 +111,14 @@ typedef struct gd_arg_kernels {
         const mvec same = (mvec)(best2 == best) | (nan2 & nan1);                                 \
         const mvec k = (mvec)(best2 CMP best) | (nan2 & ~nan1) |                                 \
                        (same & (mvec)(at2 < at));                                                \
-        best = (vec)(((mvec)best2 & k) | ((mvec)best & ~k));                                     \
-        at = (at & ~k) | (at2 & k);                                                              \
+        best = GD_VSEL(k, best2, best);                                                          \
+        at = GD_MSEL(k, at2, at);                                                                \
         T b = best[0];                                                                           \
         int64_t a = (int64_t)at[0];                                                              \
         for (int j = 1; j < W; j++) {                                                            \
             const T v = best[j];                                                                 \
-            const int same = v == b || (v != v && b != b);                                       \
-            if (BEATS(v, b) || (same && (int64_t)at[j] < a)) b = v, a = (int64_t)at[j];          \
+            const int tie = v == b || (v != v && b != b);                                        \
+            if (BEATS(v, b) || (tie && (int64_t)at[j] < a)) b = v, a = (int64_t)at[j];           \
         }                                                                                        \
         for (; i < n; i++)                                                                       \
             if (BEATS(x[i], b)) b = x[i], a = i;                                                 \

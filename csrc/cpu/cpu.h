@@ -55,6 +55,12 @@
  * the AVX-512 one (a 256x256 max(axis=1) took 92-158 us instead of 10-12). */
 #define GD_VEC_BYTES 32
 
+/* Lanes of x where the mask k is set, of y elsewhere: the blend of the vector code below,
+ * for masks (GD_MSEL) and for vectors `vec` with masks `mvec` in scope (GD_VSEL). GCC's C
+ * has no ?: on vectors. */
+#define GD_MSEL(k, x, y) (((x) & (k)) | ((y) & ~(k)))
+#define GD_VSEL(k, x, y) ((vec)GD_MSEL(k, (mvec)(x), (mvec)(y)))
+
 /* The extreme of a row: NAME(x, n), n >= 1, is the largest (CMP >) or smallest (CMP <) of
  * x[0:n], or its first NaN when it holds one.
  *
@@ -84,11 +90,11 @@
                 memcpy(&v, x + i + W, sizeof v);                                                 \
                 const mvec ku = (mvec)(u CMP a), kv = (mvec)(v CMP b);                           \
                 nan |= (mvec)(u != u) | (mvec)(v != v);                                          \
-                a = (vec)(((mvec)u & ku) | ((mvec)a & ~ku));                                     \
-                b = (vec)(((mvec)v & kv) | ((mvec)b & ~kv));                                     \
+                a = GD_VSEL(ku, u, a);                                                           \
+                b = GD_VSEL(kv, v, b);                                                           \
             }                                                                                    \
             const mvec k = (mvec)(b CMP a);                                                      \
-            a = (vec)(((mvec)b & k) | ((mvec)a & ~k));                                           \
+            a = GD_VSEL(k, b, a);                                                                \
             r = a[0];                                                                            \
             for (int j = 1; j < W; j++) r = a[j] CMP r ? a[j] : r;                               \
         }                                                                                        \
@@ -105,7 +111,7 @@
         return r;                                                                                \
     }
 
-/* The integer of each type's width that vector compares give, for GD_DEFINE_EXTREME. */
+/* The integer of each type's width that vector compares give (GD_DEFINE_EXTREME, argreduce.c). */
 typedef int32_t gd_mask_of_float;
 typedef int64_t gd_mask_of_double;
 typedef int64_t gd_mask_of_int64_t;
