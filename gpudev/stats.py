@@ -86,6 +86,16 @@ class Ratio:
         """True when the interval excludes 1: a measurable difference."""
         return self.known and (self.lo > 1.0 or self.hi < 1.0)
 
+    def inverse(self) -> Ratio:
+        """B / A: the same measurement seen from the other side, its interval inverted.
+
+        >>> Ratio(1.3, 1.0, 1.3, 1.0004, 1.39, True, 5, 6).inverse().interval_text()
+        '95% interval 0.719x to 0.9996x'
+        """
+        lo, hi = (None, None) if self.lo is None else (1.0 / self.hi, 1.0 / self.lo)
+        return dataclasses.replace(self, a=self.b, b=self.a, ratio=1.0 / self.ratio, lo=lo, hi=hi,
+                                   n_a=self.n_b, n_b=self.n_a)
+
     def interval_text(self) -> str:
         """'95% interval 1.8x to 2.2x' (of A / B). A bound that excludes 1 is never printed as
         1x: it gets the digits that keep it on its side of 1 (1.0004x, not 1x).

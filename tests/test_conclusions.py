@@ -14,7 +14,7 @@ import pytest
 
 import gpudev as gd
 from gpudev import exercises as ex
-from gpudev.exercises import compare, ex1_matmul, ex3_norm, ex4_two_devices, ex5_sweep, roofline_chart
+from gpudev.exercises import compare, referee, ex1_matmul, ex3_norm, ex4_two_devices, ex5_sweep, roofline_chart
 
 from conftest import EMULATED
 from test_exercises import check_plot
@@ -60,6 +60,18 @@ def test_clear_wins_give_the_ratio_and_its_interval():
     assert lo <= 3.2 <= hi and hi / lo < 1.2
     # the same words with the names swapped
     assert compare.compare("the CPU", slow, "the GPU", fast).startswith("the GPU is 3.2x faster than the CPU")
+
+
+@pytest.mark.parametrize("a_first", [True, False], ids=["faster-named-first", "faster-named-second"])
+def test_a_win_whose_interval_just_excludes_1_never_prints_a_bound_of_1x(monkeypatch, a_first):
+    # slow / fast from 1.0004 to 1.39: a win, for the thing named first or second
+    win = compare.Ratio(1.3, 1.0, 1.26, 1.0004, 1.39, True, 20, 20)  # of variant b / variant c
+    monkeypatch.setattr(compare, "ratio", lambda a, b, paired=False: win.inverse() if a_first else win)
+    text = compare.compare("variant b", [1.0] * 20, "variant c", [1.3] * 20, paired=True)
+    fast, slow = ("variant b", "variant c") if a_first else ("variant c", "variant b")
+    assert f"{fast} is 1.26x faster than {slow}" in text, text
+    assert "1x to" not in text and "to 1x" not in text, text
+    assert referee._check_claims(text, "x", []) == [], text
 
 
 def test_the_interval_is_reproducible_and_pairing_cancels_a_shared_drift():

@@ -44,8 +44,9 @@ def compare(a_name: str, a: Sequence[float], b_name: str, b: Sequence[float], pa
     # paired: the ratio is the median of the rounds' ratios, which need not be the ratio of
     # the two medians shown beside it: the clause names which one it is
     if r.ratio < 1:  # A is faster: say B / A
-        return (f"{a_name} is {format_ratio(1 / r.ratio)} faster than {b_name} ({r.how}, {times}; "
-                f"{LEVEL:.0%} interval {format_ratio(1 / r.hi)} to {format_ratio(1 / r.lo)})")
+        inv = r.inverse()
+        return (f"{a_name} is {format_ratio(inv.ratio)} faster than {b_name} ({r.how}, {times}; "
+                f"{inv.interval_text()})")
     return (f"{b_name} is {format_ratio(r.ratio)} faster than {a_name} "
             f"({r.how}, {format_seconds(r.b)} vs {format_seconds(r.a)}; {r.interval_text()})")
 
