@@ -29,6 +29,8 @@
  *   announced twice. Sleeping workers are woken along a tree, each woken worker waking
  *   two more (as rayon's Sleep::work_found has a thread that found work wake another),
  *   rather than the caller waking all.
+ * - While a worker sleeps it keeps off the CPU its last caller ran on, so that a wake-up does
+ *   not put the two on one CPU (gd_pool_keep_off_caller).
  * - One job at a time: a caller that finds the pool busy runs its loop by itself.
  */
 #define _GNU_SOURCE /* syscall(), pthread_setname_np() under -std=c11 */
@@ -48,6 +50,10 @@
 #define GD_POOL_FUTEX 1
 #else
 #define GD_POOL_FUTEX 0 /* macOS, BSDs, or forced for tests: condition variables */
+#endif
+
+#ifdef __linux__
+#include <sched.h> /* sched_getcpu, sched_setaffinity: sleeping workers keep off the caller's CPU */
 #endif
 
 /* ------------------------------------------------------------------------------------------
@@ -122,6 +128,10 @@ static _Atomic int64_t gd_pool_oversubscribed_at; /* when a spin last saw it, 0:
 #ifdef GD_POOL_TEST_HOOKS
 static atomic_int gd_pool_test_backoff; /* off unless a test turns it on */
 static atomic_long gd_pool_test_wakes;
+static atomic_long gd_pool_test_kept_off;
+static atomic_int gd_pool_test_threads; /* spawned and not yet exited */
+long gd_pool_test_kept_off_calls(void) { return atomic_load(&gd_pool_test_kept_off); }
+int gd_pool_test_live_threads(void) { return atomic_load(&gd_pool_test_threads); }
 void gd_pool_test_set_backoff(int on)
 {
     atomic_store(&gd_pool_test_backoff, on);
@@ -130,6 +140,9 @@ void gd_pool_test_set_backoff(int on)
 /* as if seen an hour from now: the window lasts until the back-off is set again */
 void gd_pool_test_mark_oversubscribed(void) { atomic_store(&gd_pool_oversubscribed_at, gd_pool_now_ns() + 3600000000000); }
 long gd_pool_test_wake_calls(void) { return atomic_load(&gd_pool_test_wakes); }
+#define GD_POOL_TEST_COUNT(counter, delta) atomic_fetch_add(&(counter), (delta))
+#else
+#define GD_POOL_TEST_COUNT(counter, delta) ((void)0)
 #endif
 
 /* Polls cheaply, reading the clock every 64 polls; false once `deadline` has passed or the
@@ -221,9 +234,7 @@ static void gd_pool_unpark(gd_pool_event *ev)
 static void gd_pool_wake_worker(gd_pool_event *ev)
 {
     if (atomic_load(&ev->sleepers) == 0 || !gd_pool_may_wake()) return;
-#ifdef GD_POOL_TEST_HOOKS
-    atomic_fetch_add(&gd_pool_test_wakes, 1);
-#endif
+    GD_POOL_TEST_COUNT(gd_pool_test_wakes, 1);
     const int64_t t0 = gd_pool_now_ns();
     gd_pool_unpark(ev);
     const int64_t t1 = gd_pool_now_ns();
@@ -255,6 +266,7 @@ static struct {
     void *ctx;
     int64_t n, part_len, piece_len;
     atomic_int nparts;       /* parts of the running job: a hint for workers */
+    atomic_int caller_cpu;   /* the CPU its caller announced it from, -1: unknown */
     atomic_uint generations; /* last value handed out for a job or a retirement */
 
     _Alignas(64) gd_pool_event done; /* word: pieces of the running job not finished */
@@ -360,6 +372,52 @@ static void gd_pool_wake_children(int i, unsigned gen)
     }
 }
 
+/* A sleeping worker keeps off the CPU of the caller that last announced a job: while it sleeps
+ * its affinity is its own mask less that CPU, and it gets its mask back as soon as it wakes,
+ * so that the scheduler is free to move it wherever it runs. Why: a worker woken on its
+ * caller's CPU gains the job nothing, and it costs the loops that follow their parallelism:
+ * each thread's spin sees the other take the CPU, the pool backs off (GD_POOL_BACKOFF_NS), and
+ * the caller runs every piece itself. Seen on a 2-core VM with nothing else running: after
+ * idle pauses of 0.25 s the kernel woke the worker on the caller's CPU while the other CPU
+ * idled, and kept doing so. Rounds of 50 products of 256x784 @ 784x10 on 2 threads, each after
+ * such a pause, then took 82-106 us per product (median) in 6 to 8 rounds of 10, what one
+ * thread takes (78-89 us); with the sleeping worker kept off that CPU, 43-56 us in 39 of 40
+ * rounds (one took 91 us). A caller that has moved since makes the worker keep off the wrong
+ * CPU for one job. A mask of that one CPU, or one changed by someone else while the worker
+ * slept, is left as it is. */
+typedef struct gd_pool_away {
+#ifdef __linux__
+    cpu_set_t mine, away; /* the worker's own mask, and that mask less the caller's CPU */
+#endif
+    int narrowed;
+} gd_pool_away;
+
+static void gd_pool_keep_off_caller(gd_pool_away *a)
+{
+    a->narrowed = 0;
+#ifdef __linux__
+    const int caller = atomic_load_explicit(&gd_pool.caller_cpu, memory_order_relaxed);
+    if (caller < 0 || caller >= CPU_SETSIZE) return;
+    if (sched_getaffinity(0, sizeof a->mine, &a->mine) != 0) return; /* e.g. more CPUs than a cpu_set_t */
+    a->away = a->mine;
+    CPU_CLR(caller, &a->away);
+    if (CPU_COUNT(&a->away) == 0 || CPU_EQUAL(&a->away, &a->mine)) return;
+    a->narrowed = sched_setaffinity(0, sizeof a->away, &a->away) == 0;
+    if (a->narrowed) GD_POOL_TEST_COUNT(gd_pool_test_kept_off, 1);
+#endif
+}
+
+static void gd_pool_keep_off_end(const gd_pool_away *a)
+{
+#ifdef __linux__
+    cpu_set_t now;
+    if (a->narrowed && sched_getaffinity(0, sizeof now, &now) == 0 && CPU_EQUAL(&now, &a->away))
+        sched_setaffinity(0, sizeof a->mine, &a->mine);
+#else
+    (void)a;
+#endif
+}
+
 /* Waits until the slot's wake word differs from `seen` (a job, or a retirement). */
 static unsigned gd_pool_await_job(gd_pool_slot *s, unsigned seen)
 {
@@ -367,10 +425,14 @@ static unsigned gd_pool_await_job(gd_pool_slot *s, unsigned seen)
     gd_pool_spin spin = gd_pool_spin_start(GD_POOL_WORKER_SPIN_NS);
     while ((g = atomic_load_explicit(&s->wake.word, memory_order_acquire)) == seen && gd_pool_spin_more(&spin)) {
     }
+    if (g != seen) return g;
+    gd_pool_away away;
+    gd_pool_keep_off_caller(&away);
     while (g == seen) {
         gd_pool_park(&s->wake, seen);
         g = atomic_load_explicit(&s->wake.word, memory_order_acquire);
     }
+    gd_pool_keep_off_end(&away);
     return g;
 }
 
@@ -395,6 +457,7 @@ static void *gd_pool_worker_main(void *arg)
         int nparts = atomic_load_explicit(&gd_pool.nparts, memory_order_relaxed);
         gd_pool_work(gen, i + 1, nparts < 1 ? 1 : nparts > GD_POOL_MAX_THREADS ? GD_POOL_MAX_THREADS : nparts);
     }
+    GD_POOL_TEST_COUNT(gd_pool_test_threads, -1);
     return NULL;
 }
 
@@ -414,7 +477,9 @@ static int gd_pool_spawn(int i)
     int rc = pthread_attr_init(&attr);
     if (rc == 0) {
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        GD_POOL_TEST_COUNT(gd_pool_test_threads, 1);
         rc = pthread_create(&t, &attr, gd_pool_worker_main, (void *)((uintptr_t)inc << GD_POOL_SLOT_BITS | (uintptr_t)i));
+        if (rc != 0) GD_POOL_TEST_COUNT(gd_pool_test_threads, -1);
         pthread_attr_destroy(&attr);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -467,6 +532,9 @@ static void gd_pool_after_fork_child(void)
     atomic_store(&gd_pool.nworkers, 0);
     gd_pool.spawn_limit = GD_POOL_MAX_WORKERS;
     atomic_store(&gd_pool.busy, 0);
+#ifdef GD_POOL_TEST_HOOKS
+    atomic_store(&gd_pool_test_threads, 0); /* the parent's workers were not copied */
+#endif
 #if !GD_POOL_FUTEX
     for (int i = 0; i < GD_POOL_EVENTS; i++) pthread_cond_init(&gd_pool_event_at(i)->cond, NULL);
 #endif
@@ -522,6 +590,17 @@ int gd_pool_workers(void) { return atomic_load(&gd_pool.nworkers); }
  * running a job
  * ---------------------------------------------------------------------------------------- */
 
+/* The CPU this thread runs on, -1 where the system does not say (a vDSO or rseq read on
+ * Linux: tens of nanoseconds). */
+static int gd_pool_current_cpu(void)
+{
+#ifdef __linux__
+    return sched_getcpu();
+#else
+    return -1;
+#endif
+}
+
 /* Publishes the job (descriptor, piece count, then cursors with release order) and
  * announces it to `nw` workers. Returns its generation. */
 static unsigned gd_pool_publish(int nparts, int nw, int64_t n, int64_t part_len, int64_t piece_len, gd_pool_fn fn,
@@ -543,6 +622,7 @@ static unsigned gd_pool_publish(int nparts, int nw, int64_t n, int64_t part_len,
     for (int p = 0; p < nparts; p++)
         atomic_store_explicit(&gd_pool.cursor[p].word, gd_pool_cursor_word(gen, 0, count[p]), memory_order_release);
     atomic_store_explicit(&gd_pool.nparts, nparts, memory_order_relaxed);
+    atomic_store_explicit(&gd_pool.caller_cpu, gd_pool_current_cpu(), memory_order_relaxed);
     for (int i = 0; i < nw; i++) atomic_store(&gd_pool.slot[i].wake.word, gen);
     for (int i = 0; i < nw && i < GD_POOL_WAKE_ROOTS; i++) gd_pool_wake_worker(&gd_pool.slot[i].wake);
     return gen;

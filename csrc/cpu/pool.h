@@ -66,6 +66,8 @@ void gd_pool_set_test_hook(gd_pool_hook_fn hook);
 void gd_pool_test_set_backoff(int on);
 void gd_pool_test_mark_oversubscribed(void);
 long gd_pool_test_wake_calls(void); /* wake-up calls made for sleeping workers so far */
+long gd_pool_test_kept_off_calls(void); /* sleeps a worker spent off its caller's CPU */
+int gd_pool_test_live_threads(void);     /* workers spawned and not yet exited, retired ones too */
 #endif
 
 #endif /* GD_CPU_POOL_H */

@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -126,6 +127,16 @@ static void test_hook(gd_pool_hook_point where, int thread)
 static int no_worker_held(void) { return atomic_load(&gate_waiting) == 0; }
 static int one_worker_held(void) { return atomic_load(&gate_waiting) == 1; }
 static int all_workers_held(void) { return atomic_load(&gate_waiting) == 3; } /* of a 4-thread loop */
+
+static int no_live_worker(void) { return gd_pool_test_live_threads() == 0; }
+
+/* Retires every worker and waits for their threads to exit: a worker woken for an older loop
+ * could otherwise still be on its way to the hook and be held by a gate closed after this. */
+static void fresh_workers(void)
+{
+    gd_pool_trim(1);
+    CHECK(wait_for(no_live_worker, 10.0), "retired workers still running: %d", gd_pool_test_live_threads());
+}
 
 static void gate_close(gd_pool_hook_point where, int thread)
 {
@@ -256,7 +267,7 @@ static void test_steal_order(void)
     const int nt = 4;
     const int64_t n = 4 * 8 * 10, align = 10; /* 4 parts of 8 pieces of 10 */
     int64_t order[64];
-    gd_pool_trim(1); /* fresh workers: none still on its way to an older loop's gate */
+    fresh_workers();
     gate_close(GD_POOL_HOOK_WOKEN, 0);
     cover c;
     cover_init(&c, n, align);
@@ -338,7 +349,7 @@ static void test_late_workers(void)
 {
     const int nt = 4;
     const int64_t n = 100000;
-    gd_pool_trim(1);
+    fresh_workers();
     gate_close(GD_POOL_HOOK_WOKEN, 0);
     cover *a = malloc(sizeof *a);
     cover_init(a, n, 1);
@@ -753,6 +764,96 @@ static int child_main(const char *mode)
     return 2;
 }
 
+/* A sleeping worker keeps off the CPU of the caller that last announced a job (its mask is
+ * its own less that CPU), and has its own mask back whenever it runs a piece. Needs two
+ * allowed CPUs; the caller is pinned to one of them for the test. */
+#ifdef __linux__
+static cpu_set_t keep_off_full;
+static int keep_off_cpu;
+static atomic_int keep_off_worker_pieces, keep_off_narrow_pieces;
+
+static int worker_ran_a_piece(void) { return atomic_load(&keep_off_worker_pieces) > 0; }
+
+static void keep_off_fn(void *ctx, int64_t b, int64_t e)
+{
+    cover_fn(ctx, b, e);
+    cover *c = ctx;
+    if (pthread_equal(pthread_self(), c->caller)) {
+        wait_for(worker_ran_a_piece, 10.0); /* leave the workers pieces to run */
+        return;
+    }
+    cpu_set_t now;
+    atomic_fetch_add(&keep_off_worker_pieces, 1);
+    if (sched_getaffinity(0, sizeof now, &now) != 0 || !CPU_EQUAL(&now, &keep_off_full))
+        atomic_fetch_add(&keep_off_narrow_pieces, 1);
+}
+
+/* Worker threads whose mask lacks keep_off_cpu and is otherwise the full one, of `n`
+ * found; -1 where /proc is missing. */
+static int workers_kept_off(int *n)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return -1;
+    int kept = 0;
+    *n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        char path[300], name[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = e->d_name[0] != '.' ? fopen(path, "r") : NULL;
+        if (!f) continue;
+        if (!fgets(name, sizeof name, f)) name[0] = 0;
+        fclose(f);
+        if (strncmp(name, "gpudev-pool", 11) != 0) continue;
+        cpu_set_t m, want = keep_off_full;
+        CPU_CLR(keep_off_cpu, &want);
+        (*n)++;
+        kept += sched_getaffinity((pid_t)atoi(e->d_name), sizeof m, &m) == 0 && CPU_EQUAL(&m, &want);
+    }
+    closedir(d);
+    return kept;
+}
+
+static void test_keep_off_caller(void)
+{
+    cpu_set_t one;
+    if (sched_getaffinity(0, sizeof keep_off_full, &keep_off_full) != 0 || CPU_COUNT(&keep_off_full) < 2) {
+        printf("(fewer than 2 allowed CPUs: nothing to keep off) ");
+        return;
+    }
+    gd_pool_trim(1); /* fresh workers, started before the caller is pinned: they get the full mask */
+    cover c;
+    cover_init(&c, 64, 1);
+    gd_pool_for(3, c.n, 1, 0, cover_fn, &c);
+    cover_done(&c, "keep off: start");
+    for (keep_off_cpu = 0; !CPU_ISSET(keep_off_cpu, &keep_off_full); keep_off_cpu++) {
+    }
+    CPU_ZERO(&one);
+    CPU_SET(keep_off_cpu, &one);
+    CHECK(sched_setaffinity(0, sizeof one, &one) == 0, "keep off: cannot pin the caller to CPU %d", keep_off_cpu);
+    const long before = gd_pool_test_kept_off_calls();
+    for (int round = 0; round < 3; round++) {
+        atomic_store(&keep_off_worker_pieces, 0);
+        atomic_store(&keep_off_narrow_pieces, 0);
+        cover_init(&c, 64, 1);
+        gd_pool_for(3, c.n, 1, 0, keep_off_fn, &c);
+        cover_done(&c, "keep off");
+        CHECK(atomic_load(&keep_off_worker_pieces) > 0, "keep off: round %d, no worker ran a piece", round);
+        CHECK(atomic_load(&keep_off_narrow_pieces) == 0, "keep off: round %d, %d of %d worker pieces ran on a narrowed mask",
+              round, atomic_load(&keep_off_narrow_pieces), atomic_load(&keep_off_worker_pieces));
+        sleep_us(50000); /* past the workers' spin: both asleep */
+        int n = 0, kept = workers_kept_off(&n);
+        CHECK(kept < 0 || (n == 2 && kept == 2), "keep off: round %d, %d of %d sleeping workers keep off CPU %d", round,
+              kept, n, keep_off_cpu);
+    }
+    CHECK(gd_pool_test_kept_off_calls() - before >= 2, "keep off: %ld narrowed sleeps counted",
+          gd_pool_test_kept_off_calls() - before);
+    CHECK(sched_setaffinity(0, sizeof keep_off_full, &keep_off_full) == 0, "keep off: cannot restore the caller's mask");
+    gd_pool_trim(1);
+}
+#else
+static void test_keep_off_caller(void) { printf("(no CPU affinity here) "); }
+#endif
+
 /* ------------------------------------------------------------------------------------------
  * driver
  * ---------------------------------------------------------------------------------------- */
@@ -803,6 +904,7 @@ int main(int argc, char **argv)
     run("thread count changes", t_trim);
     run("thread limit", test_no_threads);
     run("fork", test_fork);
+    run("keep off caller's CPU", test_keep_off_caller);
     run("under load", t_load);
     run("exit", test_exit);
     int f = atomic_load(&failures);
