@@ -3,7 +3,7 @@ spreading work over threads starts to pay, and whether it still pays when other 
 keep the cores busy (``python -m gpudev bench --load N``).
 
     >>> [(name, size) for name, size, *_ in sized_rows("cpu", [200])]
-    [('a + b', '200x200'), ('b += b; b *= .5', '200x200'), ('a.sum().item()', '200x200')]
+    [('a + b', '200x200'), ('b += b; b *= .5', '200x200'), ('a.sum().item()', '200x200'), ('exp(a)', '200x200')]
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ _OPS: dict[str, tuple[dict[str, str], int]] = {
     "a + b": (dict.fromkeys(("gpudev", "numpy", "torch"), "a + b"), 3 * 4),
     "b += b; b *= .5": (dict.fromkeys(("gpudev", "numpy", "torch"), "b += b; b *= .5"), 4 * 4),
     "a.sum().item()": ({"gpudev": "a.sum().item()", "numpy": "float(a.sum())", "torch": "a.sum().item()"}, 4),
+    # a function whose arithmetic, not memory, sets the pace (NumPy's loop is vectorized)
+    "exp(a)": ({"gpudev": "gd.exp(a)", "numpy": "np.exp(a)", "torch": "torch.exp(a)"}, 2 * 4),
 }
 
 # Elements per measurement: ~10 ms of work at NumPy's ~1 ns per element, so that reading the
@@ -33,7 +35,7 @@ _ELEMENTS_PER_MEASUREMENT = 10**7
 
 
 def sized_rows(device: str, sides: list[int]) -> list[tuple[str, str, str, RowBuilder]]:
-    """`a + b`, `b += b; b *= .5` and `a.sum().item()` on side x side float32 (randn + 1),
+    """`a + b`, `b += b; b *= .5`, `a.sum().item()` and `exp(a)` on side x side float32 (randn + 1),
     per operation; each should take <= 1.25x NumPy's time, quiet or loaded."""
     target = Target("<= 1.25x numpy time", peer="numpy", max_ratio=1.25)
     rows = []
