@@ -1,26 +1,30 @@
 /* ewise_exp_log.h - exp and log for float32 and float64, written so that a compiler turns a
- * loop over them into vector code (ewise_math.h's exp, log, sigmoid and tanh call them).
+ * loop over them into vector code; tanh too, and ewise_math.h's sigmoid calls exp.
  *
- * The C library's expf and logf are one call per element: on the CPU that made gd.exp 5-6x
- * slower than NumPy's vectorized loops and tanh 20-35x. These bodies are straight-line
+ * The C library's expf, logf and tanh are one call per element: on the CPU that made gd.exp
+ * 5-6x slower than NumPy's vectorized loops and tanh 8-40x. These bodies are straight-line
  * arithmetic on the value and its bits: no branch, no table, no call; special values are
  * chosen with gd_select (a mask of the bits), because GCC does not vectorize a float ?: whose
  * operands it may not evaluate early (they could raise a floating-point flag). A CUDA
  * thread runs the same arithmetic, so every device computes the same values (nvcc may fuse a
  * multiply and an add, which moves a result by at most an ulp).
  *
- * Accuracy: below 1 ulp everywhere, measured against exp and log in long double (tests/
- * test_exp_log.py sweeps each float32 range and samples float64); special values are the C
- * library's: exp(-inf) 0, exp(inf) inf, overflow to inf, underflow through the subnormals to
- * 0; log(0) -inf, log(x < 0) NaN, log(inf) inf; NaN in, NaN out.
+ * Accuracy: below 1 ulp everywhere, measured against long double (tests/test_exp_log.py
+ * sweeps each float32 range and samples float64; NumPy's own float32 exp and log err by up
+ * to 2.3 and 3.4 ulps); special values are the C library's: exp(-inf) 0, exp(inf) inf,
+ * overflow to inf, underflow through the subnormals to 0; log(0) -inf, log(x < 0) NaN,
+ * log(inf) inf; tanh(+-0) +-0, tanh(+-inf) +-1; NaN in, NaN out.
  *
- * Method (as fdlibm's e_exp.c and e_log.c, whose polynomials these are):
+ * Method:
  *   exp: x = k ln2 + r with |r| <= ln2/2; ln2 = hi + lo, hi with trailing zero bits so that
- *        k hi and x - k hi are exact; e^r = 1 + r + r^2 p(r), summed with 1 + r kept exact in
- *        two parts so that the only rounding that matters is the last; then times 2^k as two
- *        powers of two, so that results down in the subnormals round once.
+ *        k hi and x - k hi are exact; e^r = 1 + r + r^2 p(r) (p: Cephes's expf fit, Taylor
+ *        for float64), summed with 1 + r kept exact in two parts so that the only rounding
+ *        that matters is the last; then times 2^k as two powers of two, so that results
+ *        down in the subnormals round once.
  *   log: x = 2^k m with m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f); log(1 + f) =
- *        2s + s R(s^2), rearranged around f^2 / 2 as fdlibm does; plus k ln2 in two parts.
+ *        2s + s R(s^2) with fdlibm's R, rearranged around f^2 / 2 as fdlibm's e_log.c does;
+ *        plus k ln2 in two parts.
+ *   tanh: from e^(2|x|) - 1 without cancellation (below).
  */
 #ifndef GPUDEV_EWISE_EXP_LOG_H
 #define GPUDEV_EWISE_EXP_LOG_H
@@ -82,7 +86,7 @@ GD_HOSTDEV float gd_exp_f32(float x)
     xc = gd_select_f32(xc < -104.0f, -104.0f, xc);                /* e^-103.98 rounds to 0 */
     float k = (xc * 1.44269504f + GD_SHIFT_F32) - GD_SHIFT_F32;
     float r_hi = xc - k * ln2_hi, r_lo = -(k * ln2_lo), r = r_hi + r_lo;
-    float p = 1.9875691500e-4f; /* (e^r - 1 - r) / r^2, Cephes's expf fit */
+    float p = 1.9875691500e-4f; /* (e^r - 1 - r) / r^2 */
     p = p * r + 1.3981999507e-3f;
     p = p * r + 8.3334519073e-3f;
     p = p * r + 4.1665795894e-2f;
@@ -92,14 +96,20 @@ GD_HOSTDEV float gd_exp_f32(float x)
     return gd_scale2_f32(y_hi + (y_lo + (r_lo + (r * r) * p)), k);
 }
 
-GD_HOSTDEV double gd_exp_f64(double x)
+/* x = k ln2 + r_hi + r_lo, k an integer and |r_hi + r_lo| <= ln2/2 (x already clamped) */
+GD_HOSTDEV double gd_exp_reduce_f64(double x, double *r_hi, double *r_lo)
 {
     const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
-    double xc = gd_select_f64(x > 710.0, 710.0, x);     /* e^709.79 overflows */
-    xc = gd_select_f64(xc < -746.0, -746.0, xc);        /* e^-745.14 rounds to 0 */
-    double k = (xc * 1.44269504088896338700 + GD_SHIFT_F64) - GD_SHIFT_F64;
-    double r_hi = xc - k * ln2_hi, r_lo = -(k * ln2_lo), r = r_hi + r_lo;
-    double p = 1.0 / 6227020800.0; /* Taylor to r^13 / 13!: its remainder is below 2^-60 */
+    double k = (x * 1.44269504088896338700 + GD_SHIFT_F64) - GD_SHIFT_F64;
+    *r_hi = x - k * ln2_hi;
+    *r_lo = -(k * ln2_lo);
+    return k;
+}
+
+/* (e^r - 1 - r) / r^2 for |r| <= ln2/2: Taylor to r^13 / 13!, whose remainder is below 2^-60 */
+GD_HOSTDEV double gd_exp_poly_f64(double r)
+{
+    double p = 1.0 / 6227020800.0;
     p = p * r + 1.0 / 479001600.0;
     p = p * r + 1.0 / 39916800.0;
     p = p * r + 1.0 / 3628800.0;
@@ -110,9 +120,74 @@ GD_HOSTDEV double gd_exp_f64(double x)
     p = p * r + 1.0 / 120.0;
     p = p * r + 1.0 / 24.0;
     p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
+    return p * r + 0.5;
+}
+
+GD_HOSTDEV double gd_exp_f64(double x)
+{
+    double xc = gd_select_f64(x > 710.0, 710.0, x);     /* e^709.79 overflows */
+    xc = gd_select_f64(xc < -746.0, -746.0, xc);        /* e^-745.14 rounds to 0 */
+    double r_hi, r_lo, k = gd_exp_reduce_f64(xc, &r_hi, &r_lo), r = r_hi + r_lo;
     double y_hi = 1.0 + r_hi, y_lo = (1.0 - y_hi) + r_hi;
-    return gd_scale2_f64(y_hi + (y_lo + (r_lo + (r * r) * p)), k);
+    return gd_scale2_f64(y_hi + (y_lo + (r_lo + (r * r) * gd_exp_poly_f64(r))), k);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * tanh(x) = m / (m + 2) with m = e^(2|x|) - 1, and x's sign. m is 2^k (1 + q) - 1, summed as
+ * (2^k - 1) + 2^k q with q = e^r - 1: no 1 + q is ever rounded, so a small m keeps all its
+ * digits (glibc's tanh takes m from expm1 likewise), and the sums keep their rounding errors
+ * to correct the quotient with (without them float64's tanh erred by up to 2.3 ulps). From |x| = 19.1 on tanh rounds to +-1
+ * (the clamp at 20 keeps k small); below 2^-28 it rounds to x. float32 rounds float64's.
+ * ---------------------------------------------------------------------------------------- */
+
+/* s + e = a + b exactly (Knuth's TwoSum: any order of magnitudes) */
+GD_HOSTDEV double gd_two_sum_f64(double a, double b, double *e)
+{
+    double s = a + b, b_part = s - a;
+    *e = (a - (s - b_part)) + (b - b_part);
+    return s;
+}
+
+/* p + e = a b exactly (Dekker's product: halves of 26 bits multiply exactly, Veltkamp's split) */
+GD_HOSTDEV double gd_two_product_f64(double a, double b, double *e)
+{
+    double p = a * b, ca = 134217729.0 * a, cb = 134217729.0 * b;
+    double a_hi = ca - (ca - a), a_lo = a - a_hi, b_hi = cb - (cb - b), b_lo = b - b_hi;
+    *e = (((a_hi * b_hi - p) + a_hi * b_lo) + a_lo * b_hi) + a_lo * b_lo;
+    return p;
+}
+
+/* e^z = 2^k (1 + q + q_err) for 0 <= z <= 40: q and its rounding error, and 2^k */
+GD_HOSTDEV double gd_expm1_parts_f64(double z, double *two_k, double *q_err)
+{
+    double r_hi, r_lo, k = gd_exp_reduce_f64(z, &r_hi, &r_lo), r = r_hi + r_lo;
+    *two_k = gd_from_bits_f64(gd_bits_f64(k + (1023.0 + GD_SHIFT_F64)) << 52);
+    return gd_two_sum_f64(r_hi, r_lo + (r * r) * gd_exp_poly_f64(r), q_err);
+}
+
+GD_HOSTDEV double gd_tanh_f64(double x)
+{
+    double a = fabs(x), two_k, e0, q = gd_expm1_parts_f64(2.0 * gd_select_f64(a > 20.0, 20.0, a), &two_k, &e0);
+    /* m = m_hi + m_lo and m + 2 = d + d_lo, each sum's rounding error carried along; then
+     * t = (m_hi + m_lo) / (d + d_lo) to first order: t0 + (m_hi - t0 d + m_lo - t0 d_lo) / d,
+     * with m_hi - t0 d, the quotient's remainder, exact. 1 / d need only be roughly right:
+     * (1 - t0) / 2, or where t0 is too near 1 for that, 2^-k / (1 + q) to within q^3 */
+    double e1, e2, e3, m_hi = gd_two_sum_f64(two_k - 1.0, two_k * q, &e1), m_lo = e1 + two_k * e0;
+    double d = gd_two_sum_f64(m_hi, 2.0, &e2), d_lo = e2 + m_lo;
+    double t0 = m_hi / d, t0_d = gd_two_product_f64(t0, d, &e3);
+    double two_mk = gd_from_bits_f64(0x7fe0000000000000ull - gd_bits_f64(two_k)); /* 2^-k */
+    double inv_d = gd_select_f64(d > 0x1p20, two_mk * (1.0 - q * (1.0 - q)), (1.0 - t0) * 0.5);
+    double t = t0 + (((m_hi - t0_d) - e3) + (m_lo - t0 * d_lo)) * inv_d;
+    return gd_select_f64(a < 0x1p-28, x, copysign(t, x));
+}
+
+/* float32 needs none of float64's corrections: m / (m + 2) in float64 errs by 2^-51 at most,
+ * which float32's rounding hides (from |x| = 9.02 on, tanh rounds to +-1) */
+GD_HOSTDEV float gd_tanh_f32(float x)
+{
+    double a = fabs((double)x), two_k, e0, q = gd_expm1_parts_f64(2.0 * gd_select_f64(a > 10.0, 10.0, a), &two_k, &e0);
+    double m = (two_k - 1.0) + two_k * q;
+    return gd_select_f32(fabsf(x) < 0x1p-12f, x, copysignf((float)(m / (m + 2.0)), x));
 }
 
 /* ------------------------------------------------------------------------------------------

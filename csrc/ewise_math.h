@@ -109,10 +109,6 @@ GD_DEFINE_DIVMOD(f64, double, fmod, floor, copysign)
  * sees arguments <= 0 and cannot overflow; NaN stays NaN. Both are computed and one chosen,
  * so that the loop vectorizes (ewise_exp_log.h). float32 works in float64: in float32 the
  * exp, the sum and the quotient would each round, up to 2.2 ulps in all.
- *
- * tanh in float32 is computed in float64 from e^(2|x|) - 1, whose cancellation costs at most
- * 2^-53 / 2|x| relative, far below a float32 ulp for |x| >= 2^-12; below that tanh(x) rounds
- * to x itself, and from |x| = 9.02 on to +-1 (the clamp at 20 keeps e^(2|x|) finite).
  * ---------------------------------------------------------------------------------------- */
 
 GD_HOSTDEV float gd_sigmoid_f32(float x)
@@ -126,16 +122,6 @@ GD_HOSTDEV double gd_sigmoid_f64(double x)
     double e = gd_exp_f64(-fabs(x));
     return gd_select_f64(x >= 0.0, 1.0 / (1.0 + e), e / (1.0 + e));
 }
-
-GD_HOSTDEV float gd_tanh_f32(float x)
-{
-    double a = fabs((double)x);
-    double e = gd_exp_f64(2.0 * gd_select_f64(a > 20.0, 20.0, a)) - 1.0;
-    float t = copysignf((float)(e / (e + 2.0)), x);
-    return gd_select_f32(fabsf(x) < 0x1p-12f, x, t);
-}
-
-GD_HOSTDEV double gd_tanh_f64(double x) { return tanh(x); }
 
 /* ------------------------------------------------------------------------------------------
  * logaddexp: log(exp(x) + exp(y)) as NumPy's npy_logaddexp computes it, the larger operand plus
