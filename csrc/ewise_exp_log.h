@@ -51,27 +51,27 @@ GD_HOSTDEV double gd_select_f64(int c, double a, double b)
 }
 
 /* Round to an integer (ties to even) by adding 1.5 * 2^(mantissa bits): exact for |x| < 2^22
- * (float32) or 2^51, and the integer is then also in the sum's low bits (GD_LOW_INT). */
+ * (float32) or 2^51, and the integer is then also in the sum's low bits (gd_pow2 reads it). */
 #define GD_SHIFT_F32 0x1.8p23f
 #define GD_SHIFT_F64 0x1.8p52
 
+/* 2^k for an integer-valued k with 2^k a normal number: its exponent field is the low bits
+ * of k + bias + shift, shifted into place */
+GD_HOSTDEV float gd_pow2_f32(float k) { return gd_from_bits_f32(gd_bits_f32(k + (127.0f + GD_SHIFT_F32)) << 23); }
+GD_HOSTDEV double gd_pow2_f64(double k) { return gd_from_bits_f64(gd_bits_f64(k + (1023.0 + GD_SHIFT_F64)) << 52); }
+
 /* y * 2^k for an integer-valued k with |k| < 2 * 127 (float32) or 2 * 1023: as two factors of
  * 2^(k/2), each a normal number, so a subnormal result is rounded once, at the last multiply,
- * and 2^128 or 2^1024 overflows to inf as it should. The factor's exponent field is the low
- * bits of k/2 + bias + shift. */
+ * and 2^128 or 2^1024 overflows to inf as it should */
 GD_HOSTDEV float gd_scale2_f32(float y, float k)
 {
-    float k1 = (k * 0.5f + GD_SHIFT_F32) - GD_SHIFT_F32, k2 = k - k1;
-    float s1 = gd_from_bits_f32(gd_bits_f32(k1 + (127.0f + GD_SHIFT_F32)) << 23);
-    float s2 = gd_from_bits_f32(gd_bits_f32(k2 + (127.0f + GD_SHIFT_F32)) << 23);
-    return y * s1 * s2;
+    float k1 = (k * 0.5f + GD_SHIFT_F32) - GD_SHIFT_F32;
+    return y * gd_pow2_f32(k1) * gd_pow2_f32(k - k1);
 }
 GD_HOSTDEV double gd_scale2_f64(double y, double k)
 {
-    double k1 = (k * 0.5 + GD_SHIFT_F64) - GD_SHIFT_F64, k2 = k - k1;
-    double s1 = gd_from_bits_f64(gd_bits_f64(k1 + (1023.0 + GD_SHIFT_F64)) << 52);
-    double s2 = gd_from_bits_f64(gd_bits_f64(k2 + (1023.0 + GD_SHIFT_F64)) << 52);
-    return y * s1 * s2;
+    double k1 = (k * 0.5 + GD_SHIFT_F64) - GD_SHIFT_F64;
+    return y * gd_pow2_f64(k1) * gd_pow2_f64(k - k1);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -135,9 +135,10 @@ GD_HOSTDEV double gd_exp_f64(double x)
 /* ------------------------------------------------------------------------------------------
  * tanh(x) = m / (m + 2) with m = e^(2|x|) - 1, and x's sign. m is 2^k (1 + q) - 1, summed as
  * (2^k - 1) + 2^k q with q = e^r - 1: no 1 + q is ever rounded, so a small m keeps all its
- * digits (glibc's tanh takes m from expm1 likewise), and the sums keep their rounding errors
- * to correct the quotient with (without them float64's tanh erred by up to 2.3 ulps). From |x| = 19.1 on tanh rounds to +-1
- * (the clamp at 20 keeps k small); below 2^-28 it rounds to x. float32 rounds float64's.
+ * digits (glibc's tanh takes m from expm1 likewise). In float64 the sums keep their rounding
+ * errors to correct the quotient with (without them tanh erred by up to 2.3 ulps). From
+ * |x| = 19.1 on tanh rounds to +-1 (the clamp at 20 keeps k small); below 2^-28 it rounds to
+ * x. float32 rounds a plain float64 quotient.
  * ---------------------------------------------------------------------------------------- */
 
 /* s + e = a + b exactly (Knuth's TwoSum: any order of magnitudes) */
@@ -161,7 +162,7 @@ GD_HOSTDEV double gd_two_product_f64(double a, double b, double *e)
 GD_HOSTDEV double gd_expm1_parts_f64(double z, double *two_k, double *q_err)
 {
     double r_hi, r_lo, k = gd_exp_reduce_f64(z, &r_hi, &r_lo), r = r_hi + r_lo;
-    *two_k = gd_from_bits_f64(gd_bits_f64(k + (1023.0 + GD_SHIFT_F64)) << 52);
+    *two_k = gd_pow2_f64(k);
     return gd_two_sum_f64(r_hi, r_lo + (r * r) * gd_exp_poly_f64(r), q_err);
 }
 
@@ -175,7 +176,7 @@ GD_HOSTDEV double gd_tanh_f64(double x)
     double e1, e2, e3, m_hi = gd_two_sum_f64(two_k - 1.0, two_k * q, &e1), m_lo = e1 + two_k * e0;
     double d = gd_two_sum_f64(m_hi, 2.0, &e2), d_lo = e2 + m_lo;
     double t0 = m_hi / d, t0_d = gd_two_product_f64(t0, d, &e3);
-    double two_mk = gd_from_bits_f64(0x7fe0000000000000ull - gd_bits_f64(two_k)); /* 2^-k */
+    double two_mk = gd_from_bits_f64(0x7fe0000000000000ull - gd_bits_f64(two_k)); /* 2^-k from 2^k's bits */
     double inv_d = gd_select_f64(d > 0x1p20, two_mk * (1.0 - q * (1.0 - q)), (1.0 - t0) * 0.5);
     double t = t0 + (((m_hi - t0_d) - e3) + (m_lo - t0 * d_lo)) * inv_d;
     return gd_select_f64(a < 0x1p-28, x, copysign(t, x));
