@@ -21,7 +21,7 @@ extern "C" {
 #define GD_MAX_NDIM 16
 /* The table's layout version, with the op counts in it: a backend built from another op list
  * has another version (the enum values are its operation codes), so it is refused. */
-#define GD_BACKEND_ABI_LAYOUT 6
+#define GD_BACKEND_ABI_LAYOUT 7
 #define GD_BACKEND_ABI_VERSION (GD_BACKEND_ABI_LAYOUT * 10000 + GD_NUM_UNOPS * 100 + GD_NUM_BINOPS)
 #define GD_BACKEND_CAPSULE_NAME "gpudev._cuda.backend"
 
@@ -256,6 +256,8 @@ typedef int gd_where_fn(void *out, gd_dtype dtype, const gd_ewise *ew, const gd_
                         const gd_operand *x, const gd_operand *y, int device, gd_error *err);
 typedef int gd_argreduce_fn(int64_t *out, gd_redop op, const void *in, gd_dtype dtype, int64_t outer,
                             int64_t len, int64_t inner, int device, gd_error *err);
+typedef int gd_axpby_fn(void *y, gd_dtype dtype, gd_scalar beta, const void *x, gd_scalar alpha, int64_t n,
+                        int device, gd_error *err);
 
 #ifdef __cplusplus
 extern "C" {
@@ -386,6 +388,15 @@ typedef struct gd_backend {
      * C-contiguous of `dtype` (any dtype; bools compare as 0 < 1); len >= 1 (the core refuses
      * empty axes). */
     gd_argreduce_fn *argreduce;
+
+    /* ---- fused updates (required; added in ABI 7) ---- */
+
+    /* y[i] = beta * y[i] + alpha * x[i] for i < n, in place: y and x C-contiguous of `dtype`
+     * (float32 or float64; beta.f and alpha.f rounded to it first), x equal to y or apart
+     * from it. Each product is rounded, then the sum: no fused multiply-add, so the bits are
+     * those of the two operations written out (y *= beta; y += alpha * x), in one pass and
+     * with no temporary. An optimizer's step (p -= lr * g, v = momentum * v + g) is this. */
+    gd_axpby_fn *axpby;
 } gd_backend;
 
 #ifdef __cplusplus

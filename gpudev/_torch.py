@@ -102,16 +102,32 @@ def uniform_(self: Array, a: float = 0.0, b: float = 1.0) -> Array:
     return self
 
 
+def scaled_add_(y: Array, beta: Any, x: Any, alpha: Any) -> Array:
+    """y = beta * y + alpha * x in place; returns y. One pass with no temporary (the backends'
+    axpby) where the core can take it: float arrays of one dtype, shape and device, both
+    C-contiguous, and nothing for autograd to record; else the two operations written out
+    (y *= beta; y += alpha * x), which give the same bits. The optimizers' steps use it."""
+    if _C._axpby(y, beta, x, alpha) is NotImplemented:
+        if beta != 1:
+            y *= beta
+        y += x if alpha == 1 else alpha * x
+    return y
+
+
 def add_(self: Array, other: Any, alpha: Any = 1) -> Array:
     """self += alpha * other; returns self."""
-    self += other if alpha == 1 else other * alpha
-    return self
+    if alpha == 1:
+        self += other
+        return self
+    return scaled_add_(self, 1.0, other, alpha)
 
 
 def sub_(self: Array, other: Any, alpha: Any = 1) -> Array:
     """self -= alpha * other; returns self."""
-    self -= other if alpha == 1 else other * alpha
-    return self
+    if alpha == 1:
+        self -= other
+        return self
+    return scaled_add_(self, 1.0, other, -alpha)
 
 
 def mul_(self: Array, other: Any) -> Array:

@@ -722,10 +722,63 @@ static PyObject *mod_allclose(PyObject *module, PyObject *args, PyObject *kwds)
     return allclose(st, a, b, rtol, atol);
 }
 
+/* ------------------------------------------------------------------------------------------
+ * _C._axpby(y, beta, x, alpha): y = beta * y + alpha * x in place, one backend call with no
+ * temporary (the backend's axpby), for the optimizers and add_/sub_(alpha=). It takes only
+ * what that call can do: float arrays of one dtype, shape and device, both C-contiguous, x
+ * equal to y or apart from it, nothing to record for autograd, real beta and alpha. For
+ * anything else it returns NotImplemented and the caller writes the two operations out,
+ * which give the same bits (gpudev.h, axpby).
+ * ---------------------------------------------------------------------------------------- */
+
+static int axpby_fits(gd_state *st, PyObject *yo, PyObject *xo)
+{
+    if (!gd_is_array(st, yo) || !gd_is_array(st, xo) || gd_ag_wanted(st, yo, xo)) return 0;
+    const ArrayObject *y = (const ArrayObject *)yo, *x = (const ArrayObject *)xo;
+    return gd_dtype_is_float(y->dtype) && x->dtype == y->dtype && y->contiguous && x->contiguous &&
+           gd_same_shape(x, y) && gd_device_eq(x->device, y->device) &&
+           (x->data == y->data || !gd_overlaps(x, y));
+}
+
+static int axpby_factor(PyObject *o, double *out)
+{
+    if (PyBool_Check(o) || !(PyFloat_Check(o) || PyLong_Check(o))) return 0;
+    *out = PyFloat_AsDouble(o);
+    return !(*out == -1.0 && PyErr_Occurred());
+}
+
+static PyObject *mod_axpby(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    gd_state *st = PyModule_GetState(module);
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "_axpby(y, beta, x, alpha) takes 4 arguments");
+        return NULL;
+    }
+    gd_scalar beta, alpha;
+    if (!axpby_fits(st, args[0], args[2]) || !axpby_factor(args[1], &beta.f) || !axpby_factor(args[3], &alpha.f)) {
+        if (PyErr_Occurred()) PyErr_Clear(); /* an int too large for a double: the written-out form says so */
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    ArrayObject *y = (ArrayObject *)args[0], *x = (ArrayObject *)args[2];
+    const gd_backend *be = gd_backend_of(st, y->device, "axpby");
+    if (!be) return NULL;
+    gd_bump_version(st, y);
+    if (y->size > 0) {
+        gd_error err;
+        PyThreadState *ts = gd_run_begin(y->device, (double)y->size);
+        int rc = be->axpby(y->data, y->dtype, beta, x->data, alpha, y->size, y->device.index, &err);
+        if (gd_run_end(st, y->device, ts, rc, &err, "axpby") < 0) return NULL;
+    }
+    if (gd_trace_op(st, "axpby", y, y, x) < 0) return NULL;
+    return Py_NewRef((PyObject *)y);
+}
+
 static PyMethodDef elementwise_functions[] = {
     GD_METHOD("allclose", GD_FN(mod_allclose), METH_VARARGS | METH_KEYWORDS, "$module, a, b, rtol=1e-05, atol=1e-08",
               "Whether a and b are equal to within the tolerances, as numpy.allclose."),
     {"_ewise", GD_FN(mod_ewise), METH_FASTCALL, "_ewise(name, a[, b]): any elementwise operation by name"},
+    {"_axpby", GD_FN(mod_axpby), METH_FASTCALL,
+     "_axpby(y, beta, x, alpha): y = beta * y + alpha * x in place, or NotImplemented"},
     {NULL, NULL, 0, NULL},
 };
 

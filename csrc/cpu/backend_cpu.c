@@ -93,4 +93,6 @@ const gd_backend gd_cpu_backend = {
     /* selection */
     .where = gd_cpu_where,
     .argreduce = gd_cpu_argreduce,
+    /* fused updates */
+    .axpby = gd_cpu_axpby,
 };

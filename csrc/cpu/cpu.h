@@ -164,8 +164,9 @@ gd_copy_2d_fn gd_cpu_copy_2d;
 gd_unary_fn gd_cpu_unary;
 gd_binary_fn gd_cpu_binary;
 
-/* elementwise.c: where; argreduce.c: argmax and argmin */
+/* elementwise.c: where and axpby; argreduce.c: argmax and argmin */
 gd_where_fn gd_cpu_where;
+gd_axpby_fn gd_cpu_axpby;
 gd_argreduce_fn gd_cpu_argreduce;
 
 /* cast.c */

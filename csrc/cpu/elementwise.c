@@ -1,5 +1,6 @@
 /* elementwise.c - the CPU backend's unary and binary kernels for every dtype, selected from
- * [op][dtype] tables, where (a selection by element size), and the driver that runs them over a gd_ewise: one contiguous run, or an
+ * [op][dtype] tables, where (a selection by element size), axpby (an optimizer's fused
+ * update), and the driver that runs them over a gd_ewise: one contiguous run, or an
  * N-d walk over strided and broadcast operands, split over threads when large.
  */
 #include <math.h>
@@ -414,5 +415,50 @@ int gd_cpu_where(void *out, gd_dtype dtype, const gd_ewise *ew, const gd_operand
     job.in[2] = gd_operand_data(y, dtype, &ybuf);
     const gd_operand *ops[3] = {cond, x, y};
     gd_ewise_execute(&job, ops, GD_PAR_ELEMENTWISE);
+    return GD_OK;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * axpby: y = beta * y + alpha * x in one pass, in place (an optimizer's step). The plain
+ * expression, built without contraction (-std=c11), rounds each product and then the sum:
+ * the bits of y *= beta; y += alpha * x. x may be y itself, so neither pointer is restrict.
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct gd_axpby_job {
+    void *y;
+    const void *x;
+    gd_dtype dtype;
+    double beta, alpha;
+} gd_axpby_job;
+
+GD_SIMD static void axpby_f32(float *y, const float *x, float beta, float alpha, int64_t begin, int64_t end)
+{
+    for (int64_t i = begin; i < end; i++) y[i] = beta * y[i] + alpha * x[i];
+}
+
+GD_SIMD static void axpby_f64(double *y, const double *x, double beta, double alpha, int64_t begin, int64_t end)
+{
+    for (int64_t i = begin; i < end; i++) y[i] = beta * y[i] + alpha * x[i];
+}
+
+static void gd_axpby_range(void *ctx, int64_t begin, int64_t end)
+{
+    const gd_axpby_job *job = ctx;
+    if (job->dtype == GD_FLOAT32)
+        axpby_f32(job->y, job->x, (float)job->beta, (float)job->alpha, begin, end);
+    else
+        axpby_f64(job->y, job->x, job->beta, job->alpha, begin, end);
+}
+
+int gd_cpu_axpby(void *y, gd_dtype dtype, gd_scalar beta, const void *x, gd_scalar alpha, int64_t n, int device,
+                 gd_error *err)
+{
+    (void)device;
+    if ((unsigned)dtype >= GD_NUM_DTYPES) return gd_cpu_bad_dtype(err, "axpby", dtype);
+    if (!gd_dtype_is_float(dtype))
+        return gd_set_error(err, GD_ERR_VALUE, "axpby: defined for float32 and float64, not %s", gd_dtype_name(dtype));
+    if (n <= 0) return GD_OK;
+    gd_axpby_job job = {y, x, dtype, beta.f, alpha.f};
+    gd_parallel_for(gd_threads_for(n, GD_PAR_UPDATE), n, 16, gd_axpby_range, &job);
     return GD_OK;
 }

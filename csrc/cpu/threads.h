@@ -42,6 +42,19 @@
  *   2 busy  1.68 | 0.70  1.48 | 0.82  1.82 | 1.40
  *   1 busy  0.88 | 1.00  0.96 | 0.93  0.98 | 1.18 */
 #define GD_PAR_ELEMENTWISE ((int64_t)1 << 18)
+/* axpby, an optimizer's fused update y = beta * y + alpha * x (elements): ~0.08 ns per element
+ * in cache (2^16: 5 us serial), a quarter of the elementwise size. Its arrays are a model's
+ * parameters and their gradients, which a product split over both cores has just written,
+ * half on each: an SGD step of the d2l MLP (784-256-10, batch 256, 2 threads; its four
+ * parameters) took 76-80 us with the 784x256 weight's update on the caller alone, 50 us with
+ * it on both. With 1 busy process the pool mostly runs the caller alone (0.89-0.97, as for
+ * the kinds above). `make bench-pool` (part 3, on a 2-core Intel Xeon VM, load average below
+ * 1 with no busy process started):
+ *           2^15         2^16         2^17
+ *   quiet   1.38 | 1.12  1.68 | 1.55  1.72 | 1.67
+ *   2 busy  1.38 | 1.07  1.67 | 2.06  1.81 | 2.01
+ *   1 busy  1.37 | 0.97  1.62 | 0.89  1.73 | 0.97 */
+#define GD_PAR_UPDATE ((int64_t)1 << 16)
 /* sums, means, norms, max/min (elements read): ~0.08 ns per element (2^17: 11 us serial).
  *           2^15         2^16         2^17
  *   quiet   1.72 | 1.41  1.77 | 1.18  1.80 | 1.30

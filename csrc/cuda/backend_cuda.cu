@@ -65,6 +65,8 @@ static const gd_backend gd_cuda_table = {
     /* selection */
     guarded<gd_cuda_where>::call,              /* where */
     guarded<gd_cuda_argreduce>::call,          /* argreduce */
+    /* fused updates */
+    guarded<gd_cuda_axpby>::call,              /* axpby */
 };
 
 extern "C" const gd_backend *gd_cuda_backend(void) { return &gd_cuda_table; }

@@ -234,8 +234,9 @@ gd_copy_2d_fn gd_cuda_copy_2d;
 gd_unary_fn gd_cuda_unary;
 gd_binary_fn gd_cuda_binary;
 
-/* elementwise.cu: where; argreduce.cu: argmax and argmin */
+/* elementwise.cu: where and axpby; argreduce.cu: argmax and argmin */
 gd_where_fn gd_cuda_where;
+gd_axpby_fn gd_cuda_axpby;
 gd_argreduce_fn gd_cuda_argreduce;
 
 /* cast.cu */

@@ -1,6 +1,7 @@
 /* elementwise.cu - unary and binary elementwise kernels and where for float32, float64, int64 and bool with
  * NumPy broadcasting: one templated family, a contiguous fast path and a general strided
- * path that reads the gd_ewise/gd_operand descriptors passed by value.
+ * path that reads the gd_ewise/gd_operand descriptors passed by value; and axpby, an
+ * optimizer's fused update of a contiguous array.
  *
  * Semantics match the CPU backend: both run the scalar functions of ewise_math.h, one per
  * row of the op lists in tables.h.
@@ -297,6 +298,36 @@ struct pick_binary {
 using unary_launchers = gd_launch_table<unary_launch, GD_NUM_UNOPS, pick_unary>;
 using binary_launchers = gd_launch_table<binary_launch, GD_NUM_BINOPS, pick_binary>;
 
+/* ------------------------------------------------------------------------------------------
+ * axpby: y = beta * y + alpha * x, each product and the sum rounded on its own (explicit
+ * roundings: nvcc would otherwise fuse a multiply-add, one bit away from the CPU's result)
+ * ---------------------------------------------------------------------------------------- */
+
+__device__ __forceinline__ float axpby_one(float y, float x, float b, float a)
+{
+    return __fadd_rn(__fmul_rn(b, y), __fmul_rn(a, x));
+}
+__device__ __forceinline__ double axpby_one(double y, double x, double b, double a)
+{
+    return __dadd_rn(__dmul_rn(b, y), __dmul_rn(a, x));
+}
+
+/* x may be y itself: each thread reads both before it writes y[i] */
+template <class T> __global__ void axpby_kernel(T *y, const T *x, int64_t n, T beta, T alpha)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = axpby_one(y[i], x[i], beta, alpha);
+}
+
+template <class T>
+int launch_axpby(void *y, const void *x, int64_t n, gd_scalar beta, gd_scalar alpha, gd_cuda_device *dev, gd_error *err)
+{
+    axpby_kernel<T><<<gd_cuda_blocks(dev, n, GD_CUDA_THREADS), GD_CUDA_THREADS, 0, dev->stream>>>(
+        (T *)y, (const T *)x, n, (T)beta.f, (T)alpha.f);
+    GD_CHECK_LAUNCH();
+    return GD_OK;
+}
+
 /* GD_OK when `name` has a launcher for dtype; else fills *err. */
 int check_launcher(bool found, const char *name, gd_dtype dtype, gd_error *err)
 {
@@ -350,4 +381,17 @@ int gd_cuda_where(void *out, gd_dtype dtype, const gd_ewise *ew, const gd_operan
     case 4: return launch_where<uint32_t>(out, dtype, ew, cond, x, y, dev, err);
     default: return launch_where<uint64_t>(out, dtype, ew, cond, x, y, dev, err);
     }
+}
+
+int gd_cuda_axpby(void *y, gd_dtype dtype, gd_scalar beta, const void *x, gd_scalar alpha, int64_t n, int device,
+                  gd_error *err)
+{
+    if ((unsigned)dtype >= GD_NUM_DTYPES || !gd_dtype_is_float(dtype))
+        return gd_set_error(err, GD_ERR_VALUE, "cuda axpby: defined for float32 and float64, not dtype %d", (int)dtype);
+    if (n <= 0) return GD_OK;
+    gd_cuda_device *dev = nullptr;
+    int rc = gd_cuda_enter(&dev, device, err);
+    if (rc != GD_OK) return rc;
+    if (dtype == GD_FLOAT32) return launch_axpby<float>(y, x, n, beta, alpha, dev, err);
+    return launch_axpby<double>(y, x, n, beta, alpha, dev, err);
 }

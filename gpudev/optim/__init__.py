@@ -24,6 +24,7 @@ from typing import Any
 
 import gpudev as gd
 
+from .._torch import scaled_add_
 from . import lr_scheduler
 
 __all__ = ["SGD", "Adam", "AdamW", "Optimizer", "lr_scheduler"]
@@ -152,10 +153,9 @@ class SGD(Optimizer):
             if v is None:
                 v = state["momentum_buffer"] = g.copy()
             else:
-                v *= momentum
-                v += g if group["dampening"] == 0 else (1.0 - group["dampening"]) * g
+                scaled_add_(v, momentum, g, 1.0 - group["dampening"])
             g = g + momentum * v if group["nesterov"] else v
-        p -= group["lr"] * g
+        scaled_add_(p, 1.0, g, -group["lr"])
 
 
 class Adam(Optimizer):
@@ -192,10 +192,8 @@ class Adam(Optimizer):
         m, v = state["exp_avg"], state["exp_avg_sq"]
         state["step"] += 1
         t = state["step"]
-        m *= b1
-        m += (1.0 - b1) * g
-        v *= b2
-        v += (1.0 - b2) * (g * g)
+        scaled_add_(m, b1, g, 1.0 - b1)
+        scaled_add_(v, b2, g * g, 1.0 - b2)
         m_hat = m / (1.0 - b1 ** t)
         v_hat = v / (1.0 - b2 ** t)
         p -= lr * m_hat / (gd.sqrt(v_hat) + group["eps"])

@@ -111,6 +111,14 @@ SIMD static void add_range(void *ctx, int64_t b, int64_t e)
     for (int64_t i = b; i < e; i++) j->out[i] = j->a[i] + j->b[i];
 }
 
+/* axpby as the CPU backend writes it (an optimizer's update, in place): out = 1 * out + alpha * a */
+SIMD static void axpby_range(void *ctx, int64_t b, int64_t e)
+{
+    const job *j = ctx;
+    const float beta = 1.0f, alpha = -1e-3f;
+    for (int64_t i = b; i < e; i++) j->out[i] = beta * j->out[i] + alpha * j->a[i];
+}
+
 SIMD static void exp_range(void *ctx, int64_t b, int64_t e)
 {
     const job *j = ctx;
@@ -174,8 +182,8 @@ static void run_loop(int scheme, int nt, int64_t n, int64_t align, range_fn fn, 
         gd_pool_for(nt, n, align, 0, fn, ctx);
 }
 
-enum { K_ADD, K_SUM, K_COPY, K_ASTYPE, K_RANDOM, K_EXP, NKINDS };
-static const char *kind_names[NKINDS] = {"add", "sum", "copy", "astype", "random", "exp"};
+enum { K_ADD, K_SUM, K_COPY, K_ASTYPE, K_RANDOM, K_EXP, K_AXPBY, NKINDS };
+static const char *kind_names[NKINDS] = {"add", "sum", "copy", "astype", "random", "exp", "axpby"};
 
 static double sink;
 
@@ -184,6 +192,7 @@ static void op(int kind, int scheme, int nt, job *j)
     switch (kind) {
     case K_ADD: run_loop(scheme, nt, j->n, 16, add_range, j); break;
     case K_EXP: run_loop(scheme, nt, j->n, 16, exp_range, j); break;
+    case K_AXPBY: run_loop(scheme, nt, j->n, 16, axpby_range, j); break;
     case K_ASTYPE: run_loop(scheme, nt, j->n, 16, astype_range, j); break;
     case K_COPY: run_loop(scheme, nt, j->n * 4, 4096, copy_range, j); break;
     case K_RANDOM: run_loop(scheme, nt, (j->n + 3) / 4, 16, random_range, j); break;

@@ -47,6 +47,7 @@ static const gdt_section sections[] = {
     {"device services", gdt_check_services},
     {"gather and nonzero", gdt_check_gather},
     {"selection", gdt_check_select},
+    {"axpby", gdt_check_axpby},
 };
 
 static void run_section(const gdt_section *s, const char *only)

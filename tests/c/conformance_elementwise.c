@@ -3,7 +3,7 @@
  * strides, transposed, sliced and reversed operands, 0-d results, sizes past the parallel
  * thresholds), each with array operands, with scalar operands, writing in place (out is an
  * operand, with its strides) and writing into a strided output (a transposed, stepped view
- * whose gaps must stay untouched).
+ * whose gaps must stay untouched); and axpby, the fused update of a contiguous array.
  */
 #include "conformance.h"
 
@@ -620,4 +620,62 @@ void gdt_check_elementwise(void)
         for (int ci = 0; ci < NUM_CASES; ci++) check_case(&cases[ci], (gd_dtype)dt);
         check_self_alias((gd_dtype)dt);
     }
+}
+
+/* ------------------------------------------------------------------------------------------
+ * axpby: y = beta * y + alpha * x in place, float32 and float64, exact against the two
+ * roundings written out (each product, then the sum; no fused multiply-add), with edge values
+ * (NaN, infinities, zeros), sizes past the CPU's parallel threshold, x equal to y, n = 0, and
+ * the refusal of other dtypes
+ * ---------------------------------------------------------------------------------------- */
+
+static double axpby_ref(gd_dtype t, double y, double x, double beta, double alpha)
+{
+    if (t == GD_FLOAT32) {
+        const float b = (float)beta, a = (float)alpha, py = b * (float)y, px = a * (float)x;
+        return (double)(py + px);
+    }
+    return beta * y + alpha * x;
+}
+
+static void check_axpby_case(gd_dtype t, int64_t n, double beta, double alpha, int same)
+{
+    const size_t bytes = (size_t)n * gd_dtype_size(t);
+    void *hy = gdt_host(n, t), *hx = gdt_host(n, t);
+    gdt_fill_edge(hy, t, n);
+    gdt_fill_normal(hx, t, n, 3.0);
+    void *want = gdt_ref_new(n, t);
+    for (int64_t i = 0; i < n; i++) {
+        const double y = gdt_getf(hy, t, i), x = same ? y : gdt_getf(hx, t, i);
+        ((double *)want)[i] = axpby_ref(t, y, x, beta, alpha);
+    }
+    void *dy = gdt_upload_new(hy, bytes), *dx = same ? dy : gdt_upload_new(hx, bytes);
+    if (OK(gdt_be->axpby(dy, t, (gd_scalar){.f = beta}, dx, (gd_scalar){.f = alpha}, n, gdt_dev, &gdt_err)))
+        EXPECT(dy, t, n, want, GDT_EXACT, "axpby %s n %lld, beta %g, alpha %g%s", gdt_dtype_name(t), (long long)n,
+               beta, alpha, same ? ", x is y" : "");
+    if (!same) gdt_free(dx, bytes);
+    gdt_free(dy, bytes);
+    free(want);
+    free(hy);
+    free(hx);
+}
+
+void gdt_check_axpby(void)
+{
+    static const int64_t sizes[] = {1, 17, 4099, 70001, 300007};
+    static const double factors[][2] = {{1.0, -0.1}, {0.9, 1.0}, {0.0, 0.5}, {-2.5, 3e-3}};
+    for (int t = GD_FLOAT32; t <= GD_FLOAT64; t++) {
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+            for (size_t f = 0; f < sizeof factors / sizeof factors[0]; f++)
+                check_axpby_case((gd_dtype)t, sizes[s], factors[f][0], factors[f][1], 0);
+        check_axpby_case((gd_dtype)t, 70001, 0.9, 0.3, 1);
+        OK(gdt_be->axpby(NULL, (gd_dtype)t, (gd_scalar){.f = 1}, NULL, (gd_scalar){.f = 1}, 0, gdt_dev, &gdt_err));
+    }
+    int64_t one = 1;
+    void *d = gdt_upload_new(&one, sizeof one);
+    gd_error err = {0};
+    CHECK(gdt_be->axpby(d, GD_INT64, (gd_scalar){.f = 1}, d, (gd_scalar){.f = 1}, 1, gdt_dev, &err) == GD_ERR_VALUE &&
+              strstr(err.message, "axpby"),
+          "axpby of int64: '%s'", err.message);
+    gdt_free(d, sizeof one);
 }

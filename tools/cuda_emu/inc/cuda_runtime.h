@@ -72,6 +72,8 @@ struct alignas(16) longlong2 {
  * arithmetic gives when built with -ffp-contract=off, as build.sh does */
 inline double __dadd_rn(double a, double b) { return a + b; }
 inline double __dmul_rn(double a, double b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
 
 /* Block and warp barriers: the calling thread waits, and others run, until every thread of its
  * block (or of its warp) has arrived. Threads that wait at different barriers, or exit while
