@@ -17,6 +17,10 @@ try:
 except ImportError:
     BUILD_INFO: dict[str, Any] = {}
 
+# OpenBLAS reads OPENBLAS_CORETYPE once, when gpudev loads it (just before this module): a
+# value set later changes nothing, so the one that counts is the one seen now.
+_FORCED_BLAS_CORE = os.environ.get("OPENBLAS_CORETYPE") or None
+
 
 def _cuda_module():
     """The CUDA backend's module: gpudev._cuda_emu when GPUs are emulated, else gpudev._cuda
@@ -89,6 +93,8 @@ def build_info() -> dict[str, Any]:
             "name": parts[0] if parts else "OpenBLAS",
             "version": parts[1] if len(parts) > 1 else "unknown",
             "config": blas_config,
+            "core": facts["blas_core"],
+            "core_forced": _FORCED_BLAS_CORE,
             "threads": _C.get_num_threads(),
         },
         "threads": _C.get_num_threads(),

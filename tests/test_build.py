@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import importlib
+import json
 import os
 import pathlib
 import platform
@@ -40,6 +41,27 @@ def test_blas_is_openblas_and_reports_its_threads():
     assert "openblas" in blas["name"].lower()
     assert isinstance(blas["version"], str) and re.search(r"\d+\.\d+", blas["version"])
     assert blas["threads"] == gd.get_num_threads()
+
+
+def _blas_of_a_fresh_process(coretype: str | None) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBLAS_")}
+    if coretype:
+        env["OPENBLAS_CORETYPE"] = coretype
+    code = "import json, gpudev as gd; print(json.dumps(gd.build_info()['blas']))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="OpenBLAS's x86-64 kernel sets")
+def test_blas_reports_its_kernels_and_whether_the_environment_forced_them():
+    """A forced kernel set (OPENBLAS_CORETYPE) can halve a product's speed, so build_info and the
+    bench's header say which set runs and whether it was OpenBLAS's own pick."""
+    forced = _blas_of_a_fresh_process("Haswell")
+    assert forced["core"] == "Haswell" and forced["core_forced"] == "Haswell"
+    own = _blas_of_a_fresh_process(None)
+    assert own["core_forced"] is None and isinstance(own["core"], str) and own["core"]
+    assert own["core"] in own["config"]
 
 
 def _extension(name: str) -> pathlib.Path | None:

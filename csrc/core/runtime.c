@@ -222,8 +222,8 @@ static PyObject *mod_get_num_threads(PyObject *Py_UNUSED(module), PyObject *Py_U
 
 static PyObject *mod_cpu_facts(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
 {
-    return Py_BuildValue("{s:s,s:s,s:i,s:L}", "simd", gd_cpu_simd_level(), "blas_config",
-                         gd_cpu_blas_config(), "threads", gd_cpu_get_num_threads(),
+    return Py_BuildValue("{s:s,s:s,s:s,s:i,s:L}", "simd", gd_cpu_simd_level(), "blas_config",
+                         gd_cpu_blas_config(), "blas_core", gd_cpu_blas_core(), "threads", gd_cpu_get_num_threads(),
                          "elementwise_parallel_from", (long long)gd_cpu_elementwise_parallel_from());
 }
 

@@ -57,6 +57,12 @@ const char *gd_cpu_blas_config(void)
     return config ? config : "OpenBLAS (configuration unknown)";
 }
 
+const char *gd_cpu_blas_core(void)
+{
+    const char *core = scipy_openblas_get_corename();
+    return core ? core : "unknown";
+}
+
 /* ------------------------------------------------------------------------------------------
  * the vtable
  * ---------------------------------------------------------------------------------------- */

@@ -34,6 +34,11 @@ const char *gd_cpu_simd_level(void);
  * MAX_THREADS=64". Static storage; never NULL. */
 const char *gd_cpu_blas_config(void);
 
+/* The kernel set OpenBLAS runs on this machine, e.g. "SkylakeX" or "Haswell": its own pick
+ * from the CPU, unless the environment forces one (OPENBLAS_CORETYPE), which a forced older
+ * set can make products run at half speed. Static storage; never NULL. */
+const char *gd_cpu_blas_core(void);
+
 /* How many threads' products find OpenBLAS's float32 packing buffers primed (0 until the
  * first float32 product; gemm.c says why they are primed), and in *late the tries that ran
  * late on a busy machine and did not count (after 3 of them no more are made). For tests

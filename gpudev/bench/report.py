@@ -72,6 +72,8 @@ def describe_setup(ctx: Context, repeats: int, devices: list[str], notes: list[s
     setup = {
         "gpudev": info.get("version"),
         "blas": f"{blas.get('name', '?')} {blas.get('version', '')}".strip(),
+        "blas_core": blas.get("core"),
+        "blas_core_forced": blas.get("core_forced"),
         "threads": gd.get_num_threads(),
         "python": platform.python_version(),
         "machine": platform.machine(),
@@ -93,7 +95,7 @@ def setup_text(setup: dict[str, Any]) -> str:
     """The lines printed above the table."""
     peers = ", ".join(f"{k} {v}" for k, v in setup["peers"].items())
     text = (
-        f"gpudev {setup['gpudev']} bench: {setup['blas']}, {setup['threads']} threads, "
+        f"gpudev {setup['gpudev']} bench: {setup['blas']}{_core_text(setup)}, {setup['threads']} threads, "
         f"{setup['cpus']} CPUs; peers: {peers or 'none'}; median of {setup['repeats']} repeats"
         f"{' (quick)' if setup['quick'] else ''}"
     )
@@ -102,9 +104,21 @@ def setup_text(setup: dict[str, Any]) -> str:
     else:
         text += f"\n% of peak against {setup['peak_gflops']:g} GFLOP/s (configured)"
     text += "\n" + _load_text(setup)
+    if setup.get("blas_core_forced"):
+        text += (f"\nOPENBLAS_CORETYPE={setup['blas_core_forced']} forces OpenBLAS's kernels, for gpudev and "
+                 "NumPy alike (PyTorch's MKL ignores it): products may run well below this CPU's speed; "
+                 "unset it to measure the machine")
     for note in setup["skipped_peers"]:
         text += f"\n{note}"
     return text + "\ntimes per op unless the row says /loop or /call; ratio < 1: gpudev is faster"
+
+
+def _core_text(setup: dict[str, Any]) -> str:
+    """' (SkylakeX kernels)': the kernel set OpenBLAS runs, and whether the environment chose it."""
+    core = setup.get("blas_core")
+    if not core:
+        return ""
+    return f" ({core} kernels{', forced' if setup.get('blas_core_forced') else ''})"
 
 
 def _load_text(setup: dict[str, Any]) -> str:
