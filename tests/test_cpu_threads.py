@@ -110,6 +110,25 @@ def _check_split_products(rng: np.random.Generator) -> None:
     np.testing.assert_allclose((s @ s.T).numpy(), w_np[5:400, 3:80] @ w_np[5:400, 3:80].T, rtol=1e-12, atol=1e-12)
 
 
+def test_products_cut_into_large_pieces():
+    """From 2^28 multiply-adds (threads.h, GD_GEMM_BIG_MNK) a product's pieces are 1024 rows or
+    more: rows and columns that end mid-piece, and a @ a.T's triangle, against NumPy."""
+    rng = np.random.default_rng(11)
+    count = gd.get_num_threads()
+    try:
+        for nt in (2, 3):
+            gd.set_num_threads(nt)
+            for m, k, n in [(4100, 64, 1030), (1030, 64, 4100)]:  # 2.7e8 multiply-adds
+                a_np, b_np = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+                got = (gd.array(a_np) @ gd.array(b_np)).numpy()
+                np.testing.assert_allclose(got, a_np @ b_np, rtol=1e-12, atol=1e-12)
+            w_np = rng.standard_normal((3010, 60))
+            w = gd.array(w_np)
+            np.testing.assert_allclose((w @ w.T).numpy(), w_np @ w_np.T, rtol=1e-12, atol=1e-12)
+    finally:
+        gd.set_num_threads(count)
+
+
 @pytest.mark.parametrize("busy", [CORES, max(CORES - 1, 1)], ids=["busy-every-core", "busy-all-but-one"])
 def test_results_while_busy_processes_hold_the_cores(busy):
     rng = np.random.default_rng(busy)

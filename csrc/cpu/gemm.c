@@ -78,12 +78,15 @@ static void gd_gemm_panel(void *ctx, int64_t begin, int64_t end)
  * up to 16 (its Haswell and SkylakeX sgemm kernels), and edges inside a tile waste part of one. */
 #define GD_GEMM_PANEL_ALIGN 16
 
-/* Pieces per thread's part of `extent` rows or columns: as many as keep a panel at
- * GD_GEMM_PANEL_MIN or more, so that a thread that finishes early can take the panels of one
- * that was descheduled. */
-static int gd_gemm_pieces(int64_t extent, int nt)
+/* Pieces per thread's part of `extent` rows or columns, for a product of `mnk` multiply-adds:
+ * several, so that a thread that finishes early can take the panels of one that was
+ * descheduled, but each at least GD_GEMM_PANEL_MIN rows, or GD_GEMM_PIECE_BIG once the
+ * product is large enough (GD_GEMM_BIG_MNK) that repacking the operand read whole costs more
+ * than a late thread would (threads.h has the figures). */
+static int gd_gemm_pieces(int64_t extent, int nt, double mnk)
 {
-    const int64_t p = extent / nt / GD_GEMM_PANEL_MIN;
+    const int64_t rows = mnk >= (double)GD_GEMM_BIG_MNK ? GD_GEMM_PIECE_BIG : GD_GEMM_PANEL_MIN;
+    const int64_t p = extent / nt / rows;
     return p < 1 ? 1 : p > GD_POOL_PIECES ? GD_POOL_PIECES : (int)p;
 }
 
@@ -98,7 +101,8 @@ static void gd_gemm_split(gd_gemm_job *job, int64_t p, int nt)
         gd_gemm_block(job, p, 0, job->m, 0, job->n);
         return;
     }
-    gd_pool_for(nt, extent, GD_GEMM_PANEL_ALIGN, gd_gemm_pieces(extent, nt), gd_gemm_panel, job);
+    const double mnk = (double)job->m * (double)job->n * (double)job->k;
+    gd_pool_for(nt, extent, GD_GEMM_PANEL_ALIGN, gd_gemm_pieces(extent, nt, mnk), gd_gemm_panel, job);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -288,7 +292,7 @@ static void gd_gram(const gd_gemm_job *job)
     if (nt <= 1) {
         gd_gram_rows(job, 0, job->n);
     } else {
-        const int pieces = gd_gemm_pieces(job->n, nt);
+        const int pieces = gd_gemm_pieces(job->n, nt, work);
         gd_gram_job g = {job, (int64_t)nt * pieces};
         gd_pool_for(nt, g.panels, 1, pieces, gd_gram_range, &g);
     }

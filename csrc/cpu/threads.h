@@ -125,6 +125,19 @@
  *   1000^3              1.32  1.15  1.07  1.09  1.01
  *   2000^3              1.82  1.42  1.20  1.19  1.06 */
 #define GD_GEMM_PANEL_MIN 128
+/* From GD_GEMM_BIG_MNK multiply-adds (~0.6 ms on 2 threads; 650^3) a piece has at least
+ * GD_GEMM_PIECE_BIG rows. The repacking a panel pays grows with OpenBLAS's speed: its
+ * AVX-512 (SkylakeX) kernels halve the compute and leave the packing as it was. One thread,
+ * panels of h rows / one whole call, median of 5, on a 2-core AMD EPYC (Zen 5) VM, quiet:
+ *                 h = 128   256   512   1024      (Haswell kernels forced: 128 / 256 / 512)
+ *   1000^3            1.08  1.06  1.06              1.03  1.01  0.99
+ *   2000^3            1.23  1.09  1.03  1.00        1.09  1.02  1.01
+ *   4000^3            1.26  1.12  1.07  1.08        1.07  1.02  0.99
+ * With 128-row pieces, sgemm on 2 threads took 1.11x (n=1000) and 1.24x (n=4000) the time
+ * of NumPy's OpenBLAS on its own two threads, which share one packed copy. A late worker
+ * costs such a product at most a scheduler slice (4-8 ms) against its 2-500 ms. */
+#define GD_GEMM_BIG_MNK ((int64_t)1 << 28)
+#define GD_GEMM_PIECE_BIG 1024
 /* Whole products of a batch handed out at a time: about this many multiply-adds. */
 #define GD_GEMM_BATCH_GRAIN_MNK ((int64_t)1 << 18)
 /* int64 products (multiply-adds, plain loops at ~1 ns each: 2^18 is ~0.26 ms serial), where
