@@ -1,8 +1,8 @@
 /* ewise_math.h - the scalar function of every elementwise operation, which the CPU and the
  * CUDA backends both run, so that every device computes the same thing: one function per row
  * of the op lists (tables.h) and dtype of its TYPES, named gd_ew_<name>_<dtype>: f32 (float),
- * f64 (double), i64 (int64_t), b (bool as a byte: any nonzero byte is true, as NumPy reads
- * memory it shares). The backends' kernels and launchers are generated from the op lists and
+ * f64 (double), i64 (int64_t), i32 (int32_t), b (bool as a byte: any nonzero byte is true, as
+ * NumPy reads memory it shares). The backends' kernels and launchers are generated from the op lists and
  * call these; a row without its functions fails to compile in both.
  *
  * Plain C11 that also compiles as CUDA C++ (the functions are then __host__ __device__). The
@@ -27,29 +27,33 @@
 #include "ewise_exp_log.h" /* exp and log that vectorize */
 
 /* ------------------------------------------------------------------------------------------
- * int64 floor division and remainder
+ * integer floor division and remainder (int64 and int32, written once)
  *
  * C's / and % truncate; NumPy floors, so the remainder takes the divisor's sign. A zero
  * divisor gives 0 for both (NumPy's result; gpudev raises no warning for it). Division by -1
- * is negation, done in uint64 so that INT64_MIN // -1 wraps to INT64_MIN as in NumPy: the C
- * division would trap (SIGFPE on x86) and is undefined behaviour.
+ * is negation, done unsigned so that INT64_MIN // -1 wraps to INT64_MIN (INT32_MIN // -1 to
+ * INT32_MIN) as in NumPy: the C division would trap (SIGFPE on x86) and is undefined
+ * behaviour.
  * ---------------------------------------------------------------------------------------- */
 
-GD_HOSTDEV int64_t gd_ew_floor_divide_i64(int64_t a, int64_t b)
-{
-    if (b == 0) return 0;
-    if (b == -1) return (int64_t)(0 - (uint64_t)a);
-    int64_t q = a / b;
-    /* truncation rounded up when the signs differ and something remains: step down */
-    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-GD_HOSTDEV int64_t gd_ew_remainder_i64(int64_t a, int64_t b)
-{
-    if (b == 0 || b == -1) return 0;
-    int64_t r = a % b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
+#define GD_DEFINE_INT_DIVMOD(S, T, U)                                                            \
+    GD_HOSTDEV T gd_ew_floor_divide_##S(T a, T b)                                                \
+    {                                                                                            \
+        if (b == 0) return 0;                                                                    \
+        if (b == -1) return (T)(U)(0 - (U)a);                                                    \
+        T q = a / b;                                                                             \
+        /* truncation rounded up when the signs differ and something remains: step down */      \
+        return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;                                 \
+    }                                                                                            \
+    GD_HOSTDEV T gd_ew_remainder_##S(T a, T b)                                                   \
+    {                                                                                            \
+        if (b == 0 || b == -1) return 0;                                                         \
+        T r = a % b;                                                                             \
+        return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;                                     \
+    }
+GD_DEFINE_INT_DIVMOD(i64, int64_t, uint64_t)
+GD_DEFINE_INT_DIVMOD(i32, int32_t, uint32_t)
+#undef GD_DEFINE_INT_DIVMOD
 
 /* ------------------------------------------------------------------------------------------
  * float floor division and remainder: NumPy's npy_divmod, step for step
@@ -219,61 +223,64 @@ GD_FLOAT_OPS(f32, float, GD_M_F32)
 GD_FLOAT_OPS(f64, double, GD_M_F64)
 
 /* ------------------------------------------------------------------------------------------
- * int64: arithmetic wraps, as NumPy's does, computed in uint64 where overflow is defined
+ * integers, int64 and int32 written once (S the suffix, T the type, U its unsigned twin,
+ * BITS its width): arithmetic wraps, as NumPy's does, computed in U where overflow is defined
  * (the cast back keeps the bits)
+ *
+ * Shifts, as NumPy's npy_lshift / npy_rshift: a count of BITS or more, or a negative one (read
+ * as unsigned, it is huge), shifts every bit out: 0, or -1 for a negative x shifted right. C
+ * leaves those counts undefined, and a left shift of a negative number too, so the left shift
+ * is done in U and the right shift of a negative x as ~(~x >> n), the arithmetic shift
+ * written without relying on the compiler's choice.
+ *
+ * power: base ** exp by squaring, wrapping like NumPy. The core rejects negative exponents;
+ * they get the truncated value of the exact result (0 unless base is 1 or -1).
  * ---------------------------------------------------------------------------------------- */
 
-#define GD_WRAPPED(expr) ((int64_t)(uint64_t)(expr))
-
-GD_HOSTDEV int64_t gd_ew_copy_i64(int64_t x) { return x; }
-GD_HOSTDEV int64_t gd_ew_negative_i64(int64_t x) { return GD_WRAPPED(0 - (uint64_t)x); }
-GD_HOSTDEV int64_t gd_ew_abs_i64(int64_t x) { return x < 0 ? GD_WRAPPED(0 - (uint64_t)x) : x; }
-GD_HOSTDEV int64_t gd_ew_relu_i64(int64_t x) { return x > 0 ? x : 0; }
-GD_HOSTDEV int64_t gd_ew_square_i64(int64_t x) { return GD_WRAPPED((uint64_t)x * (uint64_t)x); }
-GD_HOSTDEV int64_t gd_ew_invert_i64(int64_t x) { return ~x; }
-GD_HOSTDEV int64_t gd_ew_add_i64(int64_t x, int64_t y) { return GD_WRAPPED((uint64_t)x + (uint64_t)y); }
-GD_HOSTDEV int64_t gd_ew_subtract_i64(int64_t x, int64_t y) { return GD_WRAPPED((uint64_t)x - (uint64_t)y); }
-GD_HOSTDEV int64_t gd_ew_multiply_i64(int64_t x, int64_t y) { return GD_WRAPPED((uint64_t)x * (uint64_t)y); }
-GD_HOSTDEV int64_t gd_ew_maximum_i64(int64_t x, int64_t y) { return x > y ? x : y; }
-GD_HOSTDEV int64_t gd_ew_minimum_i64(int64_t x, int64_t y) { return x < y ? x : y; }
-GD_HOSTDEV int64_t gd_ew_bitwise_and_i64(int64_t x, int64_t y) { return x & y; }
-GD_HOSTDEV int64_t gd_ew_bitwise_or_i64(int64_t x, int64_t y) { return x | y; }
-GD_HOSTDEV int64_t gd_ew_bitwise_xor_i64(int64_t x, int64_t y) { return x ^ y; }
-GD_COMPARE_OPS(i64, int64_t, GD_SAME)
-/* integers are already rounded */
-GD_HOSTDEV int64_t gd_ew_ceil_i64(int64_t x) { return x; }
-GD_HOSTDEV int64_t gd_ew_floor_i64(int64_t x) { return x; }
-GD_HOSTDEV int64_t gd_ew_trunc_i64(int64_t x) { return x; }
-GD_HOSTDEV int64_t gd_ew_round_i64(int64_t x) { return x; }
-GD_HOSTDEV int64_t gd_ew_sign_i64(int64_t x) { return (int64_t)(x > 0) - (int64_t)(x < 0); }
-
-/* Shifts, as NumPy's npy_lshift / npy_rshift: a count of 64 or more, or a negative one (read as
- * unsigned, it is huge), shifts every bit out: 0, or -1 for a negative x shifted right. C
- * leaves those counts undefined, and a left shift of a negative number too, so the left shift
- * is done in uint64 and the right shift of a negative x as ~(~x >> n), the arithmetic shift
- * written without relying on the compiler's choice. */
-GD_HOSTDEV int64_t gd_ew_bitwise_left_shift_i64(int64_t x, int64_t n)
-{
-    return (uint64_t)n < 64 ? GD_WRAPPED((uint64_t)x << n) : 0;
-}
-GD_HOSTDEV int64_t gd_ew_bitwise_right_shift_i64(int64_t x, int64_t n)
-{
-    if ((uint64_t)n >= 64) return x < 0 ? -1 : 0;
-    return x < 0 ? ~(~x >> n) : x >> n;
-}
-
-/* base ** exp by squaring, wrapping like NumPy. The core rejects negative exponents; they get
- * the truncated value of the exact result (0 unless base is 1 or -1). */
-GD_HOSTDEV int64_t gd_ew_power_i64(int64_t base, int64_t exp)
-{
-    if (exp < 0) return base == 1 ? 1 : base == -1 ? ((exp & 1) ? -1 : 1) : 0;
-    uint64_t b = (uint64_t)base, r = 1;
-    for (uint64_t e = (uint64_t)exp; e; e >>= 1) {
-        if (e & 1) r *= b;
-        b *= b;
+#define GD_INT_OPS(S, T, U, BITS)                                                                \
+    GD_HOSTDEV T gd_ew_copy_##S(T x) { return x; }                                               \
+    GD_HOSTDEV T gd_ew_negative_##S(T x) { return (T)(U)(0 - (U)x); }                            \
+    GD_HOSTDEV T gd_ew_abs_##S(T x) { return x < 0 ? (T)(U)(0 - (U)x) : x; }                     \
+    GD_HOSTDEV T gd_ew_relu_##S(T x) { return x > 0 ? x : 0; }                                   \
+    GD_HOSTDEV T gd_ew_square_##S(T x) { return (T)(U)((U)x * (U)x); }                           \
+    GD_HOSTDEV T gd_ew_invert_##S(T x) { return (T)~x; }                                         \
+    GD_HOSTDEV T gd_ew_add_##S(T x, T y) { return (T)(U)((U)x + (U)y); }                         \
+    GD_HOSTDEV T gd_ew_subtract_##S(T x, T y) { return (T)(U)((U)x - (U)y); }                    \
+    GD_HOSTDEV T gd_ew_multiply_##S(T x, T y) { return (T)(U)((U)x * (U)y); }                    \
+    GD_HOSTDEV T gd_ew_maximum_##S(T x, T y) { return x > y ? x : y; }                           \
+    GD_HOSTDEV T gd_ew_minimum_##S(T x, T y) { return x < y ? x : y; }                           \
+    GD_HOSTDEV T gd_ew_bitwise_and_##S(T x, T y) { return x & y; }                               \
+    GD_HOSTDEV T gd_ew_bitwise_or_##S(T x, T y) { return x | y; }                                \
+    GD_HOSTDEV T gd_ew_bitwise_xor_##S(T x, T y) { return x ^ y; }                               \
+    GD_COMPARE_OPS(S, T, GD_SAME)                                                                \
+    /* integers are already rounded */                                                           \
+    GD_HOSTDEV T gd_ew_ceil_##S(T x) { return x; }                                               \
+    GD_HOSTDEV T gd_ew_floor_##S(T x) { return x; }                                              \
+    GD_HOSTDEV T gd_ew_trunc_##S(T x) { return x; }                                              \
+    GD_HOSTDEV T gd_ew_round_##S(T x) { return x; }                                              \
+    GD_HOSTDEV T gd_ew_sign_##S(T x) { return (T)((T)(x > 0) - (T)(x < 0)); }                    \
+    GD_HOSTDEV T gd_ew_bitwise_left_shift_##S(T x, T n)                                          \
+    {                                                                                            \
+        return (U)n < (BITS) ? (T)(U)((U)x << n) : 0;                                            \
+    }                                                                                            \
+    GD_HOSTDEV T gd_ew_bitwise_right_shift_##S(T x, T n)                                         \
+    {                                                                                            \
+        if ((U)n >= (BITS)) return x < 0 ? -1 : 0;                                               \
+        return x < 0 ? (T)~(~x >> n) : (T)(x >> n);                                              \
+    }                                                                                            \
+    GD_HOSTDEV T gd_ew_power_##S(T base, T exp)                                                  \
+    {                                                                                            \
+        if (exp < 0) return base == 1 ? 1 : base == -1 ? ((exp & 1) ? -1 : 1) : 0;               \
+        U b = (U)base, r = 1;                                                                    \
+        for (U e = (U)exp; e; e >>= 1) {                                                         \
+            if (e & 1) r *= b;                                                                   \
+            b *= b;                                                                              \
+        }                                                                                        \
+        return (T)r;                                                                             \
     }
-    return GD_WRAPPED(r);
-}
+
+GD_INT_OPS(i64, int64_t, uint64_t, 64)
+GD_INT_OPS(i32, int32_t, uint32_t, 32)
 
 /* ------------------------------------------------------------------------------------------
  * bool: bitwise operations are the logical ones and ~ is not

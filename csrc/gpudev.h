@@ -21,7 +21,7 @@ extern "C" {
 #define GD_MAX_NDIM 16
 /* The table's layout version, with the op counts in it: a backend built from another op list
  * has another version (the enum values are its operation codes), so it is refused. */
-#define GD_BACKEND_ABI_LAYOUT 7
+#define GD_BACKEND_ABI_LAYOUT 8
 #define GD_BACKEND_ABI_VERSION (GD_BACKEND_ABI_LAYOUT * 10000 + GD_NUM_UNOPS * 100 + GD_NUM_BINOPS)
 #define GD_BACKEND_CAPSULE_NAME "gpudev._cuda.backend"
 
@@ -33,7 +33,8 @@ extern "C" {
 /* bool is one byte holding 0 or 1 (NumPy's and DLPack's layout). The core makes data from
  * outside 0/1 when it comes in; kernels still read a bool as byte != 0, since memory shared
  * with other libraries may be written with other bytes later. */
-typedef enum gd_dtype { GD_FLOAT32 = 0, GD_FLOAT64 = 1, GD_INT64 = 2, GD_BOOL = 3, GD_NUM_DTYPES } gd_dtype;
+/* int32 came last, so the older values kept their codes. */
+typedef enum gd_dtype { GD_FLOAT32 = 0, GD_FLOAT64 = 1, GD_INT64 = 2, GD_BOOL = 3, GD_INT32 = 4, GD_NUM_DTYPES } gd_dtype;
 
 typedef enum gd_device_type { GD_CPU = 0, GD_CUDA = 1 } gd_device_type;
 
@@ -43,8 +44,8 @@ typedef struct gd_device {
 } gd_device;
 
 /* A scalar passed by value (kernels on a GPU cannot read a host pointer). It holds the value
- * already converted to the operation's dtype: .f for float32/float64, .i for int64 and bool
- * (0 or 1). */
+ * already converted to the operation's dtype: .f for float32/float64, .i for int64, int32 (a
+ * value in int32's range) and bool (0 or 1). */
 typedef union gd_scalar {
     double f;
     int64_t i;
@@ -297,11 +298,12 @@ typedef struct gd_backend {
 
     /* out[o * inner + i] = reduce over r in [0, len) of in[(o * len + r) * inner + i]
      * for o < outer, i < inner. out_dtype is in_dtype or GD_FLOAT64 (a float64 result of a
-     * float32 or int64 input, used by mean and multi-pass reductions). len may be 0 for SUM
-     * and SUMSQ (result 0). */
+     * float32 or integer input, used by mean and multi-pass reductions), or GD_INT64 for SUM
+     * and SUMSQ of int32 (accumulated in int64, wrapping there, as NumPy sums a smaller
+     * integer into its default one). len may be 0 for SUM and SUMSQ (result 0). */
     gd_reduce_fn *reduce;
 
-    /* Batched matrix product of float32, float64 or int64 (int64 wraps as NumPy's does):
+    /* Batched matrix product of float32, float64, int64 or int32 (integers wrap as NumPy's do):
      * for p < batch: C + p*stride_c (m, n, row-major) = A_p (m, k) @ B_p (k, n), the operands
      * read as gd_matrix says. k may be 0 (C is zeros). */
     gd_gemm_fn *gemm;
@@ -366,7 +368,7 @@ typedef struct gd_backend {
      * GPU any one of them. */
     gd_scatter_rows_fn *scatter_rows;
     /* dst[idx[k]] += src[k] for k < n; repeated indices accumulate (atomics on GPUs).
-     * float32, float64 and int64. */
+     * float32, float64, int64 and int32 (integers wrap). */
     gd_scatter_add_rows_fn *scatter_add_rows;
     /* *count (host) = how many of the n bool elements of mask are nonzero. n >= 0. */
     gd_count_nonzero_fn *count_nonzero;

@@ -19,11 +19,11 @@
  * ENUM    the enum value without GD_ (GD_EXP), in gd_unop or gd_binop.
  * name    its name in messages, traces, the trace and autograd's RULES; gd.<name> when FN.
  * TYPES   the dtypes the backends compute it in, NumPy's loop types as a word:
- *           ALL      float32, float64, int64 and bool
- *           NUMERIC  float32, float64, int64 (the core computes bools in int64)
+ *           ALL      float32, float64, int64, int32 and bool
+ *           NUMERIC  float32, float64, int64, int32 (the core computes bools in int64)
  *           FLOAT    float32, float64 (the core computes integers in float64)
- *           BITWISE  int64 and bool (floats are refused)
- *           INT      int64 (floats are refused, bools computed in int64)
+ *           BITWISE  int64, int32 and bool (floats are refused)
+ *           INT      int64, int32 (floats are refused, bools computed in int64)
  *           COMPARE  every dtype, the result bool
  * FLAGS   0 or GD_OP_ flags: COSTLY (a libm call per element: threads pay at smaller
  *         sizes), FN (a module function gd.<name>), METHOD (an Array method as well).
@@ -34,7 +34,7 @@
  * DOC     gd.<name>'s docstring after its signature ("$module, a, /" or "$module, a, b, /").
  *
  * The scalar function of each row lives in ewise_math.h, once for both backends, named
- * gd_ew_<name>_<dtype> (f32, f64, i64, b) for each dtype of its TYPES. New rows go last:
+ * gd_ew_<name>_<dtype> (f32, f64, i64, i32, b) for each dtype of its TYPES. New rows go last:
  * the enum values are the backend ABI's.
  * ---------------------------------------------------------------------------------------- */
 
@@ -99,8 +99,9 @@
       "2 ** a elementwise (integers in float64).\n\n"                                                      \
       ">>> gd.exp2(gd.array([3.0, -1.0])).tolist()\n[8.0, 0.5]")
 
-/* NaN propagates through maximum and minimum, as in NumPy; int64 powers take exponents >= 0
- * (the core checks); int64 x // 0 and x % 0 are 0, INT64_MIN // -1 wraps to INT64_MIN. */
+/* NaN propagates through maximum and minimum, as in NumPy; integer powers take exponents >= 0
+ * (the core checks); integer x // 0 and x % 0 are 0, INT64_MIN // -1 wraps to INT64_MIN (and
+ * INT32_MIN // -1 to INT32_MIN). */
 #define GD_BINARY_OPS(X)                                                                                    \
     X(ADD, add, NUMERIC, GD_OP_FN, "add", "+",                                                             \
       "a + b elementwise with broadcasting (integers wrap).")                                              \
@@ -112,7 +113,7 @@
       "a / b elementwise with broadcasting: true division (integers in float64).")                         \
     X(POW, power, NUMERIC, GD_OP_COSTLY | GD_OP_FN, "power", "**",                                         \
       "a ** b elementwise with broadcasting. Integers to negative integer powers raise "                   \
-      "ValueError, as in NumPy; for an int64 array of exponents that check is a reduction (on a GPU it "    \
+      "ValueError, as in NumPy; for an integer array of exponents that check is a reduction (on a GPU it "    \
       "waits for the device). Integer results wrap on overflow.\n\n"                                        \
       ">>> gd.power(gd.arange(4), gd.array([3, 2, 1, 0])).tolist()\n[0, 1, 2, 1]")                         \
     X(MAXIMUM, maximum, NUMERIC, GD_OP_FN, "maximum", NULL,                                                \
@@ -136,11 +137,11 @@
     X(XOR, bitwise_xor, BITWISE, GD_OP_FN, "bitwise_xor", "^", "a ^ b elementwise (integers and bools).")  \
     X(FLOOR_DIV, floor_divide, NUMERIC, GD_OP_COSTLY | GD_OP_FN, "floor_divide", "//",                     \
       "a // b elementwise with broadcasting, as NumPy's: the quotient rounded down. "                      \
-      "For int64, x // 0 is 0 (no warning) and INT64_MIN // -1 wraps to INT64_MIN.\n\n"                    \
+      "For integers, x // 0 is 0 (no warning) and the most negative value // -1 wraps to itself.\n\n"                    \
       ">>> gd.floor_divide(gd.array([7, -7]), 2).tolist()\n[3, -4]")                                       \
     X(MOD, remainder, NUMERIC, GD_OP_COSTLY | GD_OP_FN, "remainder", "%",                                  \
       "a % b elementwise with broadcasting, as NumPy's: the sign of b, and "                               \
-      "a == (a // b) * b + a % b. For int64, x % 0 is 0 (no warning); for floats it is NaN.\n\n"           \
+      "a == (a // b) * b + a % b. For integers, x % 0 is 0 (no warning); for floats it is NaN.\n\n"           \
       ">>> gd.remainder(gd.array([7, -7]), 3).tolist()\n[1, 2]")                                       \
     X(HYPOT, hypot, FLOAT, GD_OP_COSTLY | GD_OP_FN, "hypot", NULL,                                         \
       "sqrt(a**2 + b**2) elementwise with broadcasting, as NumPy's: no overflow or underflow in the "      \
@@ -148,8 +149,8 @@
       ">>> gd.hypot(gd.array([3.0, 1e200], dtype=gd.float64), 4.0).tolist()\n[5.0, 1e+200]")               \
     GD_STANDARD_BINARY_OPS(X)
 
-/* The array API standard's binary functions that NumPy has; shifts are int64 only (bools are
- * computed in int64, as NumPy computes them in int8). */
+/* The array API standard's binary functions that NumPy has; shifts are for integers only (bools
+ * are computed in int64, as NumPy computes them in int8). */
 #define GD_STANDARD_BINARY_OPS(X)                                                                           \
     X(ATAN2, atan2, FLOAT, GD_OP_COSTLY | GD_OP_FN, "arctan2", NULL,                                       \
       "The angle of the point (b, a) elementwise, in radians in [-pi, pi], with the signs of both "        \
@@ -162,11 +163,11 @@
       "log(exp(a) + exp(b)) elementwise, computed without overflow.\n\n"                                    \
       ">>> gd.logaddexp(gd.array([1000.0]), 1000.0).tolist()\n[1000.6931471805599]")                       \
     X(SHL, bitwise_left_shift, INT, GD_OP_FN, "left_shift", "<<",                                          \
-      "a << b elementwise for integers (bools in int64); a count below 0 or of 64 and more gives 0, "      \
-      "as in NumPy.")                                                                                      \
+      "a << b elementwise for integers (bools in int64); a count below 0 or of the width (64 or 32 "  \
+      "bits) and more gives 0, as in NumPy.")                                                                                      \
     X(SHR, bitwise_right_shift, INT, GD_OP_FN, "right_shift", ">>",                                        \
       "a >> b elementwise for integers (bools in int64), an arithmetic shift; a count below 0 or of "      \
-      "64 and more gives 0, or -1 for a negative a, as in NumPy.")
+      "the width (64 or 32 bits) and more gives 0, or -1 for a negative a, as in NumPy.")
 
 /* Other names of module functions: A(KIND, ENUM, alias, DOC), KIND UNARY or BINARY. */
 #define GD_OP_ALIASES(A)                                                                                    \
@@ -230,6 +231,7 @@ GD_TABLE gd_dtype_info gd_dtype_table[] = {
     {GD_FLOAT64, "float64", 8, 'f', "d"},
     {GD_INT64, "int64", 8, 'i', "q"},
     {GD_BOOL, "bool", 1, 'b', "?"},
+    {GD_INT32, "int32", 4, 'i', "i"},
 };
 GD_CHECK_TABLE(gd_dtype_table, GD_NUM_DTYPES, &gd_dtype_info::dtype);
 
@@ -237,6 +239,7 @@ GD_TABLE_FN size_t gd_dtype_size(gd_dtype t) { return gd_dtype_table[t].itemsize
 GD_TABLE_FN const char *gd_dtype_name(gd_dtype t) { return gd_dtype_table[t].name; }
 GD_TABLE_FN int gd_dtype_is_float(gd_dtype t) { return gd_dtype_table[t].kind == 'f'; }
 GD_TABLE_FN int gd_dtype_is_bool(gd_dtype t) { return gd_dtype_table[t].kind == 'b'; }
+GD_TABLE_FN int gd_dtype_is_int(gd_dtype t) { return gd_dtype_table[t].kind == 'i'; }
 
 /* The dtype of `kind` and `itemsize`, or -1 when gpudev has none. */
 GD_TABLE_FN int gd_dtype_lookup(char kind, size_t itemsize)
@@ -254,7 +257,7 @@ enum gd_op_flags {
     GD_OP_FLOAT_ONLY = 1, /* defined for float dtypes only: the core computes integers in float64 */
     GD_OP_COSTLY = 2,     /* a libm call or a loop per element: worth threads at smaller sizes */
     GD_OP_BOOL_OUT = 4,   /* a comparison: the result is bool whatever the operands' dtype */
-    GD_OP_BITWISE = 8,    /* defined for int64 and bool only */
+    GD_OP_BITWISE = 8,    /* defined for integers and bool only */
     GD_OP_NUMERIC = 16,   /* arithmetic: not defined for bool (the core computes bools in int64) */
     GD_OP_FN = 32,        /* a module function gd.<name>(a) / gd.<name>(a, b), with the row's doc */
     GD_OP_METHOD = 64,    /* also an Array method a.<name>() / a.<name>(b) */
@@ -299,7 +302,7 @@ GD_TABLE_FN int gd_op_flags_defined(unsigned flags, gd_dtype t)
 {
     if (flags & GD_OP_FLOAT_ONLY) return gd_dtype_is_float(t);
     if ((flags & GD_OP_BITWISE) && gd_dtype_is_float(t)) return 0;
-    return !((flags & GD_OP_NUMERIC) && gd_dtype_is_bool(t)); /* INT: BITWISE and NUMERIC, int64 alone */
+    return !((flags & GD_OP_NUMERIC) && gd_dtype_is_bool(t)); /* INT: BITWISE and NUMERIC, integers alone */
 }
 GD_TABLE_FN int gd_unop_defined(gd_unop op, gd_dtype t) { return gd_op_flags_defined(gd_unop_table[op].flags, t); }
 GD_TABLE_FN int gd_binop_defined(gd_binop op, gd_dtype t) { return gd_op_flags_defined(gd_binop_table[op].flags, t); }

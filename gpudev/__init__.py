@@ -42,6 +42,7 @@ from ._C import (  # noqa: E402,F401
     full,
     get_num_threads,
     gpu,
+    int32,
     int64,
     manual_seed,
     matmul,
@@ -144,7 +145,7 @@ _torch.install()
 _index.install()
 tensor = array  # PyTorch's spelling of gd.array
 device = Device  # PyTorch's spelling of gd.Device: gd.device('cuda:0'), gd.device('cuda', 0)
-from ._torch import bmm, cat, from_numpy, int32, normal, randint  # noqa: E402
+from ._torch import bmm, cat, from_numpy, normal, randint  # noqa: E402
 
 from ._info import build_info, empty_cache, memory_stats, set_tf32  # noqa: E402
 from .io import load, save  # noqa: E402
@@ -169,12 +170,12 @@ __all__ = [
     "DeviceUnavailableError", "GpudevError", "OutOfMemoryError", "StrictModeError", "StrictModeWarning", "Timer",
     "Trace", "allclose", "arange", "array", "asarray", "benchmark", "build_info", "concatenate", "cpu", "cuda_available", "empty",
     "empty_cache", "empty_like", "enable_grad", "float32", "float64", "from_dlpack", "full", "full_like",
-    "get_num_threads", "gpu", "int64", "is_grad_enabled", "isfinite", "isnan", "load", "log_softmax",
+    "get_num_threads", "gpu", "int32", "int64", "is_grad_enabled", "isfinite", "isnan", "load", "log_softmax",
     "reciprocal", "signbit",
     "manual_seed", "matmul", "memory_stats", "nn", "no_grad", "norm", "num_gpus", "ones", "ones_like",
     "rand", "randn", "save", "set_grad_enabled", "set_num_threads", "set_tf32", "softmax", "stack", "strict",
     "synchronize", "tensor", "trace", "try_all_gpus", "try_gpu", "zeros", "zeros_like", "clamp", "clip",
-    "argmax", "argmin", "nonzero", "where", "bmm", "cat", "cuda", "device", "from_numpy", "int32", "max",
+    "argmax", "argmin", "nonzero", "where", "bmm", "cat", "cuda", "device", "from_numpy", "max",
     "min", "normal", "optim", "randint", "utils",
     *_OP_FUNCTIONS,
     # the array API standard's names (gpudev/_array_api.py, _manipulation.py, _statistics.py)

@@ -43,32 +43,30 @@ newaxis = None
 
 # GD_MAX_NDIM of csrc/gpudev.h (tests/test_array_api.py checks the two agree)
 MAX_NDIM = 16
-BOOL, FLOAT32, FLOAT64, INT64 = (np.dtype(t) for t in (np.bool_, np.float32, np.float64, np.int64))
-DTYPES = {"bool": BOOL, "float32": FLOAT32, "float64": FLOAT64, "int64": INT64}
+BOOL, FLOAT32, FLOAT64, INT32, INT64 = (
+    np.dtype(t) for t in (np.bool_, np.float32, np.float64, np.int32, np.int64))
+DTYPES = {"bool": BOOL, "float32": FLOAT32, "float64": FLOAT64, "int32": INT32, "int64": INT64}
 # the standard's kinds (isdtype, __array_namespace_info__().dtypes) among gpudev's dtypes
 KINDS = {
     "bool": (BOOL,),
-    "signed integer": (INT64,),
+    "signed integer": (INT32, INT64),
     "unsigned integer": (),
-    "integral": (INT64,),
+    "integral": (INT32, INT64),
     "real floating": (FLOAT32, FLOAT64),
     "complex floating": (),
-    "numeric": (INT64, FLOAT32, FLOAT64),
+    "numeric": (INT32, INT64, FLOAT32, FLOAT64),
 }
 
 
 def _dtype(op: str, dtype: Any) -> np.dtype:
-    """dtype as one of gpudev's four NumPy dtypes, or a TypeError naming them."""
-    from ._torch import _dtype_of
-
-    _dtype_of(op, dtype)  # int32 in any spelling: the message naming int64
+    """dtype as one of gpudev's NumPy dtypes, or a TypeError naming them."""
     try:
         dt = None if dtype is None else np.dtype(dtype)  # np.dtype(None) would be float64
     except Exception:  # NumPy may raise more than TypeError for what is not a dtype
         dt = None
     if dt is None or not any(dt == d for d in DTYPES.values()):
-        raise TypeError(f"{op}: {reprlib.repr(dtype)} is not one of gpudev's dtypes; use gd.bool, gd.int64, "
-                        f"gd.float32 or gd.float64")
+        raise TypeError(f"{op}: {reprlib.repr(dtype)} is not one of gpudev's dtypes; use gd.bool, gd.int32, "
+                        f"gd.int64, gd.float32 or gd.float64")
     return dt
 
 
@@ -169,7 +167,7 @@ def result_type(*arrays_and_dtypes: Any) -> np.dtype:
 
 def can_cast(from_: Any, to: Any, /) -> bool:
     """Whether `from_` (a dtype or an array) casts to `to` without losing values, as NumPy's
-    "safe" casting says (bool -> int64 -> float64, float32 -> float64).
+    "safe" casting says (bool -> int32 -> int64 -> float64, int32 -> float64, float32 -> float64).
 
     Example:
         >>> gd.can_cast(gd.int64, gd.float32), gd.can_cast(gd.float32, gd.float64)
@@ -362,12 +360,12 @@ def _complex(self: Array, /) -> complex:
 
 
 def _lshift(self: Array, other: Any, /) -> Array:
-    """self << other elementwise (int64; the op list's bitwise_left_shift)."""
+    """self << other elementwise (integers; the op list's bitwise_left_shift)."""
     return _C.bitwise_left_shift(self, other)
 
 
 def _rshift(self: Array, other: Any, /) -> Array:
-    """self >> other elementwise (int64, arithmetic: the sign is kept)."""
+    """self >> other elementwise (integers, arithmetic: the sign is kept)."""
     return _C.bitwise_right_shift(self, other)
 
 

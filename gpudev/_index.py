@@ -60,6 +60,8 @@ def _as_index(a: _C.Array, it: Any, op: str) -> list[_C.Array]:
             raise IndexError(f"{op}: a 0-d boolean index that is not a gpudev array is not "
                              f"supported; use gd.asarray(mask)")
         return list(idx.nonzero())
+    if idx.dtype == np.dtype(np.int32):
+        idx = idx.astype(_C.int64)  # the positions computed from it need int64
     if idx.dtype != np.dtype(np.int64):
         raise IndexError(f"{op}: arrays used as indices must be of integer (or boolean) type, got "
                          f"{idx.dtype}")

@@ -41,16 +41,17 @@ __all__ = [
 ]
 
 Array = _C.Array
-BOOL, INT64 = np.dtype(np.bool_), np.dtype(np.int64)
+BOOL, INT32, INT64 = np.dtype(np.bool_), np.dtype(np.int32), np.dtype(np.int64)
 
 
 def _accumulator(op: str, x: Array, dtype: Any) -> np.dtype:
-    """The result dtype of sum/prod/cumulative_*: `dtype`, or x's with bool as int64."""
+    """The result dtype of sum/prod/cumulative_*: `dtype`, or x's with bool and int32 as
+    int64 (the default integer, as NumPy and the standard accumulate smaller integers)."""
     if dtype is not None:
         from ._array_api import _dtype
 
         return _dtype(op, dtype)
-    return INT64 if x.dtype == BOOL else x.dtype
+    return INT64 if x.dtype in (BOOL, INT32) else x.dtype
 
 
 def _to_last(op: str, x: Array, axis: Any) -> tuple[Array, tuple[int, ...], tuple[int, ...]]:
@@ -73,22 +74,24 @@ def _keep(out: Array, x: Array, axes: tuple[int, ...], keepdims: bool) -> Array:
 # ---------------------------------------------------------------------------------------------
 
 def sum(x: Array, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Array:  # noqa: A001
-    """The sum over `axis` (every axis by default); bool and int64 sum as int64.
+    """The sum over `axis` (every axis by default); bool, int32 and int64 sum as int64.
 
     Example:
         >>> gd.sum(gd.asarray([[1, 2], [3, 4]]), axis=0).tolist()
         [4, 6]
     """
     _need_array("sum", x)
-    x = x.astype(_accumulator("sum", x, dtype), copy=False)
+    acc = _accumulator("sum", x, dtype)
     axes = normalize_axes("sum", axis, x.ndim)
     if not axes:
-        return x.copy()
-    return x.sum(axis=axes, keepdims=keepdims)
+        return x.astype(acc)
+    if not (x.dtype == INT32 and acc == INT64):  # the core sums int32 into int64 itself
+        x = x.astype(acc, copy=False)
+    return x.sum(axis=axes, keepdims=keepdims).astype(acc, copy=False)  # int32 asked: it wraps
 
 
 def prod(x: Array, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Array:
-    """The product over `axis` (every axis by default); bool and int64 multiply as int64.
+    """The product over `axis` (every axis by default); bool, int32 and int64 multiply as int64.
 
     Example:
         >>> gd.prod(gd.asarray([[1, 2], [3, 4]]), axis=1).tolist()
@@ -221,7 +224,7 @@ def diff(x: Array, /, *, axis: int = -1, n: int = 1, prepend: Array | None = Non
 # ---------------------------------------------------------------------------------------------
 
 def take(x: Array, indices: Array, /, *, axis: int | None = None) -> Array:
-    """The elements of x at the int64 `indices` along `axis` (optional for 1-D arrays)."""
+    """The elements of x at the integer `indices` along `axis` (optional for 1-D arrays)."""
     _need_array("take", x)
     if axis is None:
         if x.ndim != 1:
@@ -293,7 +296,7 @@ def searchsorted(x1: Array, x2: Array, /, *, side: str = "left", sorter: Array |
 
 def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Array:
     """Each element repeated `repeats` times along `axis` (None: of the flattened array);
-    `repeats` is an int or an int64 array with one count per element along the axis.
+    `repeats` is an int or an integer array with one count per element along the axis.
 
     With an array of counts the length of the result depends on their values, so it is read
     back from the device (one synchronizing transfer of a single number)."""
@@ -308,8 +311,8 @@ def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Arr
         moved = moveaxis(x, axis, -1)
         grown = broadcast_to(moved.reshape(moved.shape + (1,)), moved.shape + (int(repeats),))
         return moveaxis(grown.reshape(moved.shape[:-1] + (n * int(repeats),)), -1, axis)
-    if not isinstance(repeats, Array) or repeats.dtype != np.dtype(np.int64) or repeats.ndim > 1:
-        raise TypeError(f"repeat: repeats must be an int or a 1-D int64 array, got {reprlib.repr(repeats)}")
+    if not isinstance(repeats, Array) or repeats.dtype not in (INT32, INT64) or repeats.ndim > 1:
+        raise TypeError(f"repeat: repeats must be an int or a 1-D integer array, got {reprlib.repr(repeats)}")
     if repeats.ndim == 0 or repeats.shape[0] == 1:
         counts = broadcast_to(repeats.reshape(1), (n,))
     elif repeats.shape[0] != n:

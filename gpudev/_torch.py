@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _C
 
-__all__ = ["bmm", "cat", "from_numpy", "install", "int32", "max", "min", "normal", "randint"]
+__all__ = ["bmm", "cat", "from_numpy", "install", "max", "min", "normal", "randint"]
 
 Array = _C.Array
 # the core's methods that the PyTorch-aware ones below replace on Array, and call
@@ -163,38 +163,6 @@ def copy_(self: Array, src: Any) -> Array:
 # dtypes
 # ---------------------------------------------------------------------------------------------
 
-def _int32_refused(op: str) -> TypeError:
-    return TypeError(f"{op}: gpudev has no int32; its integer dtype is int64 (gd.int64, "
-                     f"x.long()), which holds every int32 value")
-
-
-class _Int32:
-    """``gd.int32``: not a dtype. Passing it anywhere raises a TypeError that names int64."""
-
-    def __repr__(self) -> str:
-        return "gd.int32 (not supported: use gd.int64)"
-
-    @property
-    def dtype(self) -> np.dtype:  # NumPy reads dtype-like objects through .dtype
-        raise _int32_refused("int32")
-
-
-int32 = _Int32()
-
-
-def _dtype_of(op: str, dtype: Any) -> Any:
-    """dtype itself, after refusing int32 in any spelling (gd.int32, np.int32, 'int32')."""
-    if isinstance(dtype, _Int32):
-        raise _int32_refused(op)
-    try:
-        is_int32 = np.dtype(dtype) == np.int32
-    except Exception:  # not a dtype at all (NumPy may raise more than TypeError): the core says so
-        is_int32 = False
-    if is_int32:
-        raise _int32_refused(op)
-    return dtype
-
-
 def _float(self: Array) -> Array:
     """As float32 (PyTorch's ``x.float()``); self when it is float32 already."""
     return self.astype(_C.float32, copy=False)
@@ -211,7 +179,8 @@ def _long(self: Array) -> Array:
 
 
 def _int(self: Array) -> Array:
-    raise _int32_refused("int")
+    """As int32 (PyTorch's ``x.int()``); self when it is int32 already."""
+    return self.astype(_C.int32, copy=False)
 
 
 def _bool(self: Array) -> Array:
@@ -223,15 +192,13 @@ def _type(self: Array, dtype: Any = None) -> Any:
     """``x.type(dtype)``: x as `dtype`; ``x.type()``: the dtype's name, e.g. 'gpudev.float32'."""
     if dtype is None:
         return f"gpudev.{self.dtype}"
-    return self.astype(_dtype_of("type", dtype), copy=False)
+    return self.astype(dtype, copy=False)
 
 
 def _is_dtype(x: Any) -> bool:
     """Whether x names a dtype (a.to(x) casts) rather than a device (a.to(x) moves)."""
     if x is None or isinstance(x, (str, _C.Device, bool, numbers.Number, list, tuple, dict)):
         return False
-    if isinstance(x, _Int32):
-        return True
     try:
         np.dtype(x)
     except Exception:  # NumPy raises TypeError, ValueError or worse for things far from dtypes
@@ -265,7 +232,7 @@ def _to(self: Array, *args: Any, **kwargs: Any) -> Array:
                             f"a.to('cuda:0'), a.to(gd.float64) or a.to('cpu', gd.float64)")
     out = self if device is None else _c_to(self, device, copy=bool(copy) and dtype is None)
     if dtype is not None:
-        out = out.astype(_dtype_of("to", dtype), copy=bool(copy) and out is self)
+        out = out.astype(dtype, copy=bool(copy) and out is self)
     elif copy and out is self:
         out = self.copy()
     return out
@@ -564,8 +531,8 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, dtype: Any = No
 
 def randint(low: int, high: Any = None, size: Any = None, *, dtype: Any = None,
             device: Any = None) -> Array:
-    """Random integers in [low, high) of shape `size` (int64), as PyTorch's and NumPy's randint;
-    ``randint(high, size=...)`` draws from [0, high).
+    """Random integers in [low, high) of shape `size` (int64, or ``dtype=gd.int32``), as
+    PyTorch's and NumPy's randint; ``randint(high, size=...)`` draws from [0, high).
 
     Example:
         >>> gd.randint(0, 10, (2, 3)).shape
@@ -580,21 +547,25 @@ def randint(low: int, high: Any = None, size: Any = None, *, dtype: Any = None,
         raise ValueError(f"randint: high ({high}) must be above low ({low})")
     if size is None:
         raise TypeError("randint: give the shape, e.g. gd.randint(0, 10, (2, 3))")
-    if dtype is not None and not (_is_dtype(_dtype_of("randint", dtype)) and np.dtype(dtype) == np.int64):
-        raise TypeError(f"randint: dtype must be gd.int64, got {reprlib.repr(dtype)}")
+    if dtype is None:
+        dtype = _C.int64
+    elif not (_is_dtype(dtype) and np.dtype(dtype) in (np.dtype(np.int64), np.dtype(np.int32))):
+        raise TypeError(f"randint: dtype must be gd.int64 or gd.int32, got {reprlib.repr(dtype)}")
+    info = np.iinfo(dtype)
+    if low < info.min or high - 1 > info.max:
+        raise ValueError(f"randint: [{low}, {high}) does not fit in {np.dtype(dtype)}; use dtype=gd.int64")
     shape = (size,) if isinstance(size, numbers.Integral) else tuple(size)
     # float64 keeps the scaled uniform exact below 2**53 values; floor stays inside [0, span)
     u = _C.rand(*shape, dtype=_C.float64, device=device)
     span = int(high) - int(low)
-    return _C.minimum((u * span).astype(_C.int64), span - 1) + int(low)
+    out = _C.minimum((u * span).astype(_C.int64), span - 1) + int(low)
+    return out.astype(dtype, copy=False)
 
 
 def from_numpy(a: np.ndarray) -> Array:
     """A CPU Array of `a`'s values (PyTorch's from_numpy). A copy: gpudev owns its memory."""
     if not isinstance(a, np.ndarray):
         raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(a).__name__}")
-    if a.dtype == np.int32:
-        raise _int32_refused("from_numpy")
     return _C.array(a)
 
 

@@ -68,8 +68,8 @@ _LOCAL_HEADER = 30  # fixed part of a zip member's local header, before its name
 # NumPy and the C core address bytes with signed 64-bit offsets.
 _MAX_BYTES = 2**63 - 1
 
-# Integer dtype kinds (signed, unsigned): all load as int64, without loss (uint64 only when
-# every value fits). Booleans load as bool.
+# Integer dtype kinds (signed, unsigned): int32 loads as int32, every other as int64, without
+# loss (uint64 only when every value fits). Booleans load as bool.
 _INT_KINDS = "iu"
 
 
@@ -424,6 +424,8 @@ def _target_dtype(dtype: np.dtype) -> np.dtype:
         return np.dtype(dtype.type)  # native byte order
     if dtype.kind == "f" and dtype.itemsize == 2:
         return np.dtype(np.float32)
+    if dtype.kind == "i" and dtype.itemsize == 4:
+        return np.dtype(np.int32)  # native byte order
     if dtype.kind in _INT_KINDS:
         return np.dtype(np.int64)
     if dtype.kind == "b":
@@ -434,7 +436,7 @@ def _target_dtype(dtype: np.dtype) -> np.dtype:
     kind = names.get(dtype.kind, "unsupported")
     raise _Corrupt(
         f"dtype {dtype.str} ({kind}) is not supported: gpudev loads floats, integers and bools "
-        f"(float32, float64, int64, bool; float16 and other integers are converted)"
+        f"(float32, float64, int64, int32, bool; float16 and other integers are converted)"
     )
 
 

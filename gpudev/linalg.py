@@ -60,7 +60,8 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     if n1 != n2:  # a missing axis or one of length 1 does not broadcast here
         raise ValueError(f"vecdot: the vectors along axis {reprlib.repr(axis)} differ in length: shapes "
                          f"{x1.shape} and {x2.shape}")
-    return _sum(x1 * x2, axis=a)
+    products = x1 * x2
+    return _sum(products, axis=a, dtype=products.dtype)  # int32 stays int32, as NumPy's
 
 
 def tensordot(x1: Array, x2: Array, /, *, axes: int | tuple[Sequence[int], Sequence[int]] = 2) -> Array:
@@ -89,7 +90,8 @@ def tensordot(x1: Array, x2: Array, /, *, axes: int | tuple[Sequence[int], Seque
         return _C.matmul(left, right).reshape(shape) if k else _C.zeros(
             shape, dtype=_result(x1, x2), device=x1.device)
     # integers: BLAS multiplies floats only, so sum broadcast products
-    return _sum(left.reshape(left.shape + (1,)) * right.reshape((1,) + right.shape), axis=1).reshape(shape)
+    products = left.reshape(left.shape + (1,)) * right.reshape((1,) + right.shape)
+    return _sum(products, axis=1, dtype=products.dtype).reshape(shape)
 
 
 def _result(x1: Array, x2: Array) -> np.dtype:

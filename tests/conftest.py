@@ -155,9 +155,9 @@ def is_gpu(device: gd.Device) -> bool:
 # dtypes and tolerances
 # ---------------------------------------------------------------------------------------------
 
-DTYPES = [gd.float32, gd.float64, gd.int64]
+DTYPES = [gd.float32, gd.float64, gd.int64, gd.int32]
 FLOAT_DTYPES = [gd.float32, gd.float64]
-DTYPE_IDS = ["float32", "float64", "int64"]
+DTYPE_IDS = ["float32", "float64", "int64", "int32"]
 
 
 def rtol_for(dtype: Any) -> float:

@@ -11,8 +11,8 @@ from conftest import host
 
 import gpudev as gd
 
-DTYPES = [np.bool_, np.int64, np.float32, np.float64]
-DTYPE_IDS = ["bool", "int64", "float32", "float64"]
+DTYPES = [np.bool_, np.int64, np.int32, np.float32, np.float64]
+DTYPE_IDS = ["bool", "int64", "int32", "float32", "float64"]
 OPS = ["argmax", "argmin"]
 
 

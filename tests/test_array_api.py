@@ -62,8 +62,8 @@ def test_inspection_api():
     assert info.devices()[0] == gd.cpu() and len(info.devices()) == 1 + gd.num_gpus()
     assert info.default_dtypes() == {"real floating": gd.float32, "complex floating": None,
                                      "integral": gd.int64, "indexing": gd.int64}
-    assert set(info.dtypes()) == {"bool", "float32", "float64", "int64"}
-    assert set(info.dtypes(kind=("bool", "integral"))) == {"bool", "int64"}
+    assert set(info.dtypes()) == {"bool", "float32", "float64", "int32", "int64"}
+    assert set(info.dtypes(kind=("bool", "integral"))) == {"bool", "int32", "int64"}
     assert info.dtypes(kind="complex floating") == {}
     caps = info.capabilities()
     assert caps["boolean indexing"] and caps["data-dependent shapes"]
@@ -87,8 +87,18 @@ def test_dtype_functions():
         gd.finfo(gd.int64)
     with pytest.raises(TypeError, match="not an integer dtype"):
         gd.iinfo(gd.float32)
-    with pytest.raises(TypeError, match="int64"):
+    with pytest.raises(TypeError, match="not a floating dtype"):
         gd.finfo(gd.int32)
+    assert gd.iinfo(gd.int32) == (32, 2**31 - 1, -(2**31), np.dtype(np.int32))
+    info = gd.__array_namespace_info__()
+    assert info.dtypes(kind="signed integer") == {"int32": gd.int32, "int64": gd.int64}
+    assert info.dtypes(kind="integral") == {"int32": gd.int32, "int64": gd.int64}
+    assert info.default_dtypes()["integral"] == gd.int64
+    assert gd.isdtype(gd.int32, "signed integer") and gd.isdtype(gd.int32, "numeric")
+    assert gd.result_type(gd.int32, gd.int64) == gd.int64 and gd.result_type(gd.int32, gd.float32) == gd.float64
+    assert gd.result_type(gd.int32, 1) == gd.int32 and gd.result_type(gd.bool, gd.int32) == gd.int32
+    assert gd.can_cast(gd.int32, gd.int64) and gd.can_cast(gd.int32, gd.float64)
+    assert not gd.can_cast(gd.int64, gd.int32) and not gd.can_cast(gd.int32, gd.float32)
     assert gd.isdtype(gd.float64, "real floating") and not gd.isdtype(gd.bool, "numeric")
     assert gd.isdtype(gd.int64, (gd.float32, "signed integer"))
     assert gd.result_type(gd.float32, gd.int64) == gd.float64

@@ -16,8 +16,8 @@ import pytest
 import gpudev as gd
 from conftest import assert_array
 
-ALL_DTYPES = [np.float32, np.float64, np.int64, np.bool_]
-IDS = ["f32", "f64", "i64", "bool"]
+ALL_DTYPES = [np.float32, np.float64, np.int64, np.int32, np.bool_]
+IDS = ["f32", "f64", "i64", "i32", "bool"]
 COMPARISONS = [operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge]
 
 

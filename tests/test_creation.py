@@ -155,7 +155,7 @@ def test_array_keeps_int64_extremes(device):
         (np.bool_, np.bool_),
         (np.int8, np.int64),
         (np.int16, np.int64),
-        (np.int32, np.int64),
+        (np.int32, np.int32),
         (np.uint8, np.int64),
         (np.uint16, np.int64),
         (np.uint32, np.int64),
@@ -174,7 +174,8 @@ def test_array_from_numpy_dtype_rules(device, np_dtype, gd_dtype):
 def test_array_from_numpy_scalars():
     assert gd.array(np.float64(1.5)).dtype == np.float64
     assert gd.array(np.float32(1.5)).dtype == np.float32
-    assert gd.array(np.int32(7)).dtype == np.int64
+    assert gd.array(np.int32(7)).dtype == np.int32
+    assert gd.array(np.int16(7)).dtype == np.int64
     assert gd.array(np.float64(1.5)).shape == ()
 
 
@@ -207,7 +208,7 @@ def test_asarray_copies_when_it_must():
     strided = src[:, ::2]  # not contiguous
     a = gd.asarray(strided)
     assert_array(a, strided)
-    converted = gd.asarray(src.astype(np.int32))  # dtype changes: a copy
+    converted = gd.asarray(src.astype(np.int16))  # dtype changes: a copy
     assert_array(converted, src.astype(np.int64))
     f32 = gd.asarray(src, dtype=gd.float32)
     src[0, 0] = 50.0

@@ -168,7 +168,7 @@ def test_exported_struct(device, shape, dtype, max_version):
         assert (m.version.major, m.version.minor) == (1, 0)
         assert m.flags == 0
     kind = {np.dtype(np.float32): (kDLFloat, 32, 1), np.dtype(np.float64): (kDLFloat, 64, 1),
-            np.dtype(np.int64): (kDLInt, 64, 1)}[np.dtype(dtype)]
+            np.dtype(np.int64): (kDLInt, 64, 1), np.dtype(np.int32): (kDLInt, 32, 1)}[np.dtype(dtype)]
     # C-order strides in elements, axes of length 0 counted as 1 (NumPy's convention)
     strides, step = [], 1
     for n in reversed(shape):
@@ -479,9 +479,9 @@ def test_producer_contradicting_itself_is_refused():
 
 @pytest.mark.parametrize(
     "dtype, name, fix",
-    [(np.int32, "int32", "int64"), (np.complex64, "complex64", "float32"),
+    [(np.int16, "int16", "int64"), (np.complex64, "complex64", "float32"),
      (np.float16, "float16", "float32"), (np.uint8, "uint8", "int64")],
-    ids=["int32", "complex64", "float16", "uint8"],
+    ids=["int16", "complex64", "float16", "uint8"],
 )
 def test_unsupported_numpy_dtype(dtype, name, fix):
     with pytest.raises(TypeError, match=rf"from_dlpack: dtype {name} is not supported; .* x\.astype\('{fix}'\)"):
@@ -641,7 +641,7 @@ def test_missing_gpu_is_device_unavailable():
 
 
 def test_failed_imports_leave_the_producer_intact():
-    x = np.arange(6, dtype=np.int32)
+    x = np.arange(6, dtype=np.int16)
     ref = weakref.ref(x)
     for _ in range(3):
         with pytest.raises(TypeError):
@@ -667,7 +667,7 @@ def test_round_trips_do_not_leak():
     psutil = pytest.importorskip("psutil")
     x = np.arange(12.0).reshape(3, 4)
     a = gd.arange(12).reshape(3, 4)
-    bad = np.zeros(3, np.int32)
+    bad = np.zeros(3, np.int16)
 
     def rounds(n: int) -> None:
         for _ in range(n):
@@ -726,8 +726,12 @@ def test_torch_cpu_round_trip():
     a = gd.arange(5)
     back = torch.from_dlpack(a)
     assert back.data_ptr() == a.numpy().ctypes.data and back.tolist() == [0, 1, 2, 3, 4]
-    with pytest.raises(TypeError, match="from_dlpack: dtype int32 is not supported"):
-        gd.from_dlpack(torch.zeros(2, dtype=torch.int32))
+    i32 = torch.arange(3, dtype=torch.int32)
+    g32 = gd.from_dlpack(i32)
+    assert g32.dtype == gd.int32 and g32.tolist() == [0, 1, 2]
+    assert torch.from_dlpack(g32).dtype == torch.int32
+    with pytest.raises(TypeError, match="from_dlpack: dtype int16 is not supported"):
+        gd.from_dlpack(torch.zeros(2, dtype=torch.int16))
 
 
 @pytest.mark.gpu

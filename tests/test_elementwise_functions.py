@@ -13,8 +13,8 @@ import pytest
 import gpudev as gd
 from conftest import CPU, assert_array, check, host, sample
 
-ALL_DTYPES = [np.float32, np.float64, np.int64, np.bool_]
-ALL_IDS = ["float32", "float64", "int64", "bool"]
+ALL_DTYPES = [np.float32, np.float64, np.int64, np.int32, np.bool_]
+ALL_IDS = ["float32", "float64", "int64", "int32", "bool"]
 I64_MIN, I64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 
 FLOOR_OPS = {

@@ -18,7 +18,7 @@ import gpudev as gd
 from conftest import CPU, assert_array, host, is_gpu, rtol_for, sample
 from test_autograd import gradcheck
 
-F32, F64, I64, B = np.float32, np.float64, np.int64, np.bool_
+F32, F64, I64, I32, B = np.float32, np.float64, np.int64, np.int32, np.bool_
 
 
 class Unary(NamedTuple):
@@ -88,9 +88,9 @@ BINARY: dict[str, Binary] = {
     "bitwise_right_shift": Binary(np.right_shift, 0, 70, "ib", "int64", False),
 }
 
-KIND = {F32: "f", F64: "f", I64: "i", B: "b"}
-ALL_DTYPES = [F32, F64, I64, B]
-DTYPE_IDS = ["float32", "float64", "int64", "bool"]
+KIND = {F32: "f", F64: "f", I64: "i", I32: "i", B: "b"}
+ALL_DTYPES = [F32, F64, I64, I32, B]
+DTYPE_IDS = ["float32", "float64", "int64", "int32", "bool"]
 SHAPES = [(), (7,), (3, 5), (0,), (2, 0, 3)]
 
 
@@ -113,6 +113,8 @@ def _result_dtype(ints: str, dtype: Any, numpy_dtype: Any) -> np.dtype:
     """NumPy's result dtype for float inputs; the row's rule for int64 and bool ones."""
     if np.dtype(dtype).kind == "f":
         return np.dtype(numpy_dtype)
+    if np.dtype(dtype).kind == "i" and ints == "int64":  # an integer row: each integer its own
+        return np.dtype(dtype)
     return np.dtype(dtype) if ints == "same" else np.dtype(ints)
 
 

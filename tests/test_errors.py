@@ -215,10 +215,10 @@ def test_host_out_of_memory():
     np.testing.assert_array_equal(gd.ones(1000).numpy(), np.ones(1000, np.float32))
 
 
-@pytest.mark.parametrize("bad", ["int32", np.int32, np.uint8, "complex64", "float16", str, object],
+@pytest.mark.parametrize("bad", ["int16", np.int16, np.uint8, "complex64", "float16", str, object],
                          ids=str)
 def test_unsupported_dtype_arguments(bad):
-    with pytest.raises(TypeError, match=r"float32.*float64.*int64") as info:
+    with pytest.raises(TypeError, match=r"float32.*float64.*int64.*int32") as info:
         gd.zeros(3, dtype=bad)
     assert "zeros" in str(info.value)
 
@@ -320,8 +320,8 @@ def test_functions_reject_non_arrays():
 
 def test_astype_to_an_unsupported_dtype(device):
     a = gd.ones(2, device=device)
-    with pytest.raises(TypeError, match=r"astype.*int32"):
-        a.astype(np.int32)
+    with pytest.raises(TypeError, match=r"astype.*int16"):
+        a.astype(np.int16)
     _still_usable(a, np.ones(2, np.float32))
 
 

@@ -97,7 +97,8 @@ def test_index_arrays_get(device, dtype, name):
     src = data_of((5, 3), dtype)
     a = gd.array(src, device=device)
     idx = np.array(INDICES[name], dtype=np.int64)
-    for i in (INDICES[name], idx, idx.astype(np.int32), gd.array(idx), gd.array(idx, device=device)):
+    for i in (INDICES[name], idx, idx.astype(np.int32), gd.array(idx), gd.array(idx, device=device),
+              gd.array(idx.astype(np.int32), device=device)):
         assert_array(a[i], src[idx])
     assert_array(a[idx, ...], src[idx, ...])
     assert_array(a[idx, :], src[idx, :])
@@ -357,7 +358,7 @@ def test_nonzero_errors():
 
 def test_index_add_checks_its_arguments():
     dst = gd.zeros((3, 2))
-    with pytest.raises(TypeError, match=r"_index_add: dst must be float32, float64 or int64"):
+    with pytest.raises(TypeError, match=r"_index_add: dst must be float32, float64, int64 or int32"):
         gd._C._index_add(dst, gd.array([0]), gd.ones((1, 2), dtype=gd.int64))
     with pytest.raises(ValueError, match=r"_index_add: src has shape \(2, 2\), expected \(1, 2\)"):
         gd._C._index_add(dst, gd.array([0]), gd.ones((2, 2)))

@@ -166,7 +166,8 @@ def test_load_onto_missing_gpu_fails_before_reading(tmp_path):
         (np.array([True, False, True]), np.bool_),
         (np.array([-128, 0, 127], np.int8), np.int64),
         (np.array([0, 255], np.uint8), np.int64),
-        (np.array([-(2**31), 2**31 - 1], np.int32), np.int64),
+        (np.array([-(2**31), 2**31 - 1], np.int32), np.int32),
+        (np.array([-(2**31), 2**31 - 1], ">i4"), np.int32),  # big-endian: native int32
         (np.array([0, 2**32 - 1], np.uint32), np.int64),
         (np.array([0, 2**63 - 1], np.uint64), np.int64),
         (sample((4, 3), np.float64).astype(">f8"), np.float64),  # big-endian

@@ -51,7 +51,7 @@ def test_the_list_describes_both_enums():
     assert [op.arity for op in _C._ops].count(1) >= 10 and [op.arity for op in _C._ops].count(2) >= 18
     assert len(OPS) == len(_C._ops), "two rows share a name"
     for op in _C._ops:
-        assert op.dtypes and set(op.dtypes) <= {"float32", "float64", "int64", "bool"}, op
+        assert op.dtypes and set(op.dtypes) <= {"float32", "float64", "int64", "int32", "bool"}, op
 
 
 @pytest.mark.parametrize("name", sorted(OPS))
@@ -105,13 +105,13 @@ def test_the_python_layer_follows_the_flags(name):
 
 def operand(op, dtype: str, which: int) -> np.ndarray:
     """Values of dtype for operand `which` of op, with negatives, zeros and both signs of
-    divisors; int64 exponents of power stay >= 0 (the contract of gpudev.h)."""
+    divisors; integer exponents of power stay >= 0 (the contract of gpudev.h)."""
     rng = np.random.default_rng(7 + which)
     if dtype == "bool":
         return rng.integers(0, 2, (5, 7)).astype(bool)
-    if dtype == "int64":
+    if dtype in ("int64", "int32"):
         low = 0 if (op.name == "power" and which == 1) else -20
-        return rng.integers(low, 21 if low else 20, (5, 7)).astype(np.int64)
+        return rng.integers(low, 21 if low else 20, (5, 7)).astype(dtype)
     x = (rng.standard_normal((5, 7)) * 3).astype(dtype)
     x[0, :3] = [0.0, -0.0, 1.0]
     return x

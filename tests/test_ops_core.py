@@ -73,13 +73,31 @@ def test_promotion_scalars(device, op, dtype, scalar):
 def test_big_python_int(device, dtype):
     a = np.arange(3, dtype=dtype)
     x = gd.array(a, device=device)
-    if dtype == gd.int64:
-        with pytest.raises(OverflowError, match=r"add: Python integer 1180591620717411303424 out of bounds for int64"):
+    if dtype in (gd.int64, gd.int32):
+        name = np.dtype(dtype).name
+        with pytest.raises(OverflowError, match=rf"add: Python integer 1180591620717411303424 out of bounds for {name}"):
             x + 2**70
         # true division happens in float64, so the integer need not fit int64 (as NumPy)
         assert_array(x / 2**70, a / 2**70, device=device)
     else:
         assert_array(x + 2**70, a + 2**70, device=device)
+
+
+def test_python_int_beyond_int32(device):
+    a = np.array([-3, 0, 2**31 - 1], np.int32)
+    x = gd.array(a, device=device)
+    with pytest.raises(OverflowError, match=r"multiply: Python integer 4294967296 out of bounds for int32; .*gd\.int64"):
+        x * 2**32
+    x[0] = a[0] = -(2**31)
+    with pytest.raises(OverflowError, match=r"Python integer 2147483648 out of bounds for int32"):
+        x[0] = 2**31
+    assert x.tolist() == [-(2**31), 0, 2**31 - 1]
+    # comparisons are exact for any int64 value, as NumPy 2's
+    for v in (2**31, -(2**31) - 1, 2**40):
+        assert_array(x == v, a == v, device=device)
+        assert_array(x < v, a < v, device=device)
+        assert_array(v >= x, v >= a, device=device)
+    assert_array(x + 7, a + np.int32(7), device=device)  # wraps, as NumPy's
 
 
 def test_float32_scalar_overflow_rounds_to_inf(device):
@@ -230,7 +248,8 @@ def test_inplace_same_kind_casting(device, op, target, other):
     except Exception as e:  # NumPy refuses: gpudev must refuse with its own message
         assert "Cannot cast ufunc" in str(e) or "cast" in str(e)
         sym = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}[op]
-        with pytest.raises(TypeError, match=rf"{op}: cannot cast the float64 result to int64 in place \(NumPy's same_kind rule\); write a = a \{sym} b instead"):
+        msg = rf"{op}: cannot cast the float64 result to {np.dtype(target).name} in place \(NumPy's same_kind rule\)"
+        with pytest.raises(TypeError, match=rf"{msg}; write a = a \{sym} b instead"):
             iop(x, y)
         assert_array(x, a, device=device)
         return
@@ -331,8 +350,9 @@ def reference(kind: str, a: np.ndarray, axis, keepdims: bool) -> np.ndarray:
         r = np.sqrt(np.sum(wide * wide, axis=axis, keepdims=keepdims))
         return np.asarray(r).astype(np.float32 if a.dtype == np.float32 else np.float64)
     r = getattr(np, kind)(a.astype(np.float64) if a.dtype == np.float32 and kind in ("sum", "mean") else a, axis=axis, keepdims=keepdims)
-    dtype = a.dtype if not (kind == "mean" and a.dtype == np.int64) else np.float64
-    return np.asarray(r).astype(dtype)
+    if a.dtype.kind == "i":  # NumPy's own dtypes: int32 sums give int64, means float64
+        return np.asarray(r)
+    return np.asarray(r).astype(a.dtype)
 
 
 def reduce(kind: str, x, axis, keepdims: bool):

@@ -134,19 +134,27 @@ def test_dtype_methods_match_torch():
     same_as_torch(a.to(gd.float64), t.to(torch.float64))
 
 
-def test_int32_is_an_error_naming_int64():
-    msg = r"gpudev has no int32; its integer dtype is int64 \(gd.int64, x.long\(\)\)"
-    with pytest.raises(TypeError, match=rf"int: {msg}"):
-        gd.ones(2).int()
-    with pytest.raises(TypeError, match=rf"to: {msg}"):
-        gd.ones(2).to(gd.int32)
-    with pytest.raises(TypeError, match=rf"to: {msg}"):
-        gd.ones(2).to(np.int32)
-    with pytest.raises(TypeError, match=rf"from_numpy: {msg}"):
-        gd.from_numpy(np.zeros(2, np.int32))
-    with pytest.raises(TypeError, match="int32"):
-        gd.zeros(2, dtype=gd.int32)
-    assert gd.int32 != gd.int64 and "int64" in repr(gd.int32)
+def test_int32(device):
+    a = gd.array([[1.7, -2.2], [0.0, 3.0]], device=device)
+    assert a.int().dtype == gd.int32 and a.int().tolist() == [[1, -2], [0, 3]]
+    assert a.int().int() is not a and a.int().long().dtype == gd.int64
+    assert a.to(gd.int32).dtype == gd.int32 and a.to(np.int32).dtype == gd.int32
+    assert a.to(device, gd.int32).device == device
+    assert gd.zeros(2, dtype=gd.int32, device=device).dtype == gd.int32
+    assert gd.int32 is np.int32 and gd.int32 != gd.int64
+    b = gd.from_numpy(np.array([1, -2], np.int32))
+    assert b.dtype == gd.int32 and b.tolist() == [1, -2]
+    r = gd.randint(-3, 3, (50,), dtype=gd.int32, device=device)
+    assert r.dtype == gd.int32 and -3 <= r.min().item() and r.max().item() < 3
+    with pytest.raises(ValueError, match=r"randint: \[0, 4294967296\) does not fit in int32"):
+        gd.randint(0, 2**32, (2,), dtype=gd.int32)
+
+
+@needs_torch
+def test_int32_matches_torch():
+    a, t = gd.array(X), t_of(X)
+    same_as_torch(a.int(), t.int())
+    same_as_torch(a.int() + a.int(), t.int() + t.int())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -41,9 +41,8 @@ TESTS_COMMIT = "55fcc60179efa2680ddd6cd926ddf17b83530e2b"
 API_VERSION = "2024.12"
 MAX_EXAMPLES = 20
 # The standard's dtypes that gpudev lacks, the complex ones included (the patch lets the suite
-# skip those). gd.int32 exists only to refuse int32 with a message naming int64, so the suite
-# must not take it for a dtype.
-SKIP_DTYPES = "int8,int16,int32,uint8,uint16,uint32,uint64,complex64,complex128"
+# skip those): gpudev has bool, int32, int64, float32 and float64.
+SKIP_DTYPES = "int8,int16,uint8,uint16,uint32,uint64,complex64,complex128"
 MODULES = {"gpudev": "gpudev", "numpy": "numpy"}
 
 

@@ -215,13 +215,13 @@ static PyObject *array_int(PyObject *self)
     return v;
 }
 
-/* operator.index(a) (a as a list index, a range bound, a shape): only a 0-d int64 array is
+/* operator.index(a) (a as a list index, a range bound, a shape): only a 0-d integer array is
  * one integer, as in NumPy 2, where bool and float arrays, and arrays of one element with
  * axes, are not. */
 static PyObject *array_index(PyObject *self)
 {
     ArrayObject *a = (ArrayObject *)self;
-    if (a->ndim != 0 || a->dtype != GD_INT64) {
+    if (a->ndim != 0 || !gd_dtype_is_int(a->dtype)) {
         PyErr_Format(PyExc_TypeError,
                      "__index__: only 0-d integer arrays convert to an index, got a %dd %s array; use int(a.item())",
                      a->ndim, gd_dtype_name(a->dtype));

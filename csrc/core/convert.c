@@ -24,7 +24,7 @@ static int infer_dtype(PyArrayObject *arr, int from_python, const char *op)
     if (dt < 0) {
         PyErr_Format(PyExc_TypeError,
                      "%s: cannot make a gpudev array from data of dtype %S; gpudev supports float32, "
-                     "float64, int64 and bool (other ints become int64, float16 becomes float32)",
+                     "float64, int64, int32 and bool (other ints become int64, float16 becomes float32)",
                      op, (PyObject *)PyArray_DESCR(arr));
         return -1;
     }
@@ -205,21 +205,24 @@ static PyArrayObject *reread_big_ints(gd_state *st, PyObject *obj, PyArrayObject
     return NULL;
 }
 
-/* Python floats asked to become int64 are read by NumPy one by one (as np.array(obj,
- * dtype=np.int64) does), not through float64 and a cast: infinities, NaN and floats past int64
- * raise instead of becoming -2**63, and ints beside floats stay exact. Steals arr. */
-static PyArrayObject *reread_floats_as_int64(gd_state *st, PyObject *obj, PyArrayObject *arr, const char *op)
+/* Python numbers asked to become an integer dtype are read by NumPy one by one (as
+ * np.array(obj, dtype=np.int64) does), not through float64 or int64 and a cast: infinities,
+ * NaN, floats past the integer's range and (for int32) ints past it raise instead of wrapping,
+ * and ints beside floats stay exact. Steals arr. */
+static PyArrayObject *reread_as_int(gd_state *st, PyObject *obj, PyArrayObject *arr, gd_dtype dt, const char *op)
 {
-    if (PyArray_DESCR(arr)->kind != 'f') return arr;
+    const char kind = PyArray_DESCR(arr)->kind;
+    if (kind != 'f' && !(dt == GD_INT32 && (kind == 'i' || kind == 'u'))) return arr;
     Py_DECREF(arr);
-    PyArray_Descr *descr = (PyArray_Descr *)Py_NewRef(st->np_dtypes[GD_INT64]);
+    PyArray_Descr *descr = (PyArray_Descr *)Py_NewRef(st->np_dtypes[dt]);
     PyArrayObject *again = (PyArrayObject *)PyArray_FromAny(obj, descr, 0, 0, 0, NULL);
     if (!again && (PyErr_ExceptionMatches(PyExc_OverflowError) || PyErr_ExceptionMatches(PyExc_ValueError))) {
         PyObject *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb);
         PyErr_Format(PyErr_GivenExceptionMatches(type, PyExc_OverflowError) ? PyExc_OverflowError : PyExc_ValueError,
-                     "%s: a float in the input does not fit in int64 (%S); give dtype=gd.float64 to keep it", op,
-                     value ? value : Py_None);
+                     "%s: a %s in the input does not fit in %s (%S); give dtype=%s to keep it", op,
+                     kind == 'f' ? "float" : "Python int", gd_dtype_name(dt), value ? value : Py_None,
+                     kind == 'f' ? "gd.float64" : "gd.int64");
         Py_XDECREF(type);
         Py_XDECREF(value);
         Py_XDECREF(tb);
@@ -240,7 +243,7 @@ PyObject *gd_array_from_object(gd_state *st, PyObject *obj, PyObject *dtype_obj,
     int from_python = !PyArray_Check(obj) && !PyArray_IsScalar(obj, Generic);
     PyArrayObject *arr = read_with_numpy(obj, op);
     if (arr && from_python) arr = reread_big_ints(st, obj, arr, dt, has_dtype, op);
-    if (arr && from_python && has_dtype && dt == GD_INT64) arr = reread_floats_as_int64(st, obj, arr, op);
+    if (arr && from_python && has_dtype && gd_dtype_is_int(dt)) arr = reread_as_int(st, obj, arr, dt, op);
     if (!arr) return NULL;
     if (!has_dtype) {
         int idt = infer_dtype(arr, from_python, op);

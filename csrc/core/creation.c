@@ -34,7 +34,7 @@ typedef struct fill_value {
 } fill_value;
 
 /* full()'s fill_value: Python and NumPy bools give bool, ints int64 (one beyond int64
- * float64), Python floats float32 (gpudev's default float), NumPy floats their own precision. */
+ * float64; numpy.int32 int32), Python floats float32 (gpudev's default float), NumPy floats their own precision. */
 static int parse_fill_value(gd_state *st, fill_value *v, PyObject *value, const char *op)
 {
     if (gd_is_array(st, value)) {
@@ -50,6 +50,7 @@ static int parse_fill_value(gd_state *st, fill_value *v, PyObject *value, const 
         int overflow = 0;
         v->dtype = GD_INT64;
         v->iv = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (PyArray_IsScalar(value, Int)) v->dtype = GD_INT32; /* numpy.int32 (C's int) keeps its dtype */
         if (!overflow) return v->iv == -1 && PyErr_Occurred() ? -1 : 0;
         v->dtype = GD_FLOAT64;
         v->is_int = 0;
@@ -66,8 +67,8 @@ static int parse_fill_value(gd_state *st, fill_value *v, PyObject *value, const 
     return -1;
 }
 
-/* The fill value converted to the array's dtype dt. -1 with OverflowError when a float does
- * not fit in int64. */
+/* The fill value converted to the array's dtype dt. -1 with OverflowError when it does not
+ * fit in an integer dtype dt. */
 static int fill_scalar(gd_scalar *out, const fill_value *v, gd_dtype dt, PyObject *value, const char *op)
 {
     if (gd_dtype_is_float(dt)) {
@@ -78,9 +79,11 @@ static int fill_scalar(gd_scalar *out, const fill_value *v, gd_dtype dt, PyObjec
         out->i = v->is_int ? v->iv != 0 : v->f != 0.0;
         return 0;
     }
-    if (!v->is_int && (!isfinite(v->f) || v->f >= 9.2233720368547758e18 || v->f < -9.2233720368547758e18)) {
+    /* int64 holds [-2**63, 2**63), int32 [-2**31, 2**31) */
+    const double bound = dt == GD_INT32 ? 0x1p31 : 0x1p63;
+    if (v->is_int ? dt == GD_INT32 && (v->iv < INT32_MIN || v->iv > INT32_MAX) : !(v->f >= -bound && v->f < bound)) {
         PyObject *shown = gd_brief_repr(value);
-        if (shown) PyErr_Format(PyExc_OverflowError, "%s: fill_value %U does not fit in int64", op, shown);
+        if (shown) PyErr_Format(PyExc_OverflowError, "%s: fill_value %U does not fit in %s", op, shown, gd_dtype_name(dt));
         Py_XDECREF(shown);
         return -1;
     }
@@ -323,6 +326,18 @@ static int arange_int_steps(gd_scalar *start, gd_scalar *step, const arange_args
     return 0;
 }
 
+/* An int32 arange: every value, from start to the last (both in int64: they fit there), must
+ * fit in int32. -1 with OverflowError when one does not. */
+static int arange_fits_int32(gd_scalar start, gd_scalar step, int64_t n)
+{
+    const int64_t last = start.i + (n > 1 ? (n - 1) * step.i : 0);
+    if (start.i >= INT32_MIN && start.i <= INT32_MAX && last >= INT32_MIN && last <= INT32_MAX) return 0;
+    PyErr_Format(PyExc_OverflowError,
+                 "arange: %lld values from %lld in steps of %lld do not fit in int32; use dtype=gd.int64",
+                 (long long)n, (long long)start.i, (long long)step.i);
+    return -1;
+}
+
 GD_SIGNATURE(arange_sig, "arange", "$module, start, stop=None, step=1, *, dtype=None, device=None, requires_grad=False",
              "Evenly spaced values in [start, stop), as NumPy's (arange(stop) counts from 0).\n\n"
              ">>> gd.arange(1, 7, 2).tolist()\n[1, 3, 5]");
@@ -348,7 +363,9 @@ static PyObject *mod_arange(PyObject *module, PyObject *const *args, Py_ssize_t 
     int64_t n = arange_count(&r, all_int);
     /* one element is start itself, whatever the step (0 * inf would be NaN) */
     gd_scalar start = {.f = r.f[0]}, step = {.f = n > 1 ? r.f[2] : 0.0};
-    if (n < 0 || (!gd_dtype_is_float(dt) && arange_int_steps(&start, &step, &r, all_int, n) < 0)) return NULL;
+    if (n < 0 || (!gd_dtype_is_float(dt) && arange_int_steps(&start, &step, &r, all_int, n) < 0) ||
+        (dt == GD_INT32 && n > 0 && arange_fits_int32(start, step, n) < 0))
+        return NULL;
     ArrayObject *a = gd_array_new(st, dev, dt, 1, &n, "arange");
     if (!a) return NULL;
     if (n) {

@@ -608,8 +608,8 @@ static int check_tensor_kind(const DLTensor *t, gd_device dev, const char *produ
         int to_int = t->dtype.code == kDLInt || t->dtype.code == kDLUInt || t->dtype.code == kDLBool;
         const char *target = to_int ? "int64" : "float32";
         PyErr_Format(PyExc_TypeError,
-                     "from_dlpack: dtype %s is not supported; gpudev arrays hold float32, float64, int64 or bool: convert "
-                     "in the producer first, e.g. x.astype('%s') in NumPy or x.to(torch.%s) in PyTorch",
+                     "from_dlpack: dtype %s is not supported; gpudev arrays hold float32, float64, int64, int32 or bool: "
+                     "convert in the producer first, e.g. x.astype('%s') in NumPy or x.to(torch.%s) in PyTorch",
                      dl_dtype_str(t->dtype, buf, sizeof buf), target, target);
         return -1;
     }

@@ -19,14 +19,16 @@ int gd_parse_dtype(PyObject *obj, gd_dtype *out, const char *op)
         PyErr_Clear();
         PyObject *shown = gd_brief_repr(obj);
         if (shown)
-            PyErr_Format(PyExc_TypeError, "%s: %U is not a dtype; use gd.float32, gd.float64, gd.int64 or gd.bool", op,
+            PyErr_Format(PyExc_TypeError,
+                         "%s: %U is not a dtype; use gd.float32, gd.float64, gd.int64, gd.int32 or gd.bool", op,
                          shown);
         Py_XDECREF(shown);
         return -1;
     }
     int dt = gd_dtype_lookup(descr->kind, (size_t)PyDataType_ELSIZE(descr));
     if (dt < 0) {
-        PyErr_Format(PyExc_TypeError, "%s: dtype %S is not supported; use gd.float32, gd.float64, gd.int64 or gd.bool",
+        PyErr_Format(PyExc_TypeError,
+                     "%s: dtype %S is not supported; use gd.float32, gd.float64, gd.int64, gd.int32 or gd.bool",
                      op, (PyObject *)descr);
         Py_DECREF(descr);
         return -1;
@@ -47,7 +49,7 @@ int gd_dtype_from_numpy(PyArray_Descr *descr)
     int dt = gd_dtype_lookup(kind, size);
     if (dt >= 0) return dt;
     if (kind == 'f' && size == 2) return GD_FLOAT32; /* float16 widens exactly */
-    /* every integer int64 holds exactly (not uint64) */
+    /* every other integer int64 holds exactly (not uint64) */
     if ((kind == 'i' && size < 8) || (kind == 'u' && size < 8)) return GD_INT64;
     return -1;
 }

@@ -10,14 +10,14 @@
  * dtypes.c: gpudev's dtypes as NumPy sees them
  * ---------------------------------------------------------------------------------------- */
 
-/* np_dtypes in the state, and gd.float32, gd.float64, gd.int64 (NumPy's scalar types). */
+/* np_dtypes in the state, and gd.float32, gd.float64, gd.int64, ... (NumPy's scalar types). */
 int gd_dtypes_setup(PyObject *module, gd_state *st);
 
 /* Parse a dtype argument: gd/NumPy dtype objects, numpy scalar types, 'float32' strings...
  * None -> *out unchanged. -1 with TypeError on anything else. */
 int gd_parse_dtype(PyObject *obj, gd_dtype *out, const char *op);
 /* The gpudev dtype that holds data of NumPy dtype `descr` (kept, or widened: float16 becomes
- * float32, bool and small integers int64), or -1 when there is none. */
+ * float32, (u)int8/16 and uint32 int64), or -1 when there is none. */
 int gd_dtype_from_numpy(PyArray_Descr *descr);
 /* Whether descr is exactly gpudev dtype dt (same NumPy type number). */
 int gd_numpy_is(gd_state *st, PyArray_Descr *descr, gd_dtype dt);

@@ -54,7 +54,7 @@ static inline int fast_scalar(gd_operand *o, PyObject *s, gd_dtype dt)
     } else if (PyLong_CheckExact(s)) {
         int overflow;
         long long v = PyLong_AsLongLongAndOverflow(s, &overflow);
-        if (overflow) return 0;
+        if (overflow || (dt == GD_INT32 && (v < INT32_MIN || v > INT32_MAX))) return 0;
         if (!gd_dtype_is_float(dt)) o->scalar.i = v;
         else o->scalar.f = dt == GD_FLOAT32 ? gd_round_f32((double)v) : (double)v;
     } else {
@@ -197,12 +197,17 @@ static int binary_dtype(binary_plan *p)
         return -1;
     }
     if (gd_dtype_is_float(p->dt) || p->dt == GD_BOOL) return 0;
-    const gd_opinfo *big = p->x.big ? &p->x : p->y.big ? &p->y : NULL;
+    const gd_opinfo *big = !gd_int_fits(&p->x, p->dt) ? &p->x : !gd_int_fits(&p->y, p->dt) ? &p->y : NULL;
+    /* NumPy 2 compares an int32 array with any Python int exactly: in int64 when it fits there */
+    if (big && p->dt == GD_INT32 && gd_binop_has(p->op, GD_OP_BOOL_OUT) && !big->big) {
+        p->dt = GD_INT64;
+        big = NULL;
+    }
     if (big) {
         PyErr_Format(PyExc_OverflowError,
-                     "%s: Python integer %S out of bounds for int64; convert the array first, "
-                     "e.g. a.astype(gd.float64)",
-                     p->name, big->obj);
+                     "%s: Python integer %S out of bounds for %s; convert the array first, "
+                     "e.g. a.astype(%s)",
+                     p->name, big->obj, gd_dtype_name(p->dt), p->dt == GD_INT32 ? "gd.int64" : "gd.float64");
         return -1;
     }
     if (p->op == GD_POW && !p->y.arr && p->y.i < 0) { /* array exponents: pow_exponents_ok */
@@ -282,12 +287,12 @@ static int binary_compute(gd_state *st, const gd_backend *be, const binary_plan 
     return gd_store(st, be, inplace, out, p->name);
 }
 
-/* Integer powers with an int64 array of exponents: NumPy refuses negative ones, so the
+/* Integer powers with an integer array of exponents: NumPy refuses negative ones, so the
  * smallest exponent is found first (a reduction, and on a GPU a wait for it) and nothing is
  * written when it is negative. 0 or -1. */
 static int pow_exponents_ok(const binary_plan *p, ArrayObject *exponents)
 {
-    if (p->op != GD_POW || p->dt != GD_INT64 || !p->y.arr || p->y.arr->dtype == GD_BOOL || p->size == 0) return 0;
+    if (p->op != GD_POW || !gd_dtype_is_int(p->dt) || !p->y.arr || p->y.arr->dtype == GD_BOOL || p->size == 0) return 0;
     PyObject *m = gd_array_min((PyObject *)exponents, NULL, 0, NULL);
     PyObject *v = m ? gd_array_item(m, NULL) : NULL;
     Py_XDECREF(m);

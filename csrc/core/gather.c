@@ -95,7 +95,7 @@ static PyObject *multi_index(gd_state *st, ArrayObject *a, PyObject *key, PyObje
  * IndexError for those. */
 static int refuse_empty_floats(const ArrayObject *idx, PyObject *item, const char *op)
 {
-    if (idx->dtype == GD_INT64 || idx->dtype == GD_BOOL || PyList_Check(item)) return 0;
+    if (gd_dtype_is_int(idx->dtype) || idx->dtype == GD_BOOL || PyList_Check(item)) return 0;
     PyErr_Format(PyExc_IndexError, "%s: arrays used as indices must be of integer (or boolean) type, got %s", op,
                  gd_dtype_name(idx->dtype));
     return -1;
@@ -189,10 +189,11 @@ static int plan_mask(take_plan *p, gd_state *st, ArrayObject *a, ArrayObject *ma
     return plan_shape(p, a, 1, &rows->size, op);
 }
 
-/* The row numbers of an integer index array: itself, as C-contiguous int64. */
+/* The row numbers of an integer index array: itself, as C-contiguous int64 (an int32 index
+ * converted, which copies it). */
 static int plan_ints(take_plan *p, gd_state *st, ArrayObject *a, ArrayObject *idx, int trailing, const char *op)
 {
-    if (idx->dtype != GD_INT64 && !(idx->dtype != GD_BOOL && idx->size == 0)) {
+    if (!gd_dtype_is_int(idx->dtype) && !(idx->dtype != GD_BOOL && idx->size == 0)) {
         PyErr_Format(PyExc_IndexError, "%s: arrays used as indices must be of integer (or boolean) type, got %s", op,
                      gd_dtype_name(idx->dtype));
         return -1;
@@ -455,7 +456,7 @@ static PyObject *index_add_fn(PyObject *module, PyObject *const *args, Py_ssize_
     ArrayObject *a = gd_need_array(st, args[0], op), *src = a ? gd_need_array(st, args[2], op) : NULL;
     if (!src) return NULL;
     if (a->dtype == GD_BOOL || src->dtype != a->dtype || !gd_device_eq(src->device, a->device)) {
-        PyErr_Format(PyExc_TypeError, "%s: dst must be float32, float64 or int64 and src of its dtype and device", op);
+        PyErr_Format(PyExc_TypeError, "%s: dst must be float32, float64, int64 or int32 and src of its dtype and device", op);
         return NULL;
     }
     take_plan p = {0};

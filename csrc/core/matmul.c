@@ -190,11 +190,10 @@ static PyObject *matmul_arrays(gd_state *st, ArrayObject *a, ArrayObject *b)
 {
     matmul_plan p;
     if (check_operands(st, a, b) < 0 || plan_shapes(&p, a, b) < 0) return NULL;
-    /* NumPy's promotion; bools multiply as int64, and a product of two bool matrices is
-     * whether any term is true (the count's being nonzero) */
-    const gd_dtype a_dt = a->dtype == GD_BOOL ? GD_INT64 : a->dtype, b_dt = b->dtype == GD_BOOL ? GD_INT64 : b->dtype;
+    /* NumPy's promotion; a product of two bool matrices is whether any term is true (the
+     * count's being nonzero, computed in int64) */
     const int bools = a->dtype == GD_BOOL && b->dtype == GD_BOOL;
-    p.dt = a->dtype == GD_BOOL && !bools ? b_dt : b->dtype == GD_BOOL && !bools ? a_dt : a_dt == b_dt ? a_dt : GD_FLOAT64;
+    p.dt = bools ? GD_INT64 : gd_promote_dtypes(a->dtype, b->dtype);
     const gd_backend *be = gd_backend_of(st, a->device, "matmul");
     if (!be) return NULL;
     ArrayObject *out = gd_array_new(st, a->device, p.dt, p.out_ndim, p.shape, "matmul");

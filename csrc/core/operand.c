@@ -41,8 +41,8 @@ static int weak_int(gd_opinfo *x, PyObject *o)
     return 0;
 }
 
-/* NumPy scalars keep their dtype (NumPy 2's NEP 50): float32/float64 and bool as they are,
- * the integers as int64, float16 as float32. 1 when o is no NumPy scalar. */
+/* NumPy scalars keep their dtype (NumPy 2's NEP 50): float32/float64, int32 and bool as they
+ * are, the other integers as int64, float16 as float32. 1 when o is no NumPy scalar. */
 static int numpy_scalar(gd_opinfo *x, PyObject *o, const char *op)
 {
     if (!PyArray_IsScalar(o, Generic)) return 1;
@@ -68,12 +68,12 @@ static int numpy_scalar(gd_opinfo *x, PyObject *o, const char *op)
         x->i = PyLong_AsLongLong(v);
         Py_DECREF(v);
         if (x->i == -1 && PyErr_Occurred()) return -1;
-        x->dtype = GD_INT64;
+        x->dtype = kind == 'i' && itemsize == 4 ? GD_INT32 : GD_INT64;
         x->small_int = itemsize <= 2;
         return 0;
     }
     PyErr_Format(PyExc_TypeError,
-                 "%s: %s scalars are not supported; gpudev computes in float32, float64, int64 and bool, "
+                 "%s: %s scalars are not supported; gpudev computes in float32, float64, int64, int32 and bool, "
                  "so convert it first with float(x) or int(x)",
                  op, Py_TYPE(o)->tp_name);
     return -1;
@@ -121,20 +121,36 @@ int gd_classify(gd_state *st, PyObject *o, gd_opinfo *x, const char *op)
 
 static inline int is_strong(const gd_opinfo *x) { return x->kind == OPD_ARRAY || x->kind == OPD_SCALAR; }
 
+gd_dtype gd_promote_dtypes(gd_dtype a, gd_dtype b)
+{
+    if (a == b) return a;
+    if (gd_dtype_is_bool(a) || gd_dtype_is_bool(b)) return gd_dtype_is_bool(a) ? b : a;
+    if (gd_dtype_is_int(a) && gd_dtype_is_int(b)) return GD_INT64;
+    return GD_FLOAT64; /* float32 with float64; an integer with a float (int32 + float32 too) */
+}
+
 gd_dtype gd_promote(const gd_opinfo *x, const gd_opinfo *y)
 {
     if (is_strong(x) && is_strong(y)) {
-        if (x->dtype == y->dtype) return x->dtype;
-        if (x->dtype == GD_BOOL || y->dtype == GD_BOOL) return x->dtype == GD_BOOL ? y->dtype : x->dtype;
-        /* int8 + float32 is float32 in NumPy: float32 holds every small integer exactly. */
-        if ((x->small_int && y->dtype == GD_FLOAT32) || (y->small_int && x->dtype == GD_FLOAT32))
-            return GD_FLOAT32;
-        return GD_FLOAT64;
+        /* int8 + float32 is float32 and int16 + int32 is int32 in NumPy: the wider type holds
+         * every small integer exactly. */
+        const gd_opinfo *small = x->small_int ? x : y->small_int ? y : NULL, *other = small == x ? y : x;
+        if (small && !other->small_int && (other->dtype == GD_FLOAT32 || other->dtype == GD_INT32))
+            return other->dtype;
+        return gd_promote_dtypes(x->dtype, y->dtype);
     }
     const gd_opinfo *s = is_strong(x) ? x : y, *w = is_strong(x) ? y : x;
     if (w->kind == OPD_WEAK_FLOAT && !gd_dtype_is_float(s->dtype)) return GD_FLOAT64;
     if (w->kind == OPD_WEAK_INT && s->dtype == GD_BOOL) return GD_INT64;
     return s->dtype;
+}
+
+int gd_int_fits(const gd_opinfo *x, gd_dtype dt)
+{
+    if ((x->kind != OPD_WEAK_INT && !(x->kind == OPD_SCALAR && gd_dtype_is_int(x->dtype))) || !gd_dtype_is_int(dt))
+        return 1;
+    if (x->big) return 0;
+    return dt != GD_INT32 || (x->i >= INT32_MIN && x->i <= INT32_MAX);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -182,8 +198,13 @@ int gd_scalar_assign(gd_scalar *out, const gd_opinfo *x, gd_dtype dt, const char
         return 0;
     }
     if (!is_float_scalar(x)) {
-        if (x->big) {
-            PyErr_Format(PyExc_OverflowError, "%s: Python integer %S out of bounds for int64", op, x->obj);
+        if (x->kind == OPD_SCALAR && !x->big) { /* a NumPy integer casts as NumPy casts: it wraps */
+            out->i = dt == GD_INT32 ? (int64_t)(int32_t)(uint32_t)(uint64_t)x->i : x->i;
+            return 0;
+        }
+        if (!gd_int_fits(x, dt)) {
+            PyErr_Format(PyExc_OverflowError, "%s: Python integer %S out of bounds for %s", op, x->obj,
+                         gd_dtype_name(dt));
             return -1;
         }
         out->i = x->i;
@@ -193,9 +214,11 @@ int gd_scalar_assign(gd_scalar *out, const gd_opinfo *x, gd_dtype dt, const char
         PyErr_Format(PyExc_ValueError, "%s: cannot convert float NaN to integer", op);
         return -1;
     }
-    /* int64 holds [-2**63, 2**63) */
-    if (!(x->f >= -0x1p63 && x->f < 0x1p63)) {
-        PyErr_Format(PyExc_OverflowError, "%s: cannot convert float %R to int64 (out of range)", op, x->obj);
+    /* int64 holds [-2**63, 2**63), int32 [-2**31, 2**31) */
+    const double bound = dt == GD_INT32 ? 0x1p31 : 0x1p63;
+    if (!(x->f >= -bound && x->f < bound)) {
+        PyErr_Format(PyExc_OverflowError, "%s: cannot convert float %R to %s (out of range)", op, x->obj,
+                     gd_dtype_name(dt));
         return -1;
     }
     out->i = (int64_t)x->f;

@@ -17,7 +17,8 @@ typedef enum gd_operand_kind { OPD_ARRAY, OPD_WEAK_INT, OPD_WEAK_FLOAT, OPD_SCAL
 typedef struct gd_opinfo {
     gd_operand_kind kind;
     gd_dtype dtype;   /* the Array's or the NumPy scalar's; unused for Python scalars     */
-    int small_int;    /* a NumPy integer scalar float32 holds exactly (bool, (u)int8/16)  */
+    int small_int;    /* a NumPy integer scalar (u)int8/16, held as int64: float32 and int32
+                       * hold it exactly, so it promotes with them to them (NumPy's rule) */
     int big;          /* a Python int outside int64                                       */
     ArrayObject *arr; /* OPD_ARRAY, else NULL                                             */
     PyObject *obj;
@@ -31,6 +32,12 @@ int gd_classify(gd_state *st, PyObject *o, gd_opinfo *x, const char *op);
 /* NumPy 2 promotion of x op y before the operation's own rules: arrays and NumPy scalars
  * decide, Python scalars adapt (a Python float lifts int64 to float64). */
 gd_dtype gd_promote(const gd_opinfo *x, const gd_opinfo *y);
+/* NumPy 2 promotion of two dtypes (arrays, NumPy scalars): bool adapts, int32 with int64 is
+ * int64, an integer with a float or float32 with float64 is float64. */
+gd_dtype gd_promote_dtypes(gd_dtype a, gd_dtype b);
+/* Whether integer scalar x (a Python int, or a NumPy one) lies in integer dtype dt's range;
+ * 1 for any other scalar or dtype. */
+int gd_int_fits(const gd_opinfo *x, gd_dtype dt);
 /* A scalar operand's value in the compute dtype. -1 on error. */
 int gd_scalar_to(gd_scalar *out, const gd_opinfo *x, gd_dtype dt);
 /* A scalar cast to dt the way NumPy's setitem casts (floats truncate into integers). */

@@ -50,7 +50,8 @@ typedef struct reduce_job {
     const reduction_info *r;
     ArrayObject *a;
     gd_device dev;
-    gd_dtype res_dt;        /* the result's dtype: mean and norm of integers are float64 */
+    gd_dtype res_dt;        /* the result's dtype: mean and norm of integers are float64, the
+                             * sum of int32 int64 (NumPy's default integer, as it sums) */
     ArrayObject *out;
 } reduce_job;
 
@@ -223,7 +224,7 @@ static int reduce_axes(reduce_job *j, const uint8_t *reduced, int keepdims)
     if (runs.passes == 0) return reduce_nothing(j, out_size);
     gd_dtype acc_dt = j->r->finish != FINISH_NONE ? GD_FLOAT64
                     : j->r->first != GD_RED_SUM ? a->dtype
-                    : a->dtype == GD_FLOAT32 && runs.passes > 1 ? GD_FLOAT64 : a->dtype;
+                    : a->dtype == GD_FLOAT32 && runs.passes > 1 ? GD_FLOAT64 : j->res_dt;
     ArrayObject *keep = NULL;
     char *cur = run_passes(j, &runs, acc_dt, &keep);
     int rc = !cur || finish(j, cur, out_size, count) < 0 ? -1 : 0;
@@ -271,6 +272,7 @@ static PyObject *reduce_array(gd_state *st, reduction kind, ArrayObject *a, PyOb
     const reduction_info *r = &reductions[kind];
     reduce_job j = {.st = st, .r = r, .dev = a->device, .res_dt = a->dtype};
     if (r->finish != FINISH_NONE && !gd_dtype_is_float(a->dtype)) j.res_dt = GD_FLOAT64;
+    else if (r->first == GD_RED_SUM && a->dtype == GD_INT32) j.res_dt = GD_INT64;
     if (!(j.be = gd_backend_of(st, a->device, r->name)) || !(j.a = reduction_source(&j, a, axis))) return NULL;
     int rc;
     if (axis == Py_None && a->size > 0 && (a->device.type == GD_CPU || r->finish == FINISH_NONE)) {

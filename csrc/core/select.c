@@ -81,10 +81,10 @@ static int where_dtype(where_plan *p)
         p->dt = a == GD_FLOAT64 || b == GD_FLOAT64 ? GD_FLOAT64 : a == GD_INT64 || b == GD_INT64 ? GD_INT64 : GD_BOOL;
     }
     for (int i = 1; i < 3; i++)
-        if (p->op[i].big && !gd_dtype_is_float(p->dt)) {
+        if (!gd_int_fits(&p->op[i], p->dt)) {
             PyErr_Format(PyExc_OverflowError,
-                         "where: Python integer %S out of bounds for int64; pass a float, e.g. float(v)",
-                         p->op[i].obj);
+                         "where: Python integer %S out of bounds for %s; pass a float, e.g. float(v)",
+                         p->op[i].obj, gd_dtype_name(p->dt));
             return -1;
         }
     return 0;

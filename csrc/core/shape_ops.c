@@ -8,6 +8,7 @@
 #include "autograd.h"
 #include "compute.h"
 #include "device.h"
+#include "operand.h"
 #include "runtime.h"
 #include "shape.h"
 #include "trace.h"
@@ -225,7 +226,7 @@ static int check_join(gd_state *st, join *j)
                          a0->ndim, i, ai->ndim);
             return -1;
         }
-        if (ai->dtype != j->dt) j->dt = GD_FLOAT64;
+        j->dt = gd_promote_dtypes(j->dt, ai->dtype); /* NumPy's: int32 with int64 is int64 */
     }
     return 0;
 }

@@ -323,6 +323,7 @@ static PyObject *scalar_from(const void *p, gd_dtype dt)
     case GD_FLOAT32: return PyFloat_FromDouble(*(const float *)p);
     case GD_FLOAT64: return PyFloat_FromDouble(*(const double *)p);
     case GD_BOOL: return PyBool_FromLong(*(const unsigned char *)p);
+    case GD_INT32: return PyLong_FromLong(*(const int32_t *)p);
     default: return PyLong_FromLongLong(*(const int64_t *)p);
     }
 }

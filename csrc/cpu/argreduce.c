@@ -224,16 +224,18 @@ typedef struct gd_arg_kernels {
 GD_DEFINE_ARG(argmax_f32, float, GD_BEATS_MAX, >, GD_DEFINE_ARG_SCAN_VECTOR)
 GD_DEFINE_ARG(argmax_f64, double, GD_BEATS_MAX, >, GD_DEFINE_ARG_SCAN_VECTOR)
 GD_DEFINE_ARG(argmax_i64, int64_t, GD_BEATS_MAX, >, GD_DEFINE_ARG_SCAN_VECTOR)
+GD_DEFINE_ARG(argmax_i32, int32_t, GD_BEATS_MAX, >, GD_DEFINE_ARG_SCAN_VECTOR)
 GD_DEFINE_ARG(argmax_b, uint8_t, GD_BEATS_MAX, >, GD_DEFINE_ARG_SCAN_TWO_PASS)
 GD_DEFINE_ARG(argmin_f32, float, GD_BEATS_MIN, <, GD_DEFINE_ARG_SCAN_VECTOR)
 GD_DEFINE_ARG(argmin_f64, double, GD_BEATS_MIN, <, GD_DEFINE_ARG_SCAN_VECTOR)
 GD_DEFINE_ARG(argmin_i64, int64_t, GD_BEATS_MIN, <, GD_DEFINE_ARG_SCAN_VECTOR)
+GD_DEFINE_ARG(argmin_i32, int32_t, GD_BEATS_MIN, <, GD_DEFINE_ARG_SCAN_VECTOR)
 GD_DEFINE_ARG(argmin_b, uint8_t, GD_BEATS_MIN, <, GD_DEFINE_ARG_SCAN_TWO_PASS)
 
-GD_STATIC_ASSERT(GD_NUM_DTYPES == 4, "the argreduce kernels list float32, float64, int64 and bool");
+GD_STATIC_ASSERT(GD_NUM_DTYPES == 5, "the argreduce kernels list float32, float64, int64, bool and int32");
 static const gd_arg_kernels *const gd_arg_table[2][GD_NUM_DTYPES] = {
-    {&argmax_f32, &argmax_f64, &argmax_i64, &argmax_b},
-    {&argmin_f32, &argmin_f64, &argmin_i64, &argmin_b},
+    {&argmax_f32, &argmax_f64, &argmax_i64, &argmax_b, &argmax_i32},
+    {&argmin_f32, &argmin_f64, &argmin_i64, &argmin_b, &argmin_i32},
 };
 
 /* ------------------------------------------------------------------------------------------

@@ -115,11 +115,14 @@
 typedef int32_t gd_mask_of_float;
 typedef int64_t gd_mask_of_double;
 typedef int64_t gd_mask_of_int64_t;
+typedef int32_t gd_mask_of_int32_t;
 typedef int8_t gd_mask_of_uint8_t;
 
 /* float -> int64 as C casts, except NaN, infinities and values outside int64's range, which C
  * leaves undefined: they become INT64_MIN, what NumPy gives on x86-64. */
 #define GD_F2I(x) (((x) >= -0x1p63 && (x) < 0x1p63) ? (int64_t)(x) : INT64_MIN)
+/* The same for int32: INT32_MIN outside [-2**31, 2**31), as NumPy gives on x86-64. */
+#define GD_F2I32(x) (((x) >= -0x1p31 && (x) < 0x1p31) ? (int32_t)(x) : INT32_MIN)
 
 /* An accumulator or scalar of any dtype in one 8-byte word. */
 typedef union gd_word {
@@ -127,6 +130,7 @@ typedef union gd_word {
     int64_t i;
     uint64_t u;
     float f;
+    int32_t i32;
     uint8_t b; /* bool */
 } gd_word;
 

@@ -139,25 +139,25 @@ GD_DEFINE_WHERE(where_8, uint64_t)
  * kernel per dtype of its TYPES around its ewise_math.h function, and a row of the [op][dtype]
  * table, by designated index. The core computes integers in float64 for FLOAT rows and bools
  * in int64 for NUMERIC ones; the other entries stay NULL. */
-GD_STATIC_ASSERT(GD_NUM_DTYPES == 4, "the kernel rows below list float32, float64, int64 and bool");
+GD_STATIC_ASSERT(GD_NUM_DTYPES == 5, "the kernel rows below list float32, float64, int64, bool and int32");
 #define GD_UN_K(S, T, name) GD_DEFINE_UNARY(un_##name##_##S, T, gd_ew_##name##_##S(x))
 #define GD_BIN_K(S, T, name) GD_DEFINE_BINARY(bin_##name##_##S, T, gd_ew_##name##_##S(x, y))
 #define GD_CMP_K(S, T, name) GD_DEFINE_BINARY_TO(bin_##name##_##S, uint8_t, T, gd_ew_##name##_##S(x, y))
 
 /* KERNELS_<TYPES>(K, name): the kernels of one row */
 #define GD_KERNELS_FLOAT(K, name) K(f32, float, name) K(f64, double, name)
-#define GD_KERNELS_NUMERIC(K, name) GD_KERNELS_FLOAT(K, name) K(i64, int64_t, name)
+#define GD_KERNELS_INT(K, name) K(i64, int64_t, name) K(i32, int32_t, name)
+#define GD_KERNELS_NUMERIC(K, name) GD_KERNELS_FLOAT(K, name) GD_KERNELS_INT(K, name)
 #define GD_KERNELS_ALL(K, name) GD_KERNELS_NUMERIC(K, name) K(b, uint8_t, name)
-#define GD_KERNELS_BITWISE(K, name) K(i64, int64_t, name) K(b, uint8_t, name)
-#define GD_KERNELS_INT(K, name) K(i64, int64_t, name)
+#define GD_KERNELS_BITWISE(K, name) GD_KERNELS_INT(K, name) K(b, uint8_t, name)
 #define GD_KERNELS_COMPARE(K, name) GD_KERNELS_ALL(GD_CMP_K, name)
-/* ROW_<TYPES>(P, name): its row of the table */
-#define GD_ROW_ALL(P, name) {P##name##_f32, P##name##_f64, P##name##_i64, P##name##_b}
+/* ROW_<TYPES>(P, name): its row of the table, in gpudev.h's dtype order */
+#define GD_ROW_ALL(P, name) {P##name##_f32, P##name##_f64, P##name##_i64, P##name##_b, P##name##_i32}
 #define GD_ROW_COMPARE GD_ROW_ALL
-#define GD_ROW_NUMERIC(P, name) {P##name##_f32, P##name##_f64, P##name##_i64, NULL}
-#define GD_ROW_FLOAT(P, name) {P##name##_f32, P##name##_f64, NULL, NULL}
-#define GD_ROW_BITWISE(P, name) {NULL, NULL, P##name##_i64, P##name##_b}
-#define GD_ROW_INT(P, name) {NULL, NULL, P##name##_i64, NULL}
+#define GD_ROW_NUMERIC(P, name) {P##name##_f32, P##name##_f64, P##name##_i64, NULL, P##name##_i32}
+#define GD_ROW_FLOAT(P, name) {P##name##_f32, P##name##_f64, NULL, NULL, NULL}
+#define GD_ROW_BITWISE(P, name) {NULL, NULL, P##name##_i64, P##name##_b, P##name##_i32}
+#define GD_ROW_INT(P, name) {NULL, NULL, P##name##_i64, NULL, P##name##_i32}
 
 #define GD_UNARY_KERNELS(E, name, TYPES, ...) GD_KERNELS_##TYPES(GD_UN_K, name)
 #define GD_BINARY_KERNELS(E, name, TYPES, ...) GD_KERNELS_##TYPES(GD_BIN_K, name)
@@ -334,6 +334,8 @@ static const char *gd_operand_data(const gd_operand *op, gd_dtype dtype, gd_word
         buf->d = op->scalar.f;
     else if (dtype == GD_BOOL)
         buf->b = op->scalar.i != 0;
+    else if (dtype == GD_INT32)
+        buf->i32 = (int32_t)op->scalar.i;
     else
         buf->i = op->scalar.i;
     return (const char *)buf;

@@ -130,8 +130,9 @@ static void scatter_add_range(void *ctx, int64_t begin, int64_t end)
     switch (j->dtype) {
     case GD_FLOAT32: GD_ADD_COLUMNS(float) break;
     case GD_FLOAT64: GD_ADD_COLUMNS(double) break;
-    default: /* int64 wraps on overflow, as NumPy's does: add as unsigned */
-        GD_ADD_COLUMNS(uint64_t) break;
+    /* integers wrap on overflow, as NumPy's do: added as unsigned */
+    case GD_INT32: GD_ADD_COLUMNS(uint32_t) break;
+    default: GD_ADD_COLUMNS(uint64_t) break;
     }
 }
 
@@ -162,7 +163,7 @@ int gd_cpu_scatter_add_rows(void *dst, int64_t *bad, int64_t rows, const int64_t
 {
     (void)device;
     if (dtype == GD_BOOL || (unsigned)dtype >= GD_NUM_DTYPES)
-        return gd_set_error(err, GD_ERR_VALUE, "cpu scatter_add_rows: dtype %d is not float32, float64 or int64",
+        return gd_set_error(err, GD_ERR_VALUE, "cpu scatter_add_rows: dtype %d is not float32, float64, int64 or int32",
                             (int)dtype);
     return scatter_common(dst, bad, rows, idx, src, n, dtype, inner, scatter_add_range);
 }

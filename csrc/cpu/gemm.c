@@ -1,6 +1,6 @@
 /* gemm.c - the CPU backend's matrix products: float32 and float64 through OpenBLAS (row-major
  * CBLAS; transposed operands as transpose flags), always single-threaded and split over
- * gpudev's threads; int64 products with plain loops.
+ * gpudev's threads; integer (int64, int32) products with plain loops.
  */
 #include <limits.h>
 #include <math.h>
@@ -303,47 +303,51 @@ static void gd_gram(const gd_gemm_job *job)
 }
 
 /* ------------------------------------------------------------------------------------------
- * int64 products: no BLAS has them. Row i of C accumulates a[i, p] * row p of B, so the
- * inner loop runs along a row of B and C (vectorized when B is not transposed); arithmetic in
- * uint64 wraps as NumPy's int64 matmul does. Correct, not fast: about a multiply-add per
- * nanosecond and thread.
+ * integer products (int64 and int32): no BLAS has them. Row i of C accumulates a[i, p] * row p
+ * of B, so the inner loop runs along a row of B and C (vectorized when B is not transposed);
+ * arithmetic in the unsigned type of the width wraps as NumPy's integer matmul does. Correct,
+ * not fast: about a multiply-add per nanosecond and thread.
  * ---------------------------------------------------------------------------------------- */
 
 typedef struct gd_igemm_job {
     const gd_matrix *a, *b;
-    int64_t *c;
+    void *c;
     int64_t m, n, k, stride_c;
 } gd_igemm_job;
 
-static inline int64_t gd_matrix_at(const gd_matrix *x, int64_t p, int64_t i, int64_t j)
-{
-    const int64_t *d = (const int64_t *)x->data + p * x->stride;
-    return x->trans ? d[j * x->ld + i] : d[i * x->ld + j];
-}
-
-GD_SIMD static void gd_igemm_row_update(uint64_t *c, const int64_t *b, int64_t step, uint64_t a, int64_t n)
-{
-    if (step == 1)
-        for (int64_t j = 0; j < n; j++) c[j] += a * GD_U64(b[j]);
-    else
-        for (int64_t j = 0; j < n; j++) c[j] += a * GD_U64(b[j * step]);
-}
-
-/* rows [begin, end) of the whole batch, row r = product r / m, row r % m */
-static void gd_igemm_rows(void *ctx, int64_t begin, int64_t end)
-{
-    const gd_igemm_job *job = ctx;
-    const gd_matrix *b = job->b;
-    for (int64_t r = begin; r < end; r++) {
-        const int64_t p = r / job->m, i = r % job->m;
-        uint64_t *c = (uint64_t *)(job->c + p * job->stride_c + i * job->n);
-        for (int64_t j = 0; j < job->n; j++) c[j] = 0;
-        for (int64_t q = 0; q < job->k; q++) {
-            const int64_t *brow = (const int64_t *)b->data + p * b->stride + (b->trans ? q : q * b->ld);
-            gd_igemm_row_update(c, brow, b->trans ? b->ld : 1, GD_U64(gd_matrix_at(job->a, p, i, q)), job->n);
-        }
+/* S the suffix, T the element type, U its unsigned twin */
+#define GD_DEFINE_IGEMM(S, T, U)                                                                 \
+    static inline T gd_matrix_at_##S(const gd_matrix *x, int64_t p, int64_t i, int64_t j)        \
+    {                                                                                            \
+        const T *d = (const T *)x->data + p * x->stride;                                         \
+        return x->trans ? d[j * x->ld + i] : d[i * x->ld + j];                                   \
+    }                                                                                            \
+    GD_SIMD static void gd_igemm_row_update_##S(U *c, const T *b, int64_t step, U a, int64_t n)  \
+    {                                                                                            \
+        if (step == 1)                                                                           \
+            for (int64_t j = 0; j < n; j++) c[j] += a * (U)b[j];                                 \
+        else                                                                                     \
+            for (int64_t j = 0; j < n; j++) c[j] += a * (U)b[j * step];                          \
+    }                                                                                            \
+    /* rows [begin, end) of the whole batch, row r = product r / m, row r % m */                 \
+    static void gd_igemm_rows_##S(void *ctx, int64_t begin, int64_t end)                         \
+    {                                                                                            \
+        const gd_igemm_job *job = ctx;                                                           \
+        const gd_matrix *b = job->b;                                                             \
+        for (int64_t r = begin; r < end; r++) {                                                  \
+            const int64_t p = r / job->m, i = r % job->m;                                        \
+            U *c = (U *)job->c + p * job->stride_c + i * job->n;                                 \
+            for (int64_t j = 0; j < job->n; j++) c[j] = 0;                                       \
+            for (int64_t q = 0; q < job->k; q++) {                                               \
+                const T *brow = (const T *)b->data + p * b->stride + (b->trans ? q : q * b->ld); \
+                gd_igemm_row_update_##S(c, brow, b->trans ? b->ld : 1,                           \
+                                        (U)gd_matrix_at_##S(job->a, p, i, q), job->n);           \
+            }                                                                                    \
+        }                                                                                        \
     }
-}
+GD_DEFINE_IGEMM(i64, int64_t, uint64_t)
+GD_DEFINE_IGEMM(i32, int32_t, uint32_t)
+#undef GD_DEFINE_IGEMM
 
 /* ------------------------------------------------------------------------------------------
  * the entry
@@ -353,7 +357,7 @@ int gd_cpu_gemm(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b,
                 int64_t k, int64_t stride_c, int device, gd_error *err)
 {
     (void)device;
-    if (dtype != GD_FLOAT32 && dtype != GD_FLOAT64 && dtype != GD_INT64)
+    if (dtype != GD_FLOAT32 && dtype != GD_FLOAT64 && dtype != GD_INT64 && dtype != GD_INT32)
         return gd_cpu_bad_dtype(err, "matmul", dtype);
     if (batch < 0 || m < 0 || n < 0 || k < 0)
         return gd_set_error(err, GD_ERR_VALUE, "matmul: negative extent (batch=%lld, m=%lld, n=%lld, k=%lld)",
@@ -364,11 +368,11 @@ int gd_cpu_gemm(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b,
         for (int64_t p = 0; p < batch; p++) memset((char *)c + p * stride_c * (int64_t)esz, 0, (size_t)(m * n) * esz);
         return GD_OK;
     }
-    if (dtype == GD_INT64) {
+    if (dtype == GD_INT64 || dtype == GD_INT32) {
         gd_igemm_job ij = {a, b, c, m, n, k, stride_c};
         const int64_t rows = batch * m;
         gd_parallel_for(gd_threads_for((int64_t)GD_MIN((double)rows * (double)n * (double)k, 1e18), GD_PAR_IGEMM_MNK),
-                        rows, 1, gd_igemm_rows, &ij);
+                        rows, 1, dtype == GD_INT64 ? gd_igemm_rows_i64 : gd_igemm_rows_i32, &ij);
         return GD_OK;
     }
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX || a->ld > INT_MAX || b->ld > INT_MAX)

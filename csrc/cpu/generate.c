@@ -32,6 +32,12 @@ GD_SIMD static void gd_arange_i64(int64_t *out, int64_t start, int64_t step, int
     for (int64_t i = begin; i < end; i++) out[i] = GD_WRAP(GD_U64(start) + GD_U64(i) * GD_U64(step));
 }
 
+/* the core checks that every value fits in int32 */
+GD_SIMD static void gd_arange_i32(int32_t *out, int64_t start, int64_t step, int64_t begin, int64_t end)
+{
+    for (int64_t i = begin; i < end; i++) out[i] = (int32_t)(uint32_t)(GD_U64(start) + GD_U64(i) * GD_U64(step));
+}
+
 static void gd_arange_range(void *ctx, int64_t begin, int64_t end)
 {
     const gd_arange_job *job = ctx;
@@ -39,6 +45,8 @@ static void gd_arange_range(void *ctx, int64_t begin, int64_t end)
         gd_arange_f32(job->out, job->start.f, job->step.f, begin, end);
     else if (job->dtype == GD_FLOAT64)
         gd_arange_f64(job->out, job->start.f, job->step.f, begin, end);
+    else if (job->dtype == GD_INT32)
+        gd_arange_i32(job->out, job->start.i, job->step.i, begin, end);
     else
         gd_arange_i64(job->out, job->start.i, job->step.i, begin, end);
 }

@@ -18,8 +18,8 @@
  * reduction kernels
  *
  * Each kernel reduces elements of type T into accumulators of type A (double for float
- * input and for int64 input with a float64 result, uint64 for wrapping int64 sums, int64
- * for int64 max/min). A row reduction keeps GD_LANES accumulators so the loop vectorizes
+ * input and for integer input with a float64 result, uint64 for wrapping integer sums, which
+ * int32 input joins (NumPy sums int32 into int64), int64 for integer max/min). A row reduction keeps GD_LANES accumulators so the loop vectorizes
  * without reassociating a single sum; float32 sums therefore stay at float64 accuracy.
  * 32 lanes are four AVX-512 vectors of doubles, four independent chains of additions: with
  * 16 (two chains, each waiting on its last addition) a float32 sum of 1e8 elements took
@@ -96,6 +96,10 @@ GD_DEFINE_REDUCTION(red_ssq_f32, float, double, 0.0, GD_LD_SQ, GD_ADD)
 GD_DEFINE_REDUCTION(red_ssq_f64, double, double, 0.0, GD_LD_SQ, GD_ADD)
 GD_DEFINE_REDUCTION(red_ssq_i64d, int64_t, double, 0.0, GD_LD_SQ, GD_ADD)
 GD_DEFINE_REDUCTION(red_ssq_i64, int64_t, uint64_t, 0, GD_LU_SQ, GD_ADD)
+GD_DEFINE_REDUCTION(red_sum_i32d, int32_t, double, 0.0, GD_LD, GD_ADD)
+GD_DEFINE_REDUCTION(red_sum_i32, int32_t, uint64_t, 0, GD_LU, GD_ADD)
+GD_DEFINE_REDUCTION(red_ssq_i32d, int32_t, double, 0.0, GD_LD_SQ, GD_ADD)
+GD_DEFINE_REDUCTION(red_ssq_i32, int32_t, uint64_t, 0, GD_LU_SQ, GD_ADD)
 
 /* max and min of a row: the extreme in the input's own type (exact), then widened to the
  * accumulator; an empty row (never asked for: max of nothing is refused) gives the identity. */
@@ -119,6 +123,9 @@ GD_DEFINE_EXTREMES(red_min_f64, double, double, INFINITY, GD_LD, <, GD_RMIN)
  * (vpmaxsq): 8 us for a 256x256 max(axis=1), 15 us as above. */
 GD_DEFINE_REDUCTION(red_max_i64, int64_t, int64_t, INT64_MIN, GD_LI, GD_IMAX)
 GD_DEFINE_REDUCTION(red_min_i64, int64_t, int64_t, INT64_MAX, GD_LI, GD_IMIN)
+/* int32 compares into int64 accumulators (one word type for every integer), merged as int64 */
+GD_DEFINE_REDUCTION(red_max_i32, int32_t, int64_t, INT32_MIN, GD_LI, GD_IMAX)
+GD_DEFINE_REDUCTION(red_min_i32, int32_t, int64_t, INT32_MAX, GD_LI, GD_IMIN)
 
 /* How one reduction runs: its kernels, the kernels that combine partial accumulators
  * (a plain sum for SUMSQ too), the identity, and the accumulator type. */
@@ -134,23 +141,32 @@ typedef struct gd_red_desc {
 #define GD_RED_DESC(K, M, IDENT_FIELD, IDENT, ACC_DOUBLE)                                        \
     {K##_row, K##_cols, M##_row, M##_cols, {.IDENT_FIELD = (IDENT)}, (ACC_DOUBLE)}
 
-/* [op][input dtype], rows in gpudev.h's gd_redop order, for a result of the input's dtype:
- * int64 sums wrap like NumPy's. No bool column: the core reduces bools as int64. */
-GD_STATIC_ASSERT(GD_NUM_DTYPES == 4, "the reduction rows list float32, float64 and int64, then bool");
+/* [op][input dtype], rows in gpudev.h's gd_redop order, for a result of the input's dtype
+ * (int32 sums: int64): integer sums wrap like NumPy's. No bool column: the core reduces bools
+ * as int64. */
+GD_STATIC_ASSERT(GD_NUM_DTYPES == 5, "the reduction rows list float32, float64, int64 and int32, not bool");
 static const gd_red_desc gd_red_descs[][GD_NUM_DTYPES] = {
-    {GD_RED_DESC(red_sum_f32, red_sum_f64, d, 0.0, 1), GD_RED_DESC(red_sum_f64, red_sum_f64, d, 0.0, 1),
-     GD_RED_DESC(red_sum_i64, red_sum_i64, u, 0, 0)},
-    {GD_RED_DESC(red_max_f32, red_max_f64, d, -INFINITY, 1), GD_RED_DESC(red_max_f64, red_max_f64, d, -INFINITY, 1),
-     GD_RED_DESC(red_max_i64, red_max_i64, i, INT64_MIN, 0)},
-    {GD_RED_DESC(red_min_f32, red_min_f64, d, INFINITY, 1), GD_RED_DESC(red_min_f64, red_min_f64, d, INFINITY, 1),
-     GD_RED_DESC(red_min_i64, red_min_i64, i, INT64_MAX, 0)},
-    {GD_RED_DESC(red_ssq_f32, red_sum_f64, d, 0.0, 1), GD_RED_DESC(red_ssq_f64, red_sum_f64, d, 0.0, 1),
-     GD_RED_DESC(red_ssq_i64, red_sum_i64, u, 0, 0)},
+    {[GD_FLOAT32] = GD_RED_DESC(red_sum_f32, red_sum_f64, d, 0.0, 1),
+     [GD_FLOAT64] = GD_RED_DESC(red_sum_f64, red_sum_f64, d, 0.0, 1),
+     [GD_INT64] = GD_RED_DESC(red_sum_i64, red_sum_i64, u, 0, 0),
+     [GD_INT32] = GD_RED_DESC(red_sum_i32, red_sum_i64, u, 0, 0)},
+    {[GD_FLOAT32] = GD_RED_DESC(red_max_f32, red_max_f64, d, -INFINITY, 1),
+     [GD_FLOAT64] = GD_RED_DESC(red_max_f64, red_max_f64, d, -INFINITY, 1),
+     [GD_INT64] = GD_RED_DESC(red_max_i64, red_max_i64, i, INT64_MIN, 0),
+     [GD_INT32] = GD_RED_DESC(red_max_i32, red_max_i64, i, INT32_MIN, 0)},
+    {[GD_FLOAT32] = GD_RED_DESC(red_min_f32, red_min_f64, d, INFINITY, 1),
+     [GD_FLOAT64] = GD_RED_DESC(red_min_f64, red_min_f64, d, INFINITY, 1),
+     [GD_INT64] = GD_RED_DESC(red_min_i64, red_min_i64, i, INT64_MAX, 0),
+     [GD_INT32] = GD_RED_DESC(red_min_i32, red_min_i64, i, INT32_MAX, 0)},
+    {[GD_FLOAT32] = GD_RED_DESC(red_ssq_f32, red_sum_f64, d, 0.0, 1),
+     [GD_FLOAT64] = GD_RED_DESC(red_ssq_f64, red_sum_f64, d, 0.0, 1),
+     [GD_INT64] = GD_RED_DESC(red_ssq_i64, red_sum_i64, u, 0, 0),
+     [GD_INT32] = GD_RED_DESC(red_ssq_i32, red_sum_i64, u, 0, 0)},
 };
 GD_STATIC_ASSERT(GD_COUNT_OF(gd_red_descs) == GD_NUM_REDOPS, "gd_red_descs: one row per gd_redop");
 
-/* int64 input with a float64 result (mean, norm): sums accumulate in double so they do not
- * wrap; max and min compare as int64, as above. */
+/* integer input with a float64 result (mean, norm): sums accumulate in double so they do not
+ * wrap; max and min compare as integers, as above. */
 static const gd_red_desc gd_red_descs_i64_to_f64[] = {
     GD_RED_DESC(red_sum_i64d, red_sum_f64, d, 0.0, 1),
     GD_RED_DESC(red_max_i64, red_max_i64, i, INT64_MIN, 0),
@@ -158,12 +174,20 @@ static const gd_red_desc gd_red_descs_i64_to_f64[] = {
     GD_RED_DESC(red_ssq_i64d, red_sum_f64, d, 0.0, 1),
 };
 GD_STATIC_ASSERT(GD_COUNT_OF(gd_red_descs_i64_to_f64) == GD_NUM_REDOPS, "one entry per gd_redop");
+static const gd_red_desc gd_red_descs_i32_to_f64[] = {
+    GD_RED_DESC(red_sum_i32d, red_sum_f64, d, 0.0, 1),
+    GD_RED_DESC(red_max_i32, red_max_i64, i, INT32_MIN, 0),
+    GD_RED_DESC(red_min_i32, red_min_i64, i, INT32_MAX, 0),
+    GD_RED_DESC(red_ssq_i32d, red_sum_f64, d, 0.0, 1),
+};
+GD_STATIC_ASSERT(GD_COUNT_OF(gd_red_descs_i32_to_f64) == GD_NUM_REDOPS, "one entry per gd_redop");
 
 #undef GD_RED_DESC
 
 static const gd_red_desc *gd_red_select(gd_redop op, gd_dtype in, gd_dtype out)
 {
-    if (in == GD_INT64 && out != GD_INT64) return &gd_red_descs_i64_to_f64[op];
+    if (in == GD_INT64 && out == GD_FLOAT64) return &gd_red_descs_i64_to_f64[op];
+    if (in == GD_INT32 && out == GD_FLOAT64) return &gd_red_descs_i32_to_f64[op];
     return &gd_red_descs[op][in];
 }
 
@@ -176,6 +200,7 @@ static void gd_red_store(void *out, gd_dtype out_dtype, int64_t start, const gd_
         switch (out_dtype) {
         case GD_FLOAT32: ((float *)out)[start + i] = acc_double ? (float)w.d : (float)w.i; break;
         case GD_FLOAT64: ((double *)out)[start + i] = acc_double ? w.d : (double)w.i; break;
+        case GD_INT32: ((int32_t *)out)[start + i] = acc_double ? GD_F2I32(w.d) : (int32_t)(uint32_t)w.u; break;
         default: ((int64_t *)out)[start + i] = acc_double ? GD_F2I(w.d) : w.i; break;
         }
     }
@@ -345,7 +370,8 @@ int gd_cpu_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in, gd
         return gd_set_error(err, GD_ERR_VALUE, "reduce: unknown operation code %d", (int)op);
     const char *name = gd_redop_table[op].name;
     if ((unsigned)in_dtype >= GD_NUM_DTYPES || in_dtype == GD_BOOL) return gd_cpu_bad_dtype(err, name, in_dtype);
-    if (out_dtype != in_dtype && out_dtype != GD_FLOAT64) return gd_cpu_bad_dtype(err, name, out_dtype);
+    if (out_dtype != in_dtype && out_dtype != GD_FLOAT64 && !(in_dtype == GD_INT32 && out_dtype == GD_INT64))
+        return gd_cpu_bad_dtype(err, name, out_dtype);
     if (outer < 0 || len < 0 || inner < 0)
         return gd_set_error(err, GD_ERR_VALUE, "%s: negative extent (outer=%lld, len=%lld, inner=%lld)", name,
                             (long long)outer, (long long)len, (long long)inner);

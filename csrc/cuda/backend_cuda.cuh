@@ -162,9 +162,10 @@ template <> struct gd_ctype_of<GD_FLOAT32> { using type = float; };
 template <> struct gd_ctype_of<GD_FLOAT64> { using type = double; };
 template <> struct gd_ctype_of<GD_INT64> { using type = int64_t; };
 template <> struct gd_ctype_of<GD_BOOL> { using type = bool; }; /* one byte holding 0 or 1 */
+template <> struct gd_ctype_of<GD_INT32> { using type = int32_t; };
 template <int D> using gd_ctype = typename gd_ctype_of<(gd_dtype)D>::type;
 
-template <class T> constexpr bool gd_is_int = std::is_same<T, int64_t>::value;
+template <class T> constexpr bool gd_is_int = std::is_same<T, int64_t>::value || std::is_same<T, int32_t>::value;
 template <class T> constexpr bool gd_is_bool = std::is_same<T, bool>::value;
 
 /* An element read from memory. gpudev's bool arrays hold 0 or 1, but a plain bool load of any
@@ -179,7 +180,8 @@ template <> __host__ __device__ __forceinline__ bool gd_load<bool>(const bool *p
 template <class T>
 constexpr gd_dtype gd_dtype_of = std::is_same<T, float>::value    ? GD_FLOAT32
                                  : std::is_same<T, double>::value ? GD_FLOAT64
-                                 : gd_is_int<T>                   ? GD_INT64
+                                 : std::is_same<T, int64_t>::value ? GD_INT64
+                                 : std::is_same<T, int32_t>::value ? GD_INT32
                                                                   : GD_BOOL;
 
 /* at[i][d] == Pick::template entry<i, gd_ctype<d>>() for every i < N (an operation, or an

@@ -1,5 +1,5 @@
-/* cast.cu - the CUDA backend's astype: dtype conversions as C casts (float -> int64 of NaN
- * or out-of-range values gives INT64_MIN, as NumPy does on x86-64).
+/* cast.cu - the CUDA backend's astype: dtype conversions as C casts (float -> int64 or int32
+ * of NaN or out-of-range values gives INT64_MIN or INT32_MIN, as NumPy does on x86-64).
  */
 #include "backend_cuda.cuh"
 
@@ -11,13 +11,19 @@ namespace {
  * astype
  * ---------------------------------------------------------------------------------------- */
 
-/* C casts, except that float -> int64 of NaN or of a value outside int64's range (undefined
- * behaviour in C) gives INT64_MIN, as NumPy does on x86-64. */
+/* C casts, except that float -> int64 or int32 of NaN or of a value outside the integer's range
+ * (undefined behaviour in C) gives INT64_MIN or INT32_MIN, as NumPy does on x86-64; int64 ->
+ * int32 keeps the low 32 bits. */
 template <class To, class From> __device__ __forceinline__ To convert(From x)
 {
     if constexpr (std::is_same<To, int64_t>::value && std::is_floating_point<From>::value) {
         const From lo = (From)-9223372036854775808.0, hi = (From)9223372036854775808.0; /* -2^63, 2^63 */
         return (x >= lo && x < hi) ? (int64_t)x : INT64_MIN; /* NaN fails both comparisons */
+    } else if constexpr (std::is_same<To, int32_t>::value && std::is_floating_point<From>::value) {
+        const From lo = (From)-2147483648.0, hi = (From)2147483648.0; /* -2^31, 2^31 */
+        return (x >= lo && x < hi) ? (int32_t)x : INT32_MIN;
+    } else if constexpr (std::is_same<To, int32_t>::value && std::is_same<From, int64_t>::value) {
+        return (int32_t)(uint32_t)(uint64_t)x;
     } else {
         return (To)x;
     }

@@ -1,4 +1,4 @@
-/* elementwise.cu - unary and binary elementwise kernels and where for float32, float64, int64 and bool with
+/* elementwise.cu - unary and binary elementwise kernels and where for every dtype with
  * NumPy broadcasting: one templated family, a contiguous fast path and a general strided
  * path that reads the gd_ewise/gd_operand descriptors passed by value; and axpby, an
  * optimizer's fused update of a contiguous array.
@@ -26,13 +26,15 @@ template <class T, class U> constexpr bool same = std::is_same_v<T, U>;
 #define GD_CALL_FLOAT(name, args)                                                                \
     if constexpr (same<T, float>) return gd_ew_##name##_f32 args;                                \
     else return gd_ew_##name##_f64 args;
+#define GD_CALL_INT(name, args)                                                                  \
+    if constexpr (same<T, int32_t>) return gd_ew_##name##_i32 args;                              \
+    else return gd_ew_##name##_i64 args;
 #define GD_CALL_NUMERIC(name, args)                                                              \
-    if constexpr (same<T, int64_t>) return gd_ew_##name##_i64 args;                              \
+    if constexpr (gd_is_int<T>) { GD_CALL_INT(name, args) }                                      \
     else { GD_CALL_FLOAT(name, args) }
 #define GD_CALL_BITWISE(name, args)                                                              \
     if constexpr (same<T, bool>) return gd_ew_##name##_b args;                                   \
-    else return gd_ew_##name##_i64 args;
-#define GD_CALL_INT(name, args) return gd_ew_##name##_i64 args;
+    else { GD_CALL_INT(name, args) }
 #define GD_CALL_ALL(name, args)                                                                  \
     if constexpr (same<T, bool>) return gd_ew_##name##_b args;                                   \
     else { GD_CALL_NUMERIC(name, args) }
@@ -60,7 +62,7 @@ template <gd_binop OP, class T> __device__ __forceinline__ binop_out<OP, T> appl
 
 template <class T> __host__ __device__ __forceinline__ T scalar_value(gd_scalar s)
 {
-    if constexpr (gd_is_int<T>) return s.i;
+    if constexpr (gd_is_int<T>) return (T)s.i;
     else if constexpr (gd_is_bool<T>) return s.i != 0;
     else return (T)s.f;
 }
@@ -217,8 +219,13 @@ template <class U> U scalar_bits(gd_scalar v, gd_dtype dtype)
 {
     U bits{};
     if constexpr (sizeof(U) == 4) {
-        const float f = (float)v.f;
-        memcpy(&bits, &f, sizeof bits);
+        if (dtype == GD_INT32) {
+            const int32_t i = (int32_t)v.i;
+            memcpy(&bits, &i, sizeof bits);
+        } else {
+            const float f = (float)v.f;
+            memcpy(&bits, &f, sizeof bits);
+        }
     } else if constexpr (sizeof(U) == 8) {
         if (dtype == GD_FLOAT64) memcpy(&bits, &v.f, sizeof bits);
         else memcpy(&bits, &v.i, sizeof bits);

@@ -179,7 +179,8 @@ int dispatch_rows(void *dst, const void *src, const int64_t *idx, int64_t n, int
     if constexpr (MODE == 2) {
         if (dtype == GD_FLOAT32) return launch_rows<2, float>(dst, src, idx, n, rows, inner, flag, dev, err);
         if (dtype == GD_FLOAT64) return launch_rows<2, double>(dst, src, idx, n, rows, inner, flag, dev, err);
-        /* int64 wraps on overflow, as NumPy's does: the unsigned add has the same bits */
+        /* integers wrap on overflow, as NumPy's do: the unsigned add has the same bits */
+        if (dtype == GD_INT32) return launch_rows<2, unsigned int>(dst, src, idx, n, rows, inner, flag, dev, err);
         return launch_rows<2, unsigned long long>(dst, src, idx, n, rows, inner, flag, dev, err);
     } else {
         switch (gd_dtype_size(dtype)) {

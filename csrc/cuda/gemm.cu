@@ -1,6 +1,6 @@
 /* gemm.cu - row-major (batched) matrix products: float32 and float64 through cuBLAS (transposed
- * operands as transpose flags), with TF32 off unless the user allowed it; int64 through a plain
- * tiled kernel (correct, not fast: no tensor cores or cuBLAS routine take int64). One cuBLAS
+ * operands as transpose flags), with TF32 off unless the user allowed it; int64 and int32 through
+ * a plain tiled kernel (correct, not fast: no cuBLAS routine takes them and wraps). One cuBLAS
  * handle per device, created on the first product (cuBLAS cannot start without a driver, and
  * startup costs time a user who never multiplies should not pay), with its workspace from
  * gpudev's pool.
@@ -120,48 +120,51 @@ int gemm_typed(T *c, const gd_matrix &a, const gd_matrix &b, int64_t batch, int 
 }
 
 /* ------------------------------------------------------------------------------------------
- * int64: 16 x 16 tiles of C per block, A and B staged through shared memory; arithmetic in
- * uint64 wraps as NumPy's does
+ * integers (int64, int32): 16 x 16 tiles of C per block, A and B staged through shared memory;
+ * arithmetic in the unsigned type of T's width wraps as NumPy's does
  * ---------------------------------------------------------------------------------------- */
 
 #define GD_ITILE 16
 
-__device__ __forceinline__ int64_t matrix_at(const gd_matrix &x, int64_t p, int64_t i, int64_t j)
+template <class T> __device__ __forceinline__ T matrix_at(const gd_matrix &x, int64_t p, int64_t i, int64_t j)
 {
-    const int64_t *d = (const int64_t *)x.data + p * x.stride;
+    const T *d = (const T *)x.data + p * x.stride;
     return x.trans ? d[j * x.ld + i] : d[i * x.ld + j];
 }
 
+template <class T>
 __global__ void __launch_bounds__(GD_ITILE *GD_ITILE)
-    igemm_kernel(int64_t *c, gd_matrix a, gd_matrix b, int64_t batch, int64_t m, int64_t n, int64_t k, int64_t stride_c)
+    igemm_kernel(T *c, gd_matrix a, gd_matrix b, int64_t batch, int64_t m, int64_t n, int64_t k, int64_t stride_c)
 {
-    __shared__ int64_t ta[GD_ITILE][GD_ITILE], tb[GD_ITILE][GD_ITILE];
+    using U = std::make_unsigned_t<T>;
+    __shared__ T ta[GD_ITILE][GD_ITILE], tb[GD_ITILE][GD_ITILE];
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int64_t tiles_m = (m + GD_ITILE - 1) / GD_ITILE, tiles_n = (n + GD_ITILE - 1) / GD_ITILE;
     const int64_t total = batch * tiles_m * tiles_n;
     for (int64_t t = blockIdx.x; t < total; t += gridDim.x) { /* uniform across the block */
         const int64_t p = t / (tiles_m * tiles_n), rem = t % (tiles_m * tiles_n);
         const int64_t i = (rem / tiles_n) * GD_ITILE + ty, j = (rem % tiles_n) * GD_ITILE + tx;
-        uint64_t acc = 0;
+        U acc = 0;
         for (int64_t q0 = 0; q0 < k; q0 += GD_ITILE) {
-            ta[ty][tx] = i < m && q0 + tx < k ? matrix_at(a, p, i, q0 + tx) : 0;
-            tb[ty][tx] = q0 + ty < k && j < n ? matrix_at(b, p, q0 + ty, j) : 0;
+            ta[ty][tx] = i < m && q0 + tx < k ? matrix_at<T>(a, p, i, q0 + tx) : 0;
+            tb[ty][tx] = q0 + ty < k && j < n ? matrix_at<T>(b, p, q0 + ty, j) : 0;
             __syncthreads();
 #pragma unroll
-            for (int q = 0; q < GD_ITILE; q++) acc += (uint64_t)ta[ty][q] * (uint64_t)tb[q][tx];
+            for (int q = 0; q < GD_ITILE; q++) acc += (U)ta[ty][q] * (U)tb[q][tx];
             __syncthreads(); /* the tiles are refilled next */
         }
-        if (i < m && j < n) c[p * stride_c + i * n + j] = (int64_t)acc;
+        if (i < m && j < n) c[p * stride_c + i * n + j] = (T)acc;
     }
 }
 
-int igemm(int64_t *c, const gd_matrix &a, const gd_matrix &b, int64_t batch, int64_t m, int64_t n, int64_t k,
+template <class T>
+int igemm(void *c, const gd_matrix &a, const gd_matrix &b, int64_t batch, int64_t m, int64_t n, int64_t k,
           int64_t stride_c, gd_cuda_device *dev, gd_error *err)
 {
     const int64_t tiles = batch * ((m + GD_ITILE - 1) / GD_ITILE) * ((n + GD_ITILE - 1) / GD_ITILE);
     const int64_t wave = (int64_t)dev->sm_count * 8;
     const unsigned blocks = (unsigned)(tiles < wave ? tiles : wave);
-    igemm_kernel<<<blocks, dim3(GD_ITILE, GD_ITILE), 0, dev->stream>>>(c, a, b, batch, m, n, k, stride_c);
+    igemm_kernel<T><<<blocks, dim3(GD_ITILE, GD_ITILE), 0, dev->stream>>>((T *)c, a, b, batch, m, n, k, stride_c);
     GD_CHECK_LAUNCH();
     return GD_OK;
 }
@@ -194,8 +197,9 @@ int gd_cuda_gemm(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b
                  int64_t k, int64_t stride_c, int device, gd_error *err)
 {
     const gemm_launch launch = (unsigned)dtype < GD_NUM_DTYPES ? gemm_launchers::at[0][dtype] : nullptr;
-    if (!launch && dtype != GD_INT64)
-        return gd_set_error(err, GD_ERR_VALUE, "matmul on cuda: dtype %d is not float32, float64 or int64", (int)dtype);
+    if (!launch && dtype != GD_INT64 && dtype != GD_INT32)
+        return gd_set_error(err, GD_ERR_VALUE, "matmul on cuda: dtype %d is not float32, float64, int64 or int32",
+                             (int)dtype);
     if (batch <= 0 || m <= 0 || n <= 0) return GD_OK;
     if (launch && (m > INT_MAX || n > INT_MAX || k > INT_MAX || a->ld > INT_MAX || b->ld > INT_MAX))
         return gd_set_error(err, GD_ERR_VALUE,
@@ -206,7 +210,8 @@ int gd_cuda_gemm(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b
     int rc = gd_cuda_enter(&dev, device, err);
     if (rc != GD_OK) return rc;
     if (k <= 0) return zero_products(c, gd_dtype_size(dtype), batch, m, n, stride_c, dev, err);
-    if (!launch) return igemm((int64_t *)c, *a, *b, batch, m, n, k, stride_c, dev, err);
+    if (!launch && dtype == GD_INT32) return igemm<int32_t>(c, *a, *b, batch, m, n, k, stride_c, dev, err);
+    if (!launch) return igemm<int64_t>(c, *a, *b, batch, m, n, k, stride_c, dev, err);
 
     std::lock_guard<std::mutex> lock(dev->mutex);
     rc = blas_ready(dev, err);

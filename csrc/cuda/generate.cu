@@ -16,8 +16,8 @@ namespace {
 template <class T> __global__ void arange_kernel(T *out, int64_t n, gd_scalar start, gd_scalar step)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        if constexpr (std::is_same<T, int64_t>::value) {
-            out[i] = (int64_t)((uint64_t)start.i + (uint64_t)i * (uint64_t)step.i);
+        if constexpr (gd_is_int<T>) { /* int32: the core checks that every value fits */
+            out[i] = (T)(int64_t)((uint64_t)start.i + (uint64_t)i * (uint64_t)step.i);
         } else {
             /* explicit roundings: a fused multiply-add would differ from the CPU in the last bit */
             out[i] = (T)__dadd_rn(start.f, __dmul_rn((double)i, step.f));

@@ -29,18 +29,20 @@ template <class T> constexpr bool is_int = gd_is_int<T>;
 template <gd_redop OP, class Acc> __device__ __forceinline__ Acc red_identity()
 {
     if constexpr (OP == GD_RED_MAX) {
-        if constexpr (is_int<Acc>) return INT64_MIN;
+        if constexpr (std::is_same<Acc, int32_t>::value) return INT32_MIN;
+        else if constexpr (is_int<Acc>) return INT64_MIN;
         else return -(Acc)INFINITY;
     } else if constexpr (OP == GD_RED_MIN) {
-        if constexpr (is_int<Acc>) return INT64_MAX;
+        if constexpr (std::is_same<Acc, int32_t>::value) return INT32_MAX;
+        else if constexpr (is_int<Acc>) return INT64_MAX;
         else return (Acc)INFINITY;
     } else {
         return Acc(0);
     }
 }
 
-/* int64 sums wrap as the CPU backend's do (in uint64, where overflow is defined);
- * max and min let a NaN win, as NumPy does. */
+/* integer sums (int64 accumulators) wrap as the CPU backend's do (in uint64, where overflow
+ * is defined); max and min let a NaN win, as NumPy does. */
 template <gd_redop OP, class Acc> __device__ __forceinline__ Acc red_combine(Acc a, Acc b)
 {
     if constexpr (OP == GD_RED_MAX) {
@@ -69,9 +71,10 @@ template <gd_redop OP, class Acc, class T> __device__ __forceinline__ Acc red_lo
  * building blocks
  * ---------------------------------------------------------------------------------------- */
 
-/* 16-byte vector of T: one load instruction moves 4 floats or 2 doubles/int64s. */
+/* 16-byte vector of T: one load instruction moves 4 floats/int32s or 2 doubles/int64s. */
 template <class T> struct Vec16;
 template <> struct Vec16<float> { using type = float4; };
+template <> struct Vec16<int32_t> { using type = int4; };
 template <> struct Vec16<double> { using type = double2; };
 template <> struct Vec16<int64_t> { using type = longlong2; };
 
@@ -334,8 +337,9 @@ int reduce_impl(Out *out, const T *in, int64_t outer, int64_t len, int64_t inner
     return rc;
 }
 
-/* Sums of float32 (and int64 sums with a float64 result, i.e. means) accumulate in float64;
- * int64 sums with an int64 result wrap in int64 as NumPy's do. max/min compare in T. */
+/* Sums of float32 (and integer sums with a float64 result, i.e. means) accumulate in float64;
+ * integer sums with an integer result wrap in int64 as NumPy's do (int32 sums give int64).
+ * max/min compare in T. */
 template <class T, class Out>
 using sum_acc = typename std::conditional<is_int<T> && is_int<Out>, int64_t, double>::type;
 
@@ -353,8 +357,8 @@ int launch_reduce(void *out, const void *in, int64_t outer, int64_t len, int64_t
     return reduce_impl<OP, red_acc<OP, T, Out>, T, Out>((Out *)out, (const T *)in, outer, len, inner, dev, err);
 }
 
-/* The launcher tables, [op][input dtype]: results of the input's dtype, and float64 results
- * (means, multi-pass float32 sums). */
+/* The launcher tables, [op][input dtype]: results of the input's dtype, float64 results
+ * (means, multi-pass float32 sums), and int64 results of int32 sums. */
 struct pick_reduce_same {
     template <int OP, class T> static constexpr reduce_launch entry()
     {
@@ -371,8 +375,18 @@ struct pick_reduce_f64 {
     }
 };
 
+/* int64 results of int32 input (sums, as NumPy sums int32 into int64) */
+struct pick_reduce_i64 {
+    template <int OP, class T> static constexpr reduce_launch entry()
+    {
+        if constexpr (!std::is_same<T, int32_t>::value) return nullptr;
+        else return launch_reduce<(gd_redop)OP, T, int64_t>;
+    }
+};
+
 using reduce_same_launchers = gd_launch_table<reduce_launch, GD_NUM_REDOPS, pick_reduce_same>;
 using reduce_f64_launchers = gd_launch_table<reduce_launch, GD_NUM_REDOPS, pick_reduce_f64>;
+using reduce_i64_launchers = gd_launch_table<reduce_launch, GD_NUM_REDOPS, pick_reduce_i64>;
 
 } // namespace
 
@@ -390,13 +404,15 @@ int gd_cuda_reduce(void *out, gd_dtype out_dtype, gd_redop op, const void *in, g
     if (len < 0 || (len == 0 && gd_redop_table[op].needs_elements))
         return gd_set_error(err, GD_ERR_VALUE, "cuda reduce: %s over an axis of length %lld has no identity",
                              gd_redop_table[op].name, (long long)len);
-    if (out_dtype != in_dtype && out_dtype != GD_FLOAT64)
-        return gd_set_error(err, GD_ERR_VALUE, "cuda reduce: result dtype %d must be the input's (%d) or float64",
+    if (out_dtype != in_dtype && out_dtype != GD_FLOAT64 && !(in_dtype == GD_INT32 && out_dtype == GD_INT64))
+        return gd_set_error(err, GD_ERR_VALUE,
+                             "cuda reduce: result dtype %d must be the input's (%d), float64, or int64 for int32",
                              (int)out_dtype, (int)in_dtype);
     gd_cuda_device *dev;
     int rc = gd_cuda_enter(&dev, device, err);
     if (rc != GD_OK) return rc;
-    const reduce_launch launch =
-        out_dtype == in_dtype ? reduce_same_launchers::at[op][in_dtype] : reduce_f64_launchers::at[op][in_dtype];
+    const reduce_launch launch = out_dtype == in_dtype      ? reduce_same_launchers::at[op][in_dtype]
+                                 : out_dtype == GD_FLOAT64 ? reduce_f64_launchers::at[op][in_dtype]
+                                                           : reduce_i64_launchers::at[op][in_dtype];
     return launch(out, in, outer, len, inner, dev, err);
 }

@@ -90,7 +90,7 @@ def _device_and_dtype(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[gd
     if device is not None:
         device = as_device(device, "Module.to")
     if dtype is not None:
-        if gd._torch._dtype_of("Module.to", dtype) not in _FLOATS:
+        if dtype not in _FLOATS:
             raise TypeError(f"Module.to: dtype must be gd.float32 or gd.float64, got {reprlib.repr(dtype)}")
     return device, dtype
 

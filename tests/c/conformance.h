@@ -105,25 +105,33 @@ const char *gdt_dtype_name(gd_dtype t);
 void *gdt_host(int64_t n, gd_dtype t);     /* malloc of n elements (at least 1 byte) */
 void *gdt_host_bytes(size_t nbytes);      /* malloc, or the end of the program */
 double gdt_getf(const void *p, gd_dtype t, int64_t i);
-void gdt_put(void *p, gd_dtype t, int64_t i, double f, int64_t v); /* f for floats, v for int64 and bool */
+void gdt_put(void *p, gd_dtype t, int64_t i, double f, int64_t v); /* f for floats, v for integers and bool */
+/* Integer dtypes (int64, int32) are checked exactly, against int64 references. */
+static inline int gdt_is_int(gd_dtype t) { return gd_dtype_is_int(t); }
+int64_t gdt_geti(const void *p, gd_dtype t, int64_t i); /* an int64, int32 or bool element */
+/* v as integer dtype t holds it: int32 keeps the low 32 bits (wraps), as the backends do. */
+static inline int64_t gdt_wrap(gd_dtype t, int64_t v)
+{
+    return t == GD_INT32 ? (int64_t)(int32_t)(uint32_t)(uint64_t)v : v;
+}
 
 uint64_t gdt_rand_u64(void);   /* xorshift: the same data every run */
 double gdt_rand_normal(void);
 
-/* Edge values first (NaN, +-inf, +-0, tiny; INT64_MIN/MAX and friends), then random ones:
- * floats normal * 4, int64 uniform in [-1000, 1000], bools 0, 1, then random. */
+/* Edge values first (NaN, +-inf, +-0, tiny; INT64_MIN/MAX, INT32_MIN/MAX and friends), then
+ * random ones: floats normal * 4, integers uniform in [-1000, 1000], bools 0, 1, then random. */
 void gdt_fill_edge(void *p, gd_dtype t, int64_t n);
-/* normal * scale (int64: rounded) */
+/* normal * scale (integers: rounded) */
 void gdt_fill_normal(void *p, gd_dtype t, int64_t n, double scale);
 
 /* ------------------------------------------------------------------------------------------
  * comparisons
  *
- * A reference is float64 (double[]) for float results and exact (int64_t[]) for int64 ones.
+ * A reference is float64 (double[]) for float results and exact (int64_t[]) for integer ones.
  * Float results match when both are NaN, when both are the same infinity, or within
  *   ulps * ulp(want) + abs + abs_each[i]      (ulp in the result's dtype)
  * and with ulps = abs = 0 and no abs_each they must equal the reference rounded to the
- * result's dtype (+0 equals -0). int64 results match exactly.
+ * result's dtype (+0 equals -0). Integer results match exactly.
  * ---------------------------------------------------------------------------------------- */
 
 typedef struct gdt_tol {
@@ -147,7 +155,7 @@ int gdt_close(double got, double want, gd_dtype t, gdt_tol tol, int64_t i);
 int gdt_expect_at(const char *file, int line, int on_host, const void *got, gd_dtype t, int64_t n, const void *want,
                   gdt_tol tol, const char *what, ...) GD_PRINTF(9, 10);
 
-/* reference buffer for n results of dtype t: double[] or int64_t[] */
+/* reference buffer for n results of dtype t: double[], or int64_t[] for integer dtypes */
 void *gdt_ref_new(int64_t n, gd_dtype t);
 
 double gdt_now(void); /* seconds, monotonic */

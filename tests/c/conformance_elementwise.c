@@ -376,14 +376,14 @@ static void unplace(placed *p, gd_dtype t)
 enum { ARRAYS, SCALAR_A, SCALAR_B, OUT_IS_A, OUT_IS_B, STRIDED_OUT, NUM_FORMS };
 static const char *const form_names[] = {"arrays", "scalar a", "scalar b", "out is a", "out is b", "strided out"};
 
-/* Scalars: -1.5 and 0.75 (pow: 2, which a backend may turn into a square); int64 -3 and 7
+/* Scalars: -1.5 and 0.75 (pow: 2, which a backend may turn into a square); integers -3 and 7
  * (pow: 5). */
 static gd_scalar scalar_for(gd_dtype t, int is_b, const binop_row *row)
 {
     gd_scalar s;
     if (t == GD_BOOL)
         s.i = !is_b;
-    else if (t == GD_INT64)
+    else if (gdt_is_int(t))
         s.i = is_b ? (row && row->op == GD_POW ? 5 : 7) : -3;
     else
         s.f = is_b ? (row && row->op == GD_POW ? 2.0 : 0.75) : -1.5;
@@ -401,13 +401,13 @@ static void operand_for(gd_operand *o, const placed *p, int scalar, gd_scalar s,
 
 static double value_of(const placed *p, const gd_operand *o, gd_dtype t, int64_t i)
 {
-    if (!o->data) return t == GD_INT64 || t == GD_BOOL ? (double)o->scalar.i : o->scalar.f;
+    if (!o->data) return gdt_is_int(t) || t == GD_BOOL ? (double)o->scalar.i : o->scalar.f;
     return gdt_getf(p->host, t, p->off[i]);
 }
 
-static int64_t ivalue_of(const placed *p, const gd_operand *o, int64_t i)
+static int64_t ivalue_of(const placed *p, const gd_operand *o, gd_dtype t, int64_t i)
 {
-    return o->data ? ((const int64_t *)p->host)[p->off[i]] : o->scalar.i;
+    return o->data ? gdt_geti(p->host, t, p->off[i]) : o->scalar.i;
 }
 
 /* Fills a buffer with a value no operation here produces (0x7f7f... in every dtype), so an
@@ -446,11 +446,11 @@ static void expect_dest(const placed *d, const void *before, gd_dtype t, int64_t
 {
     void *full = gdt_ref_new(d->storage, t);
     for (int64_t j = 0; j < d->storage; j++) {
-        if (t == GD_INT64) ((int64_t *)full)[j] = ((const int64_t *)before)[j];
+        if (gdt_is_int(t)) ((int64_t *)full)[j] = gdt_geti(before, t, j);
         else ((double *)full)[j] = gdt_getf(before, t, j);
     }
     for (int64_t i = 0; i < n; i++) {
-        if (t == GD_INT64) ((int64_t *)full)[d->off[i]] = ((const int64_t *)want)[i];
+        if (gdt_is_int(t)) ((int64_t *)full)[d->off[i]] = ((const int64_t *)want)[i];
         else ((double *)full)[d->off[i]] = ((const double *)want)[i];
     }
     EXPECT(d->dev, t, d->storage, full, tol, "%s %s %s %s, %s", what, name, gdt_dtype_name(t), c->name,
@@ -475,15 +475,15 @@ static void run_unary(const unop_row *row, const ewise_case *c, gd_dtype t, plac
     int64_t n = case_size(c);
     gd_operand a;
     operand_for(&a, pa, form == SCALAR_A, (gd_scalar){.f = 2.5}, c->ndim, t);
-    if (form == SCALAR_A && t == GD_INT64) a.scalar.i = -5;
+    if (form == SCALAR_A && gdt_is_int(t)) a.scalar.i = -5;
     if (form == SCALAR_A && t == GD_BOOL) a.scalar.i = 1;
     placed *dst = dest_for(form, pa, NULL, out, strided, t);
     gd_ewise ew = ewise_for(c, &a, NULL, pa, NULL, dst);
     void *before = snapshot(dst, t);
     void *want = gdt_ref_new(n, t);
     for (int64_t i = 0; i < n; i++) {
-        if (t == GD_INT64)
-            ((int64_t *)want)[i] = row->iref(ivalue_of(pa, &a, i));
+        if (gdt_is_int(t)) /* int32: the int64 result's low bits, as its wrapping gives them */
+            ((int64_t *)want)[i] = gdt_wrap(t, row->iref(ivalue_of(pa, &a, t, i)));
         else
             ((double *)want)[i] = row->ref(value_of(pa, &a, t, i));
     }
@@ -511,10 +511,10 @@ static void run_binary(const binop_row *row, const ewise_case *c, gd_dtype t, gd
     const binop_extra *extra = extra_of(row->op);
     double (*ref)(double, double) = t == GD_FLOAT32 && extra->ref_f32 ? extra->ref_f32 : row->ref;
     for (int64_t i = 0; i < n; i++) {
-        if (t == GD_INT64 && ot == GD_INT64)
-            ((int64_t *)want)[i] = row->iref(ivalue_of(pa, &a, i), ivalue_of(pb, &b, i));
-        else if (t == GD_INT64)
-            ((double *)want)[i] = (double)row->iref(ivalue_of(pa, &a, i), ivalue_of(pb, &b, i));
+        if (gdt_is_int(t) && ot == t)
+            ((int64_t *)want)[i] = gdt_wrap(t, row->iref(ivalue_of(pa, &a, t, i), ivalue_of(pb, &b, t, i)));
+        else if (gdt_is_int(t))
+            ((double *)want)[i] = (double)row->iref(ivalue_of(pa, &a, t, i), ivalue_of(pb, &b, t, i));
         else
             ((double *)want)[i] = ref(value_of(pa, &a, t, i), value_of(pb, &b, t, i));
     }
@@ -528,12 +528,12 @@ static void run_binary(const binop_row *row, const ewise_case *c, gd_dtype t, gd
     free(before);
 }
 
-/* int64 b as exponents 0..8: gpudev.h covers exponents >= 0 only (the value rows have large
+/* integer b as exponents 0..8: gpudev.h covers exponents >= 0 only (the value rows have large
  * ones) */
-static void fill_exponents(placed *p)
+static void fill_exponents(placed *p, gd_dtype t)
 {
-    for (int64_t i = 0; i < p->storage; i++) ((int64_t *)p->host)[i] = i % 9;
-    restore(p, GD_INT64);
+    for (int64_t i = 0; i < p->storage; i++) gdt_put(p->host, t, i, 0, i % 9);
+    restore(p, t);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -566,11 +566,11 @@ static void check_case(const ewise_case *c, gd_dtype t)
         const binop_row *row = &binops[o];
         if (!row->name || !gd_binop_defined(row->op, t)) continue;
         const gd_dtype ot = gd_binop_has(row->op, GD_OP_BOOL_OUT) ? GD_BOOL : t;
-        if (t == GD_INT64 && row->exponent_b) fill_exponents(&pb);
+        if (gdt_is_int(t) && row->exponent_b) fill_exponents(&pb, t);
         for (int form = ARRAYS; form < NUM_FORMS; form++)
             if (form_applies(form, &pa, &pb) && (ot == t || (form != OUT_IS_A && form != OUT_IS_B)))
                 run_binary(row, c, t, ot, &pa, &pb, ot == t ? &out : &bout, ot == t ? &strided : &bstrided, form);
-        if (t == GD_INT64 && row->exponent_b) {
+        if (gdt_is_int(t) && row->exponent_b) {
             gdt_fill_edge(pb.host, t, pb.storage);
             restore(&pb, t);
         }
@@ -599,8 +599,8 @@ static void check_self_alias(gd_dtype t)
         gd_ewise ew = ewise_for(c, &a, &a, &pa, &pa, &pa);
         void *want = gdt_ref_new(n, t);
         for (int64_t i = 0; i < n; i++) {
-            if (t == GD_INT64)
-                ((int64_t *)want)[i] = row->iref(((int64_t *)pa.host)[i], ((int64_t *)pa.host)[i]);
+            if (gdt_is_int(t))
+                ((int64_t *)want)[i] = gdt_wrap(t, row->iref(gdt_geti(pa.host, t, i), gdt_geti(pa.host, t, i)));
             else
                 ((double *)want)[i] = row->ref(gdt_getf(pa.host, t, i), gdt_getf(pa.host, t, i));
         }

@@ -66,11 +66,11 @@ static void check_rows_case(const rows_case *c, gd_dtype t)
     void *dtab = gdt_upload_new(table, tb), *drows = gdt_upload_new(rowsv, sb);
     void *didx = gdt_upload_new(idx, (size_t)c->n * sizeof(int64_t));
     void *want_g = gdt_ref_new(c->n * c->inner, t), *want_t = gdt_ref_new(c->rows * c->inner, t);
-    /* references: int64_t[] for int64, double[] otherwise (bools as 0.0 and 1.0) */
-    const int is_int = t == GD_INT64;
+    /* references: int64_t[] for integers, double[] otherwise (bools as 0.0 and 1.0) */
+    const int is_int = gdt_is_int(t);
 #define REF(buf, i, v) (is_int ? (void)(((int64_t *)(buf))[i] = (int64_t)(v)) : (void)(((double *)(buf))[i] = (v)))
 #define HOSTV(p, i)                                                                                                 \
-    (is_int ? (double)((int64_t *)(p))[i] : t == GD_BOOL ? (double)((uint8_t *)(p))[i] : gdt_getf((p), t, (i)))
+    (is_int ? (double)gdt_geti((p), t, (i)) : t == GD_BOOL ? (double)((uint8_t *)(p))[i] : gdt_getf((p), t, (i)))
 
     /* gather: out untouched (still the rows' values) when an index is bad */
     int64_t bad = -2;

@@ -1,5 +1,5 @@
 /* conformance_generate.c - the entries that make values: astype (every dtype pair, C casts
- * with float -> int64 truncating toward zero), arange (computed in double, then rounded;
+ * with float -> integer truncating toward zero, int64 -> int32 keeping the low bits), arange (computed in double, then rounded;
  * int64 wrapping), random (element by element against csrc/philox.h itself), and philox.h
  * against Random123's published vectors and an independent implementation.
  */
@@ -12,11 +12,13 @@
 #include "philox.h"
 
 /* ------------------------------------------------------------------------------------------
- * astype: exact. float -> int64 of NaN, infinities and values outside int64's range is
- * undefined in C; both backends give INT64_MIN there, what NumPy gives on x86-64.
+ * astype: exact. float -> int64 (int32) of NaN, infinities and values outside the integer's
+ * range is undefined in C; both backends give INT64_MIN (INT32_MIN) there, what NumPy gives on
+ * x86-64.
  * ---------------------------------------------------------------------------------------- */
 
 static int64_t to_int64(double v) { return v >= -0x1p63 && v < 0x1p63 ? (int64_t)v : INT64_MIN; }
+static int64_t to_int32(double v) { return v >= -0x1p31 && v < 0x1p31 ? (int64_t)v : INT32_MIN; }
 
 static void check_astype_pair(gd_dtype from, gd_dtype to, int64_t n)
 {
@@ -24,11 +26,13 @@ static void check_astype_pair(gd_dtype from, gd_dtype to, int64_t n)
     gdt_fill_edge(in, from, n);
     for (int64_t i = 0; i < n; i++) {
         if (to == GD_BOOL) /* nonzero (NaN too) is true */
-            ((double *)want)[i] = from == GD_INT64 ? ((int64_t *)in)[i] != 0 : gdt_getf(in, from, i) != 0.0;
-        else if (to == GD_INT64)
-            ((int64_t *)want)[i] = from == GD_INT64 ? ((int64_t *)in)[i] : to_int64(gdt_getf(in, from, i));
-        else if (from == GD_INT64) /* one rounding, straight from int64 */
-            ((double *)want)[i] = to == GD_FLOAT32 ? (double)(float)((int64_t *)in)[i] : (double)((int64_t *)in)[i];
+            ((double *)want)[i] = gdt_is_int(from) ? gdt_geti(in, from, i) != 0 : gdt_getf(in, from, i) != 0.0;
+        else if (gdt_is_int(to) && (gdt_is_int(from) || from == GD_BOOL))
+            ((int64_t *)want)[i] = gdt_wrap(to, gdt_geti(in, from, i));
+        else if (gdt_is_int(to))
+            ((int64_t *)want)[i] = to == GD_INT32 ? to_int32(gdt_getf(in, from, i)) : to_int64(gdt_getf(in, from, i));
+        else if (gdt_is_int(from)) /* one rounding, straight from the integer */
+            ((double *)want)[i] = to == GD_FLOAT32 ? (double)(float)gdt_geti(in, from, i) : (double)gdt_geti(in, from, i);
         else
             ((double *)want)[i] = to == GD_FLOAT32 ? (double)(float)gdt_getf(in, from, i) : gdt_getf(in, from, i);
     }
@@ -57,18 +61,11 @@ static void check_bool_bytes(void)
     for (int to = 0; to < GD_NUM_DTYPES; to++) {
         if (to == GD_BOOL) continue;
         if (!OK(gdt_be->astype(dout, (gd_dtype)to, draw, GD_BOOL, N, gdt_dev, &gdt_err))) continue;
-        double out[N];
-        int64_t outi[N];
+        static char host[N * 8];
         int bad = -1;
-        if (to == GD_INT64) gdt_download(outi, dout, N * 8);
-        else if (to == GD_FLOAT64) gdt_download(out, dout, N * 8);
-        else {
-            float f[N];
-            gdt_download(f, dout, N * 4);
-            for (int i = 0; i < N; i++) out[i] = f[i];
-        }
+        gdt_download(host, dout, N * gd_dtype_size((gd_dtype)to));
         for (int i = 0; i < N && bad < 0; i++)
-            if ((to == GD_INT64 ? (double)outi[i] : out[i]) != (raw[i] != 0)) bad = i;
+            if (gdt_getf(host, (gd_dtype)to, i) != (raw[i] != 0)) bad = i;
         CHECK(bad < 0, "astype bool byte %d -> %s is not %d", bad < 0 ? 0 : raw[bad], gdt_dtype_name((gd_dtype)to),
               bad < 0 ? 0 : raw[bad] != 0);
     }
@@ -143,13 +140,14 @@ void gdt_check_astype(void)
 
 /* ------------------------------------------------------------------------------------------
  * arange: exact. out[i] = start + i * step, float dtypes in double then rounded once (a
- * float32 accumulation, or a fused multiply-add, would differ); int64 wraps.
+ * float32 accumulation, or a fused multiply-add, would differ); int64 wraps (int32 values are
+ * in range: the core checks them).
  * ---------------------------------------------------------------------------------------- */
 
 typedef struct arange_row {
     gd_dtype dtype;
     double start, step; /* float dtypes */
-    int64_t istart, istep; /* int64 */
+    int64_t istart, istep; /* integers */
     int64_t n;
 } arange_row;
 
@@ -159,7 +157,8 @@ static const arange_row arange_rows[] = {
     {GD_FLOAT32, 5, -0.25, 0, 0, 7},        {GD_FLOAT64, 0, 1, 0, 0, 1},
     {GD_FLOAT32, 1, 1, 0, 0, 0},            {GD_INT64, 0, 0, INT64_MAX - 5, 3, 200001},
     {GD_INT64, 0, 0, -5, 3, 100003},        {GD_INT64, 0, 0, 7, -2, 7},
-    {GD_INT64, 0, 0, 0, 0, 5},
+    {GD_INT64, 0, 0, 0, 0, 5},              {GD_INT32, 0, 0, -5, 3, 100003},
+    {GD_INT32, 0, 0, INT32_MAX - 20, 3, 7},  {GD_INT32, 0, 0, INT32_MIN + 12, -2, 7},
 };
 
 void gdt_check_arange(void)
@@ -169,13 +168,13 @@ void gdt_check_arange(void)
         gd_dtype t = a->dtype;
         void *want = gdt_ref_new(a->n, t);
         for (int64_t i = 0; i < a->n; i++) {
-            if (t == GD_INT64)
+            if (gdt_is_int(t))
                 ((int64_t *)want)[i] = (int64_t)((uint64_t)a->istart + (uint64_t)i * (uint64_t)a->istep);
             else
                 ((double *)want)[i] = a->start + (double)i * a->step;
         }
         gd_scalar start, step;
-        if (t == GD_INT64)
+        if (gdt_is_int(t))
             start.i = a->istart, step.i = a->istep;
         else
             start.f = a->start, step.f = a->step;

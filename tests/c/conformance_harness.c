@@ -125,8 +125,14 @@ double gdt_getf(const void *p, gd_dtype t, int64_t i)
 {
     if (t == GD_FLOAT32) return ((const float *)p)[i];
     if (t == GD_FLOAT64) return ((const double *)p)[i];
-    if (t == GD_BOOL) return (double)((const uint8_t *)p)[i];
-    return (double)((const int64_t *)p)[i];
+    return (double)gdt_geti(p, t, i);
+}
+
+int64_t gdt_geti(const void *p, gd_dtype t, int64_t i)
+{
+    if (t == GD_BOOL) return ((const uint8_t *)p)[i];
+    if (t == GD_INT32) return ((const int32_t *)p)[i];
+    return ((const int64_t *)p)[i];
 }
 
 void gdt_put(void *p, gd_dtype t, int64_t i, double f, int64_t v)
@@ -137,6 +143,8 @@ void gdt_put(void *p, gd_dtype t, int64_t i, double f, int64_t v)
         ((double *)p)[i] = f;
     else if (t == GD_BOOL)
         ((uint8_t *)p)[i] = v != 0;
+    else if (t == GD_INT32)
+        ((int32_t *)p)[i] = (int32_t)gdt_wrap(t, v);
     else
         ((int64_t *)p)[i] = v;
 }
@@ -175,12 +183,18 @@ void gdt_fill_edge(void *p, gd_dtype t, int64_t n)
     static const int64_t iedge[] = {0, 1, -1, 2, -2, INT64_MAX, INT64_MIN, 3, 1000003, -77,
                                     ((int64_t)1 << 54) + ((int64_t)1 << 30) + 1, /* int64 -> float32 */
                                     ((int64_t)1 << 53) + 1, -((int64_t)1 << 24) - 1};
+    static const int64_t i32edge[] = {0, 1, -1, 2, -2, INT32_MAX, INT32_MIN, 3, 1000003, -77,
+                                      ((int64_t)1 << 24) + 1, /* int32 -> float32 */
+                                      46341, -65536};             /* squares past int32 */
     const int64_t nf = sizeof fedge / sizeof fedge[0], ni = sizeof iedge / sizeof iedge[0];
+    const int64_t ni32 = sizeof i32edge / sizeof i32edge[0];
     for (int64_t i = 0; i < n; i++) {
         if (t == GD_BOOL)
             gdt_put(p, t, i, 0, i < 2 ? i : (int64_t)(gdt_rand_u64() >> 63));
         else if (t == GD_INT64)
             gdt_put(p, t, i, 0, i < ni ? iedge[i] : (int64_t)(gdt_rand_u64() % 2001) - 1000);
+        else if (t == GD_INT32)
+            gdt_put(p, t, i, 0, i < ni32 ? i32edge[i] : (int64_t)(gdt_rand_u64() % 2001) - 1000);
         else
             gdt_put(p, t, i, i < nf ? fedge[i] : gdt_rand_normal() * 4, 0);
     }
@@ -194,7 +208,7 @@ void gdt_fill_normal(void *p, gd_dtype t, int64_t n, double scale)
     }
 }
 
-void *gdt_ref_new(int64_t n, gd_dtype t) { return gdt_host(n, t == GD_INT64 ? GD_INT64 : GD_FLOAT64); }
+void *gdt_ref_new(int64_t n, gd_dtype t) { return gdt_host(n, gdt_is_int(t) ? GD_INT64 : GD_FLOAT64); }
 
 /* ------------------------------------------------------------------------------------------
  * comparisons
@@ -222,8 +236,8 @@ int gdt_close(double got, double want, gd_dtype t, gdt_tol tol, int64_t i)
 static int64_t first_mismatch(const void *got, gd_dtype t, int64_t n, const void *want, gdt_tol tol)
 {
     for (int64_t i = 0; i < n; i++) {
-        if (t == GD_INT64) {
-            if (((const int64_t *)got)[i] != ((const int64_t *)want)[i]) return i;
+        if (gdt_is_int(t)) {
+            if (gdt_geti(got, t, i) != ((const int64_t *)want)[i]) return i;
         } else if (!gdt_close(gdt_getf(got, t, i), ((const double *)want)[i], t, tol, i)) {
             return i;
         }
@@ -248,9 +262,9 @@ int gdt_expect_at(const char *file, int line, int on_host, const void *got, gd_d
         va_start(ap, what);
         vsnprintf(desc, sizeof desc, what, ap);
         va_end(ap);
-        if (t == GD_INT64)
+        if (gdt_is_int(t))
             gdt_report_failure(file, line, "matches the reference", "%s: element %lld of %lld is %lld, expected %lld",
-                               desc, (long long)bad, (long long)n, (long long)((const int64_t *)got)[bad],
+                               desc, (long long)bad, (long long)n, (long long)gdt_geti(got, t, bad),
                                (long long)((const int64_t *)want)[bad]);
         else
             gdt_report_failure(file, line, "matches the reference", "%s: element %lld of %lld is %.17g, expected %.17g",

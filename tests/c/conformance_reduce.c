@@ -79,7 +79,7 @@ static void red_ref_init(red_ref *f, const void *in, gd_dtype t, const int64_t *
             for (int64_t i = 0; i < inner; i++) {
                 const int64_t k = o * inner + i, idx = (o * len + r) * inner + i;
                 const double v = gdt_getf(in, t, idx);
-                const int64_t iv = t == GD_INT64 ? ((const int64_t *)in)[idx] : 0;
+                const int64_t iv = gdt_is_int(t) ? gdt_geti(in, t, idx) : 0;
                 f->sum[0][k] += v, f->mag[0][k] += fabsl(v);
                 f->sum[1][k] += (long double)v * v, f->mag[1][k] += (long double)v * v;
                 f->isum[0][k] += (uint64_t)iv, f->isum[1][k] += (uint64_t)iv * (uint64_t)iv;
@@ -104,11 +104,11 @@ static void red_ref_pick(const red_ref *f, const redop_row *row, gd_dtype in_t, 
     const int q = row->squares, is_max = row->op == GD_RED_MAX;
     for (int64_t k = 0; k < f->outer * f->inner; k++) {
         slack[k] = row->is_sum ? SUM_RTOL * (double)f->mag[q][k] : 0.0;
-        if (out_t == GD_INT64)
+        if (gdt_is_int(out_t))
             ((int64_t *)want)[k] = row->is_sum ? (int64_t)f->isum[q][k] : is_max ? f->imax[k] : f->imin[k];
         else if (row->is_sum)
             ((double *)want)[k] = (double)f->sum[q][k]; /* a NaN term makes the sum NaN */
-        else if (in_t == GD_INT64)
+        else if (gdt_is_int(in_t))
             ((double *)want)[k] = (double)(is_max ? f->imax[k] : f->imin[k]);
         else
             ((double *)want)[k] = is_max ? f->max[k] : f->min[k];
@@ -148,7 +148,9 @@ static void check_all_ops(gd_dtype in_t, const int64_t *s, const void *din, cons
         if ((redops[r].needs_len && s[1] == 0) || (picks_only && redops[r].is_sum)) continue;
         for (int of = 0; of < 2; of++) {
             if (of && in_t == GD_FLOAT64) continue;
-            check_problem(&f, &redops[r], in_t, of ? GD_FLOAT64 : in_t, din, note);
+            /* int32 sums give int64 (NumPy's sum of a smaller integer) */
+            const gd_dtype same = in_t == GD_INT32 && redops[r].is_sum ? GD_INT64 : in_t;
+            check_problem(&f, &redops[r], in_t, of ? GD_FLOAT64 : same, din, note);
         }
     }
     red_ref_free(&f);
@@ -166,7 +168,7 @@ static void check_shapes(void)
             gd_dtype t = (gd_dtype)dt;
             if (t == GD_BOOL) continue; /* the core reduces bools as int64 */
             void *in = gdt_host(n, t);
-            gdt_fill_normal(in, t, n, t == GD_INT64 ? 1000.0 : 1.0);
+            gdt_fill_normal(in, t, n, gdt_is_int(t) ? 1000.0 : 1.0);
             void *din = gdt_upload_new(in, (size_t)n * gd_dtype_size(t));
             check_all_ops(t, shapes[s], din, in, 0, "");
             gdt_free(din, (size_t)n * gd_dtype_size(t));
@@ -289,6 +291,26 @@ static void check_int64_wrap(void)
     gdt_free(out, 8);
 }
 
+/* int32 sums accumulate in int64: past INT32_MAX they do not wrap; int32 max and min stay
+ * int32, INT32_MIN and INT32_MAX included. */
+static void check_int32_sums(void)
+{
+    static const int32_t in[3] = {INT32_MAX, 1, INT32_MIN};
+    static const int64_t want_sum[1] = {0}, want_head[1] = {(int64_t)INT32_MAX + 1};
+    static const int64_t want_max[1] = {INT32_MAX}, want_min[1] = {INT32_MIN};
+    void *din = gdt_upload_new(in, sizeof in), *out = gdt_alloc(8);
+    if (OK(gdt_be->reduce(out, GD_INT64, GD_RED_SUM, din, GD_INT32, 1, 2, 1, gdt_dev, &gdt_err)))
+        EXPECT(out, GD_INT64, 1, want_head, GDT_EXACT, "int32 INT32_MAX + 1 -> int64 does not wrap");
+    if (OK(gdt_be->reduce(out, GD_INT64, GD_RED_SUM, din, GD_INT32, 1, 3, 1, gdt_dev, &gdt_err)))
+        EXPECT(out, GD_INT64, 1, want_sum, GDT_EXACT, "int32 INT32_MAX + 1 + INT32_MIN -> int64");
+    if (OK(gdt_be->reduce(out, GD_INT32, GD_RED_MAX, din, GD_INT32, 1, 3, 1, gdt_dev, &gdt_err)))
+        EXPECT(out, GD_INT32, 1, want_max, GDT_EXACT, "int32 max of INT32_MAX, 1, INT32_MIN");
+    if (OK(gdt_be->reduce(out, GD_INT32, GD_RED_MIN, din, GD_INT32, 1, 3, 1, gdt_dev, &gdt_err)))
+        EXPECT(out, GD_INT32, 1, want_min, GDT_EXACT, "int32 min of INT32_MAX, 1, INT32_MIN");
+    gdt_free(din, sizeof in);
+    gdt_free(out, 8);
+}
+
 void gdt_check_reduce(void)
 {
     check_shapes();
@@ -296,4 +318,5 @@ void gdt_check_reduce(void)
     check_cancellation();
     check_long_sums();
     check_int64_wrap();
+    check_int32_sums();
 }

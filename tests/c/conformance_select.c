@@ -63,7 +63,7 @@ static void check_where_case(const where_case *wc, gd_dtype t)
     const int64_t y1 = n > 1 ? 1 : 0;
     gd_scalar sx, sy;
     if (gd_dtype_is_float(t)) sx.f = gdt_getf(x, t, 0), sy.f = gdt_getf(y, t, y1);
-    else if (t == GD_INT64) sx.i = ((int64_t *)x)[0], sy.i = ((int64_t *)y)[y1];
+    else if (gdt_is_int(t)) sx.i = gdt_geti(x, t, 0), sy.i = gdt_geti(y, t, y1);
     else sx.i = ((uint8_t *)x)[0], sy.i = ((uint8_t *)y)[y1];
     for (int64_t r = 0; r < wc->rows; r++)
         for (int64_t k = 0; k < wc->cols; k++) {

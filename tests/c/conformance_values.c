@@ -82,6 +82,22 @@ static const int_row int_rows[] = {
     {1, GD_MOD, SCALAR_B, {-5, 5, INT64_MIN, 0}, {-3}, {-2, -1, -2, 0}},
 };
 
+/* int32: the same wrapping at 32 bits, and shifts by counts past the width */
+static const int_row int32_rows[] = {
+    {0, GD_ABS, 0, {INT32_MIN, INT32_MAX, 3, -2}, {0}, {INT32_MIN, INT32_MAX, 3, 2}},
+    {0, GD_NEG, 0, {INT32_MIN, INT32_MAX, 0, -5}, {0}, {INT32_MIN, -INT32_MAX, 0, 5}},
+    {0, GD_SQUARE, 0, {65536, INT32_MIN, -3, 46341}, {0}, {0, 0, 9, -2147479015}},
+    {0, GD_COPY, SCALAR_A, {INT32_MIN}, {0}, {INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN}},
+    {1, GD_ADD, 0, {INT32_MIN, INT32_MAX, 3, -2}, {-1, 1, 40, 31}, {INT32_MAX, INT32_MIN, 43, 29}},
+    {1, GD_MUL, 0, {INT32_MAX, INT32_MIN, -1, 65536}, {2, -1, INT32_MIN, 65536}, {-2, INT32_MIN, INT32_MIN, 0}},
+    {1, GD_POW, 0, {3, -2, 7, 0}, {20, 31, 0, 0}, {-808182895, INT32_MIN, 1, 1}},
+    {1, GD_FLOOR_DIV, 0, {INT32_MIN, INT32_MIN, 7, -7}, {-1, 0, -2, 2}, {INT32_MIN, 0, -4, -4}},
+    {1, GD_MOD, 0, {INT32_MIN, INT32_MIN, 7, -7}, {-1, 0, -2, 2}, {0, 0, -1, 1}},
+    {1, GD_MOD, SCALAR_B, {-5, 5, INT32_MIN, 0}, {-3}, {-2, -1, -2, 0}},
+    {1, GD_SHL, 0, {1, 1, -1, 5}, {31, 32, 33, -1}, {INT32_MIN, 0, 0, 0}},
+    {1, GD_SHR, 0, {INT32_MIN, -1, 5, -5}, {31, 32, 1, 40}, {-1, -1, 2, -1}},
+};
+
 /* Runs one row: a and b hold 4 host elements of dtype t (or the scalar in element 0). */
 static int run_row(void *out, int binary, int op, int scalar, gd_dtype t, const void *a, const void *b)
 {
@@ -131,6 +147,16 @@ void gdt_check_elementwise_values(void)
         const int_row *row = &int_rows[r];
         if (OK(run_row(out, row->binary, row->op, row->scalar, GD_INT64, row->a, row->b)))
             EXPECT(out, GD_INT64, 4, row->want, GDT_EXACT, "%s op %d int64, row %zu",
+                   row->binary ? "binary" : "unary", row->op, r);
+    }
+    for (size_t r = 0; r < sizeof int32_rows / sizeof int32_rows[0]; r++) {
+        const int_row *row = &int32_rows[r];
+        int32_t a[4], b[4]; /* device format; scalars stay int64 */
+        for (int i = 0; i < 4; i++) a[i] = (int32_t)row->a[i], b[i] = (int32_t)row->b[i];
+        const void *ha = row->scalar == SCALAR_A ? (const void *)row->a : a;
+        const void *hb = row->scalar == SCALAR_B ? (const void *)row->b : b;
+        if (OK(run_row(out, row->binary, row->op, row->scalar, GD_INT32, ha, hb)))
+            EXPECT(out, GD_INT32, 4, row->want, GDT_EXACT, "%s op %d int32, row %zu",
                    row->binary ? "binary" : "unary", row->op, r);
     }
     gdt_free(out, 32);

@@ -113,6 +113,8 @@ def target_dtype(dtype: np.dtype) -> np.dtype | None:
         return np.dtype(f"f{dtype.itemsize}")
     if dtype.kind == "f" and dtype.itemsize == 2:
         return np.dtype(np.float32)
+    if dtype.kind == "i" and dtype.itemsize == 4:
+        return np.dtype(np.int32)
     if dtype.kind in "iu":
         return np.dtype(np.int64)
     if dtype.kind == "b":

@@ -271,7 +271,8 @@ SIGNATURES: dict[str, tuple[P, ...]] = {
     "float32": (P("x", "any", lambda: 1.5, "positional"),),
 }
 for _same, _as in [("stack", "concatenate"), ("randn", "rand"), ("try_gpu", "gpu"), ("asarray", "array"),
-                   ("float64", "float32"), ("int64", "float32"), ("bool", "float32"), ("bool_", "float32"),
+                   ("float64", "float32"), ("int64", "float32"), ("int32", "float32"), ("bool", "float32"),
+                   ("bool_", "float32"),
                    ("all", "any"), ("isfinite", "isnan"), ("ones_like", "zeros_like"), ("empty_like", "zeros_like"),
                    ("tensor", "array"), ("log_softmax", "softmax")]:
     SIGNATURES[_same] = SIGNATURES[_as]

@@ -120,14 +120,14 @@ def float_rtol(*xs: Any) -> float:
 # strategies: arrays with any values
 # ---------------------------------------------------------------------------------------------
 
-DTYPES = st.sampled_from([np.float32, np.float64, np.int64])
+DTYPES = st.sampled_from([np.float32, np.float64, np.int64, np.int32])
 SHAPES = hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=5)
-INT64 = np.iinfo(np.int64)
 
 
 def elements(dtype: np.dtype, special: bool):
     if dtype.kind == "i":
-        return st.integers(INT64.min, INT64.max) if special else st.integers(-100, 100)
+        info = np.iinfo(dtype)
+        return st.integers(int(info.min), int(info.max)) if special else st.integers(-100, 100)
     width = dtype.itemsize * 8
     if not special:
         return st.floats(-100, 100, width=width, allow_subnormal=False)

@@ -67,6 +67,9 @@ struct alignas(16) double2 {
 struct alignas(16) longlong2 {
     long long x, y;
 };
+struct alignas(16) int4 {
+    int x, y, z, w;
+};
 
 /* round-to-nearest without contraction into a fused multiply-add: what plain double
  * arithmetic gives when built with -ffp-contract=off, as build.sh does */
