@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from . import _C
 
 __all__ = ["clamp", "clip", "install"]
@@ -29,8 +31,18 @@ def _limit(name: str, a: Any, low: Any, high: Any) -> _C.Array:
             return a.copy()
         raise ValueError(f"{name}: one of the bounds must be given, got None for both (as PyTorch "
                          f"refuses it); pass min=, max= or both, or use gd.clip, which copies")
+    low, high = _within_ints(a, low), _within_ints(a, high)
     out = a if low is None else _C.maximum(a, low)
     return out if high is None else _C.minimum(out, high)
+
+
+def _within_ints(a: _C.Array, bound: Any) -> Any:
+    """A Python int bound past an integer array's range, moved to the range's end: it clips
+    the same and keeps the dtype, where maximum/minimum would refuse the int (NumPy's clip)."""
+    if type(bound) is not int or a.dtype not in (_C.int32, _C.int64):
+        return bound
+    info = np.iinfo(a.dtype)
+    return min(max(bound, int(info.min)), int(info.max))
 
 
 def clip(x: _C.Array, /, min: Any = None, max: Any = None, *,  # noqa: A002 (the standard's names)

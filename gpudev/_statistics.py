@@ -279,7 +279,10 @@ def searchsorted(x1: Array, x2: Array, /, *, side: str = "left", sorter: Array |
     if sorter is not None:
         x1 = take(x1, sorter)
     if not isinstance(x2, Array):
-        x2 = _C.asarray(x2, dtype=x1.dtype, device=x1.device)
+        try:
+            x2 = _C.asarray(x2, dtype=x1.dtype, device=x1.device)
+        except OverflowError:  # ints past an int32 x1 still compare, in int64 (as NumPy's)
+            x2 = _C.asarray(x2, device=x1.device)
     n = x1.shape[0]
     lo = _C.zeros(x2.shape, dtype=INT64, device=x2.device)
     hi = _C.full(x2.shape, n, dtype=INT64, device=x2.device)

@@ -590,8 +590,8 @@ def load(path: PathLike, device: Any = None) -> Any:
     ``map_location``); the default is the CPU, so a file saved on a GPU machine loads on any
     machine. The format is recognised by the file's first bytes, not its name.
 
-    Files written by ``np.save`` / ``np.savez`` load too: float32, float64 and int64 as they
-    are, float16 as float32, booleans as bool, other integers as int64. Fortran-ordered arrays
+    Files written by ``np.save`` / ``np.savez`` load too: float32, float64, int64 and int32 as
+    they are, float16 as float32, booleans as bool, other integers as int64. Fortran-ordered arrays
     are made C-ordered. Nothing is ever unpickled: a missing file raises FileNotFoundError,
     and a truncated, corrupt or foreign file (wrong magic, bad header, object/complex/string
     dtype, data shorter or longer than the shape) raises ValueError naming the file and the

@@ -126,10 +126,25 @@ def test_arange_length_that_underflows(device, args, dtype):
     assert_array(gd.arange(*args, dtype=dtype, device=device), np.arange(*args, dtype=dtype))
 
 
-@pytest.mark.parametrize("args", [(0, 1e30, 1e-10), (0, 2**63 - 1, 0.5), (-(2**63), 2**63 - 1), (-1e300, 1e300, 1.0)],
-                         ids=str)
+@pytest.mark.parametrize("args", [(0, 1e30, 1e-10), (0, 2**63 - 1, 0.5), (-(2**63), 2**63 - 1), (-1e300, 1e300, 1.0),
+                                  (0, 4, 2.2250738585072014e-308)], ids=str)
 def test_arange_longer_than_int64_counts(args):
+    # the last one's length overflows a double to +inf: still a length, not a non-finite input
     with pytest.raises(ValueError, match=r"arange: the range holds \S+ elements, more than 2\*\*63 - 1"):
+        gd.arange(*args)
+
+
+@pytest.mark.parametrize("args", [(0, -4, 2.2250738585072014e-308), (0, 4, -5e-324)], ids=str)
+def test_arange_negative_length_past_a_double_is_empty(args):
+    # (stop - start) / step overflows to -inf: a negative length, so an empty range (NumPy cannot
+    # count it and raises; every other negative length is empty there too)
+    assert gd.arange(*args).shape == (0,)
+
+
+@pytest.mark.parametrize("args", [(0, float("inf")), (float("-inf"), 0), (0, 1, float("nan")), (float("nan"), 1)],
+                         ids=str)
+def test_arange_refuses_infinite_or_nan_bounds(args):
+    with pytest.raises(ValueError, match=r"arange: start, stop and step must be finite"):
         gd.arange(*args)
 
 
@@ -291,7 +306,7 @@ def test_python_floats_beyond_int64_are_refused(obj, kind):
         warnings.simplefilter("ignore")
         with pytest.raises(kind):
             np.array(obj, dtype=np.int64)  # the reference refuses too
-    with pytest.raises(kind, match=r"array: a float in the input does not fit in int64 \(.*\); give dtype=gd.float64"):
+    with pytest.raises(kind, match=r"array: a number in the input does not fit in int64 \(.*\); give dtype=gd.float64"):
         gd.array(obj, dtype=gd.int64)
 
 

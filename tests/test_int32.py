@@ -71,7 +71,7 @@ def test_astype(device):
 
 
 def test_array_from_python_numbers_that_do_not_fit():
-    with pytest.raises(OverflowError, match=r"array: a Python int in the input does not fit in int32 .*gd\.int64"):
+    with pytest.raises(OverflowError, match=r"array: a number in the input does not fit in int32 .*gd\.int64"):
         gd.array([1, 2**31], dtype=gd.int32)
     with pytest.raises(OverflowError, match=r"does not fit in int32"):
         gd.array([1.0, 3e9], dtype=gd.int32)
@@ -184,6 +184,22 @@ def test_where_and_clip(device):
     check(lambda x: gd.clip(x, -3, 4), a, device=device, ref=lambda x: np.clip(x, -3, 4))
     with pytest.raises(OverflowError, match="where: Python integer 4294967296 out of bounds for int32"):
         gd.where(gd.asarray(a, device=device) > 0, gd.asarray(a, device=device), 2**32)
+    # bounds past the dtype's range clip nothing on their side, as NumPy's clip
+    check(lambda x: gd.clip(x, -(2**40), 2**40), a, device=device, ref=lambda x: np.clip(x, -(2**40), 2**40))
+    check(lambda x: gd.clip(x, 0, 2**70), a, device=device, ref=lambda x: np.clip(x, 0, 2**62))
+
+
+def test_python_ints_past_int32_in_searchsorted_setitem_and_arange(device):
+    x = gd.asarray(np.array([1, 2, 3], np.int32), device=device)
+    assert gd.searchsorted(x, 2**40).item() == np.searchsorted(np.array([1, 2, 3], np.int32), 2**40) == 3
+    for v in (np.int64(2**40 + 3), np.uint32(2**32 - 1), 2**31):  # NumPy's setitem raises for each
+        with pytest.raises(OverflowError, match=r"setitem: Python integer \d+ out of bounds for int32"):
+            x[0] = v
+    x[1] = np.int64(-7)
+    assert x.tolist() == [1, -7, 3]
+    # (n - 1) * step is 2**63 here: past int64 itself, so past int32 too
+    with pytest.raises(OverflowError, match=r"arange: 2147483649 values .* do not fit in int32"):
+        gd.arange(-(2**31), 2**63 - 1, 2**32, dtype=gd.int32, device=device)
 
 
 # ---------------------------------------------------------------------------------------------

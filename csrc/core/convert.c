@@ -220,8 +220,8 @@ static PyArrayObject *reread_as_int(gd_state *st, PyObject *obj, PyArrayObject *
         PyObject *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb);
         PyErr_Format(PyErr_GivenExceptionMatches(type, PyExc_OverflowError) ? PyExc_OverflowError : PyExc_ValueError,
-                     "%s: a %s in the input does not fit in %s (%S); give dtype=%s to keep it", op,
-                     kind == 'f' ? "float" : "Python int", gd_dtype_name(dt), value ? value : Py_None,
+                     "%s: a number in the input does not fit in %s (%S); give dtype=%s to keep it", op,
+                     gd_dtype_name(dt), value ? value : Py_None,
                      kind == 'f' ? "gd.float64" : "gd.int64");
         Py_XDECREF(type);
         Py_XDECREF(value);

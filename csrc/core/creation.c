@@ -261,15 +261,15 @@ static int64_t arange_count(const arange_args *r, int all_int)
                                                    : r->f[1] - r->f[0];
         double q = span / r->f[2];
         if (q == 0.0 && span != 0.0) return signbit(q) ? 0 : 1;
-        cnt = ceil(q);
-    }
-    if (!isfinite(cnt)) {
-        PyErr_SetString(PyExc_ValueError, "arange: start, stop and step must be finite");
-        return -1;
+        if (isnan(q) || !isfinite(span)) {
+            PyErr_SetString(PyExc_ValueError, "arange: start, stop and step must be finite");
+            return -1;
+        }
+        cnt = ceil(q); /* +-inf when a finite span over a tiny step overflows: too long, or empty */
     }
     if (cnt >= 0x1p63L) {
         char buf[32];
-        snprintf(buf, sizeof buf, "%.3Lg", cnt);
+        snprintf(buf, sizeof buf, "%.3Lg", cnt); /* "inf" when the span over the step overflows */
         PyErr_Format(PyExc_ValueError, "arange: the range holds %s elements, more than 2**63 - 1; use a larger step",
                      buf);
         return -1;
@@ -330,8 +330,10 @@ static int arange_int_steps(gd_scalar *start, gd_scalar *step, const arange_args
  * fit in int32. -1 with OverflowError when one does not. */
 static int arange_fits_int32(gd_scalar start, gd_scalar step, int64_t n)
 {
-    const int64_t last = start.i + (n > 1 ? (n - 1) * step.i : 0);
-    if (start.i >= INT32_MIN && start.i <= INT32_MAX && last >= INT32_MIN && last <= INT32_MAX) return 0;
+    int64_t span = 0, last = start.i; /* a span past int64 cannot end inside int32 */
+    const int wide = n > 1 && (__builtin_mul_overflow(n - 1, step.i, &span) ||
+                               __builtin_add_overflow(start.i, span, &last));
+    if (!wide && start.i >= INT32_MIN && start.i <= INT32_MAX && last >= INT32_MIN && last <= INT32_MAX) return 0;
     PyErr_Format(PyExc_OverflowError,
                  "arange: %lld values from %lld in steps of %lld do not fit in int32; use dtype=gd.int64",
                  (long long)n, (long long)start.i, (long long)step.i);

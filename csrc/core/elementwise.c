@@ -198,7 +198,8 @@ static int binary_dtype(binary_plan *p)
     }
     if (gd_dtype_is_float(p->dt) || p->dt == GD_BOOL) return 0;
     const gd_opinfo *big = !gd_int_fits(&p->x, p->dt) ? &p->x : !gd_int_fits(&p->y, p->dt) ? &p->y : NULL;
-    /* NumPy 2 compares an int32 array with any Python int exactly: in int64 when it fits there */
+    /* NumPy 2 compares an int32 array with a Python int exactly; here in int64 when it fits
+     * there (past int64 gpudev refuses, for int64 arrays too) */
     if (big && p->dt == GD_INT32 && gd_binop_has(p->op, GD_OP_BOOL_OUT) && !big->big) {
         p->dt = GD_INT64;
         big = NULL;
@@ -207,7 +208,8 @@ static int binary_dtype(binary_plan *p)
         PyErr_Format(PyExc_OverflowError,
                      "%s: Python integer %S out of bounds for %s; convert the array first, "
                      "e.g. a.astype(%s)",
-                     p->name, big->obj, gd_dtype_name(p->dt), p->dt == GD_INT32 ? "gd.int64" : "gd.float64");
+                     p->name, big->obj, gd_dtype_name(p->dt),
+                     p->dt == GD_INT32 && !big->big ? "gd.int64" : "gd.float64");
         return -1;
     }
     if (p->op == GD_POW && !p->y.arr && p->y.i < 0) { /* array exponents: pow_exponents_ok */

@@ -198,11 +198,7 @@ int gd_scalar_assign(gd_scalar *out, const gd_opinfo *x, gd_dtype dt, const char
         return 0;
     }
     if (!is_float_scalar(x)) {
-        if (x->kind == OPD_SCALAR && !x->big) { /* a NumPy integer casts as NumPy casts: it wraps */
-            out->i = dt == GD_INT32 ? (int64_t)(int32_t)(uint32_t)(uint64_t)x->i : x->i;
-            return 0;
-        }
-        if (!gd_int_fits(x, dt)) {
+        if (!gd_int_fits(x, dt)) { /* NumPy integers too: NumPy's setitem range-checks them */
             PyErr_Format(PyExc_OverflowError, "%s: Python integer %S out of bounds for %s", op, x->obj,
                          gd_dtype_name(dt));
             return -1;

@@ -52,6 +52,7 @@ REFUSALS = [
     r"axis -?[01] is out of bounds for array of dimension 0",            # NumPy's 0-d reductions
     r"reshape: negative dimensions are not allowed",                    # only -1 is the unknown
     r"does not fit in int64|cannot convert float .* to int64",           # NumPy wraps or saturates
+    r"Python integer -?\d+ out of bounds for int(32|64)",              # NumPy: where wraps, == past int64 compares
     r"integers to negative integer powers are not allowed",             # also for empty arrays
 ]
 
