@@ -326,7 +326,7 @@ typedef struct gd_backend {
     /* Restart peak_allocated_bytes from the current allocated_bytes. */
     gd_reset_peak_memory_fn *reset_peak_memory;
     /* Wait for the device, then give memory cached by its pool back to the system. NULL when
-     * the backend caches nothing (the CPU). Blocks. */
+     * the backend caches nothing. Blocks. */
     gd_empty_cache_fn *empty_cache;
     /* Name, compute capability, memory, clocks and cache of a GPU. NULL on the CPU (the
      * Python layer reads the host's facts from the OS). */

@@ -128,7 +128,8 @@ def memory_stats(device=None) -> dict[str, int]:
     """Memory gpudev holds on `device` (default: the CPU).
 
     Keys: allocated_bytes (live arrays), reserved_bytes (held from the system, including
-    the GPU pool's cache), peak_allocated_bytes, allocations (live blocks).
+    cached blocks: the GPU pool's, and on the CPU large freed blocks kept for reuse),
+    peak_allocated_bytes, allocations (live blocks).
 
     >>> gd.memory_stats('cpu')['allocated_bytes'] >= 0
     True
@@ -137,7 +138,8 @@ def memory_stats(device=None) -> dict[str, int]:
 
 
 def empty_cache(device=None) -> None:
-    """Give memory cached by the GPU pool back to the driver (a no-op on the CPU).
+    """Give memory cached by gpudev back to the system: a GPU pool's to the driver, and on
+    the CPU the large freed blocks (1 MiB and more) kept for reuse.
 
     >>> gd.empty_cache('cpu')
     """

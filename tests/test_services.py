@@ -62,6 +62,84 @@ def test_empty_cache_leaves_the_allocator_working(device):
     assert gd.ones(5, device=device).sum().item() == 5.0
 
 
+# ---------------------------------------------------------------------------------------------
+# the CPU's cache of freed large blocks (sanitizer builds keep none, so that a use after free
+# is still reported)
+# ---------------------------------------------------------------------------------------------
+
+CPU_CACHE = not gd.build_info()["sanitize"]
+cpu_cache = pytest.mark.skipif(not CPU_CACHE, reason="sanitizer builds keep no freed blocks")
+
+
+def _address(x) -> int:
+    return np.from_dlpack(x).ctypes.data
+
+
+def _cpu_cached_bytes() -> int:
+    stats = _C._memory_stats("cpu")
+    return stats["reserved_bytes"] - stats["allocated_bytes"]
+
+
+@cpu_cache
+def test_cpu_keeps_a_freed_large_block_for_the_next_array_of_its_size():
+    gc.collect()
+    gd.empty_cache("cpu")
+    x = gd.ones((1024, 1024))  # 4 MiB
+    where = _address(x)
+    del x
+    assert _cpu_cached_bytes() >= 4 << 20  # held, and counted as reserved
+    y = gd.zeros((1024, 1024))
+    assert _address(y) == where
+    assert np.from_dlpack(y).max() == 0.0  # reused memory is still initialized by zeros()
+    assert _cpu_cached_bytes() < 4 << 20
+    # a size that differs by less than one 64 KiB step reuses it too; a larger one does not
+    where = _address(y)
+    del y
+    z = gd.empty(1024 * 1024 - 100)
+    assert _address(z) == where
+    del z
+    w = gd.empty(1024 * 1024 + (64 << 10))
+    assert _address(w) != where
+    del w
+    gd.empty_cache("cpu")
+
+
+@cpu_cache
+def test_cpu_cache_gives_everything_back_on_empty_cache():
+    gc.collect()
+    gd.empty_cache("cpu")
+    assert _cpu_cached_bytes() < 1 << 20  # only the small blocks' padding
+    arrays = [gd.empty(1 << 20 + i % 3) for i in range(6)]  # 4, 8 and 16 MiB
+    total = sum(a.nbytes for a in arrays)
+    del arrays
+    assert _cpu_cached_bytes() >= total
+    gd.empty_cache("cpu")
+    assert _cpu_cached_bytes() < 1 << 20
+
+
+@cpu_cache
+def test_cpu_cache_holds_at_most_sixteen_blocks():
+    gc.collect()
+    gd.empty_cache("cpu")
+    sizes = [(1 << 18) + i * (1 << 14) for i in range(24)]  # 24 sizes of 1-2.4 MiB, all different
+    arrays = [gd.empty(n) for n in sizes]
+    del arrays
+    largest16 = sum(sorted(4 * n for n in sizes)[-16:])
+    assert 16 * (1 << 20) <= _cpu_cached_bytes() <= largest16 + 16 * (64 << 10)
+    gd.empty_cache("cpu")
+
+
+def test_cpu_products_and_sums_are_right_when_blocks_are_reused():
+    rng = np.random.default_rng(7)
+    a_np = rng.standard_normal((600, 600)).astype(np.float32)
+    a = gd.asarray(a_np)
+    want = a_np.astype(np.float64) @ a_np.astype(np.float64)
+    for _ in range(3):  # each result lands in the block the previous one freed
+        got = np.from_dlpack(a @ a)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+        assert gd.full((600, 600), 2.0).sum().item() == 720000.0
+
+
 @pytest.mark.parametrize("service", ["_memory_stats", "_reset_peak_memory", "_empty_cache", "_device_props",
                                      "_event_create"])
 def test_services_on_a_missing_gpu_raise_device_unavailable(service):

@@ -66,7 +66,7 @@ static PyObject *mod_reset_peak_memory(PyObject *module, PyObject *device)
     Py_RETURN_NONE;
 }
 
-/* Blocks until the device is idle; a backend without a cache has nothing to give back. */
+/* Blocks until the device is idle, then gives the backend's cached memory back (where it keeps any). */
 static PyObject *mod_empty_cache(PyObject *module, PyObject *device)
 {
     gd_state *st = PyModule_GetState(module);

@@ -86,10 +86,12 @@ const gd_backend gd_cpu_backend = {
     .permute = gd_cpu_permute,
     .arange = gd_cpu_arange,
     .random = gd_cpu_random,
-    /* device services: the counters only; no cache, no GPU properties, no events (the CPU
-     * is timed with the host clock), and gpudev's calls are the only work to wait for */
+    /* device services: the counters and the cache of freed blocks; no GPU properties, no
+     * events (the CPU is timed with the host clock), and gpudev's calls are the only work to
+     * wait for */
     .memory_stats = gd_cpu_get_memory_stats,
     .reset_peak_memory = gd_cpu_reset_peak_memory,
+    .empty_cache = gd_cpu_empty_cache,
     /* indexing that copies */
     .gather_rows = gd_cpu_gather_rows,
     .scatter_rows = gd_cpu_scatter_rows,

@@ -157,6 +157,7 @@ gd_alloc_fn gd_cpu_alloc;
 gd_free_fn gd_cpu_free;
 gd_memory_stats_fn gd_cpu_get_memory_stats;
 gd_reset_peak_memory_fn gd_cpu_reset_peak_memory;
+gd_empty_cache_fn gd_cpu_empty_cache;
 
 /* copy.c */
 gd_copy_from_host_fn gd_cpu_copy_from_host;

@@ -1,11 +1,14 @@
 /* memory.c - the CPU backend's host memory: aligned allocations (huge pages for large ones),
- * what alloc(0) returns, and the counters behind memory_stats. There is no cache to empty.
+ * a small cache of freed large blocks, what alloc(0) returns, and the counters behind
+ * memory_stats.
  */
 #define _GNU_SOURCE /* MADV_HUGEPAGE under -std=c11 */
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "backend_cpu.h"
 #include "cpu.h"
@@ -13,18 +16,27 @@
 #define GD_ALIGN ((size_t)64)         /* cache line: every allocation starts on one */
 #define GD_HUGE_MIN ((size_t)4 << 20) /* from here allocations ask for huge pages */
 #define GD_PAGE ((uintptr_t)4096)
+#define GD_CACHE_MIN ((size_t)1 << 20)    /* from here freed blocks are kept (below) */
+#define GD_CACHE_ROUND ((size_t)64 << 10) /* and their sizes rounded up to this */
 
 /* ------------------------------------------------------------------------------------------
  * memory
  *
- * No cache: freed blocks go back to the C library, which keeps and reuses them. Blocks of
- * 4 MiB and more are marked for transparent huge pages (as NumPy marks its own): they fault
- * in about 4x faster than 4 KiB pages when first touched, and streaming over them misses the
- * TLB far less (it matters most in virtual machines, where a miss walks two page tables).
- * They are not aligned to 2 MiB: glibc serves such an aligned request from a bigger chunk,
- * which its heap trims back to the system on free, so every 16 MB result faulted its pages in
- * again (10 faults, 1-3 ms per 2000x2000 a + b; NumPy's result, 0). The kernel backs the
- * 2 MiB-aligned stretches inside the block with huge pages all the same.
+ * Blocks of 4 MiB and more are marked for transparent huge pages (as NumPy marks its own):
+ * they fault in about 4x faster than 4 KiB pages when first touched, and streaming over them
+ * misses the TLB far less (it matters most in virtual machines, where a miss walks two page
+ * tables). They are not aligned to 2 MiB: glibc serves such an aligned request from a bigger
+ * chunk, which its heap trims back to the system on free; the kernel backs the 2 MiB-aligned
+ * stretches inside the block with huge pages all the same.
+ *
+ * Freed blocks of GD_CACHE_MIN bytes and more are kept (below) and handed out again: glibc
+ * gives blocks past its mmap threshold (32 MiB at most) back to the system on free, and trims
+ * its heap above that, so a loop that makes one large result per step faulted every page of
+ * it in again, each time. Measured side by side with NumPy in one process (2-core AMD EPYC
+ * VM, quiet, median of 7): 1000x1000 float32 a @ b took 4.95 ms (1.2 ms of it system time,
+ * 839 page faults per call) against NumPy's 4.13 ms (0 faults); 4000x4000 took 330 ms with
+ * 72 ms of system time (808 faults, some of them compacting memory for huge pages) against
+ * 254 ms. With the blocks kept: 0 faults, 4.11 / 240 ms against NumPy's 4.31 / 242 ms.
  * ---------------------------------------------------------------------------------------- */
 
 static atomic_llong gd_mem_allocated, gd_mem_peak, gd_mem_count, gd_mem_reserved;
@@ -45,7 +57,119 @@ static void gd_mem_count_alloc(size_t nbytes, size_t reserved)
     }
 }
 
-static size_t gd_reserved_bytes(size_t nbytes) { return (nbytes + GD_ALIGN - 1) & ~(GD_ALIGN - 1); }
+/* The bytes a block of nbytes takes: whole cache lines, or whole GD_CACHE_ROUND steps for
+ * blocks the cache keeps. Past SIZE_MAX it wraps below nbytes, which alloc refuses. */
+static size_t gd_reserved_bytes(size_t nbytes)
+{
+    const size_t step = nbytes >= GD_CACHE_MIN ? GD_CACHE_ROUND : GD_ALIGN;
+    return (nbytes + step - 1) & ~(step - 1);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * the cache of freed large blocks
+ *
+ * A freed block of GD_CACHE_MIN bytes or more waits here for an allocation of the same size
+ * (sizes from GD_CACHE_MIN are rounded up to GD_CACHE_ROUND, which lets shapes that differ a
+ * little share blocks and wastes at most 1/16 of one), and the oldest
+ * blocks go back to the system once the cache holds more than GD_CACHE_SLOTS blocks or an
+ * eighth of the host's memory (as the GPU pool keeps an eighth of the GPU's). Cached bytes
+ * count as reserved in memory_stats; empty_cache('cpu') gives them all back, and so does an
+ * allocation that the system refuses, before it tries again. AddressSanitizer builds keep no
+ * blocks, so that a use after free is still reported.
+ * ---------------------------------------------------------------------------------------- */
+
+#define GD_CACHE_SLOTS 16
+
+#if defined(__SANITIZE_ADDRESS__)
+#define GD_CACHE_ON 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GD_CACHE_ON 0
+#endif
+#endif
+#ifndef GD_CACHE_ON
+#define GD_CACHE_ON 1
+#endif
+
+typedef struct gd_cached_block {
+    void *ptr;
+    size_t reserved;
+} gd_cached_block;
+
+static struct {
+    pthread_mutex_t lock;
+    gd_cached_block blocks[GD_CACHE_SLOTS]; /* oldest first */
+    int count;
+    size_t bytes;
+} gd_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* An eighth of the host's memory, read once (1 GiB where the system does not say). */
+static size_t gd_cache_limit(void)
+{
+    static size_t limit;
+    if (!limit) {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        limit = pages > 0 && page > 0 ? (size_t)pages / 8 * (size_t)page : (size_t)1 << 30;
+    }
+    return limit;
+}
+
+/* Removes slot i (the caller holds the lock) and returns its block. */
+static void *gd_cache_take(int i)
+{
+    void *p = gd_cache.blocks[i].ptr;
+    gd_cache.bytes -= gd_cache.blocks[i].reserved;
+    for (int j = i + 1; j < gd_cache.count; j++) gd_cache.blocks[j - 1] = gd_cache.blocks[j];
+    gd_cache.count--;
+    return p;
+}
+
+/* A cached block of `reserved` bytes, the most recently freed one, or NULL. */
+static void *gd_cache_get(size_t reserved)
+{
+    if (!GD_CACHE_ON || reserved < GD_CACHE_MIN) return NULL;
+    void *p = NULL;
+    pthread_mutex_lock(&gd_cache.lock);
+    for (int i = gd_cache.count - 1; i >= 0 && !p; i--)
+        if (gd_cache.blocks[i].reserved == reserved) p = gd_cache_take(i);
+    pthread_mutex_unlock(&gd_cache.lock);
+    return p;
+}
+
+/* Keeps a freed block (1) or leaves it to the caller to free (0); blocks pushed out to
+ * make room are freed here, outside the lock. */
+static int gd_cache_put(void *ptr, size_t reserved)
+{
+    if (!GD_CACHE_ON || reserved < GD_CACHE_MIN || reserved > gd_cache_limit()) return 0;
+    void *evicted[GD_CACHE_SLOTS];
+    int n = 0;
+    pthread_mutex_lock(&gd_cache.lock);
+    while (gd_cache.count > 0 && (gd_cache.count == GD_CACHE_SLOTS || gd_cache.bytes + reserved > gd_cache_limit())) {
+        atomic_fetch_sub_explicit(&gd_mem_reserved, (long long)gd_cache.blocks[0].reserved, memory_order_relaxed);
+        evicted[n++] = gd_cache_take(0);
+    }
+    gd_cache.blocks[gd_cache.count++] = (gd_cached_block){ptr, reserved};
+    gd_cache.bytes += reserved;
+    pthread_mutex_unlock(&gd_cache.lock);
+    for (int i = 0; i < n; i++) free(evicted[i]);
+    return 1;
+}
+
+/* Gives every cached block back to the system; the bytes it freed. */
+static size_t gd_cache_release(void)
+{
+    gd_cached_block blocks[GD_CACHE_SLOTS];
+    pthread_mutex_lock(&gd_cache.lock);
+    int n = gd_cache.count;
+    size_t bytes = gd_cache.bytes;
+    for (int i = 0; i < n; i++) blocks[i] = gd_cache.blocks[i];
+    gd_cache.count = 0;
+    gd_cache.bytes = 0;
+    atomic_fetch_sub_explicit(&gd_mem_reserved, (long long)bytes, memory_order_relaxed);
+    pthread_mutex_unlock(&gd_cache.lock);
+    for (int i = 0; i < n; i++) free(blocks[i].ptr);
+    return bytes;
+}
 
 int gd_cpu_alloc(void **out, int device, size_t nbytes, gd_error *err)
 {
@@ -56,8 +180,15 @@ int gd_cpu_alloc(void **out, int device, size_t nbytes, gd_error *err)
         return GD_OK;
     }
     size_t reserved = gd_reserved_bytes(nbytes);
-    void *p = NULL;
-    if (reserved < nbytes || posix_memalign(&p, GD_ALIGN, reserved) != 0) {
+    void *p = gd_cache_get(reserved);
+    if (p) { /* already counted as reserved, and marked for huge pages when it was made */
+        gd_mem_count_alloc(nbytes, 0);
+        *out = p;
+        return GD_OK;
+    }
+    int failed = reserved < nbytes || posix_memalign(&p, GD_ALIGN, reserved) != 0;
+    if (failed && reserved >= nbytes && gd_cache_release() > 0) failed = posix_memalign(&p, GD_ALIGN, reserved) != 0;
+    if (failed) {
         char want[32], held[32];
         return gd_set_error(err, GD_ERR_HOST_OOM,
                        "out of host memory allocating %s (%zu bytes); gpudev holds %s of host "
@@ -84,14 +215,15 @@ void gd_cpu_free(void *ptr, int device, size_t nbytes)
     if (ptr == NULL || ptr == (void *)gd_empty_block) return;
     size_t reserved = gd_reserved_bytes(nbytes);
     atomic_fetch_sub_explicit(&gd_mem_allocated, (long long)nbytes, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&gd_mem_reserved, (long long)reserved, memory_order_relaxed);
     atomic_fetch_sub_explicit(&gd_mem_count, 1, memory_order_relaxed);
+    if (gd_cache_put(ptr, reserved)) return; /* still reserved */
+    atomic_fetch_sub_explicit(&gd_mem_reserved, (long long)reserved, memory_order_relaxed);
     free(ptr);
 }
 
 /* ------------------------------------------------------------------------------------------
- * device services: memory statistics (gpudev keeps no host cache: freed memory goes straight
- * back to the C library, so reserved is live blocks plus their alignment padding)
+ * device services: memory statistics (reserved: live blocks with their alignment padding,
+ * and the cached ones) and giving the cache back
  * ---------------------------------------------------------------------------------------- */
 
 int gd_cpu_get_memory_stats(gd_memory_stats *out, int device, gd_error *err)
@@ -110,4 +242,12 @@ void gd_cpu_reset_peak_memory(int device)
     (void)device;
     atomic_store_explicit(&gd_mem_peak, atomic_load_explicit(&gd_mem_allocated, memory_order_relaxed),
                           memory_order_relaxed);
+}
+
+int gd_cpu_empty_cache(int device, gd_error *err)
+{
+    (void)device;
+    (void)err;
+    gd_cache_release();
+    return GD_OK;
 }
