@@ -104,14 +104,19 @@ static struct {
 } gd_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* An eighth of the host's memory, read once (1 GiB where the system does not say). */
+static size_t gd_cache_max;
+static pthread_once_t gd_cache_max_once = PTHREAD_ONCE_INIT;
+
+static void gd_cache_max_init(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    gd_cache_max = pages > 0 && page > 0 ? (size_t)pages / 8 * (size_t)page : (size_t)1 << 30;
+}
+
 static size_t gd_cache_limit(void)
 {
-    static size_t limit;
-    if (!limit) {
-        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-        limit = pages > 0 && page > 0 ? (size_t)pages / 8 * (size_t)page : (size_t)1 << 30;
-    }
-    return limit;
+    pthread_once(&gd_cache_max_once, gd_cache_max_init);
+    return gd_cache_max;
 }
 
 /* Removes slot i (the caller holds the lock) and returns its block. */
