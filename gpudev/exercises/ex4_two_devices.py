@@ -308,7 +308,8 @@ def plot(res: Result) -> Figure:
                                         (r["full_overlap_s"], ":", "full overlap (the longer one)")):
                 ax.hlines(value / scale, x - width / 2, x + width / 2, colors="black", linestyles=style,
                           label=label if not ax.get_legend_handles_labels()[1].count(label) else None)
-        ax.set_ylim(0, top / scale * 1.3)
+        bottom = None if ax.get_yscale() == "log" else 0  # a log axis keeps the bottom plots.bars chose
+        ax.set_ylim(bottom, top / scale * 1.3)
         ax.legend(fontsize=8, loc="upper right")
     two_gpus = ", and on two GPUs" if any(r.get("part") == "two GPUs" for r in res.rows) else ""
     ax.set_title(f"Exercise 4: two products with host work{two_gpus} (median, whiskers min-max)", fontsize=9)
