@@ -16,37 +16,52 @@ from gpudev.testing import (TOLERANCES, UndecidedError, assert_allclose, assert_
 
 pytest_plugins = ["pytester"]
 
-# Sleeps time the same on any machine: a clear margin stays clear under load.
-SLEEPS = """
-import time
-import pytest
-from gpudev.testing import assert_faster
-
-def sleep_1ms():
-    time.sleep(0.001)
-
-def sleep_6ms():
-    time.sleep(0.006)
-"""
-
-# Injected noise: load that comes and goes, every 3 calls, and slows only `slow` while it
-# lasts, so the per-round ratios fall half near 0.5x and half near 4.5x (each call lasts over
-# a millisecond, so a round is one call and sees one state): no number of rounds can tell
-# whether `fast` is 1.5x faster.
-NOISY = """
+# A clock the timed functions move: assert_faster reads time.perf_counter, and here time
+# passes only when `takes(seconds)` says so, so no outcome depends on the machine's load or on
+# how long a sleep really lasts.
+CLOCK = """
 import itertools
 import time
 import pytest
 from gpudev.testing import assert_faster
 
+class Clock:
+    now = 0.0
+
+    def __call__(self):
+        return self.now
+
+clock = Clock()
+
+@pytest.fixture(autouse=True)
+def _clock(monkeypatch):
+    monkeypatch.setattr(time, "perf_counter", clock)
+
+def takes(seconds):
+    clock.now += seconds
+"""
+
+CLEAR = CLOCK + """
+def takes_1ms():
+    takes(0.001)
+
+def takes_6ms():
+    takes(0.006)
+"""
+
+# Noise that comes and goes, every 3 calls, and slows only `slow` while it lasts, so the
+# per-round ratios fall half at 0.5x and half at 4.5x (each call lasts over a millisecond, so a
+# round is one call and sees one state): no number of rounds can tell whether `fast` is 1.5x
+# faster.
+NOISY = CLOCK + """
 calls = itertools.count()
 
 def fast():
-    time.sleep(0.003)
+    takes(0.003)
 
 def slow():
     loaded = next(calls) // 3 % 2
-    time.sleep(0.0135 if loaded else 0.0015)
+    takes(0.0135 if loaded else 0.0015)
 """
 
 
@@ -84,18 +99,24 @@ def test_gd_benchmark_writes_pytest_benchmark_json(pytester):
 
 
 def test_assert_faster_passes_with_a_clear_margin_and_fails_when_slower(pytester):
-    pytester.makepyfile(SLEEPS + """
+    pytester.makepyfile(CLEAR + """
 def test_clear_margin():
-    c = assert_faster(sleep_1ms, sleep_6ms, by=1.5, max_duration=3)
-    assert c.outcome == "pass" and c.speedup.lo >= 1.5
+    c = assert_faster(takes_1ms, takes_6ms, by=1.5, max_duration=3)
+    assert c.outcome == "pass" and c.speedup.lo >= 1.5 and c.speedup.ratio == pytest.approx(6)
+    assert str(c).startswith("takes_1ms vs takes_6ms: 6x faster (median of paired ratios, 95% interval 6x to 6x")
+    assert str(c).endswith("needed at least 1.5x faster: pass")
 
 def test_slower():
-    assert_faster(sleep_6ms, sleep_1ms, by=1.5, max_duration=3)
+    assert_faster(takes_6ms, takes_1ms, by=1.5, max_duration=3)
+
+def test_slowdown_bound():
+    assert_faster(takes_6ms, takes_1ms, by=1 / 1.2, max_duration=3)
 """)
     result = pytester.runpytest("-rf")
-    result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*sleep_6ms vs sleep_1ms: *x faster (median of paired ratios, 95% interval *"
-                                 "needed 1.5x: fail (the whole interval is below 1.5x)*"])
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(["*takes_6ms vs takes_1ms: 6x slower (median of paired ratios, 95% interval 6x to 6x, "
+                                 "*needed at least 1.5x faster: fail (the whole interval falls short of it)*",
+                                 "*takes_6ms vs takes_1ms: 6x slower *needed at most 1.2x slower: fail*"])
 
 
 def test_undecided_under_injected_noise_skips_xfails_or_fails_as_configured(pytester):
@@ -111,7 +132,7 @@ def test_fail():
 """)
     result = pytester.runpytest("--gd-undecided=xfail", "-rsxf")
     result.assert_outcomes(xfailed=1, skipped=1, failed=1)
-    result.stdout.fnmatch_lines(["*fast vs slow: *needed 1.5x: undecided (the interval straddles 1.5x*"])
+    result.stdout.fnmatch_lines(["*fast vs slow: *needed at least 1.5x faster: undecided (the interval straddles it*"])
 
 
 def test_undecided_policy_from_the_ini_file_and_bad_values(pytester):
@@ -128,10 +149,15 @@ def test_outside_pytest_undecided_raises_its_own_error(monkeypatch):
     import _gpudev_pytest
 
     monkeypatch.setattr(_gpudev_pytest, "undecided_policy", None)  # as outside pytest
-    with pytest.raises(UndecidedError, match="no interval with"):
-        # a budget shorter than one call: one round, no interval, so no verdict (with calls of
-        # nothing, a quick machine fitted 7 rounds in the budget's checks and decided)
-        assert_faster(lambda: time.sleep(2e-4), lambda: time.sleep(2e-4), by=1.5, max_duration=1e-4, n_warmup=0)
+    now = [0.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: now[0])
+
+    def takes_200us() -> None:
+        now[0] += 2e-4
+
+    with pytest.raises(UndecidedError, match="no interval with 1 rounds"):
+        # a budget shorter than one call: one round, no interval, so no verdict
+        assert_faster(takes_200us, takes_200us, by=1.5, max_duration=1e-4, n_warmup=0)
 
 
 def test_compare_refuses_bad_arguments():

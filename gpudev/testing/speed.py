@@ -65,16 +65,27 @@ class Comparison:
 
     def __str__(self) -> str:
         s = self.speedup
-        interval = s.interval_text() if s.known else f"no interval with {self.rounds} rounds"
-        head = (f"{self.fast} vs {self.slow}: {format_ratio(s.ratio)} faster ({s.how}, {interval}, "
-                f"{self.rounds} rounds in {format_seconds(self.seconds)}; median {format_seconds(s.b)} vs "
-                f"{format_seconds(s.a)}); needed {format_ratio(self.by)}: {self.outcome}")
+        if s.ratio >= 1:  # a speedup reads as one; a slowdown as "1.17x slower", never "0.858x faster"
+            shown, interval = f"{format_ratio(s.ratio)} faster", s
+        else:
+            shown, interval = f"{format_ratio(1 / s.ratio)} slower", s.inverse()
+        spread = interval.interval_text() if s.known else f"no interval with {self.rounds} rounds"
+        head = (f"{self.fast} vs {self.slow}: {shown} ({s.how}, {spread}, {self.rounds} rounds in "
+                f"{format_seconds(self.seconds)}; median {format_seconds(s.b)} vs {format_seconds(s.a)}); "
+                f"needed {self.needed}: {self.outcome}")
         if self.outcome == "fail":
-            return head + f" (the whole interval is below {format_ratio(self.by)})"
+            return head + " (the whole interval falls short of it)"
         if self.outcome == "undecided":
-            return head + (f" (the interval straddles {format_ratio(self.by)}: the noise leaves it open; "
-                           f"give it more time with max_duration= or run on a quieter machine)")
+            return head + (" (the interval straddles it: the noise leaves it open; "
+                           "give it more time with max_duration= or run on a quieter machine)")
         return head
+
+    @property
+    def needed(self) -> str:
+        """The threshold in words: 'at least 1.5x faster', or 'at most 1.2x slower' for by < 1."""
+        if self.by >= 1:
+            return f"at least {format_ratio(self.by)} faster"
+        return f"at most {format_ratio(1 / self.by)} slower"
 
 
 def _name(fn: Callable) -> str:
