@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import gpudev as gd
+from gpudev.trace import TraceEvent
 from gpudev.testing import (TOLERANCES, UndecidedError, assert_allclose, assert_copies, assert_faster,
-                            assert_syncs, compare)
+                            assert_syncs, check_copies, check_syncs, compare)
 
 pytest_plugins = ["pytester"]
 
@@ -223,6 +224,27 @@ def test_assert_copies_by_direction(device):
                                          "'any', got 'up'"):
         with assert_copies(direction="up"):
             pass
+
+
+def test_the_checks_on_events_recorded_elsewhere(device):
+    # as an autograder receives them from another process: plain TraceEvents, no live trace
+    w = gd.randn(8, device=device)
+    with gd.trace() as tr:
+        for _ in range(3):
+            w.sum().item()
+    events = [TraceEvent(*json.loads(json.dumps(e))) for e in tr.events]
+    check_syncs(events, max=3)
+    check_copies(tr, max=3, direction="d2h")
+    check_syncs(events, max=0, device="cuda:7")  # none on that device
+    with pytest.raises(AssertionError, match=r"assert_syncs: 3 synchronizations, at most 2 allowed; by line: "
+                                             r".*test_testing_plugin.py:\d+: item x3"):
+        check_syncs(events, max=2)
+    with pytest.raises(AssertionError, match="assert_copies: 3 d2h copies, at most 1 allowed"):
+        check_copies(events, max=1)
+    with pytest.raises(ValueError, match="check_copies: direction must be one of 'd2h'"):
+        check_copies(events, direction="up")
+    with pytest.raises(ValueError, match="check_syncs: max must be an int >= 0, got 1.5"):
+        check_syncs(events, max=1.5)
 
 
 def test_assert_allclose_uses_the_documented_tolerances(device):
