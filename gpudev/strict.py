@@ -73,6 +73,8 @@ _ADVICE = {
     "repr": "print arrays outside the loop, or print a summary once at the end",
     "numpy": "convert once after the loop, with a.cpu().numpy()",
     "__array__": "convert once after the loop, with a.cpu().numpy()",
+    "buffer": "convert once after the loop, with a.cpu().numpy()",
+    "__dlpack__": "hand the array over once after the loop",
     "cpu copy": "copy once after the loop",
 }
 

@@ -55,9 +55,11 @@ class TraceEvent(NamedTuple):
 # the dispatcher: one hook in C, any number of active traces in Python
 # ---------------------------------------------------------------------------------------------
 
-# The sync causes that read device data back to the host: on a GPU each comes with a d2h
-# copy; on the CPU nothing moves, but the same line would copy on a GPU.
-HOST_READS = frozenset({"item", "tolist", "repr", "numpy", "__array__", "cpu copy"})
+# The sync causes that read device data back to the host (csrc/core/trace.c's gd_host_read):
+# on a GPU each comes with a d2h copy; on the CPU nothing moves, but the same line would copy
+# on a GPU. 'buffer' is the buffer protocol (memoryview, and np.asarray / np.array of a CPU
+# array), '__dlpack__' an export to a CPU consumer (np.from_dlpack).
+HOST_READS = frozenset({"item", "tolist", "repr", "numpy", "__array__", "buffer", "__dlpack__", "cpu copy"})
 COPY_KINDS = ("h2d", "d2h", "d2d", "peer", "h2h")
 
 

@@ -153,7 +153,9 @@ ArrayObject *gd_array_view(gd_state *st, ArrayObject *src, char *data, int ndim,
     ArrayObject *a = alloc_object(st, src->device, src->dtype, ndim, shape, strides, view_size(ndim, shape));
     if (!a) return NULL;
     a->data = data;
-    a->base = Py_NewRef(src->base ? src->base : (PyObject *)src);
+    /* the root of the storage (core.h): src's base when that is an Array, else src itself,
+     * also when src's base is the foreign owner of borrowed memory */
+    a->base = Py_NewRef((PyObject *)gd_owner(st, src));
     return a;
 }
 
@@ -177,6 +179,7 @@ void gd_array_dealloc(PyObject *self)
     if (a->weakreflist) PyObject_ClearWeakRefs(self);
     Py_XDECREF(a->ag);
     Py_XDECREF(a->grad);
+    Py_XDECREF(a->guards);
     if (a->base) {
         Py_DECREF(a->base);
     } else if (a->alloc_ptr) {

@@ -262,6 +262,8 @@ static PyMethodDef array_methods[] = {
               "A NumPy view sharing memory (CPU arrays only; GPU arrays: a.cpu().numpy())."),
     GD_DEF(gd_array_dunder_array_sig, GD_FN(gd_array_dunder_array), GD_FASTKW),
     GD_METHOD("item", gd_array_item, METH_NOARGS, "$self", "The only element as a Python scalar (synchronizes)."),
+    GD_METHOD("__format__", gd_array_format, METH_O, "$self, format_spec, /",
+              "format(a, spec): a 0-d array as its element (f'{loss:.3f}'), others as str(a) with an empty spec."),
     GD_METHOD("tolist", gd_array_tolist, METH_NOARGS, "$self", "Nested Python lists (synchronizes)."),
     GD_METHOD("copy", gd_array_copy, METH_NOARGS, "$self", "A new array with the same data on the same device."),
     GD_METHOD("__copy__", gd_array_copy, METH_NOARGS, "$self", "copy.copy(a): a.copy()"),

@@ -50,9 +50,17 @@ static ArrayObject *from_host_ndarray(gd_state *st, PyArrayObject *arr, gd_dtype
 /* Whether a CPU Array may share arr's memory as dtype dt: nothing about the values may
  * change, gpudev must be allowed to write them, and every stride must be whole elements (any
  * sign, 0 for a broadcast axis). */
+/* Typed memory of another object: a NumPy array, or an exporter of the buffer protocol
+ * (memoryview, bytearray, array.array; bytes and str are scalars to NumPy). Its dtype is its
+ * own, and asarray shares it as NumPy does. */
+static int is_typed_memory(PyObject *obj)
+{
+    return PyArray_Check(obj) || (PyObject_CheckBuffer(obj) && !PyBytes_Check(obj) && !PyUnicode_Check(obj));
+}
+
 static int can_borrow(gd_state *st, PyObject *obj, PyArrayObject *arr, gd_dtype dt, gd_device dev, int copy)
 {
-    if (copy || dev.type != GD_CPU || !PyArray_Check(obj) || !gd_numpy_is(st, PyArray_DESCR(arr), dt) ||
+    if (copy || dev.type != GD_CPU || !is_typed_memory(obj) || !gd_numpy_is(st, PyArray_DESCR(arr), dt) ||
         !PyArray_ISALIGNED(arr) || !PyArray_ISWRITEABLE(arr) || !PyArray_ISNOTSWAPPED(arr) ||
         PyArray_NDIM(arr) > GD_MAX_NDIM)
         return 0;
@@ -240,7 +248,7 @@ PyObject *gd_array_from_object(gd_state *st, PyObject *obj, PyObject *dtype_obj,
         ArrayObject *a = (ArrayObject *)obj;
         return from_array(st, a, has_device ? dev : a->device, has_dtype ? dt : a->dtype, copy, op);
     }
-    int from_python = !PyArray_Check(obj) && !PyArray_IsScalar(obj, Generic);
+    int from_python = !is_typed_memory(obj) && !PyArray_IsScalar(obj, Generic);
     PyArrayObject *arr = read_with_numpy(obj, op);
     if (arr && from_python) arr = reread_big_ints(st, obj, arr, dt, has_dtype, op);
     if (arr && from_python && has_dtype && gd_dtype_is_int(dt)) arr = reread_as_int(st, obj, arr, dt, op);

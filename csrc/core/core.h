@@ -80,7 +80,9 @@ typedef struct gd_state {
     PyObject *cuda_reason;              /* str: why CUDA is off, or None */
     int cuda_emulated;                  /* the CUDA backend is gpudev._cuda_emu (CPU emulation) */
     PyObject *trace_hook;               /* callable receiving trace events, or NULL */
-    PyObject *deferred_checks;          /* list of checks run at the next host read (trace.c) */
+    PyObject *deferred_key;             /* each thread's list of deferred checks is under this
+                                         * key of its thread-state dictionary (trace.c) */
+    int deferred_used;                  /* a deferred check was made: threads' lists to run */
     uint64_t seed;                      /* Philox key */
     uint64_t offset;                    /* next Philox block counter */
     uint64_t pending_gpus;              /* bit i: cuda:i may have queued work */
@@ -106,10 +108,15 @@ typedef struct DeviceObject {
  * NumPy does), of any sign, and 0 where a NumPy array or DLPack tensor broadcast an axis. The
  * array that allocated the memory owns it (base == NULL) and frees it in dealloc; views
  * (indexing, slicing, transposes, reshape) point into the owner's block and keep it alive
- * through `base`: the owning Array, or the object (a NumPy array, a DLPack capsule) whose
- * memory gd.asarray or gd.from_dlpack borrowed. `contiguous` says whether the elements are
- * C-contiguous (NumPy's rule: axes of length 1 and empty arrays never break it), which every
- * hot path checks first. Shapes and strides never change after creation. */
+ * through `base`. One rule keeps everything that is kept per storage (the write count, the
+ * deferred checks) in one place: a view's base is always the Array at the root of its
+ * storage, never another view and never a foreign object. The root is the Array that
+ * allocated the memory (base NULL), or the Array that gd.asarray, gd.from_dlpack or the
+ * buffer protocol made from another library's memory, whose base is that library's object
+ * (a NumPy array, a DLPack capsule) and keeps it alive. gd_owner() finds the root (array.c's
+ * gd_array_view is the one place views are made). `contiguous` says whether the elements
+ * are C-contiguous (NumPy's rule: axes of length 1 and empty arrays never break it), which
+ * every hot path checks first. Shapes and strides never change after creation. */
 typedef struct ArrayObject {
     PyObject_HEAD
     char *data;
@@ -131,6 +138,8 @@ typedef struct ArrayObject {
                             * grad, else the node that computed the array (autograd.c) */
     PyObject *grad;        /* autograd: the gradient backward() accumulated, or NULL */
     uint32_t version;      /* owners: writes in place so far, which backward() checks */
+    PyObject *guards;      /* owners: tuple of the deferred checks that vouch for these values
+                            * (trace.c), run at every host read of them; NULL for none */
     _Alignas(16) char inline_data[GD_INLINE_BYTES]; /* Python's allocator aligns objects to 16 */
 } ArrayObject;
 

@@ -365,6 +365,8 @@ PyObject *gd_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
 
+    /* a CPU consumer reads the memory from the host; a GPU one gets it on the device */
+    if ((a->device.type == GD_CPU ? gd_host_read(st, a, "__dlpack__") : gd_handoff(st, a)) < 0) return NULL;
     PyObject *exported = copy ? (PyObject *)gd_array_to_device(st, a, a->device, "__dlpack__") : Py_NewRef(self);
     if (!exported) return NULL;
     if (a->device.type == GD_CUDA && export_order(st, (ArrayObject *)exported, &consumer) < 0) {
@@ -784,7 +786,7 @@ PyObject *gd_array_cuda_array_interface(PyObject *self, void *Py_UNUSED(closure)
      * Exporting gpudev's stream instead would save that wait for consumers that honour the
      * field, but PyTorch's torch.as_tensor ignores it and would read unfinished data. */
     gd_state *st = gd_state_of(self);
-    if (gd_sync_device(st, a->device, "__cuda_array_interface__") < 0) {
+    if (gd_sync_device(st, a->device, "__cuda_array_interface__") < 0 || gd_handoff(st, a) < 0) {
         Py_DECREF(shape);
         return NULL;
     }

@@ -353,6 +353,8 @@ PyObject *gd_binary(gd_state *st, gd_binop op, PyObject *ao, PyObject *bo, Array
     PyObject *res = NULL;
     if (!gd_tracing(st)) res = binary_fast(st, op, ao, bo, inplace);
     if (!res && !PyErr_Occurred()) res = binary_general(st, op, ao, bo, inplace);
+    /* the general path's trace passed on the operands' deferred checks; the fast one's not */
+    if (res && (gd_guard_inherit(st, res, ao) < 0 || gd_guard_inherit(st, res, bo) < 0)) Py_CLEAR(res);
     return inplace ? res : GD_AG_OUT(st, name, res, ao, bo, NULL);
 }
 

@@ -60,7 +60,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->cuda_capsule);
     Py_VISIT(st->cuda_reason);
     Py_VISIT(st->trace_hook);
-    Py_VISIT(st->deferred_checks);
+    Py_VISIT(st->deferred_key);
     Py_VISIT(st->ag_hooks);
     Py_VISIT(st->multi_index);
     return 0;
@@ -84,7 +84,7 @@ static int module_clear(PyObject *module)
     Py_CLEAR(st->cuda_capsule);
     Py_CLEAR(st->cuda_reason);
     Py_CLEAR(st->trace_hook);
-    Py_CLEAR(st->deferred_checks);
+    Py_CLEAR(st->deferred_key);
     Py_CLEAR(st->ag_hooks);
     Py_CLEAR(st->multi_index);
     return 0;

@@ -151,7 +151,9 @@ static PyObject *where_compute(gd_state *st, PyObject *const *args)
         int rc = be->where(out->data, p.dt, &ew, &opd[0], &opd[1], &opd[2], p.dev.index, &err);
         if (gd_run_end(st, p.dev, ts, rc, &err, "where") < 0) goto fail;
     }
-    if (gd_trace_op(st, "where", out, use[1] ? use[1] : use[0], use[2]) < 0) goto fail;
+    if (gd_trace_op(st, "where", out, use[1] ? use[1] : use[0], use[2]) < 0 ||
+        (use[1] && gd_guard_inherit(st, (PyObject *)out, (PyObject *)use[0]) < 0))
+        goto fail;
     /* autograd: x and y are the inputs; the condition (as bool) rides along for the rule */
     PyObject *cond = use[0] ? (PyObject *)use[0] : args[0];
     PyObject *res = GD_AG_OUT(st, "where", out, args[1], args[2], Py_NewRef(cond));

@@ -205,10 +205,12 @@ static int check_join(gd_state *st, join *j)
     for (Py_ssize_t i = 1; i < j->n; i++) {
         ArrayObject *ai = join_item(j, i);
         if (!gd_device_eq(ai->device, a0->device)) {
+            char to[32];
             PyErr_Format(st->DeviceMismatchError,
                          "%s: arrays are on different devices, %s (index 0) and %s (index %zd); "
                          "copy them to one device first, e.g. arrays[%zd].to('%s')",
-                         j->name, gd_device_str(a0->device, s0), gd_device_str(ai->device, s1), i, i, s0);
+                         j->name, gd_device_label(st, a0->device, s0), gd_device_label(st, ai->device, s1), i, i,
+                         gd_device_str(a0->device, to));
             return -1;
         }
         if (j->stack && !gd_same_shape(ai, a0)) {
@@ -327,6 +329,8 @@ static PyObject *concatenate(gd_state *st, PyObject *seq, int64_t axis, int stac
     if ((size > 0 && join_copy(st, be, &j, out, outer) < 0) ||
         gd_trace_op(st, j.name, out, a0, j.n > 1 ? join_item(&j, 1) : NULL) < 0)
         Py_CLEAR(out);
+    for (Py_ssize_t i = 2; out && i < j.n; i++) /* the first two came with the trace */
+        if (gd_guard_inherit(st, (PyObject *)out, (PyObject *)join_item(&j, i)) < 0) Py_CLEAR(out);
     if (out && gd_ag_any(st, fast)) {
         PyObject *items = PySequence_Tuple(fast);
         out = items ? (ArrayObject *)gd_ag_record(st, j.name, (PyObject *)out, items, NULL, PyLong_FromLong(ax))

@@ -72,6 +72,9 @@ int gd_trace_emit(gd_state *st, const char *kind, const char *name, gd_device de
 
 int gd_trace_op(gd_state *st, const char *name, ArrayObject *out, ArrayObject *in0, ArrayObject *in1)
 {
+    if (gd_guard_inherit(st, (PyObject *)out, (PyObject *)in0) < 0 ||
+        gd_guard_inherit(st, (PyObject *)out, (PyObject *)in1) < 0)
+        return -1;
     if (!st->trace_hook) return 0;
     ArrayObject *ins[2] = {in0, in1};
     int n = in1 ? 2 : (in0 ? 1 : 0);
@@ -111,25 +114,51 @@ int gd_trace_copy(gd_state *st, const char *kind, ArrayObject *a, gd_device dst)
     return rc;
 }
 
-static int run_deferred_checks(gd_state *st);
+static int run_thread_checks(gd_state *st);
+static int run_guard_checks(gd_state *st, ArrayObject *owner);
 
 int gd_trace_sync(gd_state *st, const char *cause, gd_device dev)
 {
     double wait_s = dev.type == GD_CUDA ? take_wait() : 0.0; /* nothing waits on the CPU */
     if (!cause) return 0;
-    if (st->deferred_checks && PyList_GET_SIZE(st->deferred_checks) && run_deferred_checks(st) < 0) return -1;
+    if (run_thread_checks(st) < 0) return -1;
     if (!gd_tracing(st)) return 0;
     return emit(st, "sync", cause, dev, NULL, -1, 0, 0, wait_s);
+}
+
+int gd_host_read(gd_state *st, ArrayObject *a, const char *cause)
+{
+    double wait_s = a->device.type == GD_CUDA ? take_wait() : 0.0;
+    ArrayObject *owner = gd_owner(st, a);
+    if (owner->guards && run_guard_checks(st, owner) < 0) return -1;
+    if (run_thread_checks(st) < 0) return -1;
+    if (!gd_tracing(st)) return 0;
+    return emit(st, "sync", cause, a->device, NULL, -1, 0, 0, wait_s);
+}
+
+int gd_handoff(gd_state *st, ArrayObject *a)
+{
+    ArrayObject *owner = gd_owner(st, a);
+    return owner->guards ? run_guard_checks(st, owner) : 0;
 }
 
 /* ------------------------------------------------------------------------------------------
  * checks deferred to the next host read
  *
- * Each entry of st->deferred_checks is (bounds, lo, hi, op, describe): bounds an int64 array
- * [min, -max] of some values on a device (negated so that two entries merge with one
- * elementwise minimum, on the device, see gpudev/_deferred.py), and the values must lie in
- * [lo, hi). When they do not, describe(value) gives the exception to raise.
+ * A check is a list [bounds, lo, hi, op, describe, state] (gpudev/_deferred.py makes them):
+ * bounds an int64 array [min, -max] of some values on a device, which must lie in [lo, hi);
+ * describe(value) gives the exception when they do not; state is None while pending, True
+ * once passed, and the value outside the range once failed. A check is kept in two places:
+ *  - the list of the thread that made it, run at that thread's next sync point of any kind
+ *    (as a GPU reports a failed kernel at the next synchronization), then dropped;
+ *  - `guards` of the storage of the arrays whose values it vouches for (an operation's
+ *    result), run at every host read of them, in any thread: the operations pass it on to
+ *    the arrays they compute from them (gd_guard_inherit), so a read of anything computed
+ *    from a bad result raises too. A failed check raises again at every such read; another
+ *    thread's unrelated read never runs it.
  * ---------------------------------------------------------------------------------------- */
+
+enum { CHECK_BOUNDS, CHECK_LO, CHECK_HI, CHECK_OP, CHECK_DESCRIBE, CHECK_STATE, CHECK_FIELDS };
 
 /* bounds' two int64 values, read from its device (the sync point has waited already). */
 static int read_bounds(gd_state *st, PyObject *bounds, int64_t out[2])
@@ -154,36 +183,126 @@ static int read_bounds(gd_state *st, PyObject *bounds, int64_t out[2])
     return rc ? gd_raise(st, "deferred check", &err) : 0;
 }
 
-static int run_check(gd_state *st, PyObject *entry)
+static int is_check(PyObject *c) { return PyList_CheckExact(c) && PyList_GET_SIZE(c) == CHECK_FIELDS; }
+
+/* Runs one check: 0 when it holds (now or before), -1 with its exception when it fails (now
+ * or before: a failed check keeps failing). */
+static int run_check(gd_state *st, PyObject *check)
 {
-    PyObject *bounds, *op, *describe;
-    long long lo, hi;
-    if (!PyArg_ParseTuple(entry, "OLLUO", &bounds, &lo, &hi, &op, &describe)) return -1;
-    int64_t b[2];
-    if (read_bounds(st, bounds, b) < 0) return -1;
-    int64_t max = -b[1];
-    if (b[0] >= lo && max < hi) return 0;
-    PyObject *exc = PyObject_CallFunction(describe, "L", (long long)(b[0] < lo ? b[0] : max));
+    if (!is_check(check)) {
+        PyErr_SetString(PyExc_TypeError, "deferred check: expected [bounds, lo, hi, op, describe, state]");
+        return -1;
+    }
+    PyObject *state = PyList_GET_ITEM(check, CHECK_STATE);
+    if (state == Py_True) return 0;
+    long long lo = PyLong_AsLongLong(PyList_GET_ITEM(check, CHECK_LO));
+    long long hi = PyLong_AsLongLong(PyList_GET_ITEM(check, CHECK_HI));
+    if (PyErr_Occurred()) return -1;
+    long long bad;
+    if (state != Py_None) { /* failed before: the value it found */
+        bad = PyLong_AsLongLong(state);
+        if (PyErr_Occurred()) return -1;
+    } else {
+        int64_t b[2];
+        if (read_bounds(st, PyList_GET_ITEM(check, CHECK_BOUNDS), b) < 0) return -1;
+        int64_t max = -b[1];
+        if (b[0] >= lo && max < hi) return PyList_SetItem(check, CHECK_STATE, Py_NewRef(Py_True));
+        bad = b[0] < lo ? b[0] : max;
+        PyObject *v = PyLong_FromLongLong(bad);
+        if (!v || PyList_SetItem(check, CHECK_STATE, v) < 0) return -1;
+    }
+    /* a new exception each time: one object raised again would pile up tracebacks */
+    PyObject *exc = PyObject_CallFunction(PyList_GET_ITEM(check, CHECK_DESCRIBE), "L", bad);
     if (!exc) return -1;
-    PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    if (PyExceptionInstance_Check(exc)) PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    else PyErr_SetString(PyExc_TypeError, "deferred check: describe() must return an exception");
     Py_DECREF(exc);
     return -1;
 }
 
-/* Runs every pending check once: the list is emptied first, so a check's own reads (and a
- * failure) never run it again. */
-static int run_deferred_checks(gd_state *st)
+/* The calling thread's list of checks (created on first use); a borrowed reference. */
+static PyObject *thread_checks(gd_state *st)
 {
-    PyObject *pending = PyList_AsTuple(st->deferred_checks);
-    if (!pending || PyList_SetSlice(st->deferred_checks, 0, PY_SSIZE_T_MAX, NULL) < 0) {
+    PyObject *tdict = PyThreadState_GetDict();
+    if (!tdict) {
+        PyErr_SetString(PyExc_RuntimeError, "deferred check: no thread state dictionary");
+        return NULL;
+    }
+    PyObject *list = PyDict_GetItemWithError(tdict, st->deferred_key);
+    if (list || PyErr_Occurred()) return list;
+    list = PyList_New(0);
+    if (!list) return NULL;
+    int rc = PyDict_SetItem(tdict, st->deferred_key, list);
+    Py_DECREF(list); /* the dictionary holds it */
+    return rc < 0 ? NULL : list;
+}
+
+/* Runs this thread's pending checks once: the list is emptied first, so a check's own reads
+ * (and a failure) never run it from there again. */
+static int run_thread_checks(gd_state *st)
+{
+    if (!st->deferred_used) return 0; /* no check was ever made: the common case, for free */
+    PyObject *tdict = PyThreadState_GetDict();
+    PyObject *list = tdict ? PyDict_GetItemWithError(tdict, st->deferred_key) : NULL;
+    if (!list) return PyErr_Occurred() ? -1 : 0;
+    if (!PyList_GET_SIZE(list)) return 0;
+    PyObject *pending = PyList_AsTuple(list);
+    if (!pending || PyList_SetSlice(list, 0, PY_SSIZE_T_MAX, NULL) < 0) {
         Py_XDECREF(pending);
         return -1;
     }
     int rc = 0;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(pending) && rc == 0; i++)
-        rc = run_check(st, PyTuple_GET_ITEM(pending, i));
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(pending) && rc == 0; i++) {
+        PyObject *c = PyTuple_GET_ITEM(pending, i);
+        /* one that a read of its guarded arrays ran already has passed or been reported */
+        if (!is_check(c) || PyList_GET_ITEM(c, CHECK_STATE) == Py_None) rc = run_check(st, c);
+    }
     Py_DECREF(pending);
     return rc;
+}
+
+/* Runs the checks that guard owner's storage; those that passed are dropped from it. */
+static int run_guard_checks(gd_state *st, ArrayObject *owner)
+{
+    PyObject *guards = Py_NewRef(owner->guards); /* a check's reads may replace it */
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(guards) && rc == 0; i++)
+        rc = run_check(st, PyTuple_GET_ITEM(guards, i));
+    if (rc == 0 && owner->guards == guards) Py_CLEAR(owner->guards);
+    Py_DECREF(guards);
+    return rc;
+}
+
+/* owner's guards with those of `more` (a tuple) added, the passed ones and repeats left out. */
+static int add_guards(ArrayObject *owner, PyObject *more)
+{
+    PyObject *now = owner->guards;
+    Py_ssize_t n_now = now ? PyTuple_GET_SIZE(now) : 0, n_more = PyTuple_GET_SIZE(more);
+    PyObject *merged = PyList_New(0);
+    if (!merged) return -1;
+    for (Py_ssize_t i = 0; i < n_now + n_more; i++) {
+        PyObject *c = i < n_now ? PyTuple_GET_ITEM(now, i) : PyTuple_GET_ITEM(more, i - n_now);
+        if (is_check(c) && PyList_GET_ITEM(c, CHECK_STATE) == Py_True) continue;
+        int seen = 0;
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(merged) && !seen; j++) seen = PyList_GET_ITEM(merged, j) == c;
+        if (!seen && PyList_Append(merged, c) < 0) {
+            Py_DECREF(merged);
+            return -1;
+        }
+    }
+    PyObject *t = PyList_GET_SIZE(merged) ? PyList_AsTuple(merged) : NULL;
+    int failed = PyList_GET_SIZE(merged) && !t;
+    Py_DECREF(merged);
+    if (failed) return -1;
+    Py_XSETREF(owner->guards, t);
+    return 0;
+}
+
+int gd_guard_inherit_slow(gd_state *st, ArrayObject *out, ArrayObject *in)
+{
+    ArrayObject *to = gd_owner(st, out), *from = gd_owner(st, in);
+    if (to == from || !from->guards) return 0;
+    return add_guards(to, from->guards);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -208,24 +327,54 @@ static PyObject *mod_get_trace_hook(PyObject *module, PyObject *Py_UNUSED(ignore
     return Py_NewRef(st->trace_hook ? st->trace_hook : Py_None);
 }
 
-/* The list of deferred checks itself: gpudev/_deferred.py appends and merges entries. */
+/* The calling thread's list of deferred checks: gpudev/_deferred.py appends and merges. */
 static PyObject *mod_deferred_checks(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     gd_state *st = PyModule_GetState(module);
-    return Py_NewRef(st->deferred_checks);
+    PyObject *list = thread_checks(st);
+    if (!list) return NULL;
+    st->deferred_used = 1;
+    return Py_NewRef(list);
+}
+
+/* _guard(a, check): the check vouches for the values of a's storage (see above). */
+static PyObject *mod_guard(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    gd_state *st = PyModule_GetState(module);
+    if (nargs != 2 || !gd_is_array(st, args[0]) || !is_check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "_guard: expected (Array, [bounds, lo, hi, op, describe, state])");
+        return NULL;
+    }
+    PyObject *one = PyTuple_Pack(1, args[1]);
+    int rc = one ? add_guards(gd_owner(st, (ArrayObject *)args[0]), one) : -1;
+    Py_XDECREF(one);
+    return rc < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+/* The checks that guard a's storage, a tuple (tests read it). */
+static PyObject *mod_guards(PyObject *module, PyObject *a)
+{
+    gd_state *st = PyModule_GetState(module);
+    ArrayObject *arr = gd_need_array(st, a, "_guards");
+    if (!arr) return NULL;
+    PyObject *g = gd_owner(st, arr)->guards;
+    return g ? Py_NewRef(g) : PyTuple_New(0);
 }
 
 static PyMethodDef trace_functions[] = {
     {"_set_trace_hook", mod_set_trace_hook, METH_O, NULL},
     {"_get_trace_hook", mod_get_trace_hook, METH_NOARGS, NULL},
     {"_deferred_checks", mod_deferred_checks, METH_NOARGS, NULL},
+    {"_guard", GD_FN(mod_guard), METH_FASTCALL, NULL},
+    {"_guards", mod_guards, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 
 int gd_trace_setup(PyObject *module)
 {
     gd_state *st = PyModule_GetState(module);
-    st->deferred_checks = PyList_New(0);
-    if (!st->deferred_checks) return -1;
+    /* the key of each thread's list in its thread-state dictionary: an object of this module's */
+    st->deferred_key = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
+    if (!st->deferred_key) return -1;
     return PyModule_AddFunctions(module, trace_functions);
 }

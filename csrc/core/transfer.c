@@ -20,14 +20,15 @@
  * copies between devices
  * ---------------------------------------------------------------------------------------- */
 
-/* Copy a's bytes to host memory at dst (synchronizing for GPU arrays). `cause` names the
- * synchronization in traces ("item", "repr", "cpu copy", ...). */
-static int copy_to_host_bytes(gd_state *st, void *dst, ArrayObject *a, const char *cause)
+/* Copy a's bytes (a C-contiguous array) to host memory at dst, synchronizing for GPU arrays:
+ * the host read of `read`, the array the user reads (a itself, or the array a compacts).
+ * `cause` names the read in traces ("item", "repr", "cpu copy", ...). */
+static int copy_to_host_bytes(gd_state *st, void *dst, ArrayObject *a, ArrayObject *read, const char *cause)
 {
     size_t n = gd_array_nbytes(a);
     if (a->device.type == GD_CPU) {
         if (n) memcpy(dst, a->data, n);
-        return gd_trace_sync(st, cause, a->device);
+        return gd_host_read(st, read, cause);
     }
     const gd_backend *be = gd_backend_of(st, a->device, cause);
     if (!be) return -1;
@@ -48,7 +49,7 @@ static int copy_to_host_bytes(gd_state *st, void *dst, ArrayObject *a, const cha
         return gd_raise(st, cause, &err);
     }
     if (gd_tracing(st) && gd_trace_copy(st, "d2h", a, GD_CPU_DEVICE) < 0) return -1;
-    return gd_trace_sync(st, cause, a->device);
+    return gd_host_read(st, read, cause);
 }
 
 int gd_upload(gd_state *st, ArrayObject *a, const void *host, size_t n, const char *op)
@@ -97,7 +98,7 @@ static ArrayObject *contiguous_to_device(gd_state *st, ArrayObject *a, gd_device
     } else if (a->device.type == GD_CPU) {
         rc = gd_upload(st, out, a->data, gd_array_nbytes(a), op);
     } else if (dst.type == GD_CPU) {
-        rc = copy_to_host_bytes(st, out->data, a, "cpu copy");
+        rc = copy_to_host_bytes(st, out->data, a, a, "cpu copy");
     } else {
         rc = copy_between_gpus(st, out, a, op);
     }
@@ -105,16 +106,22 @@ static ArrayObject *contiguous_to_device(gd_state *st, ArrayObject *a, gd_device
     return out;
 }
 
-/* A view is compacted where it lives, then copied: copies between devices move whole blocks. */
+/* A view is compacted where it lives, then copied: copies between devices move whole blocks.
+ * The copy keeps the deferred checks that guard a (trace.h). */
 ArrayObject *gd_array_to_device(gd_state *st, ArrayObject *a, gd_device dst, const char *op)
 {
-    if (a->contiguous) return contiguous_to_device(st, a, dst, op);
-    const gd_backend *be = gd_backend_of(st, a->device, op);
-    ArrayObject *c = be ? gd_contiguous(st, be, a, op) : NULL;
-    if (!c) return NULL;
-    ArrayObject *out = gd_device_eq(dst, a->device) ? (ArrayObject *)Py_NewRef((PyObject *)c)
-                                                    : contiguous_to_device(st, c, dst, op);
-    Py_DECREF(c);
+    ArrayObject *out;
+    if (a->contiguous) {
+        out = contiguous_to_device(st, a, dst, op);
+    } else {
+        const gd_backend *be = gd_backend_of(st, a->device, op);
+        ArrayObject *c = be ? gd_contiguous(st, be, a, op) : NULL;
+        if (!c) return NULL;
+        out = gd_device_eq(dst, a->device) ? (ArrayObject *)Py_NewRef((PyObject *)c)
+                                           : contiguous_to_device(st, c, dst, op);
+        Py_DECREF(c);
+    }
+    if (out && gd_guard_inherit(st, (PyObject *)out, (PyObject *)a) < 0) Py_CLEAR(out);
     return out;
 }
 
@@ -145,7 +152,8 @@ int gd_check_host_extent(const ArrayObject *a, PyObject *exc_type, const char *o
 }
 
 /* A host NumPy array with a's contents: a zero-copy view for CPU arrays (with a's strides),
- * a copy (one synchronizing transfer) for GPU arrays. `op` names the operation in messages. */
+ * a copy (one synchronizing transfer) for GPU arrays; either way a host read named `cause`.
+ * `op` names the operation in messages. */
 static PyObject *host_ndarray(gd_state *st, ArrayObject *a, const char *cause, const char *op)
 {
     if (gd_check_host_extent(a, PyExc_ValueError, op) < 0) return NULL;
@@ -164,16 +172,16 @@ static PyObject *host_ndarray(gd_state *st, ArrayObject *a, const char *cause, c
                                              NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE, NULL);
         if (!arr) return NULL;
         if (PyArray_SetBaseObject((PyArrayObject *)arr, Py_NewRef((PyObject *)a)) < 0 ||
-            gd_trace_sync(st, cause, a->device) < 0)
+            gd_host_read(st, a, cause) < 0)
             Py_CLEAR(arr);
         return arr;
     }
-    const gd_backend *be = gd_backend_of(st, a->device, cause ? cause : "numpy");
-    ArrayObject *c = be ? gd_contiguous(st, be, a, cause ? cause : "numpy") : NULL;
+    const gd_backend *be = gd_backend_of(st, a->device, cause);
+    ArrayObject *c = be ? gd_contiguous(st, be, a, cause) : NULL;
     if (!c) return NULL;
     PyArray_Descr *descr = (PyArray_Descr *)Py_NewRef(st->np_dtypes[a->dtype]);
     PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, a->ndim, dims, NULL, NULL, 0, NULL);
-    if (arr && copy_to_host_bytes(st, PyArray_DATA((PyArrayObject *)arr), c, cause) < 0) Py_CLEAR(arr);
+    if (arr && copy_to_host_bytes(st, PyArray_DATA((PyArrayObject *)arr), c, a, cause) < 0) Py_CLEAR(arr);
     Py_DECREF(c);
     return arr;
 }
@@ -276,7 +284,7 @@ PyObject *gd_array_numpy(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
     ArrayObject *a = (ArrayObject *)self;
     if (refuse_gpu(a, "numpy") < 0) return NULL;
-    return host_ndarray(gd_state_of(self), a, NULL, "numpy");
+    return host_ndarray(gd_state_of(self), a, "numpy", "numpy");
 }
 
 /* NumPy's own error for a dtype it cannot read may hold the whole argument, or fail to show a
@@ -301,7 +309,7 @@ PyObject *gd_array_dunder_array(PyObject *self, PyObject *const *args, Py_ssize_
     if (refuse_gpu(a, "__array__") < 0 || gd_parse_args(argv, &gd_array_dunder_array_sig, args, nargs, kwnames) < 0 ||
         gd_parse_bool(argv[1], &want_copy) < 0)
         return NULL;
-    PyObject *arr = host_ndarray(gd_state_of(self), a, NULL, "__array__");
+    PyObject *arr = host_ndarray(gd_state_of(self), a, "__array__", "__array__");
     if (!arr || (argv[0] == Py_None && !want_copy)) return arr;
     PyArray_Descr *descr = NULL;
     if (argv[0] != Py_None && !PyArray_DescrConverter(argv[0], &descr)) {
@@ -341,11 +349,11 @@ PyObject *gd_array_item(PyObject *self, PyObject *Py_UNUSED(ignored))
         return NULL;
     }
     if (a->device.type == GD_CPU) {
-        if (gd_trace_sync(st, "item", a->device) < 0) return NULL;
+        if (gd_host_read(st, a, "item") < 0) return NULL;
         return scalar_from(a->data, a->dtype);
     }
     char host[8];
-    if (copy_to_host_bytes(st, host, a, "item") < 0) return NULL;
+    if (copy_to_host_bytes(st, host, a, a, "item") < 0) return NULL;
     return scalar_from(host, a->dtype);
 }
 
@@ -394,6 +402,28 @@ PyObject *gd_array_str(PyObject *self)
     return s;
 }
 
+PyObject *gd_array_format(PyObject *self, PyObject *spec)
+{
+    ArrayObject *a = (ArrayObject *)self;
+    if (!PyUnicode_Check(spec)) {
+        PyErr_Format(PyExc_TypeError, "__format__: the format spec must be a str, got %.100s", Py_TYPE(spec)->tp_name);
+        return NULL;
+    }
+    if (a->ndim == 0) {
+        PyObject *v = gd_array_item(self, NULL);
+        PyObject *res = v ? PyObject_Format(v, spec) : NULL;
+        Py_XDECREF(v);
+        return res;
+    }
+    if (PyUnicode_GET_LENGTH(spec) == 0) return gd_array_str(self);
+    char buf[256];
+    PyErr_Format(PyExc_TypeError,
+                 "__format__: format spec %R applies to 0-d arrays only, this one has shape %s; format its "
+                 "elements, e.g. f\"{a[0].item():.3f}\", or a 0-d result such as a.sum()",
+                 spec, gd_shape_str(a->ndim, a->shape, buf));
+    return NULL;
+}
+
 /* ------------------------------------------------------------------------------------------
  * the buffer protocol (CPU arrays only) and the CUDA array interface (GPU arrays only)
  * ---------------------------------------------------------------------------------------- */
@@ -420,6 +450,7 @@ int gd_array_getbuffer(PyObject *self, Py_buffer *view, int flags)
                         "a.contiguous()");
         return -1;
     }
+    if (gd_host_read(gd_state_of(self), a, "buffer") < 0) return -1;
     Py_ssize_t *meta = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (size_t)(a->ndim ? a->ndim : 1));
     if (!meta) {
         PyErr_NoMemory();

@@ -34,6 +34,9 @@ PyObject *gd_array_copy(PyObject *self, PyObject *ignored);
 PyObject *gd_array_dunder_deepcopy(PyObject *self, PyObject *memo);
 PyObject *gd_array_repr(PyObject *self);
 PyObject *gd_array_str(PyObject *self);
+/* format(a, spec): a 0-d array formats as its element (a host read), any array as str(a)
+ * with an empty spec, as in NumPy and PyTorch. */
+PyObject *gd_array_format(PyObject *self, PyObject *spec);
 int gd_array_getbuffer(PyObject *self, Py_buffer *view, int flags);
 void gd_array_releasebuffer(PyObject *self, Py_buffer *view);
 

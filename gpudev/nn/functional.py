@@ -111,14 +111,19 @@ def _check_targets(op: str, target: gd.Array, n: int, num_classes: int) -> None:
         raise TypeError(f"{op}: target must be int64 class indices of shape ({n},), got "
                         f"{target.dtype} of shape {target.shape}; e.g. gd.array(labels, "
                         f"dtype=gd.int64)")
-    if n == 0:
+
+
+def _check_targets_later(op: str, target: gd.Array, num_classes: int, out: gd.Array) -> None:
+    """Class indices in range, checked at the next host read of out (or of anything computed
+    from it) and at this thread's next sync point (gpudev/_deferred.py): checking now would
+    cost a sync per call. one_hot gives a row of zeros for a class outside the range, so
+    nothing reads out of bounds meanwhile."""
+    if target.size == 0:
         return
-    # Read at the next host read (gpudev/_deferred.py): checking now would cost a sync per call.
-    # one_hot gives a row of zeros for a class outside the range, so nothing reads out of bounds.
     check_range_later(op, target, 0, num_classes, lambda value, where: IndexError(
         f"{op}: target holds class {value}, outside [0, {num_classes}) for {num_classes} classes, in a call "
-        f"since the previous host read (the first of them at {where}); checked at this read, which would "
-        f"otherwise have cost a sync per call; give class indices in [0, {num_classes})"))
+        f"at {where} or since the previous host read; checked at this read, which would otherwise have "
+        f"cost a sync per call; give class indices in [0, {num_classes})"), guards=(out,))
 
 
 def cross_entropy(logits: gd.Array, target: gd.Array, reduction: str = "mean") -> gd.Array:
@@ -147,6 +152,7 @@ def cross_entropy(logits: gd.Array, target: gd.Array, reduction: str = "mean") -
         shifted, e, total = shifted_exp(logits, 1)
         # -log softmax at the target: log(sum(exp)) - shifted[i, target[i]]
         out = _reduce(gd.log(total).reshape(n) - (shifted * hot).sum(axis=1), reduction)
+    _check_targets_later("cross_entropy", target, c, out)
     if recording:  # one node: its rule (gpudev/_grad_rules.py) reuses e, total and the one-hot rows
         _C._set_grad_fn(out, autograd._make_node("cross_entropy", (out.shape, out.dtype, out.device), (logits,),
                                                  (e, total, hot, reduction)))
