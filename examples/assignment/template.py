@@ -9,7 +9,8 @@ Rules (the autograder checks them): `train` returns the loss of every step as a 
 floats; it may synchronize and copy to the host at most once; it must be at most 1.2x slower
 than the course's reference solution on the same machine.
 
-Run `python -m pytest` in this folder to grade yourself (`--submission template.py`).
+Grade yourself with `python grade.py --submission template.py` in this folder (your file runs
+in a process of its own, and every call gets a new problem).
 """
 
 from __future__ import annotations
