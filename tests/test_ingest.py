@@ -316,11 +316,11 @@ def _interrupt_loop(send) -> tuple[int, gd.Array, gd.Array]:
     try:
         with pytest.raises(KeyboardInterrupt):
             while time.monotonic() < deadline:
-                started.set()
                 acc += a
                 b = gd.matmul(a, a) * 0.0
                 acc += b.sum(axis=0)
                 done += 1
+                started.set()  # after a whole iteration: done > 0 however slow the machine
         t.join(5)
     finally:
         signal.signal(signal.SIGINT, old)
@@ -350,20 +350,20 @@ def test_ctrl_c_stops_the_exercises(tmp_path):
     import subprocess
     import sys
 
-    # the full run, not --quick: the quick one can now end within the 3 s below, and a signal
-    # that arrives while it exits races the exit
+    # the full run, not --quick: a signal that arrives while the quick one exits races the exit
     proc = subprocess.Popen([sys.executable, "-m", "gpudev", "exercises", "--out", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "MPLBACKEND": "Agg"},
                             # SIGINT at its default, as from a terminal (see _interrupt_loop)
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(3.0)  # past the imports, into the measurements
+    first = proc.stderr.readline()  # its first progress line: past the imports, into the measurements
     proc.send_signal(signal.SIGINT)
     try:
         out, err = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         proc.kill()
         pytest.fail("the exercises did not stop within 60 s of SIGINT")
+    err = first + err
     if proc.returncode == 0:
         pytest.skip("the quick exercises finished before the interrupt")
     assert proc.returncode == 130, err

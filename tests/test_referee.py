@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -256,24 +257,38 @@ def test_one_outlier_does_not_make_a_thirty_fold_interval():
     assert r.known and r.hi / r.lo < 1.2
 
 
-def test_the_noise_stop_says_what_ended_the_repeats():
-    quiet = gd.benchmark(lambda: None, n_warmup=0, n_repeat=1000, max_duration=30.0, target_spread=0.5, n_calls=1000)
-    assert quiet.stop_reason.startswith("spread ") and quiet.stop_reason.endswith("below the 50.0% target")
-    assert quiet.n >= stats.MIN_REPEATS and quiet.n < 1000
-    counted = gd.benchmark(lambda: None, n_warmup=0, n_repeat=3)
+@pytest.fixture
+def taking(monkeypatch):
+    """`taking(s)`: a function that lasts `s` seconds on a clock that moves only when such
+    functions run (gd.benchmark's time.perf_counter), so no outcome depends on the machine."""
+    now = [0.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: now[0])
+
+    def make(seconds: float):
+        def call() -> None:
+            now[0] += seconds
+        return call
+
+    return make
+
+
+def test_the_noise_stop_says_what_ended_the_repeats(taking):
+    quiet = gd.benchmark(taking(1e-6), n_warmup=0, n_repeat=1000, max_duration=30.0, target_spread=0.5, n_calls=1000)
+    assert quiet.stop_reason == "spread 0.0% below the 50.0% target" and quiet.n == stats.MIN_REPEATS
+    counted = gd.benchmark(taking(1e-6), n_warmup=0, n_repeat=3)
     assert counted.stop_reason == "n_repeat=3 repeats reached"
-    timed_out = gd.benchmark(lambda: None, n_warmup=0, n_repeat=None, max_duration=0.01)
+    timed_out = gd.benchmark(taking(1e-3), n_warmup=0, n_repeat=None, max_duration=0.01)
     assert timed_out.stop_reason == "max_duration=0.01 s spent"
     for bad in (0, 1.5, True, "2%"):
         with pytest.raises(ValueError, match="benchmark: target_spread must be a fraction between 0 and 1"):
             gd.benchmark(lambda: None, target_spread=bad)
 
 
-def test_a_tiny_call_is_marked_launch_dominated():
-    r = gd.benchmark(gd.ones((4,)).sum, n_repeat=5)
+def test_a_tiny_call_is_marked_launch_dominated(taking):
+    r = gd.benchmark(taking(stats.LAUNCH_DOMINATED_S / 8), n_repeat=5)
     assert r.median < stats.LAUNCH_DOMINATED_S and r.notes and r.notes[0].startswith("launch-dominated")
     assert "note: launch-dominated" in str(r)
-    big = gd.benchmark(gd.matmul, gd.ones((300, 300)), gd.ones((300, 300)), n_repeat=3)
+    big = gd.benchmark(taking(stats.LAUNCH_DOMINATED_S * 8), n_repeat=3)
     assert big.median > stats.LAUNCH_DOMINATED_S and big.notes == []
 
 
