@@ -135,6 +135,9 @@ class Graded:
             self.close()
             raise SubmissionError(f"{self.label} did not answer within {timeout:g} s during {doing}: "
                                   f"stopped{self._stderr_tail()}") from None
+        except SubmissionError:  # not a reply: the exchange cannot go on with this process
+            self.close()
+            raise
         self._signal(signal.SIGSTOP)
         return reply
 
@@ -143,7 +146,11 @@ class Graded:
         if self.broken is not None:
             raise SubmissionError(f"{self.label} cannot be graded: {self.broken}")
         if not self._ready:
-            reply = self._exchange(None, f"the import of {self.path.name}")
+            try:
+                reply = self._exchange(None, f"the import of {self.path.name}")
+            except SubmissionError as e:  # it would end the same way again
+                self.broken = str(e)
+                raise
             if "error" in reply:
                 self.broken = reply["error"]
                 self.close()
