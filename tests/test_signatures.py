@@ -76,6 +76,7 @@ METHODS.update({
     "permute": lambda: (A, (1, 0), {}),
     "swapaxes": lambda: (A, (0, 1), {}),
     "__deepcopy__": lambda: (A, ({},), {}),
+    "__format__": lambda: (A, ("",), {}),
     "requires_grad_": lambda: (gd.ones(3), (), {}),
     "backward": lambda: (graph_root(), (), {}),
 })

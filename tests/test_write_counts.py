@@ -182,3 +182,17 @@ def test_two_views_of_one_borrowed_array_share_its_count(device):
     before = c._version
     right[0] = 1.0
     assert left._version == right._version == c._version == before + 1
+
+
+@pytest.mark.parametrize("back", [lambda a: gd.asarray(a.numpy()), lambda a: gd.asarray(np.asarray(a)),
+                                  lambda a: gd.asarray(memoryview(a))],
+                         ids=["numpy()", "np.asarray", "memoryview"])
+def test_memory_of_a_gpudev_array_back_through_numpy_counts_on_that_array(back):
+    c = gd.array(VEC)
+    w = gd.ones(6).requires_grad_()
+    y = w * c
+    twin = back(c)
+    twin[:2] = 0.0
+    assert c.tolist()[:2] == [0.0, 0.0] and twin._version == c._version
+    with pytest.raises(RuntimeError, match=STALE):
+        y.sum().backward()

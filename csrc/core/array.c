@@ -159,6 +159,17 @@ ArrayObject *gd_array_view(gd_state *st, ArrayObject *src, char *data, int ndim,
     return a;
 }
 
+/* The object at the end of o's chain of NumPy bases and memoryview exporters: the one that
+ * holds the memory (a gpudev Array for `gd.asarray(a.numpy())`). */
+static PyObject *memory_holder(PyObject *o)
+{
+    for (;;) {
+        if (PyArray_Check(o) && PyArray_BASE((PyArrayObject *)o)) o = PyArray_BASE((PyArrayObject *)o);
+        else if (PyMemoryView_Check(o) && PyMemoryView_GET_BUFFER(o)->obj) o = PyMemoryView_GET_BUFFER(o)->obj;
+        else return o;
+    }
+}
+
 ArrayObject *gd_array_borrow(gd_state *st, PyObject *owner, char *data, gd_device dev, gd_dtype dtype, int ndim,
                              const int64_t *shape, const int64_t *strides, int64_t size)
 {
@@ -168,7 +179,16 @@ ArrayObject *gd_array_borrow(gd_state *st, PyObject *owner, char *data, gd_devic
         return NULL;
     }
     a->data = data;
-    a->base = owner;
+    /* memory that a gpudev Array holds, come back through NumPy or a buffer: a view of that
+     * Array's root (core.h), so that its writes count where the root's do */
+    PyObject *holder = memory_holder(owner);
+    if (gd_is_array(st, holder) && ((ArrayObject *)holder)->device.type == dev.type &&
+        ((ArrayObject *)holder)->device.index == dev.index) {
+        a->base = Py_NewRef((PyObject *)gd_owner(st, (ArrayObject *)holder));
+        Py_DECREF(owner);
+    } else {
+        a->base = owner;
+    }
     return a;
 }
 

@@ -176,6 +176,7 @@ BY_KIND: dict[str, dict[str, Factory]] = {
         "read-only": lambda: np.frombuffer(b"\0" * 16), "complex": lambda: np.ones(2, np.complex64),
     },
     "memo": {"list": lambda: [], "dict": lambda: {}},
+    "format spec": {"not a str": lambda: 3, "bad spec": lambda: "zz", "float spec": lambda: ".3f"},
     "any": {},
 }
 # kinds whose parameter is a count of repetitions: ints past 2**40 are valid and never end
@@ -288,6 +289,7 @@ METHODS: dict[str, tuple[P, ...]] = {
     "to": (P("device", "device", lambda: "cpu"), P("copy", "flag", lambda: False)), "cpu": (),
     "cuda": (P("i", "gpu index", lambda: 0),), "numpy": (), "item": (), "tolist": (), "copy": (), "__copy__": (),
     "__deepcopy__": (P("memo", "memo", lambda: {}, "positional"),),
+    "__format__": (P("format_spec", "format spec", lambda: "", "positional"),),
     "__array__": (P("dtype", "dtype", lambda: None), P("copy", "flag", lambda: None)),
     "astype": (P("dtype", "dtype", lambda: gd.float64), P("copy", "flag", lambda: True)),
     "reshape": (P("shape", "dim", lambda: -1, "varargs"),),
