@@ -147,6 +147,7 @@ tensor = array  # PyTorch's spelling of gd.array
 device = Device  # PyTorch's spelling of gd.Device: gd.device('cuda:0'), gd.device('cuda', 0)
 from ._torch import bmm, cat, from_numpy, normal, randint  # noqa: E402
 
+from ._devices import device_label  # noqa: E402
 from ._info import build_info, empty_cache, memory_stats, set_tf32  # noqa: E402
 from .io import load, save  # noqa: E402
 from .timing import BenchmarkResult, Timer, benchmark  # noqa: E402
@@ -168,7 +169,8 @@ def __getattr__(name: str):
 __all__ = [
     "Array", "BenchmarkResult", "all", "any", "bool", "bool_", "CudaError", "Device", "DeviceMismatchError",
     "DeviceUnavailableError", "GpudevError", "OutOfMemoryError", "StrictModeError", "StrictModeWarning", "Timer",
-    "Trace", "allclose", "arange", "array", "asarray", "benchmark", "build_info", "concatenate", "cpu", "cuda_available", "empty",
+    "Trace", "allclose", "arange", "array", "asarray", "benchmark", "build_info", "concatenate", "cpu", "cuda_available",
+    "device_label", "empty",
     "empty_cache", "empty_like", "enable_grad", "float32", "float64", "from_dlpack", "full", "full_like",
     "get_num_threads", "gpu", "int32", "int64", "is_grad_enabled", "isfinite", "isnan", "load", "log_softmax",
     "reciprocal", "signbit",

@@ -1,8 +1,9 @@
-"""The command line: ``python -m gpudev info | bench | exercises``.
+"""The command line: ``python -m gpudev info | bench | exercises | referee``.
 
     python -m gpudev info                  devices (CPU included) and how gpudev was built
     python -m gpudev bench [--quick] ...   gpudev against NumPy/PyTorch/CuPy, with verdicts
     python -m gpudev exercises ...         the GPUs chapter's exercises
+    python -m gpudev referee [FOLDER]      check a run's report against its tables
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-from ._devices import all_devices
+from ._devices import all_devices, device_label
 from ._format import format_gib
 
 COMMANDS = {
@@ -71,7 +72,7 @@ def _device_row(gd: Any, dev: Any) -> list[str]:
     try:
         info = dev.info()
     except gd.GpudevError as exc:  # a GPU that fails to answer still gets its row
-        return [str(dev), f"unavailable: {exc}", "-", "-", "-"]
+        return [device_label(dev), f"unavailable: {exc}", "-", "-", "-"]
     name = str(_first(info, "name", "model", default="?"))
     if dev.type == "cpu":
         cores = _first(info, "cores", "logical_cores", "threads")
@@ -86,7 +87,7 @@ def _device_row(gd: Any, dev: Any) -> list[str]:
         total = _first(info, "total_memory", "memory_total", "total_memory_bytes")
         free = _first(info, "free_memory", "memory_free", "free_memory_bytes")
         memory = _used_of_total(total, free)
-    return [str(dev), name, compute, memory, _held(gd, dev)]
+    return [device_label(dev), name, compute, memory, _held(gd, dev)]
 
 
 def _box(header: list[str], rows: list[list[str]], title_lines: list[str], min_width: int = 76) -> str:
@@ -186,7 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         epilog="commands:\n" + "\n".join(f"  {k:<10} {v}" for k, v in COMMANDS.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("command", choices=list(COMMANDS), metavar="COMMAND", help="info, bench or exercises")
+    # the usage line lists every command, from the one table of them
+    parser.add_argument("command", choices=list(COMMANDS), metavar="{" + ",".join(COMMANDS) + "}",
+                        help="the command to run, one of those below")
     # Only the command word is parsed here; the rest belongs to the command's own parser.
     try:
         if not argv or argv[0] not in COMMANDS:

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _C
+from ._devices import device_label
 
 __all__ = [
     "__array_api_version__", "__array_namespace_info__", "astype", "can_cast", "conj", "e", "finfo",
@@ -218,7 +219,7 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> A
     out = _C.from_dlpack(x)
     if target is not None and out.device != target:
         if copy is False:
-            raise ValueError(f"from_dlpack: copy=False, but the data is on {out.device} and "
+            raise ValueError(f"from_dlpack: copy=False, but the data is on {device_label(out.device)} and "
                              f"device={target} asks for a copy; pass copy=None or True")
         return out.to(target)
     return out.copy() if copy else out

@@ -1,4 +1,5 @@
-"""Device arguments: one way to read them, and the one check that a GPU index exists here.
+"""Device arguments: one way to read them, the one check that a GPU index exists here, and the
+one name of a device that people read.
 
 A device argument is a ``Device``, a string ('cpu', 'cuda', 'cuda:1') or, where several are
 taken, an iterable of those. ``Device`` objects may name GPUs this machine lacks (they are
@@ -8,6 +9,13 @@ only names); :func:`is_missing` is the check, against ``num_gpus()``, before one
     [Device('cpu'), Device('cuda:3')]
     >>> is_missing(Device("cuda:3")) == (num_gpus() <= 3)
     True
+
+``str(device)`` is an identifier ('cuda:0', as PyTorch's), what a device argument takes back.
+What people read (reprs, tables, plots, messages) is :func:`device_label`, which says
+"emulated" after a GPU of the CPU emulation (GPUDEV_EMULATE_GPUS), whose times are CPU times:
+
+    >>> device_label("cpu"), device_label("cuda:0", emulated={"cuda:0"})
+    ('cpu', 'cuda:0 (emulated)')
 """
 
 from __future__ import annotations
@@ -18,10 +26,38 @@ from typing import Any
 
 from ._C import Device, DeviceUnavailableError, _cuda_reason, cpu, gpu, num_gpus
 
-__all__ = ["DeviceLike", "all_devices", "as_device", "as_devices", "cuda_reason", "gpus_here",
-           "is_missing", "no_gpu_reason", "present_and_missing", "require"]
+__all__ = ["EMULATED_MARK", "DeviceLike", "all_devices", "as_device", "as_devices", "cuda_reason", "device_label",
+           "gpus_here", "is_missing", "no_gpu_reason", "present_and_missing", "require"]
 
 DeviceLike = Any  # a Device, 'cpu', 'cuda', 'cuda:N'
+
+# what follows the name of an emulated GPU wherever people read it (the C core's messages
+# write the same: gd_device_label in csrc/core/core.h)
+EMULATED_MARK = " (emulated)"
+
+
+def device_label(device: DeviceLike, emulated: Iterable[str] | None = None) -> str:
+    """The name of `device` for people: 'cpu', 'cuda:1', or 'cuda:1 (emulated)' for an
+    emulated GPU; several devices joined by '+' ('cuda:0+cuda:1') are named one by one.
+
+    `emulated`: the names of the emulated devices, for a report read back in another process
+    (its ``meta["devices"]``); None asks this process's devices. ``str(device)`` stays the
+    identifier.
+
+    >>> device_label(cpu()), device_label("cuda:0+cuda:1", emulated=["cuda:0", "cuda:1"])
+    ('cpu', 'cuda:0 (emulated)+cuda:1 (emulated)')
+    """
+    name = str(device)
+    if "+" in name:
+        return "+".join(device_label(part, emulated) for part in name.split("+"))
+    if emulated is not None:
+        fake = name in set(emulated)
+    else:
+        try:
+            fake = (device if isinstance(device, Device) else Device(name)).emulated
+        except (TypeError, ValueError):  # not a device name: shown as it is
+            fake = False
+    return name + EMULATED_MARK if fake else name
 
 
 def as_device(device: DeviceLike, op: str, default: Device | None = None) -> Device:
@@ -87,15 +123,19 @@ def cuda_reason() -> str | None:
 
 
 def no_gpu_reason() -> str:
-    """'this machine has no usable GPU (why)', or 'this machine has no GPU' when CUDA says nothing."""
-    reason = cuda_reason()
-    return f"this machine has no usable GPU ({reason})" if reason else "this machine has no GPU"
+    """'this machine has no usable GPU (why)': the one wording of a missing GPU, which the C
+    core's messages share (gd_backend_check in csrc/core/runtime.c)."""
+    return f"this machine has no usable GPU ({cuda_reason() or 'no CUDA driver or GPU was found'})"
 
 
 def gpus_here() -> str:
-    """Why a GPU index is out of range: no GPU at all (and why), or how many there are."""
+    """Why a GPU index is out of range: no GPU at all (and why), or how many there are
+    ('this machine has 2 emulated GPUs'), worded as the C core words it."""
     n = num_gpus()
-    return no_gpu_reason() if n == 0 else f"this machine has {n} GPU(s)"
+    if n == 0:
+        return no_gpu_reason()
+    kind = "emulated GPU" if gpu(0).emulated else "GPU"
+    return f"this machine has {n} {kind}{'' if n == 1 else 's'}"
 
 
 def require(dev: Device, op: str, fix: str) -> Device:

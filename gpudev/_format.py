@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ._devices import device_label
+
 # ---------------------------------------------------------------------------------------------
 # numbers in words
 # ---------------------------------------------------------------------------------------------
@@ -144,8 +146,10 @@ _DEFAULT_DTYPES = (np.dtype(np.float32), np.dtype(np.int64))
 
 
 def array_repr(arr: np.ndarray, device: str, shape: tuple[int, ...] | None = None) -> str:
-    """`Array([[1., 2.]], dtype=float64, device='cuda:0')` for a host copy `arr` of the data;
-    `shape` is the Array's (by default arr's), which an empty `arr` may stand in for.
+    """`Array([[1., 2.]], dtype=float64, device='cuda:0')` for a host copy `arr` of the data on
+    `device` (its identifier), which is named as people read it (``device='cuda:0 (emulated)'``
+    on an emulated GPU); `shape` is the Array's (by default arr's), which an empty `arr` may
+    stand in for.
 
     >>> array_repr(np.zeros((0, 2), np.float64), "cpu")
     'Array([], shape=(0, 2), dtype=float64)'
@@ -165,5 +169,5 @@ def array_repr(arr: np.ndarray, device: str, shape: tuple[int, ...] | None = Non
         if arr.dtype not in _DEFAULT_DTYPES:
             extras.append(f"dtype={arr.dtype}")
     if device != "cpu":
-        extras.append(f"device='{device}'")
+        extras.append(f"device='{device_label(device)}'")
     return prefix + body + "".join(", " + e for e in extras) + ")"

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from . import _C
+from ._devices import device_label
 
 __all__ = ["install", "put", "take"]
 
@@ -44,7 +45,8 @@ def _as_index(a: _C.Array, it: Any, op: str) -> list[_C.Array]:
     if isinstance(it, _C.Array):
         idx = it if it.device == a.device or it.device != _C.cpu() else it.to(a.device)
         if idx.device != a.device:
-            raise ValueError(f"{op}: the index is on {idx.device} but the array is on {a.device}; "
+            raise ValueError(f"{op}: the index is on {device_label(idx.device)} but the array is on "
+                             f"{device_label(a.device)}; "
                              f"indices must be on the CPU or on the indexed array's device: move "
                              f"it with idx.to('{a.device}')")
     else:

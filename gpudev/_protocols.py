@@ -21,6 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _C, _composite
+from ._devices import device_label
 
 __all__ = ["install"]
 
@@ -60,7 +61,7 @@ def _refuse_gpu(name: str, objs: Any) -> None:
     for o in _walk(objs):
         if isinstance(o, Array) and o.device.type != "cpu":
             raise TypeError(
-                f"{name}: NumPy cannot compute on a gpudev array on {o.device}; use gpudev's own "
+                f"{name}: NumPy cannot compute on a gpudev array on {device_label(o.device)}; use gpudev's own "
                 f"function, or copy it to the host first with a.cpu() (a.cpu().numpy() for a NumPy array)"
             )
 

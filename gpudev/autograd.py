@@ -41,6 +41,7 @@ import numpy as np
 
 from . import _C, _grad_rules
 from ._C import Array
+from ._devices import device_label
 
 __all__ = ["Node", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "backward"]
 
@@ -322,8 +323,8 @@ def _initial_gradient(root: Array, gradient: Any) -> Array:
     if not isinstance(gradient, Array):
         raise TypeError(f"backward: gradient must be a gpudev Array, got {type(gradient).__name__}")
     if gradient.shape != root.shape or gradient.device != root.device:
-        raise ValueError(f"backward: gradient has shape {gradient.shape} on {gradient.device} but "
-                         f"the output has shape {root.shape} on {root.device}")
+        raise ValueError(f"backward: gradient has shape {gradient.shape} on {device_label(gradient.device)} but "
+                         f"the output has shape {root.shape} on {device_label(root.device)}")
     return gradient.detach()
 
 

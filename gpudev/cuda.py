@@ -15,7 +15,7 @@ import numbers
 from typing import Any
 
 from . import _C
-from ._devices import as_device, gpus_here, require
+from ._devices import as_device, require
 from ._info import empty_cache as _empty_cache
 from ._info import memory_stats as _memory_stats
 
@@ -54,7 +54,7 @@ def _gpu(device: Any, op: str) -> _C.Device:
     if dev.type != "cuda":
         raise ValueError(f"cuda.{op}: {dev} is not a GPU; pass 'cuda:N' or an index, or use "
                          f"gd.memory_stats('cpu') for the host")
-    return require(dev, f"cuda.{op}", f"check gd.cuda.device_count() first ({gpus_here()})")
+    return require(dev, f"cuda.{op}", "check gd.cuda.device_count() first")
 
 
 def synchronize(device: Any = None) -> None:

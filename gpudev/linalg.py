@@ -25,6 +25,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from . import _C
+from ._devices import device_label
 from ._manipulation import _need_array, matrix_transpose, normalize_axes, normalize_axis
 from ._statistics import sum as _sum
 
@@ -249,7 +250,7 @@ def _square(op: str, x: Array) -> None:
 
 def _on_cpu(op: str, x: Array) -> None:
     if x.device.type != "cpu":
-        raise NotImplementedError(f"linalg.{op}: not implemented on {x.device}: gpudev factorizes "
+        raise NotImplementedError(f"linalg.{op}: not implemented on {device_label(x.device)}: gpudev factorizes "
                                   f"with LAPACK on the CPU only (no cuSOLVER); copy the array with "
                                   f"x.cpu() first, knowing that this is a transfer")
 

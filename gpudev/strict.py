@@ -39,6 +39,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from . import _C
+from ._devices import device_label
 _trace = importlib.import_module(".trace", __package__)  # the module (gd.trace is its function)
 
 __all__ = ["MODES", "StrictModeError", "StrictModeWarning", "strict"]
@@ -163,11 +164,11 @@ def _message(setting: _Setting, event: _trace.TraceEvent) -> str:
     on_cpu = event.device == "cpu"
     what = f"{event.name}()" if event.name in ("item", "tolist", "repr", "numpy") else repr(event.name)
     if event.kind == "copy":
-        head = f"a {event.name} copy to {event.device}"
+        head = f"a {event.name} copy to {device_label(event.device)}"
     elif on_cpu:
         head = f"{what} would synchronize a GPU (on the CPU nothing waits, but on a GPU this line stalls)"
     else:
-        head = f"{what} synchronizes {event.device}"
+        head = f"{what} synchronizes {device_label(event.device)}"
     advice = _ADVICE.get(event.name, "move it out of the loop")
     return (f"strict({setting.mode!r}): {head} at {event.where or 'an unknown line'}; {advice}, "
             f"or let it through with gd.strict({setting.mode!r}, allow=[{event.name!r}])")

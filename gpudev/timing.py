@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import _C, stats
+from ._devices import device_label, gpus_here
 from ._format import TIME_SCALES, format_seconds, time_unit
 
 __all__ = ["BenchmarkResult", "Timer", "benchmark"]
@@ -195,7 +196,7 @@ class BenchmarkResult:
             f"(min {self.min / scale:.3g}, max {self.max / scale:.3g})"
         )
         for device, times in self.gpu_times.items():
-            text += f"  gpu {device} {format_seconds(float(np.median(times)))}"
+            text += f"  gpu {device_label(device)} {format_seconds(float(np.median(times)))}"
         if self.gpu_times:
             text += f"  host {format_seconds(float(np.median(self.cpu_times)))}"
         calls = f"{self.n_calls:,} calls per repeat, " if self.n_calls > 1 else ""
@@ -231,7 +232,7 @@ def _check_gpus(gpus: list, op: str) -> None:
     for d in gpus:
         if d.index >= n:
             raise _C.DeviceUnavailableError(
-                f"{op}: cannot time {d}: this machine has {n} GPU(s); "
+                f"{op}: cannot time {d}: {gpus_here()}; "
                 f"pass devices=gd.try_all_gpus() or leave devices=None"
             )
 
@@ -409,6 +410,10 @@ def benchmark(
     notes = [f"launch-dominated: one call takes {format_seconds(median)}, under "
              f"{format_seconds(stats.LAUNCH_DOMINATED_S)}, so its time is mostly the cost of making the "
              f"call, not the work"] if stats.launch_dominated(median) else []
+    fake = [device_label(d) for d in gpus if d.emulated]
+    if fake:  # before any of its numbers is read as a GPU's
+        notes.insert(0, f"timed on {', '.join(fake)}: an emulated GPU's times are CPU times of the emulation, "
+                        f"not GPU speed")
     return BenchmarkResult(
         stop_reason=stop_reason,
         spread=stats.relative_spread(times),

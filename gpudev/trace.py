@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from . import _C
+from ._devices import device_label
 from ._format import format_bytes, format_seconds
 
 __all__ = ["HOST_READS", "Trace", "TraceEvent", "trace"]
@@ -238,8 +239,9 @@ class Trace:
         {kind: {'count', 'bytes'}}; ``syncs``: {cause: count}; ``syncs_by_device``:
         {device: count}; ``lines``: {'file:line': {'syncs', 'copies', 'wait_s', 'causes':
         {name: count}}} for the user's lines that copied or synchronized, the longest wait
-        first (then the most events); ``totals``: ops, copies, copy_bytes, syncs, wait_s,
-        bytes_read, bytes_written (of the ops).
+        first (then the most events); ``totals``: ops, copies, copy_bytes, syncs, host_reads
+        (the syncs that read array data to the host, on every device), wait_s, bytes_read,
+        bytes_written (of the ops).
         """
         ops: Counter[str] = Counter()
         ops_by_name: dict[str, Counter[str]] = {}
@@ -273,6 +275,7 @@ class Trace:
                 "copies": sum(c["count"] for c in copies.values()),
                 "copy_bytes": sum(c["bytes"] for c in copies.values()),
                 "syncs": sum(syncs.values()),
+                "host_reads": sum(n for cause, n in syncs.items() if cause in HOST_READS),
                 "wait_s": sum(e.wait_s for e in self.events),
                 "bytes_read": bytes_read,
                 "bytes_written": bytes_written,
@@ -302,10 +305,12 @@ class Trace:
             f"({format_bytes(t['copy_bytes'])}), {t['syncs']} syncs"
         ]
         if s["ops_by_name"]:
-            lines += ["", f"  {'op':<20} {'device':<8} {'count':>8}"]
+            shown = {d: device_label(d) for d in s["ops_by_name"]}  # 'cuda:0 (emulated)' says so
+            w = max(8, *map(len, shown.values()))
+            lines += ["", f"  {'op':<20} {'device':<{w}} {'count':>8}"]
             for device, names in s["ops_by_name"].items():
                 for name, n in sorted(names.items(), key=lambda kv: -kv[1]):
-                    lines.append(f"  {name:<20} {device:<8} {n:>8}")
+                    lines.append(f"  {name:<20} {shown[device]:<{w}} {n:>8}")
         if s["copies"]:
             lines += ["", f"  {'copy':<20} {'':<8} {'count':>8} {'bytes':>12}"]
             for kind, c in s["copies"].items():
@@ -321,11 +326,14 @@ class Trace:
                 lines.append(f"  {where[-40:]:<40} {c['syncs']:>6} {c['copies']:>6} "
                              f"{format_seconds(c['wait_s']):>10}  {causes}")
         if events and self.events:
-            lines += ["", f"  {'#':>5} {'kind':<5} {'name':<14} {'device':<8} {'dtype':<8} {'shapes':<28} {'read':>10} {'written':>10}"]
+            shown = {e.device: device_label(e.device) for e in self.events[:limit]}
+            w = max(8, *map(len, shown.values()))
+            lines += ["", f"  {'#':>5} {'kind':<5} {'name':<14} {'device':<{w}} {'dtype':<8} {'shapes':<28} "
+                          f"{'read':>10} {'written':>10}"]
             for i, e in enumerate(self.events[:limit]):
                 shapes = ", ".join(str(tuple(s)) for s in e.shapes)
                 lines.append(
-                    f"  {i:>5} {e.kind:<5} {e.name:<14} {e.device:<8} {e.dtype or '-':<8} {shapes:<28.28} "
+                    f"  {i:>5} {e.kind:<5} {e.name:<14} {shown[e.device]:<{w}} {e.dtype or '-':<8} {shapes:<28.28} "
                     f"{format_bytes(e.bytes_read):>10} {format_bytes(e.bytes_written):>10}"
                 )
             if len(self.events) > limit:

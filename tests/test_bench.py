@@ -10,6 +10,7 @@ import pytest
 
 import gpudev as gd
 from gpudev import bench
+from gpudev._devices import gpus_here
 from gpudev.__main__ import info_text, main
 
 CPU_ROWS = {"b += b", "a + b", "a.sum().item()", "benchmark(a.sum)", "b += b x1000", "b += b; b *= .5", "exp(a)", "sum", "mean",
@@ -82,7 +83,7 @@ def test_bench_bad_options_exit_2(capsys):
     assert "--device 'tpu'" in capsys.readouterr().err
     n = gd.num_gpus()
     assert main(["bench", "--device", f"cuda:{n}"]) == 2
-    assert f"this machine has {n} GPU(s)" in capsys.readouterr().err
+    assert f"--device cuda:{n}: {gpus_here()}" in capsys.readouterr().err
     assert main(["bench", "--repeat", "0"]) == 2
 
 

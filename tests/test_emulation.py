@@ -229,11 +229,11 @@ def test_bench_leaves_emulated_gpus_out_and_says_so():
             print("exit", exc.code)
     """, GPUDEV_EMULATE_GPUS="1")
     assert "exit 2" in out.stdout
-    assert "--device cuda:0: cuda:0: emulated GPUs (GPUDEV_EMULATE_GPUS), left out" in out.stderr
+    assert "--device cuda:0: cuda:0 (emulated): emulated GPUs (GPUDEV_EMULATE_GPUS), left out" in out.stderr
     assert "unset GPUDEV_EMULATE_GPUS on a machine with a GPU" in out.stderr
     picked = lines("""
         import argparse
         from gpudev.bench import cli
         print(cli._devices("all", argparse.ArgumentParser()))
     """, GPUDEV_EMULATE_GPUS="2")
-    assert picked[0].startswith("cuda:0, cuda:1: emulated GPUs") and picked[1] == "['cpu']"
+    assert picked[0].startswith("cuda:0 (emulated), cuda:1 (emulated): emulated GPUs") and picked[1] == "['cpu']"

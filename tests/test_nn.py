@@ -6,6 +6,7 @@ saved on one device and loaded onto another."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -336,11 +337,12 @@ def test_device_mismatch_names_both_devices(cuda0):
     net = mlp(device=cuda0)
     with pytest.raises(gd.DeviceMismatchError) as info:
         net(gd.randn(2, 10))
+    gpu = gd.device_label(cuda0)  # 'cuda:0 (emulated)' on an emulated GPU; the fix names 'cuda:0'
     assert str(info.value) == (
-        "Linear: input is on cpu but the module's parameters are on cuda:0; move one of them, "
+        f"Linear: input is on cpu but the module's parameters are on {gpu}; move one of them, "
         "e.g. x.to('cuda:0') or net.to('cpu')"
     )
-    with pytest.raises(gd.DeviceMismatchError, match="MSELoss: pred is on cuda:0 but target is on cpu"):
+    with pytest.raises(gd.DeviceMismatchError, match=re.escape(f"MSELoss: pred is on {gpu} but target is on cpu")):
         nn.MSELoss()(gd.zeros(3, device=cuda0), gd.zeros(3))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import re
 
 import numpy as np
 import pytest
@@ -714,13 +715,14 @@ def test_allclose_errors(device):
 
 def test_device_mismatch_messages(cuda0):
     g, c = gd.ones((2, 2), device=cuda0), gd.ones((2, 2))
-    with pytest.raises(gd.DeviceMismatchError, match=r"add: operands are on different devices, cuda:0 and cpu; copy one of them first, e\.g\. b\.to\('cuda:0'\)"):
+    gpu = re.escape(gd.device_label(cuda0))  # 'cuda:0 (emulated)' on an emulated GPU; the fix names 'cuda:0'
+    with pytest.raises(gd.DeviceMismatchError, match=rf"add: operands are on different devices, {gpu} and cpu; copy one of them first, e\.g\. b\.to\('cuda:0'\)"):
         g + c
-    with pytest.raises(gd.DeviceMismatchError, match=r"matmul: operands are on different devices, cpu and cuda:0"):
+    with pytest.raises(gd.DeviceMismatchError, match=rf"matmul: operands are on different devices, cpu and {gpu}"):
         c @ g
-    with pytest.raises(gd.DeviceMismatchError, match=r"concatenate: arrays are on different devices"):
+    with pytest.raises(gd.DeviceMismatchError, match=rf"concatenate: arrays are on different devices, cpu \(index 0\) and {gpu} \(index 1\); copy them to one device first, e\.g\. arrays\[1\]\.to\('cpu'\)"):
         gd.concatenate([c, g])
-    with pytest.raises(gd.DeviceMismatchError, match=r"setitem: the value is on cpu but the array is on cuda:0"):
+    with pytest.raises(gd.DeviceMismatchError, match=rf"setitem: the value is on cpu but the array is on {gpu}; copy it first, e\.g\. value\.to\('cuda:0'\)"):
         g[0] = c[0]
     with pytest.raises(gd.DeviceMismatchError, match=r"allclose: operands are on different devices"):
         gd.allclose(g, c)

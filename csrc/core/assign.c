@@ -67,10 +67,11 @@ int gd_assign(gd_state *st, ArrayObject *dst, PyObject *value, const char *op)
             return -1;
     } else {
         if (!gd_device_eq(x.arr->device, dst->device)) {
-            char d0[32], d1[32];
+            char d0[32], d1[32], to[32];
             PyErr_Format(st->DeviceMismatchError,
                          "%s: the value is on %s but the array is on %s; copy it first, e.g. value.to('%s')",
-                         op, gd_device_str(x.arr->device, d0), gd_device_str(dst->device, d1), d1);
+                         op, gd_device_label(st, x.arr->device, d0), gd_device_label(st, dst->device, d1),
+                         gd_device_str(dst->device, to));
             return -1;
         }
         if (check_assign_shape(dst, x.arr, op) < 0) return -1;

@@ -129,8 +129,8 @@ static int check_grad(gd_state *st, ArrayObject *a, PyObject *value)
         PyErr_Format(PyExc_ValueError,
                      "grad: the gradient must match the array: got shape %s, %s on %s for an array of shape %s, %s "
                      "on %s",
-                     gd_shape_str(g->ndim, g->shape, s0), gd_dtype_name(g->dtype), gd_device_str(g->device, d0),
-                     gd_shape_str(a->ndim, a->shape, s1), gd_dtype_name(a->dtype), gd_device_str(a->device, d1));
+                     gd_shape_str(g->ndim, g->shape, s0), gd_dtype_name(g->dtype), gd_device_label(st, g->device, d0),
+                     gd_shape_str(a->ndim, a->shape, s1), gd_dtype_name(a->dtype), gd_device_label(st, a->device, d1));
         return -1;
     }
     ArrayObject *owner = gd_owner(st, g);

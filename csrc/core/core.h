@@ -146,6 +146,17 @@ typedef struct ArrayObject {
 /* State of the module that defines Array/Device types, from an instance of either. O(1). */
 static inline gd_state *gd_state_of(PyObject *obj) { return (gd_state *)PyType_GetModuleState(Py_TYPE(obj)); }
 
+/* A device's name for people (messages): gd_device_str's, and "cuda:0 (emulated)" for a GPU of
+ * the CPU emulation (GPUDEV_EMULATE_GPUS), whose times and errors are not a real GPU's. The
+ * identifier itself (str(device), the code a message suggests) stays gd_device_str's; Python's
+ * twin is gpudev._devices.device_label. buf holds at least 32 bytes; returns buf. */
+static inline const char *gd_device_label(const gd_state *st, gd_device dev, char *buf)
+{
+    if (dev.type == GD_CUDA && st->cuda_emulated) snprintf(buf, 32, "cuda:%d (emulated)", dev.index);
+    else gd_device_str(dev, buf);
+    return buf;
+}
+
 /* ------------------------------------------------------------------------------------------
  * setup: each file that adds functions, types or exceptions to the module has a
  * gd_<file>_setup function, called once by module.c's exec slot (0, or -1 with an exception);

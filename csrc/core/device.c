@@ -93,11 +93,11 @@ int gd_parse_gpu_index(int *out, PyObject *obj, const char *op)
 
 void gd_raise_device_mismatch(gd_state *st, const char *op, gd_device first, gd_device second)
 {
-    char d0[32], d1[32];
+    char d0[32], d1[32], to[32];
     PyErr_Format(st->DeviceMismatchError,
                  "%s: operands are on different devices, %s and %s; copy one of them first, "
                  "e.g. b.to('%s')",
-                 op, gd_device_str(first, d0), gd_device_str(second, d1), d0);
+                 op, gd_device_label(st, first, d0), gd_device_label(st, second, d1), gd_device_str(first, to));
 }
 
 PyObject *gd_device_object(gd_state *st, gd_device dev)

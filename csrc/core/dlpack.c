@@ -220,7 +220,7 @@ static int check_dl_device(PyObject *obj, ArrayObject *a)
     DLDevice own = dl_device_of(a->device);
     if (type == (long)own.device_type && id == (long)own.device_id) return 0;
     char here[32], there[32];
-    gd_device_str(a->device, here);
+    gd_device_label(gd_state_of((PyObject *)a), a->device, here);
     if (type == kDLCPU) snprintf(there, sizeof there, "cpu");
     else if (type == kDLCUDA) snprintf(there, sizeof there, "cuda:%ld", id);
     else snprintf(there, sizeof there, "DLPack device type %ld", type);

@@ -109,12 +109,13 @@ static ArrayObject *index_array(gd_state *st, ArrayObject *a, PyObject *item, co
     if (gd_is_array(st, item) && refuse_empty_floats((ArrayObject *)item, item, op) < 0) return NULL;
     if (gd_is_array(st, item)) {
         idx = (ArrayObject *)item;
-        char d0[32], d1[32];
+        char d0[32], d1[32], to[32];
         if (idx->device.type != GD_CPU && !gd_device_eq(idx->device, a->device)) {
             PyErr_Format(PyExc_ValueError,
                          "%s: the index is on %s but the array is on %s; indices must be on the CPU or on the "
                          "indexed array's device: move it with idx.to('%s')",
-                         op, gd_device_str(idx->device, d0), gd_device_str(a->device, d1), d1);
+                         op, gd_device_label(st, idx->device, d0), gd_device_label(st, a->device, d1),
+                         gd_device_str(a->device, to));
             return NULL;
         }
         if (!gd_device_eq(idx->device, a->device)) return gd_array_to_device(st, idx, a->device, op);

@@ -16,6 +16,28 @@
  * exceptions
  * ---------------------------------------------------------------------------------------- */
 
+/* A backend's message as people read it: under the CPU emulation every GPU the CUDA backend
+ * names is an emulated one, so each "cuda:N" of a GPU here gets gd_device_label's " (emulated)"
+ * (the backend's code is the real GPU's and does not know). out holds 2 * sizeof message. */
+static const char *labelled(const gd_state *st, const char *text, char *out, size_t size)
+{
+    if (!st->cuda_emulated) return text;
+    size_t o = 0;
+    for (const char *p = text; *p && o + 1 < size; ) {
+        int index, used = 0;
+        char buf[32];
+        if (strncmp(p, "cuda:", 5) == 0 && sscanf(p, "cuda:%d%n", &index, &used) == 1 && index >= 0 &&
+            index < st->gpu_count && strncmp(p + used, " (emulated)", 11) != 0) {
+            o += (size_t)snprintf(out + o, size - o, "%s", gd_device_label(st, (gd_device){GD_CUDA, index}, buf));
+            p += used;
+        } else {
+            out[o++] = *p++;
+        }
+    }
+    out[o < size ? o : size - 1] = '\0';
+    return out;
+}
+
 int gd_raise(gd_state *st, const char *op, const gd_error *err)
 {
     PyObject *type;
@@ -28,7 +50,9 @@ int gd_raise(gd_state *st, const char *op, const gd_error *err)
     case GD_ERR_UNSUPPORTED: type = PyExc_NotImplementedError; break;
     default: type = st->GpudevError; break;
     }
-    PyObject *msg = PyUnicode_FromFormat("%s: %s", op, err->message[0] ? err->message : "unknown error");
+    char text[2 * sizeof err->message];
+    PyObject *msg = PyUnicode_FromFormat("%s: %s", op,
+                                         err->message[0] ? labelled(st, err->message, text, sizeof text) : "unknown error");
     if (!msg) return -1;
     PyObject *exc = PyObject_CallOneArg(type, msg);
     Py_DECREF(msg);
@@ -96,20 +120,25 @@ const gd_backend *gd_backend_check(gd_state *st, gd_device dev, const char *op)
     if (dev.type == GD_CPU) return st->backends[GD_CPU];
     char name[32];
     gd_device_str(dev, name);
-    if (!st->backends[GD_CUDA]) {
+    int n = gd_num_gpus(st);
+    if (n == 0) {
+        /* one wording of a missing GPU, with CUDA's reason: gpudev/_devices.py's no_gpu_reason */
+        PyObject *why = st->cuda_reason && st->cuda_reason != Py_None
+                            ? Py_NewRef(st->cuda_reason)
+                            : PyUnicode_FromString("no CUDA driver or GPU was found");
+        if (!why) return NULL;
         PyErr_Format(st->DeviceUnavailableError,
-                     "%s: %s is not available: CUDA is off in this gpudev (%S); "
-                     "use gd.try_gpu() to fall back to the CPU",
-                     op, name, st->cuda_reason ? st->cuda_reason : Py_None);
+                     "%s: %s is not available: this machine has no usable GPU (%U); "
+                     "use gd.try_gpu(%d) to fall back to the CPU",
+                     op, name, why, dev.index);
+        Py_DECREF(why);
         return NULL;
     }
-    int n = gd_num_gpus(st);
     if (dev.index < 0 || dev.index >= n) {
         PyErr_Format(st->DeviceUnavailableError,
-                     "%s: %s is not available: this machine has %d GPU%s%s; "
+                     "%s: %s is not available: this machine has %d %s%s; "
                      "use gd.try_gpu(%d) to fall back to the CPU",
-                     op, name, n, n == 1 ? "" : "s",
-                     n == 0 ? " (no CUDA driver or no device)" : "", dev.index);
+                     op, name, n, st->cuda_emulated ? "emulated GPU" : "GPU", n == 1 ? "" : "s", dev.index);
         return NULL;
     }
     return st->backends[GD_CUDA];

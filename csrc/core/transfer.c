@@ -276,7 +276,7 @@ static int refuse_gpu(ArrayObject *a, const char *op)
     PyErr_Format(PyExc_TypeError,
                  "%s: the array is on %s and NumPy can only see host memory; copy it first with a.cpu() "
                  "(an explicit, synchronizing transfer), e.g. a.cpu().numpy()",
-                 op, gd_device_str(a->device, dev));
+                 op, gd_device_label(gd_state_of((PyObject *)a), a->device, dev));
     return -1;
 }
 
@@ -436,7 +436,7 @@ int gd_array_getbuffer(PyObject *self, Py_buffer *view, int flags)
         char dev[32];
         PyErr_Format(PyExc_BufferError,
                      "the array is on %s; only CPU arrays export their memory. Copy it first with a.cpu()",
-                     gd_device_str(a->device, dev));
+                     gd_device_label(gd_state_of(self), a->device, dev));
         return -1;
     }
     /* the strides below would overflow */

@@ -15,7 +15,7 @@ import sys
 
 import gpudev as gd
 
-from .._devices import all_devices, cuda_reason, is_missing
+from .._devices import all_devices, device_label, gpus_here, is_missing
 from .load import busy_processes, load_average
 from .peers import PEERS
 from .report import document, format_table, setup_text
@@ -71,7 +71,7 @@ def _devices(arg: str, parser: argparse.ArgumentParser) -> list[str]:
     """The --device choice as device strings: one device, or 'all' for the CPU and every GPU
     (emulated GPUs left out, with a note)."""
     if arg == "all":
-        fake = [str(d) for d in all_devices() if d.emulated]
+        fake = [device_label(d) for d in all_devices() if d.emulated]
         if fake:
             print(EMULATED_NOTE.format(devices=", ".join(fake)))
         return [str(d) for d in all_devices() if not d.emulated]
@@ -80,11 +80,9 @@ def _devices(arg: str, parser: argparse.ArgumentParser) -> list[str]:
     except (TypeError, ValueError) as exc:
         parser.error(f"--device {arg!r}: {exc}; use cpu, cuda:N or all")
     if is_missing(dev):
-        n = gd.num_gpus()
-        why = "" if n else f" ({cuda_reason() or 'no GPU found'})"
-        parser.error(f"--device {arg}: this machine has {n} GPU(s){why}")
+        parser.error(f"--device {arg}: {gpus_here()}")
     if dev.emulated:
-        parser.error(f"--device {arg}: " + EMULATED_NOTE.format(devices=arg) + "; use --device cpu, or "
+        parser.error(f"--device {arg}: " + EMULATED_NOTE.format(devices=device_label(dev)) + "; use --device cpu, or "
                      "unset GPUDEV_EMULATE_GPUS on a machine with a GPU")
     return [str(dev)]
 

@@ -21,7 +21,7 @@ import numpy as np
 
 import gpudev as gd
 
-from .._devices import DeviceLike
+from .._devices import DeviceLike, device_label
 from .functional import dropout, linear
 from .module import Module, Parameter, _check_array
 
@@ -74,8 +74,8 @@ class Linear(Module):
         _check_array("Linear", "x", x)
         if x.device != self.weight.device:
             raise gd.DeviceMismatchError(
-                f"Linear: input is on {x.device} but the module's parameters are on "
-                f"{self.weight.device}; move one of them, e.g. x.to('{self.weight.device}') or "
+                f"Linear: input is on {device_label(x.device)} but the module's parameters are on "
+                f"{device_label(self.weight.device)}; move one of them, e.g. x.to('{self.weight.device}') or "
                 f"net.to('{x.device}')")
         if x.dtype != self.weight.dtype:
             raise TypeError(f"Linear: input has dtype {x.dtype} but the parameters are "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gpudev as gd
 
+from .._devices import device_label
 from .functional import cross_entropy, mse_loss, reduction_of
 from .module import Module, _check_array
 
@@ -41,7 +42,7 @@ class MSELoss(Module):
         _check_array("MSELoss", "target", target)
         if pred.device != target.device:
             raise gd.DeviceMismatchError(
-                f"MSELoss: pred is on {pred.device} but target is on {target.device}; move one "
+                f"MSELoss: pred is on {device_label(pred.device)} but target is on {device_label(target.device)}; move one "
                 f"of them, e.g. target.to('{pred.device}')")
         if pred.shape != target.shape:
             raise ValueError(f"MSELoss: pred has shape {pred.shape} but target has shape "
