@@ -92,28 +92,6 @@ def test_an_emulated_gpu_says_so_wherever_people_read_its_name():
 
 
 @emulation_built
-def test_the_cuda_backends_own_messages_name_the_emulated_gpu():
-    out = emulated("""
-        import gpudev as gd
-        from gpudev import emulation
-        a = gd.arange(8.0, device="cuda:0")
-        a.cpu()
-        emulation.fail_next("cudaMallocFromPoolAsync", "cudaErrorMemoryAllocation", times=2)
-        try:
-            gd.zeros(10, device="cuda:0")
-        except gd.OutOfMemoryError as exc:
-            print(exc)
-        emulation.fail_next("cudaLaunchKernel", "cudaErrorLaunchFailure")
-        try:
-            a + 1
-        except gd.CudaError as exc:
-            print(exc)
-    """, gpus="1")
-    assert out[0].startswith("zeros: out of memory on cuda:0 (emulated) allocating 40 bytes")
-    assert out[1].startswith("add: CUDA error on cuda:0 (emulated): ")
-
-
-@emulation_built
 def test_info_and_python_m_help_name_every_device_and_command():
     out = emulated("""
         import gpudev as gd
