@@ -28,9 +28,9 @@ SPEED_POINTS = 3
 
 def grade(tmp_path: pathlib.Path, submission: str | pathlib.Path, *args: str, spelling: str = "grade.py") -> dict:
     """Grade `submission` as staff do, and return results.json with the run's exit code
-    ("returncode") and output ("log"). spelling: 'grade.py' (run from `tmp_path`,
-    ``--submission PATH``), 'grade.py=' (``--submission=PATH``) or 'pytest' (``python -m
-    pytest --submission=PATH`` in the assignment's folder)."""
+    ("returncode"). spelling: 'grade.py' (run from `tmp_path`, a folder
+    apart from the grader's, ``--submission PATH``), 'grade.py=' (``--submission=PATH``) or
+    'pytest' (``python -m pytest --submission=PATH`` in the assignment's folder)."""
     results = tmp_path / "results.json"
     if spelling == "pytest":
         command, cwd = [sys.executable, "-m", "pytest", f"--submission={submission}"], ASSIGNMENT
@@ -44,7 +44,7 @@ def grade(tmp_path: pathlib.Path, submission: str | pathlib.Path, *args: str, sp
     assert results.exists(), run.stdout + run.stderr
     doc = json.loads(results.read_text())
     check_format(doc)
-    return {**doc, "returncode": run.returncode, "log": run.stdout + run.stderr}
+    return {**doc, "returncode": run.returncode}
 
 
 def check_format(doc: dict) -> None:
@@ -122,7 +122,7 @@ def test_a_missing_submission_scores_zero_and_says_why(tmp_path):
 
 def test_a_submission_that_skips_scores_zero(tmp_path):
     path = write(tmp_path, 'import pytest\npytest.skip("machine too noisy", allow_module_level=True)\n')
-    doc = grade(tmp_path, path)
+    doc = grade(tmp_path, path.relative_to(tmp_path))  # relative to the folder grade.py runs in
     assert doc["score"] == 0 and zero(doc["tests"], "raised Skipped: machine too noisy (at submission.py:2)")
     assert doc["returncode"] != 0
 
