@@ -20,6 +20,9 @@ say. It reads results.json and report.md and fails, saying what disagrees, unles
   excludes 1;
 - **emulated GPUs get no claims**: no roof, no point, no rate and no faster/slower about them.
 
+An executed notebook (``python -m gpudev referee notebook.ipynb``) is read by the check beside
+this one, gpudev.exercises.notebook_check.
+
     >>> problems = referee("results")           # doctest: +SKIP
     >>> problems                                 # doctest: +SKIP
     []
@@ -372,7 +375,7 @@ def referee(folder: str) -> list[Problem]:
         prose = "\n".join([res.conclusion, res.skipped or "", *res.notes])
         problems += _check_claims(prose, where, emulated)
         problems += [Problem("emulated", where, f"a {key} cell for the emulated {r['device']}: {r.get(key)}")
-                     for r in res.rows if r.get("device") in emulated for key in ("gflops", "gbps")
+                     for r in res.rows if r.get("device") in emulated for key in ("gflops", "gbps", "speedup")
                      if r.get(key) is not None]
     problems += _check_report(payload, report, rederived)
     problems += _check_roofs(payload, results)
@@ -387,9 +390,13 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m gpudev referee",
                                      description="Check that a run's report.md and plots say only what "
-                                                 "its results.json tables say.")
-    parser.add_argument("folder", nargs="?", default="results", help="the run's folder (default: results)")
+                                                 "its results.json tables say, or that the outputs of an "
+                                                 "executed notebook (.ipynb) say only what they print.")
+    parser.add_argument("folder", nargs="?", default="results",
+                        help="the run's folder (default: results), or a notebook saved with its outputs")
     args = parser.parse_args(argv)
+    if args.folder.endswith(".ipynb"):
+        return _main_notebook(args.folder)
     try:
         problems = referee(args.folder)
     except (FileNotFoundError, KeyError, json.JSONDecodeError) as exc:
@@ -407,3 +414,21 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+
+
+def _main_notebook(path: str) -> int:
+    """The referee's verdict on an executed notebook (gpudev.exercises.notebook_check)."""
+    from .notebook_check import check_notebook
+
+    try:
+        problems = check_notebook(path)
+    except (OSError, json.JSONDecodeError) as exc:
+        print(f"referee: cannot read {path}: {exc}", file=sys.stderr)
+        return 1
+    for p in problems:
+        print(f"referee FAILED: {p}", file=sys.stderr)
+    if problems:
+        print(f"referee: {len(problems)} problem(s) in the outputs of {path}", file=sys.stderr)
+        return 1
+    print(f"referee: the outputs of {path} say only what they print")
+    return 0
