@@ -338,7 +338,8 @@ def _ex1_rows(device: str, scale: float) -> list[dict]:
         rows.append(ex1_matmul.row(dev, task, task, "first call", timed([1e-6 / scale]), 16, 68.0, 68.0))
         rows.append(ex1_matmul.row(dev, task, task, "synchronized", timed(spread(1e-7 / scale), calls=1000),
                                    16, 68.0, 68.0))
-    rows.append(ex1_matmul.row(dev, "bandwidth", "sum", "synchronized", timed(spread(1e-3 * scale)), 1e6, 4e6, 4e6))
+    rows.append(ex1_matmul.row(dev, "bandwidth", "sum of 1,000,000 floats", "synchronized", timed(spread(1e-3 * scale)),
+                               1e6, 4e6, 4e6))
     return rows
 
 

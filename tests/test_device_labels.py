@@ -85,7 +85,8 @@ def test_an_emulated_gpu_says_so_wherever_people_read_its_name():
                                 "(emulated);") and errors[2].endswith("idx.to('cuda:1')")
     assert "cuda:1 (emulated) (index 0) and cpu (index 1)" in errors[3] and errors[3].endswith(".to('cuda:1')")
     assert errors[4].startswith("error: MSELoss: pred is on cuda:1 (emulated) but target is on cpu")
-    assert errors[5] == "error: the array is on cuda:1 (emulated); only CPU arrays export their memory. Copy it first with a.cpu()"
+    assert errors[5] == ("error: the array is on cuda:1 (emulated); only CPU arrays export their memory. Copy it "
+                         "first with a.cpu()")
     # a GPU that is not there is no emulated one; the machine's GPUs are
     assert errors[6] == ("error: zeros: cuda:5 is not available: this machine has 2 emulated GPUs; use "
                          "gd.try_gpu(5) to fall back to the CPU")

@@ -66,6 +66,9 @@ def check_plot(res: ex.Result, tmp_path) -> None:
     fig = res.plot(path)
     assert fig.axes, "the figure has no axes"
     assert all(ax.get_title() or ax.get_xlabel() for ax in fig.axes)
+    from gpudev import plots
+
+    assert plots.label_overlaps(fig) == [], f"exercise {res.number}'s figure has texts that collide"
     data = path.read_bytes()
     assert data.startswith(PNG_MAGIC) and len(data) > 5000
 

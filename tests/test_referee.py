@@ -198,7 +198,7 @@ def _emulated_ex1(tmp_path: Path, claim: str | None) -> Path:
     devices = {"cpu": {"emulated": False}, "cuda:0": {"emulated": True}}
     meta = {"n": 4096, "small": 4, "devices": devices, "peaks": {}}
     text = ex1_matmul.conclusion(rows, [gd.cpu(), gd.Device("cuda:0")], 4096, 4, emulated={"cuda:0"})
-    assert "cuda:0 is an emulated GPU" in text and "faster" not in text
+    assert "cuda:0 (emulated) is a GPU of the CPU emulation" in text and "faster" not in text
     res = Result(number=1, name="matmul_vs_small", title="t", question="q", fields=ex1_matmul.FIELDS,
                  columns=ex1_matmul.COLUMNS, rows=rows, conclusion=text + (claim or ""), meta=meta)
     from gpudev.exercises.report import report_text

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import gpudev as gd
 
-from .._devices import DeviceLike
+from .._devices import DeviceLike, device_label
 from .._format import format_count, format_gflops, format_ratio, format_seconds
 from ..stats import faster_than_device
 from .compare import compare, ratio, single_vs_sample
@@ -53,7 +53,7 @@ FIELDS = {
                 "elements and more)",
     "demonstration": "True for a row shown on purpose (a wrong timing): neither a point nor a claim",
 }
-COLUMNS = [("device", "device", "text"), ("label", "task", "text"), ("timing", "timing", "text"),
+COLUMNS = [("device", "device", "device"), ("label", "task", "text"), ("timing", "timing", "text"),
            ("seconds", "time/call", "time"), ("min_s", "min", "time"), ("max_s", "max", "time"),
            ("repeats", "n", "int"), ("calls", "calls/repeat", "int"), ("gflops", "GFLOP/s", "rate"),
            ("gbps", "GB/s", "rate")]
@@ -130,7 +130,7 @@ def matmul_vs_small(n: int = 10000, devices: DeviceLike | Iterable[DeviceLike] |
     rows: list[dict[str, Any]] = []
     peaks: dict[str, dict[str, Any]] = {}
     for d in devs:
-        step(f"1: first use of {d}")
+        step(f"1: first use of {device_label(d)}")
         rows.append(row(d, "setup", "first allocation on the device", "first call",
                         first_call(lambda d=d: gd.zeros((1,), device=d)), 0, 0))
         if not is_emulated(d):  # an emulated GPU has no roofs: its times are the CPU's
@@ -194,7 +194,7 @@ def _product(d: gd.Device, n: int, repeats: int, budget_s: float, rows: list[dic
     # normal samples (two 10000 x 10000 randn take seconds on a small CPU)
     a, b = gd.ones((n, n), device=d), gd.ones((n, n), device=d)
     gd.synchronize(d)
-    step(f"1: first {label} on {d}")
+    step(f"1: first {label} on {device_label(d)}")
     first = first_call(lambda: a @ b)
     rows.append(row(d, "matmul", label, "first call", first, flops, nbytes, nbytes))
     # at least one warm repeat, even when the first call (with its one-time costs) overran
@@ -202,7 +202,7 @@ def _product(d: gd.Device, n: int, repeats: int, budget_s: float, rows: list[dic
     # the product was sized for WARM_MIN of them; on a machine busier than during the peak
     # measurement they may overrun the budget a little, which the first call's judgement needs
     warm_repeats = min(repeats, max(WARM_MIN, int((budget_s - first["seconds"]) // first["seconds"])))
-    step(f"1: {label} on {d}, {warm_repeats} warm repeat(s)")
+    step(f"1: {label} on {device_label(d)}, {warm_repeats} warm repeat(s)")
     warm = time_repeats(lambda: a @ b, warm_repeats, warmup=0, calls=1, noise_stop=False,  # budget-bound
                         devices=[d])  # without a warm-up to learn the GPU from, it is named
     rows.append(row(d, "matmul", label, "synchronized", warm, flops, nbytes, nbytes))
@@ -222,7 +222,7 @@ def _tiny(d: gd.Device, small: int, calls: int | None, repeats: int, rows: list[
         ("add1", "1-element add", lambda: one + 1.0, 1, 8.0),
     ]
     for task, label, fn, flops, nbytes in tiny:
-        step(f"1: {label} on {d}")
+        step(f"1: {label} on {device_label(d)}")
         rows.append(row(d, task, label, "first call", first_call(fn), flops, nbytes, nbytes))
         rows.append(row(d, task, label, "synchronized", time_repeats(fn, repeats, calls=calls), flops,
                         nbytes, nbytes))
@@ -230,7 +230,7 @@ def _tiny(d: gd.Device, small: int, calls: int | None, repeats: int, rows: list[
 
 def _bandwidth(d: gd.Device, elements: int, repeats: int, rows: list[dict[str, Any]]) -> None:
     """The sum of a big array: the same task as the tiny sum, with data to move."""
-    step(f"1: sum of {elements:,} floats on {d}")
+    step(f"1: sum of {elements:,} floats on {device_label(d)}")
     v = gd.ones((elements,), device=d)
     rows.append(row(d, "bandwidth", f"sum of {elements:,} floats", "synchronized",
                     time_repeats(v.sum, repeats), float(elements), 4.0 * elements, 4.0 * elements))
@@ -440,14 +440,14 @@ def plot(res: Result) -> Figure:
     for r in res.rows:
         if r["task"] in ("peak sgemm", "stream add"):
             continue  # the roofline panel shows them as roofs
-        series = r["device"] + ("" if r["timing"] == "synchronized" else f" {r['timing']}")
+        series = res.label(r["device"]) + ("" if r["timing"] == "synchronized" else f" {r['timing']}")
         items.append(bar_item(r, r["label"], series, color=plots.device_color(r["device"]),
                               hatch=hatches.get(r["timing"])))
     plots.bars(left, items, ylabel="time per call", log=True)
     shown = {r["timing"] for r in res.rows}
     keys = ["median, whiskers min-max"] + [f"{h}: {t}" for t, h in (("first call", "hatched"),
                                            ("unsynchronized (wrong)", "crossed")) if t in shown]
-    left.set_title("Exercise 1: time per call (" + "; ".join(keys) + ")", fontsize=9)
+    plots.set_title(left, "Exercise 1: time per call (" + "; ".join(keys) + ")")
     notes_text(left, res)
     roofline(res, ax=right)
     return fig

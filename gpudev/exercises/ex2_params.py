@@ -16,7 +16,7 @@ import numpy as np
 
 import gpudev as gd
 
-from .._devices import DeviceLike
+from .._devices import DeviceLike, device_label
 from .._format import format_count, format_seconds
 from .compare import LEVEL, compare, ratio
 from .measure import device_meta, emulated_in, emulated_text, is_emulated, one_device, positive_int, step, time_repeats
@@ -37,7 +37,7 @@ FIELDS = {
     "syncs": "synchronizations one unit makes (from gd.trace())",
     "mbps": "bytes / seconds / 1e6 (MB/s)",
 }
-COLUMNS = [("action", "action", "text"), ("device", "device", "text"), ("seconds", "time", "time"),
+COLUMNS = [("action", "action", "text"), ("device", "device", "device"), ("seconds", "time", "time"),
            ("min_s", "min", "time"), ("max_s", "max", "time"), ("bytes", "bytes", "bytes"),
            ("mbps", "MB/s", "rate"), ("copies", "copies", "int"), ("syncs", "syncs", "int")]
 
@@ -115,7 +115,7 @@ def params_on_device(device: DeviceLike | None = None, *, steps: int = 20, batch
     repeats = positive_int(op, "repeats", repeats)
     d, notes = one_device(device, op)
     model = _Training(d, batch, lr)
-    step(f"2: training on {d}")
+    step(f"2: training on {device_label(d)}")
     loss_first = model.sgd_step().item()
     for _ in range(steps - 1):
         model.sgd_step()
@@ -132,7 +132,7 @@ def params_on_device(device: DeviceLike | None = None, *, steps: int = 20, batch
     checks = [same_predictions("loaded onto the CPU, predicts as the trained model",
                                on_cpu(model.x_test.cpu()).numpy(), pred, exact=d.type == "cpu")]
     if d.type != "cpu":  # on the CPU, loading onto the device is the check above
-        checks.insert(0, same_predictions(f"loaded onto {d}, predicts as the trained model",
+        checks.insert(0, same_predictions(f"loaded onto {device_label(d)}, predicts as the trained model",
                                           on_dev(model.x_test).cpu().numpy(), pred, exact=True))
     if d.type == "cpu":
         notes.append("the device is the CPU, so loading onto the device is loading onto the CPU (one "
@@ -165,7 +165,8 @@ def _save_and_load(net: gd.nn.Module, d: gd.Device, repeats: int,
         rows[-1].update(bytes=size, mbps=size / rows[-1]["seconds"] / 1e6)
         rows.append(_timed_row(d, "gd.load onto the CPU", lambda: gd.load(path, device="cpu"), size, repeats))
         if d.type != "cpu":  # on the CPU that is the row above
-            rows.append(_timed_row(d, f"gd.load onto {d}", lambda: gd.load(path, device=d), size, repeats))
+            rows.append(_timed_row(d, f"gd.load onto {device_label(d)}", lambda: gd.load(path, device=d), size,
+                                   repeats))
         on_cpu, on_dev = _make_net(gd.cpu(), seed=2), _make_net(d, seed=3)
         on_cpu.load_state_dict(gd.load(path, device="cpu"))
         on_dev.load_state_dict(gd.load(path, device=d))
@@ -243,7 +244,8 @@ def conclusion(rows: list[dict[str, Any]], d: gd.Device, size: int, param_bytes:
 def _emulated_text(d: gd.Device, save: dict[str, Any], load_dev: dict[str, Any], to_host: dict[str, Any],
                    checks: list[dict[str, Any]]) -> str:
     return (emulated_text(d) + f"What carries over to a GPU are the copies: saving made "
-            f"{format_count(save['copies'], 'copy')}, loading onto {d} {format_count(load_dev['copies'], 'copy')} "
+            f"{format_count(save['copies'], 'copy')}, loading onto {device_label(d, [str(d)])} "
+            f"{format_count(load_dev['copies'], 'copy')} "
             f"to the device, and .cpu() of the parameters {format_count(to_host['copies'], 'copy')} with "
             f"{format_count(to_host['syncs'], 'synchronization')}: a file on disk always holds host memory. "
             + ("All loaded models predict exactly what the trained one does."
@@ -257,13 +259,13 @@ def plot(res: Result) -> Figure:
     from gpudev import plots
 
     fig, (ax,) = plots.new_figure(9, 5)
-    items = [bar_item(r, r["action"], r["device"], color=plots.device_color(r["device"]),
+    items = [bar_item(r, r["action"], res.label(r["device"]), color=plots.device_color(r["device"]),
                       note=f"{format_seconds(r['seconds'], micro=plots.MICRO)}, "
                            f"{format_count(r['copies'], 'copy')}")
              for r in res.rows]
     plots.bars(ax, items, ylabel="time")
     size = res.meta.get("file_bytes")
-    ax.set_title(f"Exercise 2: the 10-512-10 model on {res.meta.get('device')}: parameter copies, "
-                 f"save and load (file {size:,} bytes; median, whiskers min-max)", fontsize=9)
+    plots.set_title(ax, f"Exercise 2: the 10-512-10 model on {res.label(res.meta.get('device'))}: parameter "
+                        f"copies, save and load (file {size:,} bytes; median, whiskers min-max)")
     notes_text(ax, res)
     return fig

@@ -16,7 +16,7 @@ import numpy as np
 
 import gpudev as gd
 
-from .._devices import DeviceLike
+from .._devices import DeviceLike, device_label
 from .._format import format_count, format_seconds
 from .compare import compare, ratio
 from .measure import device_meta, emulated_in, emulated_text, interleaved, is_emulated, one_device, positive_int, step
@@ -104,13 +104,13 @@ def norm_logging(n: int = 1000, size: int = 100, device: DeviceLike | None = Non
     rows, logs = [], {}
     flops, nbytes = 2.0 * n * size**3, 3.0 * 4 * n * size * size
     variants = _variants(xs, w, d)
-    step(f"3: variants a, b, c on {d}, traced once (the warm-up)")
+    step(f"3: variants a, b, c on {device_label(d)}, traced once (the warm-up)")
     traces = []
     for key, _, fn in variants:
         with gd.trace() as tr:
             logs[key] = np.asarray(fn(), dtype=np.float64)
         traces.append(tr.summary()["totals"])
-    step(f"3: variants a, b, c on {d}, {repeats} rounds in alternation")
+    step(f"3: variants a, b, c on {device_label(d)}, {repeats} rounds in alternation")
     # in alternation, so that each round's three runs see the same load on the machine; one
     # run is one unit (each takes far more than a millisecond); host and device together:
     # the time the user waits
@@ -122,8 +122,8 @@ def norm_logging(n: int = 1000, size: int = 100, device: DeviceLike | None = Non
                      "copy_bytes": summary["copy_bytes"],
                      "ops": summary["ops"], "flops": flops, "bytes": nbytes,
                      "footprint": 3.0 * 4 * size * size, "workload": "matmul"})
-    for r in rows:
-        r["speedup"] = rows[0]["seconds"] / r["seconds"]
+    for r in rows:  # none from an emulated GPU's times, which are CPU times
+        r["speedup"] = None if is_emulated(d) else rows[0]["seconds"] / r["seconds"]
     return Result(
         number=NUMBER, name="norm_logging", title="Logging a norm every step: .item() vs on the device",
         question=f"What does logging the norm of each of {n} products cost when each entry is "
@@ -165,8 +165,9 @@ def conclusion(rows: list[dict[str, Any]], d: gd.Device, n: int, size: int, emul
     emulated GPU only the counts, which a GPU shares."""
     a, b, c = rows
     if emulated:
-        return (f"On {d}, logging with .item() every step made {format_count(a['syncs'], 'synchronization')} "
-                f"and {format_count(a['copies'], 'copy')}; keeping the log on the device made "
+        return (f"On {device_label(d, [str(d)])}, logging with .item() every step made "
+                f"{format_count(a['syncs'], 'synchronization')} and {format_count(a['copies'], 'copy')}; "
+                f"keeping the log on the device made "
                 f"{format_count(b['syncs'], 'synchronization')} and {format_count(b['copies'], 'copy')}; "
                 f"one batched product made {format_count(c['ops'], 'operation')} instead of {b['ops']:,}. "
                 + emulated_text(d) + "On a GPU each .item() makes the host wait until everything queued "
@@ -223,7 +224,8 @@ def plot(res: Result) -> Figure:
     from gpudev import plots
 
     fig, (ax,) = plots.new_figure(9, 5)
-    items = [bar_item(r, f"({r['variant']}) {r['label']}", r["device"], color=plots.device_color(r["device"]),
+    items = [bar_item(r, f"({r['variant']}) {r['label']}", res.label(r["device"]),
+                      color=plots.device_color(r["device"]),
                       note=(f"{format_seconds(r['seconds'], micro=plots.MICRO)}\n"
                             f"{format_count(r['syncs'], 'sync')}, {format_count(r['copies'], 'copy')}"))
              for r in res.rows]

@@ -16,11 +16,11 @@ import numpy as np
 
 import gpudev as gd
 
-from .._devices import DeviceLike
+from .._devices import DeviceLike, device_label
 from .._format import format_seconds
 from .compare import LEVEL, interval, ratio
 from .measure import (device_meta, devices_to_run, emulated_in, emulated_size, emulated_text, interleaved,
-                      is_emulated, positive_int, step, time_repeats)
+                      is_emulated, namer, positive_int, step, time_repeats)
 from .result import TIMING_FIELDS, Result, bar_item, figure_of, notes_text
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ FIELDS = {
     "full_overlap_s": "max(t_products, t_host): what 'both' takes when the shorter is fully hidden",
     "flops": "floating-point operations of the two products",
 }
-COLUMNS = [("device", "device", "text"), ("scenario", "scenario", "text"), ("n", "n", "int"),
+COLUMNS = [("device", "device", "device"), ("scenario", "scenario", "text"), ("n", "n", "int"),
            ("seconds", "time", "time"), ("min_s", "min", "time"), ("max_s", "max", "time"),
            ("overlap", "overlap", "pct"), ("speedup", "speedup", "ratio"),
            ("efficiency", "of ideal", "pct")]
@@ -140,7 +140,7 @@ def _overlap_rows(d: gd.Device, n: int, repeats: int) -> list[dict[str, Any]]:
         a @ b
         a @ b
 
-    step(f"4: two products on {d}")
+    step(f"4: two products on {device_label(d)}")
     sizing = time_repeats(products, 3, wall=True)
     host_work = _HostWork(sizing["seconds"])
 
@@ -148,7 +148,7 @@ def _overlap_rows(d: gd.Device, n: int, repeats: int) -> list[dict[str, Any]]:
         products()
         host_work()
 
-    step(f"4: products, host work, and both on {d}, {repeats} rounds in alternation")
+    step(f"4: products, host work, and both on {device_label(d)}, {repeats} rounds in alternation")
     dev, host, together = interleaved([products, host_work, both], repeats, wall=True)
     t_dev, t_host = dev["seconds"], host["seconds"]
     overlap, _ = overlap_of(dev["times"], host["times"], together["times"])
@@ -192,7 +192,8 @@ def _two_gpu_rows(g0: gd.Device, g1: gd.Device, n: int, repeats: int) -> list[di
         a0 @ b0  # queued on g0, returns at once
         a1 @ b1  # queued on g1 while g0 works
 
-    step(f"4: two products in sequence on {g0}, and one on each of {g0} and {g1}, in alternation")
+    step(f"4: two products in sequence on {device_label(g0)}, and one on each of {device_label(g0)} and "
+         f"{device_label(g1)}, in alternation")
     seq, par = interleaved([sequential, concurrent], repeats, wall=True)
     speedup = ratio(seq["times"], par["times"], paired=True).ratio
     return [
@@ -221,9 +222,11 @@ def conclusion(rows: list[dict[str, Any]], devs: list[gd.Device], gpus: list[gd.
     """What the rows say: how much overlapped on each device, and the two-GPU speedup (none of
     it for emulated GPUs, whose queued work runs on the CPU when something waits for it)."""
     fake = emulated or set()
+    name = namer(fake)
     text = [_emulated_overlap_text(d) if str(d) in fake else _overlap_text(rows, d) for d in devs]
     if not skipped and {str(g) for g in gpus[:2]} & fake:
-        text.append(f"The products in sequence on {gpus[0]} and at once on {gpus[0]} and {gpus[1]} ran "
+        text.append(f"The products in sequence on {name(gpus[0])} and at once on {name(gpus[0])} and "
+                    f"{name(gpus[1])} ran "
                     f"(the code path of two devices), but emulated GPUs run their work one after another "
                     f"on the same CPU, so they cannot show two GPUs working at once: this report compares "
                     f"no times of theirs.")
@@ -249,6 +252,22 @@ def _emulated_overlap_text(d: gd.Device) -> str:
     return (emulated_text(d) + "Its queued products run only when something waits for them, on the "
             "same CPU as the host work, so they cannot overlap with it: the overlap a GPU gives is not "
             "shown here.")
+
+
+def _mark(rows: list[dict[str, Any]], r: dict[str, Any]) -> str:
+    """What a bar's note adds to its time: the overlap or the speedup only where its interval
+    excludes none (0% or 1x), as the conclusion says; nothing for emulated GPUs (None)."""
+    if r.get("overlap") is not None:
+        prod, host, both = (x for x in rows if x["device"] == r["device"] and x["part"] == "overlap")
+        _, bounds = overlap_of(prod["times"], host["times"], both["times"])
+        measured = bounds is None or bounds[0] > 0 or bounds[1] < 0
+        return f"\n{100 * r['overlap']:.0f}% overlap" if measured else "\nno measurable overlap"
+    if r.get("speedup") is not None:
+        seq = next(x for x in rows if x["part"] == "two GPUs" and x is not r)
+        measured = ratio(seq["times"], r["times"], paired=True)
+        return (f"\n{r['speedup']:.2f}x (ideal 2x)" if not measured.known or measured.differs else
+                "\nno measurable speedup")
+    return ""
 
 
 def _overlap_text(rows: list[dict[str, Any]], d: gd.Device) -> str:
@@ -290,19 +309,19 @@ def plot(res: Result) -> Figure:
     fig, (ax,) = plots.new_figure(10, 5.5)
     items = []
     for r in res.rows:
-        note = format_seconds(r["seconds"], micro=plots.MICRO)
-        if r.get("overlap") is not None:
-            note += f"\n{100 * r['overlap']:.0f}% overlap"
-        if r.get("speedup") is not None:
-            note += f"\n{r['speedup']:.2f}x (ideal 2x)"
-        items.append(bar_item(r, r["scenario"], r["device"], color=plots.device_color(r["device"]), note=note))
+        note = format_seconds(r["seconds"], micro=plots.MICRO) + _mark(res.rows, r)
+        items.append(bar_item(r, r["scenario"], res.label(r["device"]), color=plots.device_color(r["device"]),
+                              note=note))
     if items:
-        positions, width, scale = plots.bars(ax, items, ylabel="wall-clock time")
+        positions, widths, scale = plots.bars(ax, items, ylabel="wall-clock time", with_legend=False)
         top = ax.get_ylim()[1] * scale
-        for r in res.rows:  # where 'both' would land with no overlap and with full overlap
-            if r.get("no_overlap_s") is None:
+        # where 'both' would land with no overlap and with full overlap; not for an emulated GPU,
+        # whose queue runs on the CPU when waited for, so its bars say nothing about overlap
+        for r in res.rows:
+            if r.get("no_overlap_s") is None or r["device"] in res.emulated:
                 continue
-            x = positions[(r["scenario"], r["device"])]
+            key = (r["scenario"], res.label(r["device"]))
+            x, width = positions[key], widths[key]
             top = max(top, r["no_overlap_s"])
             for value, style, label in ((r["no_overlap_s"], "--", "no overlap (sum of the two)"),
                                         (r["full_overlap_s"], ":", "full overlap (the longer one)")):
@@ -310,8 +329,8 @@ def plot(res: Result) -> Figure:
                           label=label if not ax.get_legend_handles_labels()[1].count(label) else None)
         bottom = None if ax.get_yscale() == "log" else 0  # a log axis keeps the bottom plots.bars chose
         ax.set_ylim(bottom, top / scale * 1.3)
-        ax.legend(fontsize=8, loc="upper right")
+        plots.legend(ax)
     two_gpus = ", and on two GPUs" if any(r.get("part") == "two GPUs" for r in res.rows) else ""
-    ax.set_title(f"Exercise 4: two products with host work{two_gpus} (median, whiskers min-max)", fontsize=9)
+    plots.set_title(ax, f"Exercise 4: two products with host work{two_gpus} (median, whiskers min-max)")
     notes_text(ax, res)
     return fig

@@ -19,7 +19,7 @@ import numpy as np
 
 import gpudev as gd
 
-from .._devices import DeviceLike
+from .._devices import DeviceLike, device_label
 from .._format import format_bytes, format_percent, format_ratio, format_seconds
 from .compare import ratio
 from .measure import device_meta, devices_to_run, emulated_in, emulated_text, is_emulated, positive_int, step, time_repeats
@@ -52,7 +52,7 @@ FIELDS = {
                 "meta['parallel_from'] elements on): a jump in speed there is the threads, not a cache",
     "workload": "'b += b' (the roofline holds these points to the same add's roofs)",
 }
-COLUMNS = [("device", "device", "text"), ("size", "size", "int"), ("elements", "elements", "int"),
+COLUMNS = [("device", "device", "device"), ("size", "size", "int"), ("elements", "elements", "int"),
            ("level", "fits in", "text"), ("seconds", "per op", "time"), ("min_s", "min", "time"),
            ("max_s", "max", "time"), ("calls", "ops/repeat", "int"), ("ns_per_element", "ns/element", "rate"),
            ("gbps", "GB/s", "rate"),
@@ -92,14 +92,16 @@ def small_op_sweep(sizes: Sequence[int] = SIZES, iters: int | None = None,
     iters = None if iters is None else positive_int(op, "iters", iters)
     repeats = positive_int(op, "repeats", repeats)
     devs, notes = devices_to_run(devices, op)
-    caches = {str(d): cache_levels(d) for d in devs}
-    rows = [_op_row(d, s, iters, repeats, caches[str(d)]) for d in devs for s in sizes]
-    mine = {str(d): [r for r in rows if r["device"] == str(d)] for d in devs}
+    # an emulated GPU's curve is CPU time: no caches of its own, no fixed cost, no model
+    rated = [d for d in devs if not is_emulated(d)]
+    caches = {str(d): cache_levels(d) for d in rated}
+    rows = [_op_row(d, s, iters, repeats, caches.get(str(d), [])) for d in devs for s in sizes]
+    mine = {str(d): [r for r in rows if r["device"] == str(d)] for d in rated}
     fits = {dev: fit_cost(r, caches[dev]) for dev, r in mine.items()}
     evens = {dev: break_even(r) for dev, r in mine.items()}
     crossovers = {}
     if gd.cpu() in devs:  # an emulated GPU's curve is CPU time: no crossover
-        for g in (d for d in devs if d.type == "cuda" and not is_emulated(d)):
+        for g in (d for d in rated if d.type == "cuda"):
             crossovers[str(g)] = crossover(mine["cpu"], mine[str(g)])
     elif any(d.type == "cuda" for d in devs):
         notes.append("no crossover: the CPU was not among the devices, so there is nothing to compare with")
@@ -121,7 +123,7 @@ def small_op_sweep(sizes: Sequence[int] = SIZES, iters: int | None = None,
 
 def _op_row(d: gd.Device, s: int, iters: int | None, repeats: int, caches: list[dict[str, Any]]) -> dict[str, Any]:
     """One b += b on an s x s array on `d`, timed by gd.benchmark."""
-    step(f"5: b += b, {s}x{s} on {d}")
+    step(f"5: b += b, {s}x{s} on {device_label(d)}")
     b = gd.zeros((s, s), device=d)
     timed = time_repeats(functools.partial(operator.iadd, b, b), repeats, calls=iters, max_s=10.0)
     nbytes, footprint = 8.0 * s * s, 4.0 * s * s
@@ -407,10 +409,14 @@ _LABEL_BOX = {"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1
 
 
 def _marks(ax: Axes, res: Result) -> None:
-    """Cache sizes (as elements of b), break-evens and crossovers, as vertical lines."""
+    """Cache sizes (as elements of b), break-evens and crossovers, as vertical lines; none for
+    an emulated GPU, whose curve is CPU time (the report reads nothing off it either)."""
     from gpudev import plots
 
+    fake = res.emulated
     for dev, levels in res.meta.get("caches", {}).items():
+        if dev in fake:
+            continue
         for c in levels:
             ax.axvline(c["bytes"] / 4, color=plots.device_color(dev), linestyle=":", alpha=0.5)
             ax.annotate(f"{dev} {c['level']} {format_bytes(c['bytes'])}", (c["bytes"] / 4, 0.98),
@@ -423,7 +429,7 @@ def _marks(ax: Axes, res: Result) -> None:
         ax.annotate(f"split over threads from {at:,} elements", (at, 0.02), xycoords=("data", "axes fraction"),
                     rotation=90, ha="left", va="bottom", fontsize=7, color="0.2", bbox=_LABEL_BOX)
     for dev, even in res.meta.get("break_even", {}).items():
-        if even.get("status") == "found":
+        if even.get("status") == "found" and dev not in fake:
             ax.axvline(even["elements"], color=plots.device_color(dev), linestyle="-.", alpha=0.7)
             ax.annotate(f"{dev}: an op takes twice its fixed cost from ~{even['elements']:,.0f}",
                         (even["elements"], 0.02),
@@ -449,9 +455,9 @@ def _device_curve(ax: Axes, res: Result, dev: str) -> None:
     y = np.array([r["seconds"] for r in rows])
     lo = np.maximum(y - np.array([r["min_s"] for r in rows]), 0)
     hi = np.maximum(np.array([r["max_s"] for r in rows]) - y, 0)
-    ax.errorbar(x, y, yerr=[lo, hi], marker="o", capsize=3, color=plots.device_color(dev), label=dev)
+    ax.errorbar(x, y, yerr=[lo, hi], marker="o", capsize=3, color=plots.device_color(dev), label=res.label(dev))
     fit = res.meta.get("fits", {}).get(dev)
-    if fit and fit.get("drawn"):
+    if fit and fit.get("drawn") and dev not in res.emulated:
         fx = np.array(sorted(fit["fitted_elements"]), dtype=float)
         grid = np.logspace(math.log10(fx.min()), math.log10(fx.max()), 100)
         model = fit["t0_s"] + 8.0 * grid / (fit["bandwidth_gbps"] * 1e9)

@@ -18,7 +18,8 @@ import numpy as np
 import gpudev as gd
 
 from .._devices import (
-    DeviceLike, all_devices, as_device, as_devices, gpus_here, no_gpu_reason, present_and_missing, require,
+    DeviceLike, all_devices, as_device, as_devices, device_label, gpus_here, no_gpu_reason, present_and_missing,
+    require,
 )
 from .._format import jsonable
 
@@ -69,7 +70,7 @@ def devices_to_run(devices: DeviceLike | Iterable[DeviceLike] | None, op: str) -
         return all_devices(), notes
     asked = as_devices(devices, op)
     chosen, missing = present_and_missing(asked)
-    notes = [f"{dev} skipped: {gpus_here()}" for dev in missing]
+    notes = [f"{dev} skipped: {gpus_here()}" for dev in missing]  # not here, so not emulated
     if not chosen:
         raise gd.DeviceUnavailableError(
             f"{op}: none of the devices {[str(d) for d in asked]} is available "
@@ -108,9 +109,20 @@ def emulated_size(d: gd.Device, n: int) -> int:
 
 
 def emulated_text(d: gd.Device | str) -> str:
-    """The sentence every exercise says about an emulated GPU instead of comparing its times."""
-    return (f"{d} is an emulated GPU: its times are CPU times, not a GPU's, so this report draws no "
-            f"speed conclusion from them. ")
+    """The sentence every exercise says about an emulated GPU `d` instead of comparing its times."""
+    return (f"{device_label(d, [str(d)])} is a GPU of the CPU emulation: its times are CPU times, not a GPU's, "
+            f"so this report draws no speed conclusion from them. ")
+
+
+def namer(emulated: Iterable[str]) -> Callable[[Any], str]:
+    """How a conclusion names devices: device_label with the run's `emulated` devices (from
+    its meta, so that a report re-derived in another process names them alike).
+
+    >>> namer({"cuda:0"})("cuda:0"), namer({"cuda:0"})(gd.cpu())
+    ('cuda:0 (emulated)', 'cpu')
+    """
+    fake = set(emulated)
+    return lambda d: device_label(d, fake)
 
 
 def emulated_in(meta_devices: dict[str, Any]) -> set[str]:

@@ -20,6 +20,7 @@ from typing import Any
 
 import gpudev as gd
 
+from .._devices import device_label
 from .._format import format_bytes
 from .measure import step
 
@@ -130,7 +131,7 @@ def measure_peaks(device: gd.Device, *, n: int | None = None, repeats: int = 5,
     `repeats` repeats or `budget_s` seconds, whichever comes first.
     """
     n = n or PEAK_N[device.type]
-    step(f"1: peak: best of {repeats} products {n}x{n} on {device}")
+    step(f"1: peak: best of {repeats} products {n}x{n} on {device_label(device)}")
     a, b = gd.randn(n, n, device=device), gd.randn(n, n, device=device)
     mm = _best(functools.partial(gd.matmul, a, b), repeats, budget_s)
     del a, b
@@ -142,7 +143,7 @@ def measure_peaks(device: gd.Device, *, n: int | None = None, repeats: int = 5,
     plan = [(c["level"], c["bytes"] // 8) for c in levels] + [("memory", dram_elements)]
     for level, elements in plan:  # an array filling half of each level, then main memory
         where = "main memory" if level == "memory" else f"{level} ({format_bytes(elements * 4)} of data)"
-        step(f"1: peak: b += b in {where} on {device}")
+        step(f"1: peak: b += b in {where} on {device_label(device)}")
         # cache-resident adds take microseconds: more repeats cost nothing and find the best
         add = _stream_add(device, int(elements), repeats if level == "memory" else 4 * repeats, budget_s)
         out.append({"task": "stream add", "label": f"peak: b += b in {where}", "level": level, **add})

@@ -17,7 +17,7 @@ import numpy as np
 
 import gpudev as gd
 
-from .._devices import all_devices
+from .._devices import all_devices, device_label
 from .._format import format_gib, jsonable
 from .measure import device_meta
 from .result import Result
@@ -41,11 +41,12 @@ def machine_text(machine: dict[str, Any]) -> str:
              f"- Python {machine['python']}, NumPy {machine['numpy']}"]
     cuda = b["cuda"]
     gpus = {k: v for k, v in machine["devices"].items() if k != "cpu"}
+    fake = [k for k, v in gpus.items() if v.get("emulated")]
     if gpus:
         for k, v in gpus.items():
             mem = v.get("total_memory")
             mem_text = f", {format_gib(mem, 0)}" if isinstance(mem, (int, float)) else ""
-            lines.append(f"- {k}: {v.get('name', '?')}{mem_text}")
+            lines.append(f"- {device_label(k, fake)}: {v.get('name', '?')}{mem_text}")
         lines.append(f"- CUDA runtime {cuda.get('runtime_version', '?')}, "
                      f"driver {cuda.get('driver_version', '?')}")
     else:

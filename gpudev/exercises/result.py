@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._devices import device_label
 from .._format import format_bytes, format_seconds, jsonable
 from ..stats import LAUNCH_DOMINATED_S, launch_dominated, noisy
 
@@ -72,7 +73,7 @@ class Result:
     title: str
     question: str
     fields: dict[str, str]
-    columns: list[tuple[str, str, str]]  # (row key, header, format kind)
+    columns: list[tuple[str, str, str]]  # (row key, header, format kind; 'device': named by label())
     rows: list[dict[str, Any]]
     conclusion: str
     skipped: str | None = None
@@ -89,10 +90,25 @@ class Result:
             if note and note not in self.notes:
                 self.notes = [*self.notes, note]
 
+    @property
+    def emulated(self) -> set[str]:
+        """The emulated GPUs of this run, from ``meta["devices"]`` (a Result read back from
+        results.json in another process cannot ask the devices themselves)."""
+        return {dev for dev, info in (self.meta.get("devices") or {}).items() if info.get("emulated")}
+
+    def label(self, device: Any) -> str:
+        """`device` as people read it: 'cuda:0 (emulated)' for an emulated GPU of this run."""
+        return device_label(device, self.emulated)
+
+    def _cell(self, row: dict[str, Any], key: str, kind: str) -> str:
+        """One table cell: a 'device' column names its device with :meth:`label`."""
+        value = row.get(key)
+        return self.label(value) if kind == "device" and value is not None else _format_cell(value, kind)
+
     def _row_name(self, row: dict[str, Any]) -> str:
         """A row named by its columns before the first time column (device, task, size...)."""
         first_time = next((i for i, (_, _, kind) in enumerate(self.columns) if kind == "time"), 0)
-        name = " ".join(_format_cell(row.get(key), kind) for key, _, kind in self.columns[:first_time])
+        name = " ".join(self._cell(row, key, kind) for key, _, kind in self.columns[:first_time])
         return name.strip() or "a row"
 
     def _launch_note(self) -> str | None:
@@ -121,14 +137,11 @@ class Result:
 
     def _noisy_note(self) -> str | None:
         """'noisy repeats: ...' naming each row whose slowest repeat is far above its median."""
-        # a row is named by its columns before the first time column (device, task, size...)
-        first_time = next((i for i, (_, _, kind) in enumerate(self.columns) if kind == "time"), 0)
         flagged = []
         for row in self.rows:
             spread = noisy(row.get("times") or [])
             if spread is not None:
-                name = " ".join(_format_cell(row.get(key), kind) for key, _, kind in self.columns[:first_time])
-                flagged.append(f"{name.strip() or 'a row'} (slowest {format_seconds(max(row['times']))}, "
+                flagged.append(f"{self._row_name(row)} (slowest {format_seconds(max(row['times']))}, "
                                f"{spread:.1f}x the median {format_seconds(float(np.median(row['times'])))})")
         if not flagged:
             return None
@@ -143,7 +156,7 @@ class Result:
     def table(self, markdown: bool = False) -> str:
         """The rows as an aligned text table (or a Markdown one), then the checks."""
         header = [h for _, h, _ in self.columns]
-        body = [[_format_cell(row.get(key), kind) for key, _, kind in self.columns] for row in self.rows]
+        body = [[self._cell(row, key, kind) for key, _, kind in self.columns] for row in self.rows]
         if markdown:
             lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
             lines += ["| " + " | ".join(cells) + " |" for cells in body]
@@ -275,9 +288,9 @@ def notes_text(ax: Any, res: Result) -> None:
     from gpudev import plots
 
     lines = ([f"skipped: {res.skipped}"] if res.skipped else [])
-    fake = sorted(d for d, info in (res.meta.get("devices") or {}).items() if info.get("emulated"))
+    fake = [res.label(d) for d in sorted(res.emulated)]
     if fake:  # before any number of theirs is read as a GPU's
-        lines.insert(0, f"emulated GPUs: {', '.join(fake)}: their times are CPU times of the emulation, "
+        lines.insert(0, f"{', '.join(fake)}: GPUs of the CPU emulation, whose times are CPU times, "
                         f"not GPU speed")
     for n_ in res.notes:
         if n_.startswith("noisy repeats"):
