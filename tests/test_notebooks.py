@@ -1,5 +1,6 @@
 """The notebooks in notebooks/: committed without outputs, in step with tools/make_notebooks.py,
-and each one runs top to bottom without an error (small sizes: GPUDEV_QUICK=1).
+and each one runs top to bottom without an error (small sizes: GPUDEV_QUICK=1), on the CPU and
+on two emulated GPUs, with outputs that pass the referee's notebook check.
 
 The kernel is the interpreter running the tests: a kernelspec pointing at sys.executable is
 written to a temporary Jupyter path, so the run does not depend on which kernels (if any)
@@ -14,6 +15,8 @@ import subprocess
 import sys
 
 import pytest
+
+from gpudev.exercises.notebook_check import check_notebook
 
 nbformat = pytest.importorskip("nbformat")
 
@@ -112,6 +115,10 @@ def test_notebook_runs(path, gpus, kernel_env, tmp_path, monkeypatch):
     if gpus == "emulated":  # the GPU cells ran on the emulated cuda:0, and said so
         shown = json.dumps([o for c in nb.cells if c.cell_type == "code" for o in c.outputs])
         assert "cuda:0" in shown and "emulated" in shown, f"{path.name} did not show the emulated cuda:0"
+    # the referee reads the outputs: every emulated GPU named as one, no speed conclusion from
+    # its times, every claim with an interval that backs it and no contradiction of one above
+    problems = check_notebook(nb, emulated={"cuda:0", "cuda:1"} if gpus == "emulated" else set())
+    assert not problems, f"{path.name}:\n" + "\n".join(map(str, problems))
 
 
 def test_make_lab_installs_the_extra_registers_a_kernel_and_opens_the_notebooks():

@@ -103,13 +103,17 @@ gd.cpu(), gd.gpu(0), dev, gd.try_all_gpus()"""),
 gd.cpu().info()"""),
     ("md", """\
 `gd.gpu(0)` is only a name: it can name a GPU that is not there. Allocating on it is what
-fails. `try_gpu()` falls back to the CPU, so the rest of this notebook runs anywhere."""),
+fails. `try_gpu()` falls back to the CPU, so the rest of this notebook runs anywhere.
+
+`str(dev)` is the device's identifier (`'cuda:0'`, as in PyTorch), what you pass back as
+`device=`. `gd.device_label(dev)` is the name gpudev shows people: on an emulated GPU
+(`GPUDEV_EMULATE_GPUS`, whose times are CPU times) it says so, `'cuda:0 (emulated)'`."""),
     ("md", "## Arrays live on one device"),
     ("code", """\
 x = gd.ones((2, 3))                 # float32 on the CPU by default
 y = gd.randn(2, 3, device=dev)      # made directly on the device
-print(x.device, x.dtype, x.shape)
-print(y.device, y.dtype, y.shape)
+print(gd.device_label(x.device), x.dtype, x.shape)
+print(gd.device_label(y.device), y.dtype, y.shape)
 y"""),
     ("md", """\
 ## Copies are explicit
@@ -138,7 +142,7 @@ def show(what, fn):
     else:
         print(f"{what}:\\n    no error\\n")
 
-show("a CPU array + an array on cuda:0", lambda: x + gd.ones(3, device="cuda:0"))
+show(f"a CPU array + an array on {gd.device_label('cuda:0')}", lambda: x + gd.ones(3, device="cuda:0"))
 show("an array on the best device + a CPU array", lambda: y + x)
 show("a product of shapes that do not align", lambda: gd.ones((2, 3)) @ gd.ones((4, 5)))
 show("NumPy view of an array on the best device", lambda: np.asarray(gd.ones(3, device=dev)))"""),
@@ -175,7 +179,8 @@ print(gd.benchmark(gd.matmul, a, a, n_repeat=5))"""),
     ("code", """\
 ratio = right.elapsed / wrong_s
 Markdown(
-    f"On {dev} the synchronized timer read {right.elapsed * 1e3:.3g} ms and the unsynchronized "
+    f"On {gd.device_label(dev)} the synchronized timer read {right.elapsed * 1e3:.3g} ms and the "
+    f"unsynchronized "
     f"one {wrong_s * 1e3:.3g} ms (ratio {ratio:.3g}). "
     + ("On a GPU the unsynchronized number is only the time to queue the product."
        if dev.type == "cuda" else
@@ -235,7 +240,9 @@ for dev in devices:
     a, x = gd.randn(n, n, device=dev), gd.randn(4, 4, device=dev)
     big = gd.benchmark(gd.matmul, a, a, n_repeat=5, max_duration=10)
     tiny = gd.benchmark(x.sum, n_repeat=20)
-    print(f"{dev}: {n}x{n} product {big.median * 1e3:.3g} ms ({2 * n**3 / big.median / 1e9:.3g} GFLOP/s); "
+    # an emulated GPU's times are CPU times: no rate from them
+    rate = "" if dev.emulated else f" ({2 * n**3 / big.median / 1e9:.3g} GFLOP/s)"
+    print(f"{gd.device_label(dev)}: {n}x{n} product {big.median * 1e3:.3g} ms{rate}; "
           f"4x4 sum {tiny.median * 1e9:.3g} ns per call, timed {tiny.n_calls:,} calls at a time "
           f"(an empty call reads {tiny.overhead * 1e9:.3g} ns)")"""),
      ("md", "A timer that does not wait for the GPU reads the time to *queue* the work. The "
@@ -252,16 +259,21 @@ gd.synchronize()
 with gd.Timer() as right:
     a @ a
 flops = 2 * n**3
-print(f"unsynchronized: {wrong.elapsed * 1e3:.3g} ms, implying {flops / wrong.elapsed / 1e9:,.0f} GFLOP/s")
-print(f"synchronized:   {right.elapsed * 1e3:.3g} ms, {flops / right.elapsed / 1e9:,.0f} GFLOP/s")
-print(f"the book's 0.016 s for n=10000 implies {2 * 10000**3 / 0.016 / 1e12:.0f} TFLOP/s")""")],
+
+def rate(seconds):               # an emulated GPU's times are CPU times: no rate from them
+    return "" if dev.emulated else f", implying {flops / seconds / 1e9:,.0f} GFLOP/s"
+
+print(f"on {gd.device_label(dev)}:")
+print(f"unsynchronized: {wrong.elapsed * 1e3:.3g} ms{rate(wrong.elapsed)}")
+print(f"synchronized:   {right.elapsed * 1e3:.3g} ms{rate(right.elapsed)}")
+print(f"\\nthe book's 0.016 s for n=10000 implies {2 * 10000**3 / 0.016 / 1e12:.0f} TFLOP/s")""")],
     "ex.matmul_vs_small(**kw)",
     [("md", "## Big vs tiny, device by device"),
      ("code", """\
 lines = []
 for dev in dict.fromkeys(r["device"] for r in res.rows):
-    if res.meta["devices"][dev].get("emulated"):  # CPU times: no rates
-        lines.append(f"- **{dev}**: an emulated GPU; its times are CPU times, so it gets no rates.")
+    if dev in res.emulated:  # CPU times: no rates
+        lines.append(f"- **{res.label(dev)}**: an emulated GPU; its times are CPU times, so it gets no rates.")
         continue
     pick = {(r["task"], r["timing"]): r for r in res.rows if r["device"] == dev}
     tiny, first = pick[("sum", "synchronized")], pick[("matmul", "first call")]
@@ -350,16 +362,24 @@ a = gd.benchmark(per_item, n_warmup=1, n_repeat=5)
 b = gd.benchmark(on_device, n_warmup=1, n_repeat=5)
 print(a)
 print(b)
-compare("(b) on the device", b.times, "(a) .item() every step", a.times)""")],
+if dev.emulated:                 # CPU times of the emulation: no speed conclusion from them
+    verdict = f"{gd.device_label(dev)} is an emulated GPU: its times are CPU times, so (a) and (b) are not compared"
+else:
+    verdict = f"On {gd.device_label(dev)}, " + compare("(b) on the device", b.times, "(a) .item() every step", a.times)
+verdict""")],
     "ex.norm_logging(**kw)",
     [("md", "## The comparisons, round by round"),
      ("code", """\
 a, b, c = res.rows   # the three variants ran in alternation, so round i of each saw the same load
-Markdown(
-    f"{compare('(b) on the device', b['times'], '(a) .item() every step', a['times'], paired=True)}; "
-    f"{compare('(c) batched', c['times'], '(b) on the device', b['times'], paired=True)}."
-    + "\\n\\n" + "\\n".join(f"- check {'passed' if k['passed'] else 'FAILED'}: {k['check']}: {k['detail']}"
-                           for k in res.checks))""")],
+dev = res.meta["device"]
+if dev in res.emulated:  # CPU times of the emulation: no speed conclusion from them
+    text = f"{res.label(dev)} is an emulated GPU: its times are CPU times, so the variants are not compared."
+else:
+    text = (f"On {res.label(dev)}, "
+            f"{compare('(b) on the device', b['times'], '(a) .item() every step', a['times'], paired=True)}; "
+            f"{compare('(c) batched', c['times'], '(b) on the device', b['times'], paired=True)}.")
+Markdown(text + "\\n\\n" + "\\n".join(f"- check {'passed' if k['passed'] else 'FAILED'}: {k['check']}: {k['detail']}"
+                                    for k in res.checks))""")],
     "Change `size` to 10 and to 1000: where do synchronizations stop mattering? Wrap your own "
     "training loop in `with gd.trace() as tr:` and print `tr`.",
 )
@@ -385,16 +405,37 @@ with gd.Timer() as host_work:
 with gd.Timer() as both:         # queue the products, then do the host work
     a @ a; a @ a
     rng.standard_normal(out=host)
-print(f"products {products.elapsed * 1e3:.3g} ms, host work {host_work.elapsed * 1e3:.3g} ms, "
+print(f"on {gd.device_label(dev)}: products {products.elapsed * 1e3:.3g} ms, "
+      f"host work {host_work.elapsed * 1e3:.3g} ms, "
       f"both {both.elapsed * 1e3:.3g} ms (no overlap would be "
       f"{(products.elapsed + host_work.elapsed) * 1e3:.3g} ms)")""")],
     "ex.two_devices(**kw)",
     [("md", "## Overlap, device by device"),
      ("code", """\
-lines = [f"- **{r['device']}**: products and host work together took {r['seconds'] * 1e3:.3g} ms; "
-         f"no overlap would be {r['no_overlap_s'] * 1e3:.3g} ms, full overlap "
-         f"{r['full_overlap_s'] * 1e3:.3g} ms: {100 * r['overlap']:.0f}% hidden."
-         for r in res.rows if r["overlap"] is not None]
+from gpudev.exercises.ex4_two_devices import overlap_of
+from gpudev.stats import LEVEL
+
+lines = []
+for dev in dict.fromkeys(r["device"] for r in res.rows if r["part"] == "overlap"):
+    prod, host, both = (r for r in res.rows if r["device"] == dev and r["part"] == "overlap")
+    if dev in res.emulated:  # its queue runs on the CPU when waited for: nothing to overlap
+        lines.append(f"- **{res.label(dev)}**: an emulated GPU, whose queued products run on the CPU when "
+                     f"something waits for them: no overlap to read.")
+        continue
+    share, bounds = overlap_of(prod["times"], host["times"], both["times"])  # as the conclusion reads it
+    line = (f"- **{dev}**: products and host work together took {both['seconds'] * 1e3:.3g} ms; no overlap "
+            f"would be {both['no_overlap_s'] * 1e3:.3g} ms, full overlap {both['full_overlap_s'] * 1e3:.3g} ms")
+    if bounds is None:
+        line += " (a single round: no interval, so no verdict)."
+    elif bounds[0] > 0:
+        line += f": {share:.0%} hidden ({LEVEL:.0%} interval {bounds[0]:.0%} to {bounds[1]:.0%})."
+    elif bounds[1] < 0:
+        line += (f": no overlap; together they took measurably longer than one after the other (the hidden "
+                 f"share's {LEVEL:.0%} interval is {bounds[0]:.0%} to {bounds[1]:.0%}).")
+    else:
+        line += (f": no measurable overlap (the hidden share's {LEVEL:.0%} interval, {bounds[0]:.0%} to "
+                 f"{bounds[1]:.0%}, includes 0%).")
+    lines.append(line)
 if res.skipped:
     lines.append(f"\\nThe two-GPU comparison did not run: it {res.skipped}.")
 Markdown("\\n".join(lines))""")],
@@ -419,7 +460,7 @@ for dev in devices:
     for s in sizes:
         b = gd.zeros((s, s), device=dev)
         r = gd.benchmark(operator.iadd, b, b, n_repeat=5)   # one b += b, in batches
-        print(f"{dev} {s:5}x{s:<5} {r.median * 1e9:9.3g} ns per op, "
+        print(f"{gd.device_label(dev)} {s:5}x{s:<5} {r.median * 1e9:9.3g} ns per op, "
               f"{r.median / (s * s) * 1e9:.3g} ns per element ({r.n_calls:,} ops per repeat)")""")],
     "ex.small_op_sweep(**kw)",
     [("md", "## Break-even, model and crossover"),
@@ -461,6 +502,7 @@ import math
 import gpudev as gd
 from gpudev import nn
 from gpudev.exercises.catalog import quick_from_env
+from gpudev.exercises.compare import compare
 from IPython.display import Markdown
 
 QUICK = quick_from_env()
@@ -518,7 +560,7 @@ def train(device):
         losses.append(total.item() / (N // BATCH))
     return losses, timer.times
 
-runs = {str(d): train(d) for d in devices}
+runs = {gd.device_label(d): train(d) for d in devices}   # named as people read them
 for name, (losses, times) in runs.items():
     print(f"{name}: loss {losses[0]:.4f} -> {losses[-1]:.4f}; "
           f"median epoch {sorted(times)[len(times) // 2] * 1e3:.1f} ms")"""),
@@ -543,12 +585,14 @@ cpu_losses, cpu_times = runs["cpu"]
 text = (f"On the CPU an epoch of {N // BATCH} steps took {median(cpu_times) * 1e3:.1f} ms "
         f"(median of {EPOCHS}), and the loss fell from {cpu_losses[0]:.4f} to {cpu_losses[-1]:.4f}.")
 if len(runs) > 1:
-    gpu_losses, gpu_times = runs[str(best)]
-    ratio = median(cpu_times) / median(gpu_times)
-    text += (f" On {best} an epoch took {median(gpu_times) * 1e3:.1f} ms: "
-             + (f"{ratio:.1f}x faster than the CPU." if ratio > 1 else
-                f"{1 / ratio:.1f}x slower than the CPU: batches of 64 are too small to keep a GPU busy.")
-             + f" Its final loss, {gpu_losses[-1]:.4f}, matches the CPU's to float rounding.")
+    name = gd.device_label(best)
+    gpu_losses, gpu_times = runs[name]
+    text += f" On {name} an epoch took {median(gpu_times) * 1e3:.1f} ms"
+    if best.emulated:  # CPU times of the emulation: no speed conclusion from them
+        text += ", but an emulated GPU's times are CPU times, so they are not compared with the CPU's."
+    else:  # the epochs after the first (which includes warm-up), with the interval of their ratio
+        text += ": " + compare("the CPU", cpu_times[1:], name, gpu_times[1:]) + "."
+    text += f" Its final loss, {gpu_losses[-1]:.4f}, matches the CPU's to float rounding."
 else:
     text += " There is no GPU here: run this notebook on a machine with one to compare."
 Markdown(text)"""),
