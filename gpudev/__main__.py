@@ -165,6 +165,10 @@ def cmd_exercises(argv: list[str]) -> int:
 
 
 def cmd_referee(argv: list[str]) -> int:
+    if any(arg.endswith(".ipynb") for arg in argv):  # an executed notebook: the check beside the referee
+        from gpudev.exercises import notebook_check
+
+        return notebook_check.main(argv)
     from gpudev.exercises import referee
 
     return referee.main(argv)

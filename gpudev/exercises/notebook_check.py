@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterable
 from typing import Any
 
 from .._devices import EMULATED_MARK
 from .referee import Problem
 
-__all__ = ["check_notebook", "check_texts", "emulated_named", "outputs", "unlabelled"]
+__all__ = ["check_notebook", "check_texts", "emulated_named", "main", "outputs", "unlabelled"]
 
 _GPU = re.compile(r"cuda:(\d+)")
 # the mark may be wrapped onto the next line of a plot's label
@@ -152,3 +153,27 @@ def check_notebook(nb: dict[str, Any] | str, emulated: Iterable[str] | None = No
             nb = json.load(f)
     found = outputs(nb)
     return check_texts([t for _, t in found], emulated, [w for w, _ in found])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m gpudev referee NOTEBOOK.ipynb``: 0 when the outputs say only what they
+    print, else 1, with every problem on stderr."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m gpudev referee",
+                                     description="Check that the outputs of an executed notebook say only "
+                                                 "what they print.")
+    parser.add_argument("notebook", help="a notebook saved with its outputs (.ipynb)")
+    path = parser.parse_args(argv).notebook
+    try:
+        problems = check_notebook(path)
+    except (OSError, json.JSONDecodeError) as exc:
+        print(f"referee: cannot read {path}: {exc}", file=sys.stderr)
+        return 1
+    for p in problems:
+        print(f"referee FAILED: {p}", file=sys.stderr)
+    if problems:
+        print(f"referee: {len(problems)} problem(s) in the outputs of {path}", file=sys.stderr)
+        return 1
+    print(f"referee: the outputs of {path} say only what they print")
+    return 0

@@ -391,12 +391,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpudev referee",
                                      description="Check that a run's report.md and plots say only what "
                                                  "its results.json tables say, or that the outputs of an "
-                                                 "executed notebook (.ipynb) say only what they print.")
+                                                 "executed notebook (.ipynb: gpudev.exercises.notebook_check) "
+                                                 "say only what they print.")
     parser.add_argument("folder", nargs="?", default="results",
                         help="the run's folder (default: results), or a notebook saved with its outputs")
     args = parser.parse_args(argv)
-    if args.folder.endswith(".ipynb"):
-        return _main_notebook(args.folder)
     try:
         problems = referee(args.folder)
     except (FileNotFoundError, KeyError, json.JSONDecodeError) as exc:
@@ -411,24 +410,4 @@ def main(argv: list[str] | None = None) -> int:
     numbers = sum(len(numerals(line)) for line in open(os.path.join(args.folder, "report.md")))
     print(f"referee: {args.folder}/report.md agrees with its tables ({numbers} numerals re-derived or traced, "
           f"roofline points under roofs of their own workload)")
-    return 0
-
-
-
-
-def _main_notebook(path: str) -> int:
-    """The referee's verdict on an executed notebook (gpudev.exercises.notebook_check)."""
-    from .notebook_check import check_notebook
-
-    try:
-        problems = check_notebook(path)
-    except (OSError, json.JSONDecodeError) as exc:
-        print(f"referee: cannot read {path}: {exc}", file=sys.stderr)
-        return 1
-    for p in problems:
-        print(f"referee FAILED: {p}", file=sys.stderr)
-    if problems:
-        print(f"referee: {len(problems)} problem(s) in the outputs of {path}", file=sys.stderr)
-        return 1
-    print(f"referee: the outputs of {path} say only what they print")
     return 0
