@@ -46,6 +46,11 @@ def test_a_claim_needs_an_interval_that_backs_it():
     assert checks("On cpu, (b) is 1.2x faster than (a).") == ["claim"]
     assert checks("On cpu, (b) is 1.2x faster than (a) (95% interval 0.9x to 1.5x).") == ["claim"]
     assert checks("On cpu, 36% hidden.") == ["claim"]
+    # each claim is held to its own interval, the first after it
+    two = ("For the big product, cuda:0 is 30x faster than the CPU (95% interval 28x to 33x); for the 4x4 sum, "
+           "the CPU is 1.1x faster than cuda:0 (95% interval {}).")
+    assert checks(two.format("1.05x to 1.2x"), emulated=set()) == []
+    assert checks(two.format("0.9x to 1.3x"), emulated=set()) == ["claim"]
     assert checks("On cpu, 3% of the shorter one was hidden (95% interval -92% to 349%).") == ["claim"]
     # an estimate with an interval that includes nothing-at-all, and the verdict that says so
     assert checks("On cpu, 3% of the shorter one was hidden (95% interval -92% to 349%). No measurable "

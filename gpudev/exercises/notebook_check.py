@@ -94,27 +94,25 @@ def _number(text: str) -> float:
 
 
 def _claim_problems(paragraph: str, where: str, fake: set[str]) -> list[Problem]:
-    """The claims of one paragraph against its own interval, device and verdict."""
+    """The claims of one paragraph against their own intervals (each the first one after it,
+    before the next claim), device and verdict."""
     problems = []
     named = {m.group(0).lower() for m in _DEVICE.finditer(paragraph)}
     no_verdict = "no measurable" in paragraph.lower()
-    for m in _SPEED.finditer(paragraph):
-        claim = m.group(0)
-        bounds = _RATIO_INTERVAL.search(paragraph)
-        if bounds is None:
-            problems.append(Problem("claim", where, f"{claim!r} without an interval: {paragraph[:160]!r}"))
-        elif _number(bounds.group(1)) <= 1.0 <= _number(bounds.group(2)) and not no_verdict:
-            problems.append(Problem("claim", where, f"{claim!r}, but its interval includes 1: {paragraph[:160]!r}"))
-        if not named:
-            problems.append(Problem("claim", where, f"{claim!r} names no device its times come from: "
-                                                    f"{paragraph[:160]!r}"))
-    for m in _OVERLAP.finditer(paragraph):
-        bounds = _PERCENT_INTERVAL.search(paragraph)
-        if bounds is None:
-            problems.append(Problem("claim", where, f"{m.group(0)!r} without an interval: {paragraph[:160]!r}"))
-        elif _number(bounds.group(1)) <= 0.0 <= _number(bounds.group(2)) and not no_verdict:
-            problems.append(Problem("claim", where, f"{m.group(0)!r}, but its interval includes 0% and the text "
-                                                    f"does not say 'no measurable overlap': {paragraph[:160]!r}"))
+    for kind, claims, intervals, null in (("speed", _SPEED, _RATIO_INTERVAL, 1.0),
+                                          ("overlap", _OVERLAP, _PERCENT_INTERVAL, 0.0)):
+        found = list(claims.finditer(paragraph))
+        for m, after in zip(found, [n.start() for n in found[1:]] + [len(paragraph)]):
+            claim, bounds = m.group(0), intervals.search(paragraph, m.end(), after)
+            if bounds is None:
+                problems.append(Problem("claim", where, f"{claim!r} without an interval: {paragraph[:160]!r}"))
+            elif _number(bounds.group(1)) <= null <= _number(bounds.group(2)) and not no_verdict:
+                problems.append(Problem("claim", where, f"{claim!r}, but its interval includes {null:g}"
+                                                        f"{'x' if kind == 'speed' else '%'} and the text does not "
+                                                        f"say 'no measurable': {paragraph[:160]!r}"))
+            if kind == "speed" and not named:
+                problems.append(Problem("claim", where, f"{claim!r} names no device its times come from: "
+                                                        f"{paragraph[:160]!r}"))
     for dev in sorted(fake & named):
         if _SPEED_WORDS.search(paragraph) and not _TABLE.search(paragraph):  # a table's header is no claim
             problems.append(Problem("emulated", where, f"a speed claim about the emulated {dev}: {paragraph[:160]!r}"))
@@ -135,14 +133,14 @@ def check_texts(texts: Iterable[str], emulated: Iterable[str] | None = None,
                      for snippet in unlabelled(text, fake)]
         for paragraph in (p.strip() for p in _PARAGRAPHS.split(text) if p.strip()):
             problems += _claim_problems(paragraph, place, fake)
-            named = {m.group(0).lower() for m in _DEVICE.finditer(paragraph)}
+            about = _DEVICE.search(paragraph)  # a paragraph is about the device it names first
+            dev = about.group(0).lower() if about else None
             if "no measurable overlap" in paragraph.lower():
-                no_overlap |= named
-            elif _OVERLAP.search(paragraph):
-                problems += [Problem("contradiction", place,
-                                     f"an overlap for {dev} after an output above found no measurable overlap "
-                                     f"on it (its interval includes 0%): {paragraph[:160]!r}")
-                             for dev in sorted(named & no_overlap)]
+                no_overlap.add(dev)
+            elif _OVERLAP.search(paragraph) and dev is not None and dev in no_overlap:
+                problems.append(Problem("contradiction", place,
+                                        f"an overlap for {dev} after an output above found no measurable overlap "
+                                        f"on it (its interval includes 0%): {paragraph[:160]!r}"))
     return problems
 
 
