@@ -577,18 +577,30 @@ def _read_npz(path: str, f: IO[bytes]) -> dict[str, np.ndarray]:
         return out
 
 
-def _parse_device(device: Any) -> gd.Device:
+def _parse_device(device: Any, map_location: Any = None) -> gd.Device:
+    """load's target: `device`, or PyTorch's `map_location` (a device or a string), one device
+    read by the one helper (as_device); a dict or a callable of PyTorch's is refused."""
+    if map_location is not None:
+        if callable(map_location) or isinstance(map_location, Mapping):
+            raise TypeError(f"load: map_location must be a device or a string ('cpu', 'cuda:0'), got "
+                            f"{type(map_location).__name__}; gpudev has no storages to remap, so a dict or "
+                            f"a function has nothing to act on: pass the target, e.g. map_location='cpu'")
+        target = as_device(map_location, "load")
+        if device is not None and as_device(device, "load") != target:
+            raise TypeError(f"load: device={device!r} and map_location={map_location!r} disagree; give one of them")
+        device = target
     dev = as_device(device, "load", default=gd.cpu())
     return require(dev, "load", "load onto the CPU with device='cpu'")
 
 
-def load(path: PathLike, device: Any = None) -> Any:
+def load(path: PathLike, device: Any = None, map_location: Any = None) -> Any:
     """Load a ``.npy`` file as an Array, or a ``.npz`` archive as a dict of str -> Array (or as
     the list, tuple or nested dict that ``save`` wrote).
 
-    ``device`` puts every array there directly, one host-to-device copy each (PyTorch's
-    ``map_location``); the default is the CPU, so a file saved on a GPU machine loads on any
-    machine. The format is recognised by the file's first bytes, not its name.
+    ``device`` puts every array there directly, one host-to-device copy each; the default is
+    the CPU, so a file saved on a GPU machine loads on any machine. PyTorch's
+    ``map_location=`` takes the same: a device or a string (a dict or a callable raises
+    TypeError). The format is recognised by the file's first bytes, not its name.
 
     Files written by ``np.save`` / ``np.savez`` load too: float32, float64, int64 and int32 as
     they are, float16 as float32, booleans as bool, other integers as int64. Fortran-ordered arrays
@@ -615,7 +627,7 @@ def load(path: PathLike, device: Any = None) -> Any:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"load: path must be a str or os.PathLike, got {type(path).__name__}")
     path = os.fspath(path)
-    dev = _parse_device(device)
+    dev = _parse_device(device, map_location)
     try:
         f = open(path, "rb")
     except FileNotFoundError:

@@ -110,7 +110,9 @@ class DataLoader:
 
     ``len(loader)`` is the number of batches. A dataset with ``__getitems__(indices)`` (such
     as TensorDataset) gets each batch's indices at once as an int64 Array; any other has
-    ``__getitem__`` called per sample and the samples stacked.
+    ``__getitem__`` called per sample and the samples stacked. ``num_workers`` is accepted as
+    PyTorch code passes it (d2l passes 4), but gpudev loads every batch in the calling process:
+    the batches and their order are what ``num_workers=0`` gives in PyTorch.
 
     Example:
         >>> g = data.Generator().manual_seed(0)
@@ -121,17 +123,21 @@ class DataLoader:
     """
 
     def __init__(self, dataset: Any, batch_size: int = 1, shuffle: bool = False,
-                 drop_last: bool = False, generator: Generator | None = None) -> None:
+                 drop_last: bool = False, generator: Generator | None = None,
+                 num_workers: int = 0) -> None:
         if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "__len__"):
             raise TypeError(f"DataLoader: dataset must have __getitem__ and __len__, got "
                             f"{type(dataset).__name__}")
         if not isinstance(batch_size, numbers.Integral) or isinstance(batch_size, bool) or batch_size < 1:
             raise ValueError(f"DataLoader: batch_size must be a positive int, got {reprlib.repr(batch_size)}")
+        if not isinstance(num_workers, numbers.Integral) or isinstance(num_workers, bool) or num_workers < 0:
+            raise ValueError(f"DataLoader: num_workers must be an int >= 0, got {reprlib.repr(num_workers)}")
         if generator is not None and not isinstance(generator, Generator):
             raise TypeError(f"DataLoader: generator must be a gd.utils.data.Generator, got "
                             f"{type(generator).__name__}")
         self.dataset, self.batch_size = dataset, int(batch_size)
         self.shuffle, self.drop_last, self.generator = bool(shuffle), bool(drop_last), generator
+        self.num_workers = int(num_workers)  # kept for PyTorch code that reads it back
 
     def __len__(self) -> int:
         n = len(self.dataset)

@@ -257,7 +257,7 @@ SIGNATURES: dict[str, tuple[P, ...]] = {
     "memory_stats": (DEVICE,), "empty_cache": (DEVICE,), "build_info": (), "set_tf32": (P("enabled", "flag", lambda: False),),
     # files, timing, tracing
     "save": (P("obj", "any", arr(2, 2)), P("path", "path", tmp_path("out.npy"))),
-    "load": (P("path", "path", lambda: _SAVED), DEVICE),
+    "load": (P("path", "path", lambda: _SAVED), DEVICE, P("map_location", "device", lambda: None)),
     "benchmark": (P("fn", "callable", lambda: (lambda: None), "positional"), P("n_warmup", "warmup", lambda: 1, "keyword"),
                   P("n_repeat", "count", lambda: 2, "keyword"), P("max_duration", "number", lambda: 0.01, "keyword"),
                   P("devices", "device", lambda: None, "keyword")),
