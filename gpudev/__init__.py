@@ -145,7 +145,7 @@ _torch.install()
 _index.install()
 tensor = array  # PyTorch's spelling of gd.array
 device = Device  # PyTorch's spelling of gd.Device: gd.device('cuda:0'), gd.device('cuda', 0)
-from ._torch import bmm, cat, from_numpy, normal, randint  # noqa: E402
+from ._torch import bmm, cat, from_numpy, mm, normal, randint  # noqa: E402
 
 from ._devices import device_label  # noqa: E402
 from ._info import build_info, empty_cache, memory_stats, set_tf32  # noqa: E402
@@ -178,7 +178,7 @@ __all__ = [
     "rand", "randn", "save", "set_grad_enabled", "set_num_threads", "set_tf32", "softmax", "stack", "strict",
     "synchronize", "tensor", "trace", "try_all_gpus", "try_gpu", "zeros", "zeros_like", "clamp", "clip",
     "argmax", "argmin", "nonzero", "where", "bmm", "cat", "cuda", "device", "from_numpy", "max",
-    "min", "normal", "optim", "randint", "utils",
+    "min", "mm", "normal", "optim", "randint", "utils",
     *_OP_FUNCTIONS,
     # the array API standard's names (gpudev/_array_api.py, _manipulation.py, _statistics.py)
     "__array_api_version__", "__array_namespace_info__", "argsort", "astype",

@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _C
 
-__all__ = ["bmm", "cat", "from_numpy", "install", "max", "min", "normal", "randint"]
+__all__ = ["bmm", "cat", "from_numpy", "install", "max", "min", "mm", "normal", "randint"]
 
 Array = _C.Array
 # the core's methods that the PyTorch-aware ones below replace on Array, and call
@@ -474,6 +474,13 @@ def _extreme_method(name: str, c_method: Any) -> Any:
     def method(self: Array, *args: Any, **kwargs: Any) -> Array:
         if "dim" in kwargs:
             raise _dim_refused(name)
+def _operands(op: str, a: Any, b: Any, form: str, fix: str) -> None:
+    """mm's and bmm's check: both operands are Arrays of the one number of dimensions `form` names."""
+    for what, x in (("first", a), ("second", b)):
+        if _need_array(op, x).ndim != int(form[0]):
+            raise ValueError(f"{op}: the {what} operand must be {form}, got shape {x.shape}; {fix}")
+
+
         if args and _is_int(args[0]) and "axis" not in kwargs:
             raise _ambiguous_axis(f"a.{name}({args[0]})", name, args[0])
         return c_method(self, *args, **kwargs)
@@ -482,6 +489,22 @@ def _extreme_method(name: str, c_method: Any) -> Any:
                       f"values, NumPy's and the array API's; a.{name}(1) is refused (PyTorch reads it as "
                       f"(values, indices)): write a.{name}(axis=1).")
     return method
+
+def mm(input: Array, mat2: Array) -> Array:  # noqa: A002  (PyTorch's parameter names)
+    """The product of a (n, k) and a (k, m) array: (n, m), as PyTorch's ``mm`` (2-D only; for
+    other shapes ``gd.matmul`` or ``@``). Also the method ``a.mm(b)``.
+
+    Example:
+        >>> gd.mm(gd.ones((2, 3)), gd.ones((3, 4))).shape
+        (2, 4)
+    """
+    _operands("mm", input, mat2, "2-D (a matrix)",
+              "use gd.matmul (or @) for vectors and batches, gd.bmm for (B, n, k) batches")
+    if input.shape[1] != mat2.shape[0]:
+        raise ValueError(f"mm: shapes {input.shape} and {mat2.shape} cannot be multiplied "
+                         f"({input.shape[1]} columns against {mat2.shape[0]} rows)")
+    return _C.matmul(input, mat2)
+
 
 
 def cat(tensors: Any, dim: int = 0, *, axis: Any = None) -> Array:
@@ -496,10 +519,7 @@ def cat(tensors: Any, dim: int = 0, *, axis: Any = None) -> Array:
 
 def bmm(a: Array, b: Array) -> Array:
     """Batched product of (B, n, k) and (B, k, m) arrays: (B, n, m), as PyTorch's bmm."""
-    for what, x in (("first", a), ("second", b)):
-        if _need_array("bmm", x).ndim != 3:
-            raise ValueError(f"bmm: the {what} operand must be 3-D (batch, rows, cols), got shape "
-                             f"{x.shape}; use gd.matmul for other shapes")
+    _operands("bmm", a, b, "3-D (batch, rows, cols)", "use gd.matmul for other shapes")
     if a.shape[0] != b.shape[0]:
         raise ValueError(f"bmm: batch sizes differ, {a.shape[0]} and {b.shape[0]} (shapes "
                          f"{a.shape} and {b.shape})")
@@ -580,7 +600,7 @@ _METHODS = {
     "to": _to, "t": _t, "numel": _numel, "dim": _dim, "clone": _clone, "squeeze": _squeeze,
     "unsqueeze": _unsqueeze, "view": _view, "expand": _expand, "repeat": _repeat,
     "flatten": _flatten, "transpose": _transpose, "var": _var, "std": _std, "abs": _abs, "pow": _pow,
-    "max": _extreme_method("max", _c_max), "min": _extreme_method("min", _c_min),
+    "max": _extreme_method("max", _c_max), "min": _extreme_method("min", _c_min), "mm": mm,
 }
 
 

@@ -82,7 +82,7 @@ TYPES = {
     "kwargs": "object", "func": "Callable[..., object]", "types": "tuple[type, ...]", "args": "tuple[object, ...]",
     "other": "_Operand", "alpha": "_Scalar", "mean": "float", "std": "float", "src": "_Operand", "dim": "int",
     "sizes": "int", "size": "_Shape", "start_dim": "int | str", "end_dim": "int", "correction": "float", "unbiased": "builtins.bool", "exponent": "_Operand",
-    "api_version": "str", "format_spec": "str",
+    "api_version": "str", "format_spec": "str", "input": "Array", "mat2": "Array",
 }
 # (callable, parameter) -> type, where a name means something else there
 TYPES_OF = {

@@ -360,6 +360,7 @@ SIGNATURES.update({
     "from_numpy": (P("a", "producer", lambda: np.arange(3.0), "positional"),),
     "cat": (P("tensors", "arrays", lambda: [gd.ones((2, 3)), gd.zeros((2, 3))]), P("dim", "axis", lambda: 0)),
     "bmm": (P("a", "array", arr(2, 3, 4)), P("b", "array", arr(2, 4, 5))),
+    "mm": (P("input", "array", arr(3, 4)), P("mat2", "array", arr(4, 5))),
     "max": (P("a", "array", arr(2, 3)), P("other", "array", lambda: None), P("axis", "axis", lambda: None, "keyword"),
             P("keepdims", "flag", lambda: False, "keyword")),
 })
@@ -374,7 +375,7 @@ METHODS.update({
     "clamp_": (P("min", "array", lambda: 0.5), P("max", "array", lambda: None)),
     "copy_": (P("src", "array", arr(2, 3)),), "float": (), "double": (), "long": (), "bool": (), "int": (),
     "type": (P("dtype", "dtype", lambda: None),), "t": (), "numel": (), "dim": (), "clone": (), "abs": (),
-    "pow": (P("exponent", "array", lambda: 2.0),),
+    "pow": (P("exponent", "array", lambda: 2.0),), "mm": (P("mat2", "array", arr(3, 2)),),
     "squeeze": (P("dim", "axis", lambda: None),), "unsqueeze": (P("dim", "axis", lambda: 0),),
     "view": (P("shape", "dim", lambda: -1, "varargs"),), "expand": (P("sizes", "dim", lambda: -1, "varargs"),),
     "repeat": (P("sizes", "dim", lambda: 1, "varargs"),),
