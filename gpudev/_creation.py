@@ -86,9 +86,19 @@ def linspace(start: float, stop: float, /, num: int, *, dtype: Any = None, devic
     return out.astype(dtype, copy=False)
 
 
-def meshgrid(*arrays: _C.Array, indexing: str = "xy") -> list[_C.Array]:
+def meshgrid(*arrays: _C.Array, indexing: str | None = None) -> list[_C.Array]:
     """Coordinate arrays from 1-D arrays: for 'xy' (Cartesian) the first two axes are swapped
-    with respect to 'ij' (matrix indexing)."""
+    with respect to 'ij' (matrix indexing).
+
+    With two or more arrays, ``indexing`` must be given: NumPy and the array API standard
+    default to 'xy', PyTorch to 'ij', so code from either camp would get the other's axes
+    without a word (d2l's ``torch.meshgrid(x, y)`` renamed). One array gives one answer."""
+    if indexing is None:
+        if len(arrays) > 1:
+            raise TypeError("meshgrid: pass indexing= with two or more arrays: NumPy and the array API "
+                            "default to indexing='xy', PyTorch to indexing='ij', which swaps the first "
+                            "two axes; write gd.meshgrid(x, y, indexing='xy') or indexing='ij'")
+        indexing = "xy"
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {reprlib.repr(indexing)}")
     from ._manipulation import broadcast_to

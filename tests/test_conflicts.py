@@ -142,6 +142,16 @@ def row_int32():
     assert gd.array([1, 2], dtype=gd.int32).numpy().dtype == np.int32
 
 
+def row_meshgrid():
+    x, y = gd.arange(3.0), gd.arange(2.0)
+    with pytest.raises(TypeError, match=r"meshgrid: pass indexing= with two or more arrays: NumPy and the array "
+                                        r"API default to indexing='xy', PyTorch to indexing='ij'"):
+        gd.meshgrid(x, y)
+    assert gd.meshgrid(x, y, indexing="ij")[0].shape == (3, 2)
+    assert gd.meshgrid(x, y, indexing="xy")[0].shape == (2, 3)
+    assert gd.meshgrid(x)[0].tolist() == [0.0, 1.0, 2.0]
+
+
 ROWS = {
     "`a.size`": row_size,
     "`a.transpose(0, 1)` on 2-D": row_transpose_01,
@@ -159,6 +169,7 @@ ROWS = {
     "`a.to(x)`": row_to,
     "`gd.cat(arrays, dim)`": row_cat,
     "`gd.int32`, `a.int()`": row_int32,
+    "`gd.meshgrid(x, y)`": row_meshgrid,
 }
 
 
