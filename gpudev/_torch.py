@@ -474,13 +474,6 @@ def _extreme_method(name: str, c_method: Any) -> Any:
     def method(self: Array, *args: Any, **kwargs: Any) -> Array:
         if "dim" in kwargs:
             raise _dim_refused(name)
-def _operands(op: str, a: Any, b: Any, form: str, fix: str) -> None:
-    """mm's and bmm's check: both operands are Arrays of the one number of dimensions `form` names."""
-    for what, x in (("first", a), ("second", b)):
-        if _need_array(op, x).ndim != int(form[0]):
-            raise ValueError(f"{op}: the {what} operand must be {form}, got shape {x.shape}; {fix}")
-
-
         if args and _is_int(args[0]) and "axis" not in kwargs:
             raise _ambiguous_axis(f"a.{name}({args[0]})", name, args[0])
         return c_method(self, *args, **kwargs)
@@ -489,6 +482,33 @@ def _operands(op: str, a: Any, b: Any, form: str, fix: str) -> None:
                       f"values, NumPy's and the array API's; a.{name}(1) is refused (PyTorch reads it as "
                       f"(values, indices)): write a.{name}(axis=1).")
     return method
+
+
+def cat(tensors: Any, dim: int = 0, *, axis: Any = None) -> Array:
+    """PyTorch's ``cat(tensors, dim=0)``: the arrays joined along an existing axis.
+
+    An alias of ``gd.concatenate`` with PyTorch's keyword.
+    """
+    if axis is not None and dim != 0:
+        raise TypeError("cat: give dim= or axis=, not both")
+    return _C.concatenate(tensors, axis=dim if axis is None else axis)
+
+
+def _operands(op: str, a: Any, b: Any, form: str, fix: str) -> None:
+    """mm's and bmm's check: both operands are Arrays of the one number of dimensions `form` names."""
+    for what, x in (("first", a), ("second", b)):
+        if _need_array(op, x).ndim != int(form[0]):
+            raise ValueError(f"{op}: the {what} operand must be {form}, got shape {x.shape}; {fix}")
+
+
+def bmm(a: Array, b: Array) -> Array:
+    """Batched product of (B, n, k) and (B, k, m) arrays: (B, n, m), as PyTorch's bmm."""
+    _operands("bmm", a, b, "3-D (batch, rows, cols)", "use gd.matmul for other shapes")
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"bmm: batch sizes differ, {a.shape[0]} and {b.shape[0]} (shapes "
+                         f"{a.shape} and {b.shape})")
+    return _C.matmul(a, b)
+
 
 def mm(input: Array, mat2: Array) -> Array:  # noqa: A002  (PyTorch's parameter names)
     """The product of a (n, k) and a (k, m) array: (n, m), as PyTorch's ``mm`` (2-D only; for
@@ -504,26 +524,6 @@ def mm(input: Array, mat2: Array) -> Array:  # noqa: A002  (PyTorch's parameter 
         raise ValueError(f"mm: shapes {input.shape} and {mat2.shape} cannot be multiplied "
                          f"({input.shape[1]} columns against {mat2.shape[0]} rows)")
     return _C.matmul(input, mat2)
-
-
-
-def cat(tensors: Any, dim: int = 0, *, axis: Any = None) -> Array:
-    """PyTorch's ``cat(tensors, dim=0)``: the arrays joined along an existing axis.
-
-    An alias of ``gd.concatenate`` with PyTorch's keyword.
-    """
-    if axis is not None and dim != 0:
-        raise TypeError("cat: give dim= or axis=, not both")
-    return _C.concatenate(tensors, axis=dim if axis is None else axis)
-
-
-def bmm(a: Array, b: Array) -> Array:
-    """Batched product of (B, n, k) and (B, k, m) arrays: (B, n, m), as PyTorch's bmm."""
-    _operands("bmm", a, b, "3-D (batch, rows, cols)", "use gd.matmul for other shapes")
-    if a.shape[0] != b.shape[0]:
-        raise ValueError(f"bmm: batch sizes differ, {a.shape[0]} and {b.shape[0]} (shapes "
-                         f"{a.shape} and {b.shape})")
-    return _C.matmul(a, b)
 
 
 def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, dtype: Any = None,
