@@ -26,11 +26,14 @@ parameters are on.
 """
 
 from ..optim import SGD, Adam, AdamW, Optimizer
-from . import functional, init
+from .._lazy import UninitializedBuffer, UninitializedParameter
+from . import functional, init, parameter
 from .layers import Dropout, Flatten, LazyLinear, Linear, ReLU, Sequential, Sigmoid, Tanh
+from .lazy import LazyModuleMixin
 from .losses import CrossEntropyLoss, MSELoss
 from .module import IncompatibleKeys, Module, Parameter, StateDictError
 
 __all__ = ["Adam", "AdamW", "CrossEntropyLoss", "Dropout", "Flatten", "IncompatibleKeys",
-           "LazyLinear", "Linear", "MSELoss", "Module", "Optimizer", "Parameter", "ReLU", "SGD",
-           "Sequential", "Sigmoid", "StateDictError", "Tanh", "functional", "init"]
+           "LazyLinear", "LazyModuleMixin", "Linear", "MSELoss", "Module", "Optimizer", "Parameter",
+           "ReLU", "SGD", "Sequential", "Sigmoid", "StateDictError", "Tanh", "UninitializedBuffer",
+           "UninitializedParameter", "functional", "init", "parameter"]

@@ -22,7 +22,9 @@ import numpy as np
 import gpudev as gd
 
 from .._devices import DeviceLike, device_label
+from .._lazy import UninitializedParameter
 from .functional import dropout, linear
+from .lazy import LazyModuleMixin
 from .module import Module, Parameter, _check_array
 
 __all__ = ["Dropout", "Flatten", "LazyLinear", "Linear", "ReLU", "Sequential", "Sigmoid", "Tanh"]
@@ -55,19 +57,19 @@ class Linear(Module):
         super().__init__()
         _check_features("Linear", "in_features", in_features)
         self.out_features = _check_features("Linear", "out_features", out_features)
-        self._make_parameters(int(in_features), bias, device, _float_dtype("Linear", dtype))
+        self.in_features = int(in_features)
+        dt = _float_dtype("Linear", dtype)
+        self.weight = Parameter(gd.zeros((self.out_features, self.in_features), dtype=dt, device=device))
+        self.bias = Parameter(gd.zeros(self.out_features, dtype=dt, device=device)) if bias else None
+        self.reset_parameters()
 
-    def _make_parameters(self, in_features: int, bias: bool, device: DeviceLike | None,
-                         dt: np.dtype) -> None:
-        # PyTorch's default: weight and bias uniform in +-1/sqrt(in_features)
-        self.in_features = in_features
-        bound = 1.0 / math.sqrt(in_features)
-
-        def uniform(*shape: int) -> gd.Array:
-            return Parameter(gd.rand(*shape, dtype=dt, device=device) * (2.0 * bound) - bound)
-
-        self.weight = uniform(self.out_features, in_features)
-        self.bias = uniform(self.out_features) if bias else None
+    def reset_parameters(self) -> None:
+        """Draw weight and bias again, uniform in +-1/sqrt(in_features) (PyTorch's default), in place."""
+        bound = 1.0 / math.sqrt(self.in_features)
+        with gd.no_grad():
+            for p in (self.weight, self.bias):
+                if p is not None:
+                    p[...] = gd.rand(*p.shape, dtype=p.dtype, device=p.device) * (2.0 * bound) - bound
 
     def forward(self, x: gd.Array) -> gd.Array:
         """x is (..., in_features); returns (..., out_features)."""
@@ -97,48 +99,52 @@ def _check_features(op: str, name: str, value: Any) -> int:
     return int(value)
 
 
-class LazyLinear(Linear):
+class LazyLinear(LazyModuleMixin, Linear):
     """A Linear layer whose in_features is the last dimension of its first input.
 
-    Until the first call ``weight`` and ``bias`` are None and the layer has no parameters
-    (run one batch through the model before building its optimizer, as in PyTorch). The
-    first call makes them, drawn as Linear draws them, on the device and dtype given here
-    or by a later ``module.to(...)``, and the layer becomes a plain ``nn.Linear``.
+    Until the first call ``weight`` and ``bias`` are ``nn.UninitializedParameter``
+    placeholders: ``parameters()`` lists them and an optimizer may be built on them, as in
+    PyTorch. The first call (or ``load_state_dict``) makes them Arrays, on the device and dtype
+    given here or by a later ``module.to(...)``, drawn as Linear draws them, and the layer
+    becomes a plain ``nn.Linear``.
 
     Example:
         >>> net = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(1))
+        >>> opt = gd.optim.SGD(net.parameters(), lr=0.1)  # before the first forward
         >>> net(gd.rand(2, 20)).shape, net[0].weight.shape
         ((2, 1), (8, 20))
     """
+
+    cls_to_become = Linear
 
     def __init__(self, out_features: int, bias: bool = True, device: DeviceLike | None = None,
                  dtype: Any = None) -> None:
         Module.__init__(self)
         self.out_features = _check_features("LazyLinear", "out_features", out_features)
         self.in_features = 0
-        self.weight: gd.Array | None = None
-        self.bias: gd.Array | None = None
-        self._lazy = {"bias": bool(bias), "device": device, "dtype": _float_dtype("LazyLinear", dtype)}
+        dt = _float_dtype("LazyLinear", dtype)
+        self.weight = UninitializedParameter(device=device, dtype=dt)
+        self.bias = UninitializedParameter(device=device, dtype=dt) if bias else None
 
-    def _lazy_target(self, device: gd.Device | None, dtype: Any) -> None:
-        """Module.to before the first call: make the parameters there (or with that dtype)."""
-        if device is not None:
-            self._lazy["device"] = device
-        if dtype is not None:
-            self._lazy["dtype"] = np.dtype(dtype)
-
-    def forward(self, x: gd.Array) -> gd.Array:
+    def parameter_shapes(self, x: gd.Array) -> dict[str, tuple[int, ...]]:
+        """weight (out_features, x.shape[-1]) and bias (out_features,)."""
         _check_array("LazyLinear", "x", x)
         if x.ndim == 0 or x.shape[-1] == 0:
             raise ValueError(f"LazyLinear: the first input fixes in_features from its last "
                              f"dimension, but it has shape {x.shape}")
-        lazy = self.__dict__.pop("_lazy")
-        self._make_parameters(x.shape[-1], lazy["bias"], lazy["device"], lazy["dtype"])
-        self.__class__ = Linear  # what PyTorch's lazy modules become
-        return Linear.forward(self, x)
+        shapes = {"weight": (self.out_features, x.shape[-1])}
+        if self.bias is not None:
+            shapes["bias"] = (self.out_features,)
+        return shapes
 
-    def extra_repr(self) -> str:
-        return f"in_features=<uninitialized>, out_features={self.out_features}"
+    def _lazy_materialized(self) -> None:
+        w, b = self.weight, self.bias
+        if w.ndim != 2 or w.shape[0] != self.out_features or w.shape[1] == 0 or (
+                b is not None and b.shape != (self.out_features,)):
+            raise ValueError(f"load_state_dict: LazyLinear(out_features={self.out_features}) takes a "
+                             f"weight of shape ({self.out_features}, in_features) and a bias of shape "
+                             f"({self.out_features},), got {w.shape} and {None if b is None else b.shape}")
+        self.in_features = w.shape[1]
 
 
 class ReLU(Module):

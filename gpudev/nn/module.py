@@ -28,6 +28,8 @@ from typing import Any, NamedTuple
 import gpudev as gd
 
 from .._devices import as_device
+from .._lazy import UninitializedBuffer, UninitializedParameter, _Uninitialized
+from .lazy import materialize_from_state
 
 __all__ = ["IncompatibleKeys", "Module", "Parameter", "StateDictError"]
 
@@ -121,7 +123,8 @@ class Module:
     def __setattr__(self, name: str, value: Any) -> None:
         # a parameter is remembered by name when assigned, so that freezing it
         # (requires_grad_(False)) keeps it among the parameters, as in PyTorch
-        if isinstance(value, gd.Array) and value.requires_grad and value.is_leaf:
+        if isinstance(value, UninitializedParameter) or (
+                isinstance(value, gd.Array) and value.requires_grad and value.is_leaf):
             self.__dict__.setdefault("_param_names", set()).add(name)
         object.__setattr__(self, name, value)
 
@@ -178,8 +181,8 @@ class Module:
         in its state_dict, but not a parameter."""
         if not isinstance(name, str) or not name or "." in name:
             raise KeyError(f"register_buffer: the name must be a non-empty str without '.', got {reprlib.repr(name)}")
-        if tensor is not None and not isinstance(tensor, gd.Array):
-            raise TypeError(f"register_buffer: {reprlib.repr(name)} must be an Array or None, got "
+        if tensor is not None and not isinstance(tensor, (gd.Array, UninitializedBuffer)):
+            raise TypeError(f"register_buffer: {reprlib.repr(name)} must be an Array, an UninitializedBuffer or None, got "
                             f"{type(tensor).__name__}")
         if name in self.__dict__.get("_param_names", ()):
             raise KeyError(f"register_buffer: {reprlib.repr(name)} is already a parameter")
@@ -187,17 +190,19 @@ class Module:
         object.__setattr__(self, name, tensor)
 
     def _own_parameters(self) -> Iterator[tuple[str, gd.Array]]:
+        # an UninitializedParameter (a lazy layer's, before its first forward) is one, as in PyTorch
         named = self.__dict__.get("_param_names", ())
         buffers = self.__dict__.get("_buffer_names", {})
         for name, value in vars(self).items():
-            if isinstance(value, gd.Array) and name not in buffers and value.is_leaf and (
-                    value.requires_grad or name in named):
+            if isinstance(value, UninitializedParameter) or (
+                    isinstance(value, gd.Array) and name not in buffers and value.is_leaf and (
+                    value.requires_grad or name in named)):
                 yield name, value
 
     def _own_buffers(self, persistent_only: bool = False) -> Iterator[tuple[str, gd.Array]]:
         for name, persistent in self.__dict__.get("_buffer_names", {}).items():
             value = getattr(self, name, None)
-            if isinstance(value, gd.Array) and (persistent or not persistent_only):
+            if isinstance(value, (gd.Array, UninitializedBuffer)) and (persistent or not persistent_only):
                 yield name, value
 
     def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, gd.Array]]:
@@ -206,8 +211,9 @@ class Module:
             for name, b in m._own_buffers():
                 yield (f"{mname}.{name}" if mname else name), b
 
-    def buffers(self) -> list[gd.Array]:
-        return [b for _, b in self.named_buffers()]
+    def buffers(self) -> Iterator[gd.Array]:
+        """Every buffer of self and the modules under it: a generator, as PyTorch's."""
+        return (b for _, b in self.named_buffers())
 
     def apply(self, fn: Callable[[Module], Any]) -> Module:
         """Call fn(m) for every module under self, children first, then self; returns self.
@@ -243,8 +249,11 @@ class Module:
         for name, child in self.named_children():
             yield from child._named_parameters(prefix + name + ".")
 
-    def parameters(self) -> list[gd.Array]:
-        return [p for _, p in self.named_parameters()]
+    def parameters(self) -> Iterator[gd.Array]:
+        """Every parameter, each once: a generator, as PyTorch's (``next(net.parameters())``,
+        ``list(net.parameters())``). A lazy layer's are UninitializedParameter placeholders until
+        its first forward; an optimizer built on them updates the Arrays they become."""
+        return (p for _, p in self.named_parameters())
 
     @property
     def device(self) -> gd.Device | None:
@@ -292,10 +301,12 @@ class Module:
         is replaced, so a failed move leaves the module where it was.
         """
         device, dtype = _device_and_dtype(args, kwargs)
-        for m in self.modules():  # lazy modules make their parameters there later
-            if hasattr(m, "_lazy_target"):
-                m._lazy_target(device, dtype)
-        owners = list(self._owners())
+        owners = []
+        for owner in self._owners():
+            if isinstance(owner[2], _Uninitialized):  # a lazy layer's: materialized there later
+                owner[2]._retarget(device, dtype)
+            else:
+                owners.append(owner)
 
         def convert(x: gd.Array) -> gd.Array:
             if device is not None:
@@ -352,7 +363,9 @@ class Module:
         loads the names both have. Shapes must match. Everything is checked and copied before
         any array changes, so a failed load leaves the module as it was. The parameters stay
         the same Arrays (an optimizer built on them goes on working) and lose their gradients.
-        Returns PyTorch's result: the missing and unexpected keys.
+        A lazy layer's placeholders become Arrays of the loaded shapes, as in PyTorch (an
+        optimizer built on the placeholders updates those). Returns PyTorch's result: the
+        missing and unexpected keys.
 
         Example:
             >>> gd.save(nn.Linear(3, 2).state_dict(), 'lin.npz')
@@ -360,10 +373,10 @@ class Module:
             >>> lin.load_state_dict(gd.load('lin.npz', device=gd.try_gpu()))
             <All keys matched successfully>
         """
-        own = self.state_dict()
         if not isinstance(state, Mapping):
             raise TypeError(f"load_state_dict: expected a dict of str -> Array, got "
                             f"{type(state).__name__}")
+        own = self.state_dict()
         missing = [k for k in own if k not in state]
         unexpected = [k for k in state if k not in own]
         if strict and (missing or unexpected):
@@ -371,11 +384,23 @@ class Module:
                         (("missing", missing), ("unexpected", unexpected)) if keys]
             raise StateDictError(f"load_state_dict: {' and '.join(problems)}; the module's keys "
                                  f"are {list(own)}; pass strict=False to load the keys that match")
-        common = {name: p for name, p in own.items() if name in state}
+        undo = materialize_from_state(self, state)  # a lazy layer takes the loaded shapes
+        try:
+            self._copy_state(state)
+        except BaseException:
+            undo()
+            raise
+        return IncompatibleKeys(missing, unexpected)
+
+    def _copy_state(self, state: Mapping[str, gd.Array]) -> None:
+        """load_state_dict's checks and copies, all checked before anything is written."""
+        common = {name: p for name, p in self.state_dict().items()
+                  if name in state and not isinstance(p, _Uninitialized)}
         params = {name for name, _ in self.named_parameters()}
         for name, p in common.items():
             value = state[name]
-            _check_array("load_state_dict", f"state[{reprlib.repr(name)}]", value)
+            if not isinstance(value, _Uninitialized):  # whose .shape says to run a forward first
+                _check_array("load_state_dict", f"state[{reprlib.repr(name)}]", value)
             if value.shape != p.shape:
                 raise ValueError(f"load_state_dict: {reprlib.repr(name)} has shape {value.shape} but the "
                                  f"{'parameter' if name in params else 'buffer'} has shape {p.shape}")
@@ -384,7 +409,6 @@ class Module:
             for p, data in zip(common.values(), copies, strict=True):
                 p[...] = data
                 p.grad = None
-        return IncompatibleKeys(missing, unexpected)
 
     # -- printing ---------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import gpudev as gd
 
+from .._lazy import UninitializedParameter, materialized
 from .._torch import scaled_add_
 from . import lr_scheduler
 
@@ -37,11 +38,13 @@ def _check_number(op: str, name: str, value: object, low: float, high: float = m
 
 
 def _check_params(op: str, params: Any, where: str) -> list[gd.Array]:
-    if isinstance(params, gd.Array):
+    if isinstance(params, (gd.Array, UninitializedParameter)):
         raise TypeError(f"{op}: {where} must be an iterable of parameters, got one Array; wrap it "
                         f"in a list, e.g. [w]")
     params = list(params)
     for i, p in enumerate(params):
+        if isinstance(p, UninitializedParameter):  # a lazy layer's, before its first forward
+            continue
         if not isinstance(p, gd.Array) or not p.requires_grad or not p.is_leaf:
             raise TypeError(f"{op}: {where}[{i}] is not a parameter (a leaf Array that requires "
                             f"grad), got {type(p).__name__}; pass model.parameters()")
@@ -58,7 +61,8 @@ class Optimizer:
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         op = type(self).__name__
         self.defaults = defaults
-        items = list(_check_params(op, params, "params") if isinstance(params, gd.Array) else params)
+        one = isinstance(params, (gd.Array, UninitializedParameter))
+        items = list(_check_params(op, params, "params") if one else params)
         if not items:
             raise ValueError(f"{op}: got an empty list of parameters; pass model.parameters()")
         groups = items if all(isinstance(g, dict) for g in items) else [{"params": items}]
@@ -79,7 +83,8 @@ class Optimizer:
             raise TypeError(f"{op}: unknown option(s) {sorted(unknown)} in a parameter group; "
                             f"{op} takes {sorted(self.defaults)}")
         params = group["params"]
-        params = [params] if isinstance(params, gd.Array) else params  # one parameter, as PyTorch allows
+        if isinstance(params, (gd.Array, UninitializedParameter)):
+            params = [params]  # one parameter, as PyTorch allows
         full = {**self.defaults, **group, "params": _check_params(op, params, where)}
         if not full["params"]:
             raise ValueError(f"{op}: {where} has no parameters")
@@ -95,7 +100,10 @@ class Optimizer:
 
     @property
     def params(self) -> list[gd.Array]:
-        """Every parameter, group after group."""
+        """Every parameter, group after group. A lazy layer's placeholder that has become an
+        Array (at the model's first forward) is replaced by that Array here, once."""
+        for group in self.param_groups:
+            group["params"] = materialized(group["params"])
         return [p for g in self.param_groups for p in g["params"]]
 
     @property
