@@ -206,7 +206,7 @@ def test_load_state_dict_into_a_fresh_lazy_model(device, tmp_path):
     model = Regression(lazy_mlp())
     Trainer(2, device).fit(model, loader(regression_data()))
     gd.save(model.state_dict(), tmp_path / "mlp.params")
-    clone = Regression(lazy_mlp())
+    clone = Regression(lazy_mlp()).to(device)  # the placeholders materialize there, as in PyTorch
     assert repr(clone.load_state_dict(gd.load(tmp_path / "mlp.params", map_location=device))) == \
         "<All keys matched successfully>"
     clone.eval()
