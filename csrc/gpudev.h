@@ -21,7 +21,7 @@ extern "C" {
 #define GD_MAX_NDIM 16
 /* The table's layout version, with the op counts in it: a backend built from another op list
  * has another version (the enum values are its operation codes), so it is refused. */
-#define GD_BACKEND_ABI_LAYOUT 8
+#define GD_BACKEND_ABI_LAYOUT 9
 #define GD_BACKEND_ABI_VERSION (GD_BACKEND_ABI_LAYOUT * 10000 + GD_NUM_UNOPS * 100 + GD_NUM_BINOPS)
 #define GD_BACKEND_CAPSULE_NAME "gpudev._cuda.backend"
 
@@ -190,6 +190,36 @@ typedef struct gd_matrix {
     int64_t stride;
 } gd_matrix;
 
+/* A window sliding over planes of h x w elements: convolution's im2col and col2im, and
+ * pooling. Output position (i, j), i < out_h, j < out_w, reads input rows
+ * i * stride_h - pad_h + a * dilation_h for a < kernel_h (columns the same way); rows and
+ * columns outside [0, h) x [0, w) are padding, which the caller may make asymmetric by its
+ * choice of out_h and out_w ('same' padding, ceil_mode). With `adaptive` set, window (i, j)
+ * covers rows [floor(i * h / out_h), ceil((i + 1) * h / out_h)) (columns alike) and kernel,
+ * stride, pad and dilation are unused (adaptive pooling). Every extent is >= 1, pads >= 0;
+ * the core checks that the sizes of every array involved fit in int64. */
+typedef struct gd_window2d {
+    int64_t channels; /* planes per image */
+    int64_t h, w, out_h, out_w;
+    int64_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+    int adaptive;
+} gd_window2d;
+
+/* Pooling's reduction over a window. */
+typedef enum gd_pool_kind {
+    GD_POOL_MAX = 0, /* PyTorch's rule: the first largest, a NaN taken as it comes */
+    GD_POOL_AVG = 1,
+} gd_pool_kind;
+
+/* Where element (image b, row r, position l) of an im2col matrix lives: at
+ * b * image_stride + r * row_stride + l elements (l < out_h * out_w is contiguous), so the
+ * matrix may be (images, rows, L) or (rows, images * L), the layouts of a product per image
+ * and of one product for the whole batch. Rows are channel-major: r = (c * kernel_h + a) *
+ * kernel_w + b'. */
+typedef struct gd_col_layout {
+    int64_t image_stride, row_stride;
+} gd_col_layout;
+
 /* ------------------------------------------------------------------------------------------
  * the backend vtable
  *
@@ -259,6 +289,16 @@ typedef int gd_argreduce_fn(int64_t *out, gd_redop op, const void *in, gd_dtype 
                             int64_t len, int64_t inner, int device, gd_error *err);
 typedef int gd_axpby_fn(void *y, gd_dtype dtype, gd_scalar beta, const void *x, gd_scalar alpha, int64_t n,
                         int device, gd_error *err);
+typedef int gd_im2col_fn(void *col, const gd_col_layout *layout, gd_dtype dtype, const void *im,
+                         const gd_window2d *g, int64_t images, int device, gd_error *err);
+typedef int gd_col2im_fn(void *im, gd_dtype dtype, const void *col, const gd_col_layout *layout,
+                         const gd_window2d *g, int64_t images, int device, gd_error *err);
+typedef int gd_pool2d_fn(void *out, int64_t *indices, gd_dtype dtype, gd_pool_kind kind, const void *in,
+                         const gd_window2d *g, int64_t images, int count_include_pad, int64_t divisor,
+                         int device, gd_error *err);
+typedef int gd_pool2d_backward_fn(void *grad_in, gd_dtype dtype, gd_pool_kind kind, const void *grad_out,
+                                  const int64_t *indices, const gd_window2d *g, int64_t images,
+                                  int count_include_pad, int64_t divisor, int device, gd_error *err);
 
 #ifdef __cplusplus
 extern "C" {
@@ -399,6 +439,30 @@ typedef struct gd_backend {
      * those of the two operations written out (y *= beta; y += alpha * x), in one pass and
      * with no temporary. An optimizer's step (p -= lr * g, v = momentum * v + g) is this. */
     gd_axpby_fn *axpby;
+
+    /* ---- sliding windows: convolution and pooling (required; added in ABI 9) ----
+     *
+     * Images are `images` x g->channels planes of g->h x g->w elements, C-contiguous, of
+     * float32 or float64 (`dtype`); results are written whole. Each plane is worked on by one
+     * thread on the CPU, and nothing is accumulated with atomics, so results do not depend on
+     * the thread count or the GPU's schedule. */
+    /* col = the im2col matrix of the images (layout above; padding reads as 0): rows
+     * channels * kernel_h * kernel_w, out_h * out_w positions per image. g->adaptive is 0. */
+    gd_im2col_fn *im2col;
+    /* im = the adjoint of im2col: each image element is the sum of the col entries that read
+     * it (0 where none does). Overwrites im. */
+    gd_col2im_fn *col2im;
+    /* out (images x channels planes of out_h x out_w) = each window's max or average.
+     * GD_POOL_MAX: the largest value (first wins; a NaN replaces any value, as PyTorch's
+     * `v > best || isnan(v)`), and when indices is not NULL its position h_in * w + w_in in
+     * its plane (int64, out's shape). GD_POOL_AVG (dilation 1): the sum over the window's
+     * part inside the input divided by `divisor` when > 0, else by the window's size clipped
+     * to the padded input (count_include_pad) or to the input; an empty window gives 0. */
+    gd_pool2d_fn *pool2d;
+    /* grad_in (the input's shape) = the adjoint of pool2d: GD_POOL_MAX routes each
+     * grad_out element to its window's index (indices as pool2d wrote them); GD_POOL_AVG
+     * spreads it over the window, divided as the forward divided. Overwrites grad_in. */
+    gd_pool2d_backward_fn *pool2d_backward;
 } gd_backend;
 
 #ifdef __cplusplus

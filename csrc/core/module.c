@@ -20,6 +20,7 @@
 #include "shape_ops.h"
 #include "sync.h"
 #include "trace.h"
+#include "window.h"
 
 /* ------------------------------------------------------------------------------------------
  * exec: each file adds its part
@@ -35,7 +36,8 @@ static int module_exec(PyObject *module)
     if (gd_trace_setup(module) < 0 || gd_creation_setup(module) < 0 || gd_elementwise_setup(module, st) < 0 ||
         gd_reduce_setup(module) < 0 || gd_matmul_setup(module) < 0 || gd_shape_ops_setup(module) < 0 ||
         gd_services_setup(module) < 0 || gd_dlpack_setup(module) < 0 || gd_autograd_setup(module, st) < 0 ||
-        gd_gather_setup(module) < 0 || gd_select_setup(module) < 0 || gd_sync_setup(module) < 0)
+        gd_gather_setup(module) < 0 || gd_select_setup(module) < 0 || gd_sync_setup(module) < 0 ||
+        gd_window_setup(module) < 0)
         return -1;
     return 0;
 }

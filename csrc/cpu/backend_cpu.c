@@ -103,4 +103,9 @@ const gd_backend gd_cpu_backend = {
     .argreduce = gd_cpu_argreduce,
     /* fused updates */
     .axpby = gd_cpu_axpby,
+    /* sliding windows */
+    .im2col = gd_cpu_im2col,
+    .col2im = gd_cpu_col2im,
+    .pool2d = gd_cpu_pool2d,
+    .pool2d_backward = gd_cpu_pool2d_backward,
 };

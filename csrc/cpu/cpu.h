@@ -197,4 +197,10 @@ gd_scatter_add_rows_fn gd_cpu_scatter_add_rows;
 gd_count_nonzero_fn gd_cpu_count_nonzero;
 gd_nonzero_fn gd_cpu_nonzero;
 
+/* window.c: convolution's im2col and col2im, pooling */
+gd_im2col_fn gd_cpu_im2col;
+gd_col2im_fn gd_cpu_col2im;
+gd_pool2d_fn gd_cpu_pool2d;
+gd_pool2d_backward_fn gd_cpu_pool2d_backward;
+
 #endif /* GPUDEV_CPU_H */

@@ -67,6 +67,11 @@ static const gd_backend gd_cuda_table = {
     guarded<gd_cuda_argreduce>::call,          /* argreduce */
     /* fused updates */
     guarded<gd_cuda_axpby>::call,              /* axpby */
+    /* sliding windows (window.cu) */
+    guarded<gd_cuda_im2col>::call,             /* im2col */
+    guarded<gd_cuda_col2im>::call,             /* col2im */
+    guarded<gd_cuda_pool2d>::call,             /* pool2d */
+    guarded<gd_cuda_pool2d_backward>::call,    /* pool2d_backward */
 };
 
 extern "C" const gd_backend *gd_cuda_backend(void) { return &gd_cuda_table; }

@@ -275,6 +275,12 @@ gd_scatter_add_rows_fn gd_cuda_scatter_add_rows;
 gd_count_nonzero_fn gd_cuda_count_nonzero;
 gd_nonzero_fn gd_cuda_nonzero;
 
+/* window.cu: convolution's im2col and col2im, pooling */
+gd_im2col_fn gd_cuda_im2col;
+gd_col2im_fn gd_cuda_col2im;
+gd_pool2d_fn gd_cuda_pool2d;
+gd_pool2d_backward_fn gd_cuda_pool2d_backward;
+
 /* The finished table (backend_cuda.cu); module.cu wraps it in the capsule. */
 extern "C" const gd_backend *gd_cuda_backend(void);
 /* Allow (1) or forbid (0) TF32 in float32 products, from each device's next product on

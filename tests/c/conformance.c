@@ -48,6 +48,7 @@ static const gdt_section sections[] = {
     {"gather and nonzero", gdt_check_gather},
     {"selection", gdt_check_select},
     {"axpby", gdt_check_axpby},
+    {"sliding windows", gdt_check_window},
 };
 
 static void run_section(const gdt_section *s, const char *only)

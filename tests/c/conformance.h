@@ -58,6 +58,7 @@ void gdt_check_services(void);
 void gdt_check_gather(void); /* indexing that copies */
 void gdt_check_select(void); /* where, argreduce */
 void gdt_check_axpby(void);  /* fused updates */
+void gdt_check_window(void); /* im2col, col2im, pooling */
 int gdt_self_test(void);  /* --self-test: the checks themselves can fail; returns failures */
 void gdt_bench(int tiny); /* --bench; tiny: only the small-operation timings */
 /* one line of the --bench report: a printf-style label, the value and its unit */

@@ -31,7 +31,7 @@ void gdt_check_table(void)
                                         "copy_2d", "unary", "binary", "astype", "reduce", "gemm", "permute",
                                         "arange", "random", "gather_rows", "scatter_rows",
                                         "scatter_add_rows", "count_nonzero", "nonzero", "where", "argreduce",
-                                        "axpby"};
+                                        "axpby", "im2col", "col2im", "pool2d", "pool2d_backward"};
     const int present[] = {gdt_be->alloc != NULL, gdt_be->free != NULL, gdt_be->copy_from_host != NULL,
                            gdt_be->copy_to_host != NULL, gdt_be->copy_device != NULL, gdt_be->copy_2d != NULL,
                            gdt_be->unary != NULL, gdt_be->binary != NULL, gdt_be->astype != NULL,
@@ -39,7 +39,8 @@ void gdt_check_table(void)
                            gdt_be->arange != NULL, gdt_be->random != NULL, gdt_be->gather_rows != NULL,
                            gdt_be->scatter_rows != NULL, gdt_be->scatter_add_rows != NULL,
                            gdt_be->count_nonzero != NULL, gdt_be->nonzero != NULL, gdt_be->where != NULL,
-                           gdt_be->argreduce != NULL, gdt_be->axpby != NULL};
+                           gdt_be->argreduce != NULL, gdt_be->axpby != NULL, gdt_be->im2col != NULL,
+                           gdt_be->col2im != NULL, gdt_be->pool2d != NULL, gdt_be->pool2d_backward != NULL};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         CHECK(present[i], "required entry %s is NULL", names[i]);
     if (gdt_be->synchronize) OK(gdt_be->synchronize(gdt_dev, &gdt_err)); /* optional */

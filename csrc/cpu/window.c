@@ -1,0 +1,232 @@
+/* window.c - the CPU backend's sliding-window kernels: im2col and col2im (convolution, as
+ * Caffe computes it: the windows laid out as the columns of a matrix, which gemm.c then
+ * multiplies by the weights) and 2-D max and average pooling with their adjoints.
+ *
+ * Every entry works plane by plane (one image's channel), one plane per item of a parallel
+ * loop: a plane's writes never meet another's, so nothing needs atomics and the results are
+ * the same on any number of threads. Rows of a window that fall in the padding are found by
+ * arithmetic once per row, so the inner loops run over the valid part only (a memcpy for
+ * im2col's unit stride).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "window_math.h"
+
+/* ------------------------------------------------------------------------------------------
+ * im2col and col2im
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct gd_window_job {
+    const gd_window2d *g;
+    const gd_col_layout *layout;
+    char *out;
+    const char *in;
+    int64_t *indices;       /* pool2d: NULL or the max's positions */
+    const int64_t *idx_in;  /* pool2d_backward: the max's positions */
+    gd_pool_kind kind;
+    int count_include_pad;
+    int64_t divisor;
+} gd_window_job;
+
+/* S the suffix, T the element type */
+#define GD_DEFINE_COLS(S, T)                                                                      \
+    /* planes [begin, end): plane p is image p / channels, channel p % channels */                \
+    static void gd_im2col_##S(void *ctx, int64_t begin, int64_t end)                              \
+    {                                                                                             \
+        const gd_window_job *job = ctx;                                                           \
+        const gd_window2d *g = job->g;                                                            \
+        const int64_t oh = g->out_h, ow = g->out_w;                                               \
+        for (int64_t p = begin; p < end; p++) {                                                   \
+            const int64_t b = p / g->channels, c = p % g->channels;                               \
+            const T *plane = (const T *)job->in + p * g->h * g->w;                                \
+            for (int64_t ka = 0; ka < g->kernel_h; ka++)                                          \
+                for (int64_t kb = 0; kb < g->kernel_w; kb++) {                                    \
+                    const int64_t r = (c * g->kernel_h + ka) * g->kernel_w + kb;                  \
+                    T *dst = (T *)job->out + b * job->layout->image_stride + r * job->layout->row_stride; \
+                    int64_t i0, i1, j0, j1;                                                       \
+                    const int64_t hoff = ka * g->dilation_h - g->pad_h;                           \
+                    const int64_t woff = kb * g->dilation_w - g->pad_w;                           \
+                    gd_valid_range(&i0, &i1, hoff, g->stride_h, g->h, oh);                        \
+                    gd_valid_range(&j0, &j1, woff, g->stride_w, g->w, ow);                        \
+                    memset(dst, 0, (size_t)(i0 * ow) * sizeof(T));                                \
+                    for (int64_t i = i0; i < i1; i++) {                                           \
+                        T *d = dst + i * ow;                                                      \
+                        const T *src = plane + (i * g->stride_h + hoff) * g->w + woff;            \
+                        for (int64_t j = 0; j < j0; j++) d[j] = 0;                                \
+                        if (g->stride_w == 1) memcpy(d + j0, src + j0, (size_t)(j1 - j0) * sizeof(T)); \
+                        else                                                                      \
+                            for (int64_t j = j0; j < j1; j++) d[j] = src[j * g->stride_w];        \
+                        for (int64_t j = j1; j < ow; j++) d[j] = 0;                               \
+                    }                                                                             \
+                    memset(dst + i1 * ow, 0, (size_t)((oh - i1) * ow) * sizeof(T));               \
+                }                                                                                 \
+        }                                                                                         \
+    }                                                                                             \
+    static void gd_col2im_##S(void *ctx, int64_t begin, int64_t end)                              \
+    {                                                                                             \
+        const gd_window_job *job = ctx;                                                           \
+        const gd_window2d *g = job->g;                                                            \
+        const int64_t ow = g->out_w;                                                              \
+        for (int64_t p = begin; p < end; p++) {                                                   \
+            const int64_t b = p / g->channels, c = p % g->channels;                               \
+            T *plane = (T *)job->out + p * g->h * g->w;                                           \
+            memset(plane, 0, (size_t)(g->h * g->w) * sizeof(T));                                 \
+            for (int64_t ka = 0; ka < g->kernel_h; ka++)                                          \
+                for (int64_t kb = 0; kb < g->kernel_w; kb++) {                                    \
+                    const int64_t r = (c * g->kernel_h + ka) * g->kernel_w + kb;                  \
+                    const T *src = (const T *)job->in + b * job->layout->image_stride + r * job->layout->row_stride; \
+                    int64_t i0, i1, j0, j1;                                                       \
+                    const int64_t hoff = ka * g->dilation_h - g->pad_h;                           \
+                    const int64_t woff = kb * g->dilation_w - g->pad_w;                           \
+                    gd_valid_range(&i0, &i1, hoff, g->stride_h, g->h, g->out_h);                  \
+                    gd_valid_range(&j0, &j1, woff, g->stride_w, g->w, ow);                        \
+                    for (int64_t i = i0; i < i1; i++) {                                           \
+                        T *d = plane + (i * g->stride_h + hoff) * g->w + woff;                    \
+                        const T *s = src + i * ow;                                                \
+                        if (g->stride_w == 1)                                                     \
+                            for (int64_t j = j0; j < j1; j++) d[j] += s[j];                       \
+                        else                                                                      \
+                            for (int64_t j = j0; j < j1; j++) d[j * g->stride_w] += s[j];         \
+                    }                                                                             \
+                }                                                                                 \
+        }                                                                                         \
+    }
+GD_DEFINE_COLS(f32, float)
+GD_DEFINE_COLS(f64, double)
+#undef GD_DEFINE_COLS
+
+/* Planes of work per entry: threads from the elements the call writes (`work`). */
+static void gd_window_run(gd_range_fn fn, gd_window_job *job, int64_t planes, int64_t work)
+{
+    gd_parallel_for(gd_threads_for(work, GD_PAR_ELEMENTWISE), planes, 1, fn, job);
+}
+
+int gd_cpu_im2col(void *col, const gd_col_layout *layout, gd_dtype dtype, const void *im, const gd_window2d *g,
+                  int64_t images, int device, gd_error *err)
+{
+    (void)device;
+    if (dtype != GD_FLOAT32 && dtype != GD_FLOAT64) return gd_cpu_bad_dtype(err, "im2col", dtype);
+    gd_window_job job = {.g = g, .layout = layout, .out = col, .in = im};
+    const int64_t planes = images * g->channels;
+    const int64_t work = planes * g->kernel_h * g->kernel_w * g->out_h * g->out_w;
+    if (planes > 0) gd_window_run(dtype == GD_FLOAT32 ? gd_im2col_f32 : gd_im2col_f64, &job, planes, work);
+    return GD_OK;
+}
+
+int gd_cpu_col2im(void *im, gd_dtype dtype, const void *col, const gd_col_layout *layout, const gd_window2d *g,
+                  int64_t images, int device, gd_error *err)
+{
+    (void)device;
+    if (dtype != GD_FLOAT32 && dtype != GD_FLOAT64) return gd_cpu_bad_dtype(err, "col2im", dtype);
+    gd_window_job job = {.g = g, .layout = layout, .out = im, .in = col};
+    const int64_t planes = images * g->channels;
+    const int64_t work = planes * g->kernel_h * g->kernel_w * g->out_h * g->out_w;
+    if (planes > 0) gd_window_run(dtype == GD_FLOAT32 ? gd_col2im_f32 : gd_col2im_f64, &job, planes, work);
+    return GD_OK;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * pooling and its adjoint
+ * ---------------------------------------------------------------------------------------- */
+
+/* S the suffix, T the element type; averages accumulate in double */
+#define GD_DEFINE_POOL(S, T)                                                                      \
+    static void gd_pool_##S(void *ctx, int64_t begin, int64_t end)                                \
+    {                                                                                             \
+        const gd_window_job *job = ctx;                                                           \
+        const gd_window2d *g = job->g;                                                            \
+        const int64_t dh = g->adaptive ? 1 : g->dilation_h, dw = g->adaptive ? 1 : g->dilation_w; \
+        const int64_t nout = g->out_h * g->out_w;                                                 \
+        for (int64_t p = begin; p < end; p++) {                                                   \
+            const T *x = (const T *)job->in + p * g->h * g->w;                                    \
+            T *y = (T *)job->out + p * nout;                                                      \
+            int64_t *ix = job->indices ? job->indices + p * nout : NULL;                          \
+            for (int64_t i = 0; i < g->out_h; i++)                                                \
+                for (int64_t j = 0; j < g->out_w; j++) {                                          \
+                    const gd_win w = gd_window_at(g, i, j, job->count_include_pad, job->divisor); \
+                    if (job->kind == GD_POOL_MAX) {                                               \
+                        T best = -(T)INFINITY;                                                    \
+                        int64_t at = w.h0 * g->w + w.w0;                                          \
+                        for (int64_t a = w.h0; a < w.h1; a += dh)                                 \
+                            for (int64_t b = w.w0; b < w.w1; b += dw) {                           \
+                                const T v = x[a * g->w + b];                                      \
+                                if (v > best || v != v) {                                         \
+                                    best = v;                                                     \
+                                    at = a * g->w + b;                                            \
+                                }                                                                 \
+                            }                                                                     \
+                        y[i * g->out_w + j] = best;                                               \
+                        if (ix) ix[i * g->out_w + j] = at;                                        \
+                    } else {                                                                      \
+                        double sum = 0;                                                           \
+                        for (int64_t a = w.h0; a < w.h1; a++)                                     \
+                            for (int64_t b = w.w0; b < w.w1; b++) sum += x[a * g->w + b];         \
+                        y[i * g->out_w + j] = w.h0 < w.h1 && w.w0 < w.w1 ? (T)(sum / w.divisor) : (T)0; \
+                    }                                                                             \
+                }                                                                                 \
+        }                                                                                         \
+    }                                                                                             \
+    /* planes [begin, end) of grad_in; an index outside the plane (another thread wrote the   \
+     * indices after the check) routes nothing */                                                 \
+    static void gd_unpool_##S(void *ctx, int64_t begin, int64_t end)                              \
+    {                                                                                             \
+        const gd_window_job *job = ctx;                                                           \
+        const gd_window2d *g = job->g;                                                            \
+        const int64_t nout = g->out_h * g->out_w, nin = g->h * g->w;                              \
+        for (int64_t p = begin; p < end; p++) {                                                   \
+            T *gx = (T *)job->out + p * nin;                                                      \
+            const T *gy = (const T *)job->in + p * nout;                                          \
+            memset(gx, 0, (size_t)nin * sizeof(T));                                               \
+            if (job->kind == GD_POOL_MAX) {                                                       \
+                const int64_t *ix = job->idx_in + p * nout;                                       \
+                for (int64_t o = 0; o < nout; o++) {                                              \
+                    const int64_t at = ix[o];                                                     \
+                    if (at >= 0 && at < nin) gx[at] += gy[o];                                     \
+                }                                                                                 \
+                continue;                                                                         \
+            }                                                                                     \
+            for (int64_t i = 0; i < g->out_h; i++)                                                \
+                for (int64_t j = 0; j < g->out_w; j++) {                                          \
+                    const gd_win w = gd_window_at(g, i, j, job->count_include_pad, job->divisor); \
+                    if (w.h0 >= w.h1 || w.w0 >= w.w1) continue; /* an empty window's output is 0 */ \
+                    const T share = (T)(gy[i * g->out_w + j] / w.divisor);                        \
+                    for (int64_t a = w.h0; a < w.h1; a++)                                         \
+                        for (int64_t b = w.w0; b < w.w1; b++) gx[a * g->w + b] += share;         \
+                }                                                                                 \
+        }                                                                                         \
+    }
+GD_DEFINE_POOL(f32, float)
+GD_DEFINE_POOL(f64, double)
+#undef GD_DEFINE_POOL
+
+int gd_cpu_pool2d(void *out, int64_t *indices, gd_dtype dtype, gd_pool_kind kind, const void *in,
+                  const gd_window2d *g, int64_t images, int count_include_pad, int64_t divisor, int device,
+                  gd_error *err)
+{
+    (void)device;
+    if (dtype != GD_FLOAT32 && dtype != GD_FLOAT64) return gd_cpu_bad_dtype(err, "pool2d", dtype);
+    gd_window_job job = {.g = g, .out = out, .in = in, .indices = indices, .kind = kind,
+                         .count_include_pad = count_include_pad, .divisor = divisor};
+    const int64_t planes = images * g->channels;
+    const int64_t work = planes * (g->h * g->w + g->out_h * g->out_w);
+    if (planes > 0) gd_window_run(dtype == GD_FLOAT32 ? gd_pool_f32 : gd_pool_f64, &job, planes, work);
+    return GD_OK;
+}
+
+int gd_cpu_pool2d_backward(void *grad_in, gd_dtype dtype, gd_pool_kind kind, const void *grad_out,
+                           const int64_t *indices, const gd_window2d *g, int64_t images, int count_include_pad,
+                           int64_t divisor, int device, gd_error *err)
+{
+    (void)device;
+    if (dtype != GD_FLOAT32 && dtype != GD_FLOAT64) return gd_cpu_bad_dtype(err, "pool2d_backward", dtype);
+    if (kind == GD_POOL_MAX && indices == NULL)
+        return gd_set_error(err, GD_ERR_VALUE, "pool2d_backward: max pooling needs the forward's indices");
+    gd_window_job job = {.g = g, .out = grad_in, .in = grad_out, .idx_in = indices, .kind = kind,
+                         .count_include_pad = count_include_pad, .divisor = divisor};
+    const int64_t planes = images * g->channels;
+    const int64_t work = planes * (g->h * g->w + g->out_h * g->out_w);
+    if (planes > 0) gd_window_run(dtype == GD_FLOAT32 ? gd_unpool_f32 : gd_unpool_f64, &job, planes, work);
+    return GD_OK;
+}
