@@ -96,7 +96,7 @@ def _load_cuda() -> None:
 
 _load_cuda()
 
-from . import _array_api, _clip, _index, _protocols, _torch, emulation  # noqa: E402
+from . import _array_api, _clip, _index, _pickle, _protocols, _torch, emulation  # noqa: E402
 from ._array_api import (  # noqa: E402,F401
     __array_api_version__,
     __array_namespace_info__,
@@ -139,6 +139,7 @@ from ._softmax import log_softmax, softmax  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 
 _protocols.install()
+_pickle.install()
 _array_api.install()
 _clip.install()
 _torch.install()
@@ -148,12 +149,16 @@ device = Device  # PyTorch's spelling of gd.Device: gd.device('cuda:0'), gd.devi
 from ._torch import bmm, cat, from_numpy, mm, normal, randint  # noqa: E402
 
 from ._devices import device_label  # noqa: E402
+from ._pickle import map_location  # noqa: E402
 from ._info import build_info, empty_cache, memory_stats, set_tf32  # noqa: E402
 from .io import load, save  # noqa: E402
 from .timing import BenchmarkResult, Timer, benchmark  # noqa: E402
 from .trace import Trace, trace  # noqa: E402
 from .strict import StrictModeError, StrictModeWarning, strict  # noqa: E402
 from . import cuda, fft, linalg, nn, optim, utils  # noqa: E402
+from . import _dask_watch  # noqa: E402
+
+_dask_watch.watch()
 from .linalg import tensordot, vecdot  # noqa: E402
 
 
@@ -178,7 +183,7 @@ __all__ = [
     "rand", "randn", "save", "set_grad_enabled", "set_num_threads", "set_tf32", "softmax", "stack", "strict",
     "synchronize", "tensor", "trace", "try_all_gpus", "try_gpu", "zeros", "zeros_like", "clamp", "clip",
     "argmax", "argmin", "nonzero", "where", "bmm", "cat", "cuda", "device", "from_numpy", "max",
-    "min", "mm", "normal", "optim", "randint", "utils",
+    "min", "mm", "normal", "optim", "randint", "utils", "map_location",
     *_OP_FUNCTIONS,
     # the array API standard's names (gpudev/_array_api.py, _manipulation.py, _statistics.py)
     "__array_api_version__", "__array_namespace_info__", "argsort", "astype",

@@ -124,11 +124,15 @@ def array_ufunc(self: Array, ufunc: np.ufunc, method: str, *inputs: Any, **kwarg
     """NumPy's ufunc protocol: gpudev's operation where it has one, else NumPy on views."""
     name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
     # gpudev's own operation first, on any device: np.float32(0.5) == a reaches here as
-    # numpy.equal(0.5, a), which a GPU array computes where it lives
-    if method == "__call__" and not kwargs:
+    # numpy.equal(0.5, a), which a GPU array computes where it lives; dtype= (Dask's divide)
+    # casts the inputs first, as NumPy computes in that dtype
+    dtype = kwargs.get("dtype")
+    if method == "__call__" and set(kwargs) <= {"dtype"} and dtype is not None:
+        inputs = tuple(x.astype(dtype) if isinstance(x, Array) else x for x in inputs)
+    if method == "__call__" and set(kwargs) <= {"dtype"}:
         res = _ufunc_by_gpudev(ufunc, inputs)
         if res is not NotImplemented:
-            return res
+            return res if dtype is None or not isinstance(res, Array) else res.astype(dtype)
     _refuse_gpu(name, (inputs, kwargs))
     _refuse_grad(name, (inputs, kwargs))
     out = kwargs.get("out")
@@ -138,11 +142,45 @@ def array_ufunc(self: Array, ufunc: np.ufunc, method: str, *inputs: Any, **kwarg
     return res
 
 
-def _reduction(method: str) -> Callable:
-    def call(a: Array, axis: Any = None, *more: Any, keepdims: bool = False, **rest: Any) -> Any:
-        if more or rest:  # dtype=, out=, initial=, where=: NumPy's
+def _into(out: Any, res: Array) -> Any:
+    """res, or res written into out= (a gpudev array of res's shape) and out returned."""
+    if out is None:
+        return res
+    if isinstance(out, tuple) and len(out) == 1:
+        out = out[0]
+    if not isinstance(out, Array):
+        return NotImplemented  # NumPy's, into its own array
+    if out.shape != res.shape:
+        raise ValueError(f"out: expected shape {res.shape}, got {out.shape}")
+    out[...] = res
+    return out
+
+
+def _reduction(method: str, params: tuple[str, ...] = ("axis", "dtype", "out", "keepdims")) -> Callable:
+    """NumPy's reduction `method` with its own positional order (`params` after the array):
+    gpudev's, with dtype= (the input cast first, so the sum runs in that dtype), keepdims= and
+    out= (a gpudev array); initial=, where= and others are NumPy's (on CPU arrays)."""
+    def call(a: Array, *args: Any, **kwargs: Any) -> Any:
+        if len(args) > len(params):
             return NotImplemented
-        return getattr(a, method)(axis=axis, keepdims=keepdims)
+        kw = dict(zip(params, args))
+        if set(kw) & set(kwargs):
+            return NotImplemented  # a parameter given twice: NumPy's error
+        kw.update(kwargs)
+        dtype, out = kw.pop("dtype", None), kw.pop("out", None)
+        axis, keepdims = kw.pop("axis", None), bool(kw.pop("keepdims", False))
+        ddof = kw.pop("ddof", None)
+        if kw:
+            return NotImplemented
+        x = a if dtype is None else a.astype(dtype)
+        extra = {} if ddof is None else {"correction": ddof}
+        if method in ("prod", "var", "std"):  # functions of gpudev/_statistics.py
+            from . import _statistics
+
+            res = getattr(_statistics, method)(x, axis=axis, keepdims=keepdims, **extra)
+        else:
+            res = getattr(x, method)(axis=axis, keepdims=keepdims)
+        return _into(out, res)
 
     return call
 
@@ -157,22 +195,87 @@ def _reshape(a: Array, shape: Any = None, **rest: Any) -> Any:
     return a.reshape(shape)
 
 
+def _joined(arrays: Any, dtype: Any) -> Any:
+    return arrays if dtype is None else [_C.asarray(x).astype(dtype) for x in arrays]
+
+
 def _stacking(fn: Callable) -> Callable:
-    def call(arrays: Any, axis: int = 0, *more: Any, **rest: Any) -> Any:
-        if more or rest:  # out=, dtype=, casting=: NumPy's
+    def call(arrays: Any, axis: int = 0, out: Any = None, *more: Any, dtype: Any = None, **rest: Any) -> Any:
+        if more or rest:  # casting=: NumPy's
             return NotImplemented
-        return fn(arrays, axis=axis)
+        return _into(out, fn(_joined(arrays, dtype), axis=axis))
 
     return call
 
 
-def _concatenate(arrays: Any, axis: Any = 0, *more: Any, **rest: Any) -> Any:
-    if more or rest:  # out=, dtype=, casting=: NumPy's
+def _concatenate(arrays: Any, axis: Any = 0, out: Any = None, *more: Any, dtype: Any = None, **rest: Any) -> Any:
+    if more or rest:  # casting=: NumPy's
         return NotImplemented
+    arrays = _joined(arrays, dtype)
     if axis is None:  # NumPy flattens every array first, then joins them end to end
         arrays = [x.ravel() if isinstance(x, Array) else _C.asarray(x).ravel() for x in arrays]
         axis = 0
-    return _C.concatenate(arrays, axis=axis)
+    return _into(out, _C.concatenate(arrays, axis=axis))
+
+
+def _broadcast_to(a: Array, shape: Any) -> Array:
+    from ._manipulation import broadcast_to
+
+    return broadcast_to(a, tuple(shape) if not isinstance(shape, int) else (shape,))
+
+
+def _tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
+    from .linalg import tensordot
+
+    if not (isinstance(a, Array) and isinstance(b, Array)):
+        return NotImplemented
+    return tensordot(a, b, axes=axes)
+
+
+# NumPy's creation functions called with like=a gpudev array (Dask makes its chunks' metadata
+# so): gpudev's, on that array's device, with NumPy's default dtype (float64)
+def _created(like: Array, func: Callable, args: tuple, kwargs: dict) -> Any:
+    kw = dict(kwargs)
+    dtype = kw.pop("dtype", None)
+    if kw.pop("device", None) not in (None, "cpu"):  # NumPy's own device= names only the host
+        return NotImplemented
+    if kw.pop("order", "C") not in ("C", "K", "A") or kw:
+        return NotImplemented
+    if func is np.arange:  # arange(start, stop, step, dtype); NumPy's dtype: int64 or float64
+        if len(args) == 4 and dtype is None:
+            *args, dtype = args
+        args = tuple(x for x in args if x is not None)
+        dt = dtype if dtype is not None else np.result_type(*(np.asarray(x) for x in args))
+        return _C.arange(*args, dtype=dt, device=like.device)
+    shape, *rest = args
+    if func is np.full:
+        (fill,) = rest
+        dt = dtype if dtype is not None else np.asarray(fill).dtype
+        return _C.full(shape, fill, dtype=dt, device=like.device)
+    if rest:
+        return NotImplemented
+    return _CREATE[func](shape, dtype=np.float64 if dtype is None else dtype, device=like.device)
+
+
+def _like(func: Callable) -> Callable:
+    """np.empty_like(a, dtype=None, order='K', subok=True, shape=None) and its kin."""
+    def call(a: Array, *args: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None,
+             **rest: Any) -> Any:
+        fill = args[0] if func is np.full_like and args else rest.pop("fill_value", None)
+        extra = args[1:] if func is np.full_like else args
+        if extra or rest or order not in ("C", "K", "A"):
+            return NotImplemented
+        dt = a.dtype if dtype is None else dtype
+        shp = a.shape if shape is None else shape
+        if func is np.full_like:
+            return _C.full(shp, fill, dtype=dt, device=a.device)
+        return _CREATE[_LIKE_OF[func]](shp, dtype=dt, device=a.device)
+
+    return call
+
+
+_CREATE: dict[Callable, Callable] = {np.ones: _C.ones, np.zeros: _C.zeros, np.empty: _C.empty}
+_LIKE_OF = {np.ones_like: np.ones, np.zeros_like: np.zeros, np.empty_like: np.empty}
 
 
 def _where(condition: Any, *xy: Any, **rest: Any) -> Any:
@@ -183,21 +286,31 @@ def _where(condition: Any, *xy: Any, **rest: Any) -> Any:
 
 
 # NumPy function -> how gpudev computes it; NotImplemented from one means: NumPy's, on views
+_NO_DTYPE = ("axis", "out", "keepdims")
 _FUNCTIONS: dict[Callable, Callable] = {
     np.sum: _reduction("sum"),
     np.mean: _reduction("mean"),
-    np.max: _reduction("max"),
-    np.min: _reduction("min"),
-    np.amax: _reduction("max"),
-    np.amin: _reduction("min"),
+    np.prod: _reduction("prod"),
+    np.max: _reduction("max", _NO_DTYPE),
+    np.min: _reduction("min", _NO_DTYPE),
+    np.amax: _reduction("max", _NO_DTYPE),
+    np.amin: _reduction("min", _NO_DTYPE),
+    np.any: _reduction("any", _NO_DTYPE),
+    np.all: _reduction("all", _NO_DTYPE),
+    np.var: _reduction("var", ("axis", "dtype", "out", "ddof", "keepdims")),
+    np.std: _reduction("std", ("axis", "dtype", "out", "ddof", "keepdims")),
+    np.tensordot: _tensordot,
+    np.broadcast_to: lambda a, shape, subok=False: _broadcast_to(a, shape) if not subok else NotImplemented,
+    np.ones_like: _like(np.ones_like), np.zeros_like: _like(np.zeros_like), np.empty_like: _like(np.empty_like),
+    np.full_like: _like(np.full_like),
     np.transpose: _transpose,
     np.reshape: _reshape,
     np.stack: _stacking(_C.stack),
     np.concatenate: _concatenate,
     # selection
     np.where: _where,
-    np.argmax: _reduction("argmax"),
-    np.argmin: _reduction("argmin"),
+    np.argmax: _reduction("argmax", _NO_DTYPE),
+    np.argmin: _reduction("argmin", _NO_DTYPE),
     np.round: lambda a, decimals=0, out=None: _C.round(a) if decimals == 0 and out is None else NotImplemented,
 }
 
@@ -211,12 +324,17 @@ def array_function(self: Array, func: Callable, types: tuple, args: tuple, kwarg
             f"NumPy calls this itself: call the NumPy function instead"
         )
     name = "numpy." + getattr(func, "__name__", type(func).__name__)
-    _refuse_gpu(name, (args, kwargs))
+    # gpudev's own function first, on any device; only NumPy's fallback is refused on a GPU
     mine = _FUNCTIONS.get(func)
     if mine is not None and all(issubclass(t, (Array, np.ndarray)) for t in types):
         res = mine(*args, **kwargs)
         if res is not NotImplemented:
             return res
+    if func in _CREATE or func in (np.full, np.arange):  # like=self
+        res = _created(self, func, args, kwargs)
+        if res is not NotImplemented:
+            return res
+    _refuse_gpu(name, (args, kwargs))
     _refuse_grad(name, (args, kwargs))
     return func(*_to_numpy(args), **_to_numpy(kwargs))
 

@@ -76,6 +76,7 @@ _ADVICE = {
     "__array__": "convert once after the loop, with a.cpu().numpy()",
     "buffer": "convert once after the loop, with a.cpu().numpy()",
     "__dlpack__": "hand the array over once after the loop",
+    "pickle": "send the arrays to other processes once, not every step",
     "cpu copy": "copy once after the loop",
 }
 

@@ -59,8 +59,9 @@ class TraceEvent(NamedTuple):
 # The sync causes that read device data back to the host (csrc/core/trace.c's gd_host_read):
 # on a GPU each comes with a d2h copy; on the CPU nothing moves, but the same line would copy
 # on a GPU. 'buffer' is the buffer protocol (memoryview, and np.asarray / np.array of a CPU
-# array), '__dlpack__' an export to a CPU consumer (np.from_dlpack).
-HOST_READS = frozenset({"item", "tolist", "repr", "numpy", "__array__", "buffer", "__dlpack__", "cpu copy"})
+# array), '__dlpack__' an export to a CPU consumer (np.from_dlpack), 'pickle' pickling's read.
+HOST_READS = frozenset({"item", "tolist", "repr", "numpy", "__array__", "buffer", "__dlpack__", "pickle",
+                        "cpu copy"})
 COPY_KINDS = ("h2d", "d2h", "d2d", "peer", "h2h")
 
 

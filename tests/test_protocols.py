@@ -25,7 +25,10 @@ FUNCTIONS = [
     (lambda m, x: m.amax(x), True), (lambda m, x: m.transpose(x), True), (lambda m, x: m.transpose(x, (1, 0)), True),
     (lambda m, x: m.reshape(x, (4, 3)), True), (lambda m, x: m.stack([x, x]), True),
     (lambda m, x: m.concatenate([x, x], axis=1), True),
-    (lambda m, x: m.cumsum(x), False), (lambda m, x: m.sum(x, dtype=np.float32), False),
+    (lambda m, x: m.sum(x, dtype=np.float32), True), (lambda m, x: m.mean(x, 0, np.float64, None, True), True),
+    (lambda m, x: m.var(x, axis=0, ddof=1), True), (lambda m, x: m.prod(x, axis=1), True),
+    (lambda m, x: m.tensordot(x, x.T, axes=1), True), (lambda m, x: m.stack([x, x], dtype=np.float64), True),
+    (lambda m, x: m.cumsum(x), False), (lambda m, x: m.sum(x, initial=3.0), False),
     (lambda m, x: m.sort(x[::-1], axis=0), False), (lambda m, x: m.linalg.norm(x, ord=1), False),
 ]
 
@@ -50,7 +53,8 @@ UFUNCS = [
     (lambda m, x: m.power(x, 2), True), (lambda m, x: m.negative(x), True), (lambda m, x: m.abs(x - 5), True),
     (lambda m, x: m.exp(x), True), (lambda m, x: m.sqrt(x), True), (lambda m, x: m.maximum(x, 4), True),
     (lambda m, x: m.matmul(x, x.T), True), (lambda m, x: m.sin(x), True), (lambda m, x: m.cbrt(x), False), (lambda m, x: m.add.reduce(x), False),
-    (lambda m, x: m.add.accumulate(x, axis=1), False), (lambda m, x: m.add(x, 1, dtype=np.float32), False),
+    (lambda m, x: m.add.accumulate(x, axis=1), False), (lambda m, x: m.add(x, 1, dtype=np.float32), True),
+    (lambda m, x: m.add(x, 1, casting="unsafe"), False),
 ]
 
 
@@ -87,9 +91,33 @@ def test_numpy_scalars_and_operators_still_meet_arrays():
 def test_gpu_arrays_are_refused_by_numpy(cuda0):
     x = gd.ones(3, device=cuda0)
     gpu = re.escape(gd.device_label(cuda0))  # 'cuda:0 (emulated)' on an emulated GPU
-    for call in (lambda: np.sum(x), lambda: np.add.reduce(x), lambda: np.cumsum(x), lambda: np.stack([x, x])):
+    for call in (lambda: np.sum(x, initial=1.0), lambda: np.add.reduce(x), lambda: np.cumsum(x),
+                 lambda: np.median(x)):
         with pytest.raises(TypeError, match=rf"numpy\.[\w.]+: NumPy cannot compute on a gpudev array on {gpu}; .*cpu\(\)"):
             call()
+
+
+def test_numpy_functions_gpudev_has_stay_on_the_gpu_with_numpys_keywords(cuda0):
+    """What Dask calls on chunks: reductions with dtype=, keepdims=, out=, tensordot, stacking."""
+    x = gd.arange(6.0, device=cuda0).reshape(2, 3)
+    out = gd.zeros((1, 3), device=cuda0, dtype=gd.float64)
+    calls = {
+        "sum": (lambda: np.sum(x, axis=0, dtype=np.float64, keepdims=True), [[3.0, 5.0, 7.0]]),
+        "sum out": (lambda: np.sum(x, 0, np.float64, out, True), [[3.0, 5.0, 7.0]]),
+        "mean": (lambda: np.mean(x, axis=1), [1.0, 4.0]),
+        "max": (lambda: np.max(x, axis=1, keepdims=True), [[2.0], [5.0]]),
+        "var": (lambda: np.var(x, axis=0, ddof=1), [4.5, 4.5, 4.5]),
+        "all": (lambda: np.all(x >= 0, axis=0), [True, True, True]),
+        "tensordot": (lambda: np.tensordot(x, x, axes=([1], [1])), [[5.0, 14.0], [14.0, 50.0]]),
+        "stack": (lambda: np.stack([x[0], x[1]]), [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]),
+        "ones_like": (lambda: np.ones_like(x, shape=(2,)), [1.0, 1.0]),
+        "divide dtype": (lambda: np.divide(x[0], 2, dtype=np.float64), [0.0, 0.5, 1.0]),
+    }
+    for name, (call, want) in calls.items():
+        got = call()
+        assert isinstance(got, gd.Array) and got.device == cuda0, name
+        assert got.tolist() == want, name
+    assert np.sum(x, 0, np.float64, out, True) is out
 
 
 def test_numpy_ufuncs_gpudev_has_compute_on_the_gpu(cuda0):

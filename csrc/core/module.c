@@ -21,6 +21,7 @@
 #include "sync.h"
 #include "trace.h"
 #include "window.h"
+#include "transfer.h"
 
 /* ------------------------------------------------------------------------------------------
  * exec: each file adds its part
@@ -37,7 +38,7 @@ static int module_exec(PyObject *module)
         gd_reduce_setup(module) < 0 || gd_matmul_setup(module) < 0 || gd_shape_ops_setup(module) < 0 ||
         gd_services_setup(module) < 0 || gd_dlpack_setup(module) < 0 || gd_autograd_setup(module, st) < 0 ||
         gd_gather_setup(module) < 0 || gd_select_setup(module) < 0 || gd_sync_setup(module) < 0 ||
-        gd_window_setup(module) < 0)
+        gd_transfer_setup(module) < 0 || gd_window_setup(module) < 0)
         return -1;
     return 0;
 }

@@ -9,6 +9,7 @@
 #include "array.h"
 #include "autograd.h"
 #include "compute.h"
+#include "dtypes.h"
 #include "elementwise.h"
 #include "operand.h"
 #include "runtime.h"
@@ -303,14 +304,44 @@ static PyObject *reduce_call(PyObject *self, PyObject *const *args, Py_ssize_t n
     return reduce_array(gd_state_of(self), kind, (ArrayObject *)self, argv[0], keepdims);
 }
 
+/* (axis=None, keepdims=False, *, dtype=None): with dtype, as NumPy's and PyTorch's, the input
+ * is cast to it first, so the reduction runs in it, and the result is of it (an int32 sum
+ * asked for int32 wraps, as NumPy's does). Dask calls chunks' methods so. */
+static PyObject *reduce_call_dtype(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                                   const gd_params *p, reduction kind)
+{
+    PyObject *argv[3] = {Py_None, NULL, Py_None};
+    int keepdims = 0;
+    gd_dtype dt = GD_FLOAT32;
+    if ((nargs || kwnames) &&
+        (gd_parse_args(argv, p, args, nargs, kwnames) < 0 || gd_parse_bool(argv[1], &keepdims) < 0 ||
+         (argv[2] != Py_None && gd_parse_dtype(argv[2], &dt, p->fname) < 0)))
+        return NULL;
+    gd_state *st = gd_state_of(self);
+    if (argv[2] == Py_None) return reduce_array(st, kind, (ArrayObject *)self, argv[0], keepdims);
+    PyObject *cast = gd_astype(st, (ArrayObject *)self, dt, 0);
+    PyObject *res = cast ? reduce_array(st, kind, (ArrayObject *)cast, argv[0], keepdims) : NULL;
+    Py_XDECREF(cast);
+    if (!res || ((ArrayObject *)res)->dtype == dt) return res;
+    Py_SETREF(res, gd_astype(st, (ArrayObject *)res, dt, 0));
+    return res;
+}
+
 #define GD_REDUCTION_METHOD(fname, kind, doc)                                                          \
     GD_SIGNATURE_SHARED(gd_array_##fname##_sig, #fname, "$self, axis=None, keepdims=False", doc);     \
     PyObject *gd_array_##fname(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) \
     {                                                                                                  \
         return reduce_call(self, args, nargs, kwnames, &gd_array_##fname##_sig, kind);                 \
     }
-GD_REDUCTION_METHOD(sum, R_SUM, "The sum over axis (an int, a tuple, or None for all).")
-GD_REDUCTION_METHOD(mean, R_MEAN, "The mean over axis (an int, a tuple, or None for all).")
+#define GD_REDUCTION_METHOD_DTYPE(fname, kind, doc)                                                    \
+    GD_SIGNATURE_SHARED(gd_array_##fname##_sig, #fname, "$self, axis=None, keepdims=False, *, dtype=None", doc); \
+    PyObject *gd_array_##fname(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) \
+    {                                                                                                  \
+        return reduce_call_dtype(self, args, nargs, kwnames, &gd_array_##fname##_sig, kind);           \
+    }
+GD_REDUCTION_METHOD_DTYPE(sum, R_SUM, "The sum over axis (an int, a tuple, or None for all), in dtype if given.")
+GD_REDUCTION_METHOD_DTYPE(mean, R_MEAN, "The mean over axis (an int, a tuple, or None for all), in dtype if given.")
+#undef GD_REDUCTION_METHOD_DTYPE
 GD_REDUCTION_METHOD(max, R_MAX, "The maximum over axis (an int, a tuple, or None for all); NaN propagates.")
 GD_REDUCTION_METHOD(min, R_MIN, "The minimum over axis (an int, a tuple, or None for all); NaN propagates.")
 #undef GD_REDUCTION_METHOD

@@ -424,6 +424,26 @@ PyObject *gd_array_format(PyObject *self, PyObject *spec)
     return NULL;
 }
 
+/* _to_host(a, cause): a's data as a host NumPy array (a view of a CPU array, a copy of a GPU
+ * one), read through the host-read entry under `cause`: pickling's way in (gpudev/_pickle.py). */
+static PyObject *mod_to_host(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    gd_state *st = PyModule_GetState(module);
+    if (nargs != 2 || !gd_is_array(st, args[0]) || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "_to_host: expected (Array, cause: str)");
+        return NULL;
+    }
+    const char *cause = PyUnicode_AsUTF8(args[1]);
+    return cause ? host_ndarray(st, (ArrayObject *)args[0], cause, cause) : NULL;
+}
+
+static PyMethodDef transfer_functions[] = {
+    {"_to_host", GD_FN(mod_to_host), METH_FASTCALL, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+int gd_transfer_setup(PyObject *module) { return PyModule_AddFunctions(module, transfer_functions); }
+
 /* ------------------------------------------------------------------------------------------
  * the buffer protocol (CPU arrays only) and the CUDA array interface (GPU arrays only)
  * ---------------------------------------------------------------------------------------- */

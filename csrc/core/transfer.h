@@ -34,6 +34,8 @@ PyObject *gd_array_copy(PyObject *self, PyObject *ignored);
 PyObject *gd_array_dunder_deepcopy(PyObject *self, PyObject *memo);
 PyObject *gd_array_repr(PyObject *self);
 PyObject *gd_array_str(PyObject *self);
+/* The module functions of transfer.c (_to_host). 0 or -1. */
+int gd_transfer_setup(PyObject *module);
 /* format(a, spec): a 0-d array formats as its element (a host read), any array as str(a)
  * with an empty spec, as in NumPy and PyTorch. */
 PyObject *gd_array_format(PyObject *self, PyObject *spec);

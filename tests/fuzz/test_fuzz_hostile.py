@@ -262,6 +262,7 @@ SIGNATURES: dict[str, tuple[P, ...]] = {
                   P("n_repeat", "count", lambda: 2, "keyword"), P("max_duration", "number", lambda: 0.01, "keyword"),
                   P("devices", "device", lambda: None, "keyword")),
     "Timer": (P("sync", "flag", lambda: True, "keyword"), P("devices", "device", lambda: None, "keyword")),
+    "map_location": (P("device", "device", lambda: "cpu", "positional"),),
     "strict": (P("mode", "any", lambda: "sync"), P("action", "any", lambda: "warn"),
                P("explicit", "flag", lambda: True, "keyword"), P("allow", "any", lambda: (), "keyword")),
     "trace": (), "Trace": (), "is_grad_enabled": (), "no_grad": (), "enable_grad": (),
