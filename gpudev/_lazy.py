@@ -37,10 +37,11 @@ import gpudev as gd
 from ._devices import DeviceLike, as_device
 from ._torch import _is_dtype
 
-__all__ = ["UninitializedBuffer", "UninitializedParameter", "is_lazy", "materialized"]
+__all__ = ["UninitializedBuffer", "UninitializedParameter", "is_lazy", "materialized", "use_error"]
 
 
-def _use_error(what: str, kind: str) -> ValueError:
+def use_error(what: str, kind: str) -> ValueError:
+    """PyTorch's error for a use of a placeholder before its shape is known, naming `what`."""
     return ValueError(
         f"Attempted to use an uninitialized parameter in {what}. This error happens when you are "
         f"using a lazy module (nn.LazyLinear, ...) or explicitly manipulating nn.{kind} objects. "
@@ -101,7 +102,7 @@ class _Uninitialized:
     @grad.setter
     def grad(self, value: Any) -> None:  # zero_grad() sets None; nothing else has a shape to give
         if value is not None:
-            raise _use_error("grad", type(self).__name__)
+            raise use_error("grad", type(self).__name__)
 
     @property
     def data(self) -> gd.Array:
@@ -190,7 +191,7 @@ class _Uninitialized:
 
     def __getattr__(self, name: str) -> Any:
         if not name.startswith("_") and hasattr(gd.Array, name):
-            raise _use_error(name, type(self).__name__)
+            raise use_error(name, type(self).__name__)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     __hash__ = object.__hash__
@@ -198,7 +199,7 @@ class _Uninitialized:
 
 def _refuse(name: str) -> Any:
     def method(self: _Uninitialized, *args: Any, **kwargs: Any) -> Any:
-        raise _use_error(name, type(self).__name__)
+        raise use_error(name, type(self).__name__)
 
     method.__name__ = name
     return method

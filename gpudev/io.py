@@ -36,6 +36,7 @@ import numpy as np
 import gpudev as gd
 
 from ._devices import as_device, require
+from ._lazy import _Uninitialized, use_error
 
 __all__ = ["save", "load"]
 
@@ -135,6 +136,8 @@ def _validate_state_dict(obj: Mapping) -> None:
             shown = repr(key) if len(key) <= 40 else f"{key[:20]!r}... ({len(key)} characters)"
             raise ValueError(f"save: key {shown} cannot name an array in a .npz archive: "
                              f"{problem}; rename it")
+        if isinstance(value, _Uninitialized):  # a lazy layer's, before its first forward
+            raise use_error(f"save (key {key!r})", type(value).__name__)
         if not isinstance(value, gd.Array):
             raise TypeError(
                 f"save: value for key {key!r} is not a gpudev Array (got "

@@ -240,6 +240,12 @@ def test_a_partial_load_then_forward_names_what_is_missing():
         lin(gd.ones((1, 3), dtype=gd.float64))
 
 
+def test_saving_a_lazy_state_says_to_run_forward(tmp_path):
+    with pytest.raises(ValueError, match=USE.format(r"save \(key '0.weight'\)")):
+        gd.save(lazy_mlp().state_dict(), tmp_path / "lazy.npz")
+    assert not (tmp_path / "lazy.npz").exists()
+
+
 def test_loading_a_lazy_state_into_a_built_model_says_to_run_forward():
     with pytest.raises(RuntimeError, match=r"Can't access the shape of an uninitialized parameter"):
         nn.Linear(3, 2).load_state_dict(nn.LazyLinear(2).state_dict())
