@@ -14,6 +14,7 @@ dtype('float32')
 
 from __future__ import annotations
 
+import numbers
 import reprlib
 from typing import Any
 
@@ -63,11 +64,29 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, device: Any = None) ->
 def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None,
         device: Any = None) -> _C.Array:
     """The (n_rows, n_cols) array with ones on diagonal `k` (above the main one for k > 0)
-    and zeros elsewhere. ``gd.eye(3)``"""
+    and zeros elsewhere. ``gd.eye(3)``
+
+    The array of zeros is made first, which checks its size before anything else is
+    allocated (``gd.eye(2**31)`` raises at once), and then its diagonal is set through a
+    strided view; a diagonal outside the matrix (any int k) leaves it all zeros, as in NumPy."""
     n_cols = n_rows if n_cols is None else n_cols
-    rows = _C.arange(n_rows, device=device).reshape((n_rows, 1))
-    cols = _C.arange(n_cols, device=device).reshape((1, n_cols))
-    return (rows + k == cols).astype(_C.float32 if dtype is None else dtype)
+    for name, value in (("n_rows", n_rows), ("n_cols", n_cols), ("k", k)):
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+            raise TypeError(f"eye: {name} must be an int, got {reprlib.repr(value)}")
+    n_rows, n_cols, k = int(n_rows), int(n_cols), int(k)
+    if n_rows < 0 or n_cols < 0:
+        raise ValueError(f"eye: negative dimensions are not allowed, got ({n_rows}, {n_cols})")
+    try:
+        out = _C.zeros((n_rows, n_cols), dtype=_C.float32 if dtype is None else dtype, device=device)
+    except (TypeError, ValueError, MemoryError) as exc:
+        from ._manipulation import renamed
+
+        raise renamed(exc, "zeros", "eye") from None
+    length = max(0, min(n_rows, n_cols - k) if k >= 0 else min(n_rows + k, n_cols))
+    if length:  # the diagonal starts at (0, k) or (-k, 0) and steps by a row and a column
+        start = k if k >= 0 else -k * n_cols
+        out.reshape(-1)[start:start + (length - 1) * (n_cols + 1) + 1:n_cols + 1] = 1
+    return out
 
 
 def linspace(start: float, stop: float, /, num: int, *, dtype: Any = None, device: Any = None,

@@ -15,6 +15,7 @@ records gradients where its parts do.
 
 from __future__ import annotations
 
+import math
 import numbers
 import reprlib
 from typing import Any, Sequence
@@ -40,6 +41,25 @@ def _need_array(op: str, x: Any) -> Array:
 
 def _is_int(x: Any) -> bool:
     return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def check_fits(op: str, shape: tuple[int, ...], dtype: Any) -> None:
+    """ValueError, before anything is allocated, for a result no array can be: a dimension or
+    a size in bytes past 2**63 - 1 (an empty array may have huge other dimensions), where a
+    size computed in int64 would wrap."""
+    if any(d > 2**63 - 1 for d in shape):
+        raise ValueError(f"{op}: the result would have shape {reprlib.repr(shape)}, a dimension past 2**63 - 1; "
+                         f"no array has one")
+    if math.prod(shape) * dtype.itemsize > 2**63 - 1:
+        raise ValueError(f"{op}: an array of shape {reprlib.repr(shape)} and dtype {dtype} would need more "
+                         f"than 2**63 bytes; no array has that many elements")
+
+
+def renamed(exc: BaseException, inner: str, op: str) -> BaseException:
+    """exc, raised by the core's `inner` for a function `op` built on it, as naming `op`: the
+    user called `op` and should read its name (the same type, the rest of the message)."""
+    text = str(exc)
+    return type(exc)(op + text[len(inner):]) if text.startswith(inner + ":") else exc
 
 
 def normalize_axis(op: str, axis: Any, ndim: int) -> int:
@@ -106,7 +126,10 @@ def broadcast_to(x: Array, /, shape: Sequence[int]) -> Array:
     shape = tuple(shape)
     try:
         full = np.broadcast_shapes(x.shape, shape)
-    except ValueError:
+    except ValueError as exc:
+        if "too large" in str(exc):  # an empty shape whose other dimensions multiply past 2**63
+            raise ValueError(f"broadcast_to: shape {reprlib.repr(shape)} has more than 2**63 - 1 elements "
+                             f"(its dimensions other than 0 multiply past it); broadcast a smaller shape") from None
         full = None
     if full != shape:
         raise ValueError(f"broadcast_to: shape {x.shape} does not broadcast to {reprlib.repr(shape)}; only "
@@ -208,10 +231,12 @@ def tile(x: Array, repetitions: Sequence[int], /) -> Array:
     n = max(len(reps), x.ndim)
     reps = (1,) * (n - len(reps)) + reps
     shape = (1,) * (n - x.ndim) + x.shape
+    tiled_shape = tuple(r * s for r, s in zip(reps, shape))
+    check_fits("tile", tiled_shape, x.dtype)  # before anything is broadcast
     # (r0, n0, r1, n1, ...): a new axis of length 1 in front of each, broadcast, then merged
     grid = x.reshape(tuple(v for s in shape for v in (1, s)))
     tiled = broadcast_to(grid, tuple(v for r, s in zip(reps, shape) for v in (r, s)))
-    return tiled.reshape(tuple(r * s for r, s in zip(reps, shape)))
+    return tiled.reshape(tiled_shape)
 
 
 def unstack(x: Array, /, *, axis: int = 0) -> tuple[Array, ...]:

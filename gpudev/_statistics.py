@@ -31,7 +31,7 @@ import numpy as np
 
 from . import _C
 from ._manipulation import (
-    _is_int, _need_array, broadcast_to, concat, moveaxis, normalize_axes, normalize_axis,
+    _is_int, _need_array, broadcast_to, check_fits, concat, moveaxis, normalize_axes, normalize_axis, renamed,
 )
 
 __all__ = [
@@ -302,7 +302,9 @@ def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Arr
     `repeats` is an int or an integer array with one count per element along the axis.
 
     With an array of counts the length of the result depends on their values, so it is read
-    back from the device (one synchronizing transfer of a single number)."""
+    back from the device (one synchronizing transfer of three numbers: the smallest count, the
+    smallest running total and the total). Counts whose total does not fit an array raise
+    ValueError, as NumPy's shape checks do (NumPy's own sum of the counts may wrap)."""
     _need_array("repeat", x)
     if axis is None:
         x, axis = x.reshape(-1), 0
@@ -311,6 +313,7 @@ def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Arr
     if _is_int(repeats):
         if repeats < 0:
             raise ValueError(f"repeat: repeats must be non-negative, got {repeats}")
+        check_fits("repeat", x.shape[:axis] + (n * int(repeats),) + x.shape[axis + 1:], x.dtype)
         moved = moveaxis(x, axis, -1)
         grown = broadcast_to(moved.reshape(moved.shape + (1,)), moved.shape + (int(repeats),))
         return moveaxis(grown.reshape(moved.shape[:-1] + (n * int(repeats),)), -1, axis)
@@ -323,10 +326,18 @@ def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Arr
                          f"per element or a single one")
     else:
         counts = repeats
-    if bool((counts < 0).any()):
-        raise ValueError("repeat: repeats must be non-negative")
-    ends = cumulative_sum(counts)
-    total = int(ends[-1].item()) if n else 0
+    ends = cumulative_sum(counts)  # int64
+    total = 0
+    if n:
+        # Every count is below 2**63, so the first running total past 2**63 - 1 wraps to a
+        # negative one: a negative running total with no negative count is an overflow.
+        low, low_end, total = _C.stack([counts.min().astype(INT64), ends.min(), ends[-1]]).tolist()
+        if low < 0:
+            raise ValueError(f"repeat: repeats must be non-negative, got {low}")
+        if low_end < 0:
+            raise ValueError(f"repeat: the counts add up to more than 2**63 - 1 elements along axis {axis}; "
+                             f"no array has that many")
+    check_fits("repeat", x.shape[:axis] + (total,) + x.shape[axis + 1:], x.dtype)
     positions = _C.arange(total, dtype=np.int64, device=x.device)
     source = searchsorted(ends, positions, side="right")
     return x[(slice(None),) * axis + (source,)]
