@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import _C
+from ._manipulation import renamed
 
 __all__ = ["clamp", "clip", "install"]
 
@@ -31,18 +32,24 @@ def _limit(name: str, a: Any, low: Any, high: Any) -> _C.Array:
             return a.copy()
         raise ValueError(f"{name}: one of the bounds must be given, got None for both (as PyTorch "
                          f"refuses it); pass min=, max= or both, or use gd.clip, which copies")
-    low, high = _within_ints(a, low), _within_ints(a, high)
-    out = a if low is None else _C.maximum(a, low)
-    return out if high is None else _C.minimum(out, high)
+    low, high = _within_ints(a, low, True), _within_ints(a, high, False)
+    try:
+        out = a if low is None else _C.maximum(a, low)
+        return out if high is None else _C.minimum(out, high)
+    except OverflowError as exc:  # a bound the dtype cannot hold: name the call the user made
+        raise renamed(renamed(exc, "maximum", name), "minimum", name) from None
 
 
-def _within_ints(a: _C.Array, bound: Any) -> Any:
-    """A Python int bound past an integer array's range, moved to the range's end: it clips
-    the same and keeps the dtype, where maximum/minimum would refuse the int (NumPy's clip)."""
+def _within_ints(a: _C.Array, bound: Any, lower: bool) -> Any:
+    """A Python int bound past an integer array's range on the side where it clips nothing (a
+    min below the range, a max above it), moved to the range's end: it clips the same and
+    keeps the dtype, where maximum/minimum would refuse the int (NumPy's clip). On the other
+    side every element would become the bound, which the dtype cannot hold: maximum/minimum
+    raise OverflowError, as NumPy's clip does."""
     if type(bound) is not int or a.dtype not in (_C.int32, _C.int64):
         return bound
     info = np.iinfo(a.dtype)
-    return min(max(bound, int(info.min)), int(info.max))
+    return max(bound, int(info.min)) if lower else min(bound, int(info.max))
 
 
 def clip(x: _C.Array, /, min: Any = None, max: Any = None, *,  # noqa: A002 (the standard's names)

@@ -200,17 +200,40 @@ def cumulative_prod(x: Array, /, *, axis: int | None = None, dtype: Any = None,
     return _scan("cumulative_prod", _C.Array.__mul__, 1, x, axis, dtype, include_initial)
 
 
-def diff(x: Array, /, *, axis: int = -1, n: int = 1, prepend: Array | None = None,
-         append: Array | None = None) -> Array:
+def _as_numpy_would(value: Any, device: Any) -> Array:
+    """A non-Array operand as ``np.asarray`` reads it: a Python float is float64 (where
+    gpudev's own rule makes float32), an int int64, a bool bool, so that a float compared with
+    an int array (searchsorted) or joined to one (diff) keeps its value, as in NumPy. Other
+    values take gpudev's rules and errors (an int beyond int64: OverflowError)."""
+    if isinstance(value, Array):
+        return value
+    try:
+        host = np.asarray(value)
+    except Exception:  # noqa: BLE001 - gpudev's own conversion says what is wrong with it
+        host = None
+    if host is not None and host.dtype in (BOOL, INT64, np.dtype(np.float64)):
+        return _C.asarray(host, device=device)
+    return _C.asarray(value, device=device)
+
+
+def _edge(p: Any, x: Array, axis: int) -> Array:
+    """diff's prepend or append: a scalar (or 0-d array) stands for a slice of x's shape with
+    length 1 along the axis, as NumPy broadcasts it."""
+    p = _as_numpy_would(p, x.device)
+    return broadcast_to(p, x.shape[:axis] + (1,) + x.shape[axis + 1:]) if p.ndim == 0 else p
+
+
+def diff(x: Array, /, *, axis: int = -1, n: int = 1, prepend: Any = None, append: Any = None) -> Array:
     """The n-th differences ``x[i + 1] - x[i]`` along `axis` (for bool, whether they differ),
-    after joining `prepend` and `append` to x along that axis."""
+    after joining `prepend` and `append` to x along that axis (a scalar stands for a slice of
+    length 1; a Python float is float64, as in NumPy)."""
     _need_array("diff", x)
     if x.ndim == 0:
         raise ValueError("diff: needs at least 1 dimension, got a 0-d array")
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise ValueError(f"diff: n must be a non-negative int, got {reprlib.repr(n)}")
     a = normalize_axis("diff", axis, x.ndim)
-    parts = [p for p in (prepend, x, append) if p is not None]
+    parts = [x if p is x else _edge(p, x, a) for p in (prepend, x, append) if p is not None]
     y = concat(parts, axis=a) if len(parts) > 1 else x
     lead = (slice(None),) * a
     for _ in range(min(n, y.shape[a])):  # after as many rounds as elements, nothing is left
@@ -258,14 +281,16 @@ def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
 
 
 def _before(a: Array, b: Array) -> Array:
-    """a < b in the order of sort: NaN after every number."""
+    """a < b in the order of sort: NaN after every number (b may be float where a is not)."""
     lt = a < b
-    return (lt | ((a == a) & (b != b))) if a.dtype.kind == "f" else lt
+    return (lt | ((a == a) & (b != b))) if b.dtype.kind == "f" else lt
 
 
 def searchsorted(x1: Array, x2: Array, /, *, side: str = "left", sorter: Array | None = None) -> Array:
     """Where each x2 value would go in the sorted 1-D x1 to keep it sorted: the first such
-    index (side='left') or the last (side='right'). `sorter`, when given, sorts x1.
+    index (side='left') or the last (side='right'). `sorter`, when given, sorts x1. A Python
+    number or list x2 is read as NumPy reads it (a float is float64) and compared with x1 in
+    the dtype both promote to, so ``searchsorted(int array [1, 2, 9], 2.5)`` is 2.
 
     Example:
         >>> gd.searchsorted(gd.asarray([1.0, 2.0, 2.0, 5.0]), gd.asarray([2.0, 9.0])).tolist()
@@ -278,11 +303,7 @@ def searchsorted(x1: Array, x2: Array, /, *, side: str = "left", sorter: Array |
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {reprlib.repr(side)}")
     if sorter is not None:
         x1 = take(x1, sorter)
-    if not isinstance(x2, Array):
-        try:
-            x2 = _C.asarray(x2, dtype=x1.dtype, device=x1.device)
-        except OverflowError:  # ints past an int32 x1 still compare, in int64 (as NumPy's)
-            x2 = _C.asarray(x2, device=x1.device)
+    x2 = _as_numpy_would(x2, x1.device)  # 2.5 into an int x1 compares as 2.5, not 2
     n = x1.shape[0]
     lo = _C.zeros(x2.shape, dtype=INT64, device=x2.device)
     hi = _C.full(x2.shape, n, dtype=INT64, device=x2.device)
