@@ -254,14 +254,25 @@ def take(x: Array, indices: Array, /, *, axis: int | None = None) -> Array:
             raise ValueError(f"take: axis is required for an array of {x.ndim} dimensions (shape {x.shape})")
         axis = 0
     a = normalize_axis("take", axis, x.ndim)
-    return x[(slice(None),) * a + (_need_array("take", indices),)]
+    if _need_array("take", indices).dtype == BOOL:  # positions 0 and 1, as NumPy's take reads them
+        indices = indices.astype(INT64)
+    return _gathered("take", x, (slice(None),) * a + (indices,))
+
+
+def _gathered(op: str, x: Array, key: tuple) -> Array:
+    """x[key], with the core's errors naming `op` instead of the indexing it runs."""
+    try:
+        return x[key]
+    except (IndexError, TypeError, ValueError) as exc:
+        raise renamed(exc, "getitem", op) from None
 
 
 def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
     """``out[..., i, ...] = x[..., indices[..., i, ...], ...]`` along `axis`: the elements
     that, e.g., ``argsort(x, axis=axis)`` names."""
     _need_array("take_along_axis", x)
-    _need_array("take_along_axis", indices)
+    if _need_array("take_along_axis", indices).dtype.kind != "i":
+        raise IndexError(f"take_along_axis: indices must be an integer array (as NumPy's), got {indices.dtype}")
     if indices.ndim != x.ndim:
         raise ValueError(f"take_along_axis: indices have {indices.ndim} dimensions, x has {x.ndim}; "
                          f"give them the same number")
@@ -277,7 +288,7 @@ def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
                 tuple(shape[k] if j == k else 1 for j in range(x.ndim))))
     if x.ndim == 0:
         raise ValueError("take_along_axis: needs at least 1 dimension, got a 0-d array")
-    return x[tuple(broadcast_to(i, shape) for i in index)]
+    return _gathered("take_along_axis", x, tuple(broadcast_to(i, shape) for i in index))
 
 
 def _before(a: Array, b: Array) -> Array:
