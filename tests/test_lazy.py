@@ -153,6 +153,13 @@ def test_module_to_before_the_first_forward_keeps_the_optimizer(device):
     assert net[0].weight.dtype == gd.float64 and opt.params[0] is net[0].weight
 
 
+def test_a_failed_move_leaves_the_placeholders_where_they_were():
+    net = nn.Sequential(nn.Linear(3, 4), nn.LazyLinear(2))
+    with pytest.raises(gd.DeviceUnavailableError, match=r"cuda:7"):
+        net.to("cuda:7")
+    assert net[0].weight.device == net[1].weight.device == gd.cpu()
+
+
 # ---------------------------------------------------------------------------------------------
 # .data before materialization, and every other use
 # ---------------------------------------------------------------------------------------------

@@ -301,12 +301,9 @@ class Module:
         is replaced, so a failed move leaves the module where it was.
         """
         device, dtype = _device_and_dtype(args, kwargs)
-        owners = []
-        for owner in self._owners():
-            if isinstance(owner[2], _Uninitialized):  # a lazy layer's: materialized there later
-                owner[2]._retarget(device, dtype)
-            else:
-                owners.append(owner)
+        owners = list(self._owners())
+        lazy = [p for _, _, p, _ in owners if isinstance(p, _Uninitialized)]  # materialized there later
+        owners = [o for o in owners if not isinstance(o[2], _Uninitialized)]
 
         def convert(x: gd.Array) -> gd.Array:
             if device is not None:
@@ -325,6 +322,8 @@ class Module:
                 data.requires_grad_(p.requires_grad)  # a new leaf (copied without recording)
                 data.grad = grad
             object.__setattr__(m, name, data)
+        for p in lazy:
+            p._retarget(device, dtype)
         return self
 
     def cuda(self, device: Any = None) -> Module:
