@@ -216,3 +216,40 @@ def test_take_reads_bool_indices_as_positions_as_numpy(device):
     idx = np.array([True, False, True])
     np.testing.assert_array_equal(host(gd.take(gd.asarray(x, device=device), gd.asarray(idx, device=device))),
                                   np.take(x, idx))
+
+
+# ---------------------------------------------------------------------------------------------
+# cross_entropy with logits masked by -inf
+# ---------------------------------------------------------------------------------------------
+
+
+def _reference_ce(logits: np.ndarray, target: np.ndarray) -> tuple[float, np.ndarray]:
+    """PyTorch's mean cross entropy and its gradient, in float64 NumPy."""
+    top = logits.max(axis=1, keepdims=True)
+    e = np.exp(logits - top)
+    lse = np.log(e.sum(axis=1)) + top[:, 0]
+    loss = np.mean(lse - logits[np.arange(len(target)), target])
+    hot = np.eye(logits.shape[1])[target]
+    return loss, (e / e.sum(axis=1, keepdims=True) - hot) / len(target)
+
+
+def test_cross_entropy_with_neg_inf_logits_gives_pytorchs_finite_answer(device):
+    logits = np.array([[2.0, 1.0, -np.inf], [-np.inf, 0.5, 3.0]])
+    target = np.array([0, 2])
+    x = gd.asarray(logits, dtype=gd.float32, device=device).requires_grad_()
+    with gd.strict("sync"):  # the training step's contract: no host read
+        loss = nn.functional.cross_entropy(x, gd.asarray(target, device=device))
+        loss.backward()
+    want, grad = _reference_ce(logits, target)
+    assert_allclose(loss, np.float32(want), kind="elementwise")
+    assert_allclose(x.grad, grad.astype(np.float32), kind="elementwise")
+    one = nn.functional.cross_entropy(gd.asarray([[2.0, 1.0, -np.inf]], device=device), gd.asarray([0], device=device))
+    assert abs(one.item() - 0.3132617) < 1e-6
+
+
+def test_cross_entropy_of_a_neg_inf_target_logit_is_inf(device):
+    x = gd.asarray([[2.0, 1.0, -np.inf]], device=device).requires_grad_()
+    loss = nn.functional.cross_entropy(x, gd.asarray([2], device=device), reduction="sum")
+    loss.backward()
+    assert loss.item() == math.inf
+    assert np.isfinite(host(x.grad)).all()

@@ -130,7 +130,8 @@ def cross_entropy(logits: gd.Array, target: gd.Array, reduction: str = "mean") -
     """-log softmax(logits)[i, target[i]] for each row i, then averaged ('mean'), summed
     ('sum') or kept per row ('none'), as ``torch.nn.functional.cross_entropy``.
 
-    logits is (N, C) float, target (N,) int64 in [0, C).
+    logits is (N, C) float, target (N,) int64 in [0, C). Logits of -inf (masked classes) other
+    than the target's give PyTorch's finite loss and gradients; -inf at the target gives inf.
 
         >>> cross_entropy(gd.zeros((4, 3)), gd.zeros(4, dtype=gd.int64), reduction='none').shape
         (4,)
@@ -150,8 +151,10 @@ def cross_entropy(logits: gd.Array, target: gd.Array, reduction: str = "mean") -
     with gd.no_grad():
         hot = one_hot(target, c, logits.dtype)
         shifted, e, total = shifted_exp(logits, 1)
-        # -log softmax at the target: log(sum(exp)) - shifted[i, target[i]]
-        out = _reduce(gd.log(total).reshape(n) - (shifted * hot).sum(axis=1), reduction)
+        # -log softmax at the target: log(sum(exp)) - shifted[i, target[i]], the target's
+        # entry selected, not multiplied out (-inf * 0, a logit masked with -inf, is NaN)
+        picked = gd.where(hot != 0, shifted, 0.0).sum(axis=1)
+        out = _reduce(gd.log(total).reshape(n) - picked, reduction)
     _check_targets_later("cross_entropy", target, c, out)
     if recording:  # one node: its rule (gpudev/_grad_rules.py) reuses e, total and the one-hot rows
         _C._set_grad_fn(out, autograd._make_node("cross_entropy", (out.shape, out.dtype, out.device), (logits,),
