@@ -7,6 +7,15 @@ LAPACK from the OpenBLAS gpudev already loads, on CPU arrays only: on a GPU arra
 NotImplementedError naming the device (there is no cuSOLVER backend), rather than copy the
 matrix to the host behind the user's back.
 
+NaN and infinities go to LAPACK as NumPy hands them over (LAPACKE's own scan for NaN, which
+would refuse the argument, is off), so a matrix holding NaN gives NumPy's results: NaN where
+NumPy has NaN, and ``LinAlgError`` (NumPy's class, a ValueError) where NumPy raises it (an SVD
+that does not converge, a matrix that is singular or not positive definite). LAPACK runs in
+float64 for float32 input too, and the results are rounded to float32: the single-precision
+routines of gpudev's OpenBLAS pick NaN pivots otherwise than NumPy's do (det, inv, cholesky of
+a float32 matrix holding NaN came out 0, singular or finite where NumPy's are NaN), and the
+results are at least as accurate as NumPy's float32 ones.
+
 >>> import gpudev as gd
 >>> a = gd.asarray([[4.0, 2.0], [2.0, 3.0]])
 >>> gd.linalg.solve(a, gd.asarray([2.0, 1.0])).tolist()
@@ -30,13 +39,14 @@ from ._manipulation import _need_array, matrix_transpose, normalize_axes, normal
 from ._statistics import sum as _sum
 
 __all__ = [
-    "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
+    "LinAlgError", "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
     "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv", "qr", "slogdet", "solve",
     "svd", "svdvals", "tensordot", "trace", "vecdot", "vector_norm",
 ]
 
 Array = _C.Array
 FLOAT64 = np.dtype(np.float64)
+LinAlgError = np.linalg.LinAlgError  # NumPy's: `except np.linalg.LinAlgError` catches gpudev's too
 
 
 def matmul(x1: Array, x2: Array, /) -> Array:
@@ -48,6 +58,11 @@ def _float(op: str, x: Any) -> Array:
     """x as a float array: integers and bools go to float64, as NumPy's linalg does."""
     _need_array(op, x)
     return x if x.dtype.kind == "f" else x.astype(FLOAT64)
+
+
+def _float_dtype(x: Array) -> np.dtype:
+    """The dtype _float gives x, without converting it."""
+    return x.dtype if x.dtype.kind == "f" else FLOAT64
 
 
 def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
@@ -152,18 +167,21 @@ def matrix_power(x: Array, n: int, /) -> Array:
         raise TypeError(f"matrix_power: n must be an int, got {type(n).__name__}")
     if n < 0:
         x, n = inv(x), -n
-    from ._creation import eye
-    from ._manipulation import broadcast_to
+    if n == 0:
+        from ._creation import eye
+        from ._manipulation import broadcast_to
 
-    result = broadcast_to(eye(x.shape[-1], dtype=x.dtype, device=x.device), x.shape)
-    base = x
+        return broadcast_to(eye(x.shape[-1], dtype=x.dtype, device=x.device), x.shape)
+    # the first factor is taken as it is, not multiplied into I: 0 * NaN would spread a NaN
+    # (and 0 * -0.0 lose a sign) where NumPy's power keeps the factor's values
+    result, base = None, x
     while n:
         if n & 1:
-            result = result @ base
+            result = base if result is None else result @ base
         n >>= 1
         if n:
             base = base @ base
-    return result
+    return result.copy() if result is x else result
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,7 +191,10 @@ def matrix_power(x: Array, n: int, /) -> Array:
 def vector_norm(x: Array, /, *, axis: Any = None, keepdims: bool = False, ord: float = 2) -> Array:  # noqa: A002
     """The p-norm (`ord`) of the vectors along `axis` (None: of the flattened array; a tuple:
     over those axes together): 2 (Euclidean), 1, inf (largest |x|), -inf, 0 (how many are
-    nonzero) or any other p, ``sum(|x|**p)**(1/p)``."""
+    nonzero) or any other p, ``sum(|x|**p)**(1/p)``.
+
+    Empty vectors have NumPy's norms (PyTorch refuses some): 0 for every ord but -inf, whose
+    smallest |x| of nothing raises ValueError."""
     x = _float("vector_norm", x)
     axes = normalize_axes("vector_norm", axis, x.ndim)
     if not axes:
@@ -185,18 +206,36 @@ def vector_norm(x: Array, /, *, axis: Any = None, keepdims: bool = False, ord: f
     if ord == 1:
         return _sum(a, axis=ax, keepdims=keepdims)
     if ord == math.inf:
-        return a.max(axis=ax, keepdims=keepdims)
+        return _largest(a, ax, keepdims)
     if ord == -math.inf:
-        return a.min(axis=ax, keepdims=keepdims)
+        return _smallest("vector_norm", ord, a, ax, keepdims)
     if ord == 0:
         return _sum(a != 0, axis=ax, keepdims=keepdims).astype(x.dtype)
     return _sum(a ** ord, axis=ax, keepdims=keepdims) ** (1.0 / ord)
 
 
+def _largest(a: Array, axes: tuple[int, ...], keepdims: bool) -> Array:
+    """The largest of a (absolute values, sums of them, singular values: never below 0) over
+    `axes`; 0 over none, as NumPy's norms give for empty vectors and matrices."""
+    if math.prod(a.shape[i] for i in axes) == 0:
+        return _sum(a, axis=axes, keepdims=keepdims)  # zeros of the reduced shape
+    return a.max(axis=axes, keepdims=keepdims)
+
+
+def _smallest(op: str, ord: Any, a: Array, axes: tuple[int, ...], keepdims: bool) -> Array:  # noqa: A002
+    if math.prod(a.shape[i] for i in axes) == 0:
+        raise ValueError(f"{op}: ord={ord!r} of an empty array is the smallest of no values, which has none "
+                         f"(NumPy raises too; shape {a.shape}); use a positive ord")
+    return a.min(axis=axes, keepdims=keepdims)
+
+
 def matrix_norm(x: Array, /, *, keepdims: bool = False, ord: Any = "fro") -> Array:  # noqa: A002
     """The norm of each matrix (the last two axes): 'fro' (Frobenius), 1 / -1 (largest /
     smallest column sum of |x|), inf / -inf (row sums), on every device; 2 / -2 (largest /
-    smallest singular value) and 'nuc' (their sum) from LAPACK's SVD, CPU arrays only."""
+    smallest singular value) and 'nuc' (their sum) from LAPACK's SVD, CPU arrays only.
+
+    Empty matrices have NumPy's norms: 0 for 'fro', 'nuc', 1, 2 and inf; -1, -2 and -inf, the
+    smallest of no sums or singular values, raise ValueError."""
     x = _float("matrix_norm", x)
     if x.ndim < 2:
         raise ValueError(f"matrix_norm: needs at least 2 dimensions, got shape {x.shape}")
@@ -205,11 +244,12 @@ def matrix_norm(x: Array, /, *, keepdims: bool = False, ord: Any = "fro") -> Arr
         out = _C.sqrt(_sum(a * a, axis=(-2, -1), keepdims=keepdims))
     elif ord in (1, -1, math.inf, -math.inf):
         sums = _sum(a, axis=-2 if ord in (1, -1) else -1, keepdims=True)
-        out = sums.max(axis=(-2, -1), keepdims=True) if ord > 0 else sums.min(axis=(-2, -1), keepdims=True)
+        out = _largest(sums, (-2, -1), True) if ord > 0 else _smallest("matrix_norm", ord, sums, (-2, -1), True)
         out = out if keepdims else out.reshape(x.shape[:-2])
     elif ord in (2, -2, "nuc"):  # from the singular values: LAPACK, CPU arrays only
         s = svdvals(x)
-        out = _sum(s, axis=-1) if ord == "nuc" else (s.max(axis=-1) if ord == 2 else s.min(axis=-1))
+        out = (_sum(s, axis=-1) if ord == "nuc" else _largest(s, (-1,), False) if ord == 2
+               else _smallest("matrix_norm", ord, s, (-1,), False))
         out = out.reshape(x.shape[:-2] + (1, 1)) if keepdims else out
     else:
         raise ValueError(f"matrix_norm: ord must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf, got {reprlib.repr(ord)}")
@@ -231,21 +271,26 @@ def _lapack() -> ctypes.CDLL:
 
         import scipy_openblas32
 
-        _LAPACK = ctypes.CDLL(os.path.join(scipy_openblas32.get_lib_dir(),
-                                           f"lib{scipy_openblas32.get_library()}.so"))
+        lapack = ctypes.CDLL(os.path.join(scipy_openblas32.get_lib_dir(), f"lib{scipy_openblas32.get_library()}.so"))
+        # LAPACKE refuses a matrix holding NaN ("argument 4"); NumPy calls LAPACK on it and
+        # reports what LAPACK does, which the checks below then match
+        lapack.scipy_LAPACKE_set_nancheck(0)
+        _LAPACK = lapack
     return _LAPACK
 
 
 def _lapack_fn(name: str, dtype: np.dtype) -> Any:
-    # scipy-openblas32 prefixes its symbols with scipy_ so they cannot clash with another BLAS
-    fn = getattr(_lapack(), f"scipy_LAPACKE_{'s' if dtype == np.float32 else 'd'}{name}")
+    # scipy-openblas32 prefixes its symbols with scipy_ so they cannot clash with another BLAS;
+    # the work arrays are float64 (_matrices)
+    assert dtype == FLOAT64, dtype
+    fn = getattr(_lapack(), f"scipy_LAPACKE_d{name}")
     fn.restype = ctypes.c_int
     return fn
 
 
 def _square(op: str, x: Array) -> None:
     if _need_array(op, x).ndim < 2 or x.shape[-1] != x.shape[-2]:
-        raise ValueError(f"{op}: expected square matrices in the last two axes, got shape {x.shape}")
+        raise LinAlgError(f"{op}: expected square matrices in the last two axes, got shape {x.shape}")
 
 
 def _on_cpu(op: str, x: Array) -> None:
@@ -255,12 +300,17 @@ def _on_cpu(op: str, x: Array) -> None:
                                   f"x.cpu() first, knowing that this is a transfer")
 
 
-def _matrices(op: str, x: Array) -> np.ndarray:
-    """A C-contiguous float copy of CPU array x as NumPy's view of gpudev memory, (batch, n, n)."""
+def _matrices(op: str, x: Array) -> tuple[Array, np.ndarray]:
+    """A C-contiguous float64 copy of CPU array x (see the module's docstring on float32) and
+    NumPy's view of its memory, (batch, n, n)."""
     _on_cpu(op, x)
-    x = _float(op, x)
-    work = x.copy() if x.is_contiguous() else x.contiguous()
+    work = _need_array(op, x).astype(FLOAT64)  # a new array, C-contiguous (ints and bools too)
     return work, _batched(work.numpy(), x.shape[:-2])
+
+
+def _rounded(dtype: np.dtype, *arrays: Array) -> tuple[Array, ...]:
+    """LAPACK's float64 results in the float dtype of the input."""
+    return tuple(a.astype(dtype, copy=False) for a in arrays)
 
 
 def _batched(a: np.ndarray, batch: tuple[int, ...]) -> np.ndarray:
@@ -275,7 +325,7 @@ def _ld(n: int) -> int:
 
 def _check(op: str, info: int, what: str) -> None:
     if info > 0:
-        raise ValueError(f"linalg.{op}: the matrix is {what} (LAPACK info {info})")
+        raise LinAlgError(f"linalg.{op}: the matrix is {what} (LAPACK info {info})")
     if info < 0:
         raise ValueError(f"linalg.{op}: LAPACK rejected argument {-info}")
 
@@ -288,6 +338,7 @@ def cholesky(x: Array, /, *, upper: bool = False) -> Array:
     """The Cholesky factor of each symmetric positive-definite matrix: lower L with
     ``x = L @ L.mT`` (upper U with ``x = U.mT @ U`` when ``upper=True``). CPU arrays only."""
     _square("cholesky", x)
+    dtype = _float_dtype(x)
     out, mats = _matrices("cholesky", x)
     potrf = _lapack_fn("potrf", mats.dtype)
     n = mats.shape[-1]
@@ -296,7 +347,7 @@ def cholesky(x: Array, /, *, upper: bool = False) -> Array:
                "not positive definite")
     from ._creation import tril, triu
 
-    return triu(out) if upper else tril(out)
+    return _rounded(dtype, triu(out) if upper else tril(out))[0]
 
 
 def solve(x1: Array, x2: Array, /) -> Array:
@@ -305,7 +356,7 @@ def solve(x1: Array, x2: Array, /) -> Array:
     _square("solve", x1)
     _need_array("solve", x2)
     _on_cpu("solve", x2)
-    dtype = np.result_type(_float("solve", x1).dtype, _float("solve", x2).dtype)
+    dtype = np.result_type(_float_dtype(x1), _float_dtype(x2))
     vector = x2.ndim == 1
     b = x2.reshape((-1, 1)) if vector else x2
     if b.shape[-2] != x1.shape[-1]:
@@ -322,6 +373,7 @@ def solve(x1: Array, x2: Array, /) -> Array:
     pivots = np.empty(n, dtype=np.int32)
     for m, r in zip(amats, bmats):
         _check("solve", gesv(_ROW_MAJOR, n, k, _ptr(m), _ld(n), _ptr(pivots), _ptr(r), _ld(k)), "singular")
+    out = _rounded(dtype, out)[0]
     return out.reshape(out.shape[:-1]) if vector else out
 
 
@@ -330,21 +382,23 @@ def inv(x: Array, /) -> Array:
     _square("inv", x)
     from ._creation import eye
 
-    return solve(x, eye(x.shape[-1], dtype=_float("inv", x).dtype, device=x.device) + _C.zeros(
-        x.shape, dtype=_float("inv", x).dtype, device=x.device))
+    return solve(x, eye(x.shape[-1], dtype=_float_dtype(x), device=x.device) + _C.zeros(
+        x.shape, dtype=_float_dtype(x), device=x.device))
 
 
-def _lu_signs(op: str, mats: np.ndarray) -> list[int]:
-    """LU-factorize each matrix in place (LAPACK getrf); the sign of each one's row permutation."""
+def _lu_signs(op: str, mats: np.ndarray, batch: tuple[int, ...], dtype: np.dtype) -> Array:
+    """LU-factorize each matrix in place (LAPACK getrf); the sign of each one's row
+    permutation, or 0 for a singular matrix (a zero pivot, LAPACK's info > 0), whose
+    determinant is 0 whatever else (NaN) its factors hold, as NumPy's is."""
     getrf = _lapack_fn("getrf", mats.dtype)
     n = mats.shape[-1]
     pivots = np.empty(max(n, 1), dtype=np.int32)
     signs = []
     for m in mats:
-        # info > 0 (a zero pivot) is a singular matrix: its diagonal holds the 0
-        _check(op, min(getrf(_ROW_MAJOR, n, n, _ptr(m), _ld(n), _ptr(pivots)), 0), "")
-        signs.append(-1 if np.count_nonzero(pivots[:n] != np.arange(1, n + 1)) % 2 else 1)
-    return signs
+        info = getrf(_ROW_MAJOR, n, n, _ptr(m), _ld(n), _ptr(pivots))
+        _check(op, min(info, 0), "")
+        signs.append(0 if info > 0 else -1 if np.count_nonzero(pivots[:n] != np.arange(1, n + 1)) % 2 else 1)
+    return _C.asarray(signs, dtype=dtype).reshape(batch)
 
 
 def det(x: Array, /) -> Array:
@@ -352,10 +406,10 @@ def det(x: Array, /) -> Array:
     factorization, negated for an odd row permutation. CPU arrays only."""
     _square("det", x)
     out, mats = _matrices("det", x)
-    signs = _lu_signs("det", mats)
+    signs = _lu_signs("det", mats, x.shape[:-2], out.dtype)
     from ._statistics import prod
 
-    return prod(diagonal(out), axis=-1) * _C.asarray(signs, dtype=out.dtype).reshape(x.shape[:-2])
+    return _rounded(_float_dtype(x), _C.where(signs == 0, 0.0, prod(diagonal(out), axis=-1) * signs))[0]
 
 
 def slogdet(x: Array, /) -> SlogdetResult:
@@ -363,17 +417,16 @@ def slogdet(x: Array, /) -> SlogdetResult:
     logarithm does not overflow where the determinant would. CPU arrays only."""
     _square("slogdet", x)
     out, mats = _matrices("slogdet", x)
-    signs = _lu_signs("slogdet", mats)
+    signs = _lu_signs("slogdet", mats, x.shape[:-2], out.dtype)
     diag = diagonal(out)
     from ._statistics import prod, sum as total
 
-    sign = prod(_sign(diag), axis=-1) * _C.asarray(signs, dtype=out.dtype).reshape(x.shape[:-2])
-    logabs = total(_C.log(_C.abs(diag)), axis=-1)
-    return SlogdetResult(sign, logabs)
-
-
-def _sign(x: Array) -> Array:
-    return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+    # a pivot that is not below 0 (NaN included) counts as positive, as in NumPy's slogdet
+    negative = prod(1.0 - 2.0 * (diag < 0).astype(out.dtype), axis=-1)
+    singular = signs == 0
+    sign = _C.where(singular, 0.0, negative * signs)
+    logabs = _C.where(singular, -math.inf, total(_C.log(_C.abs(diag)), axis=-1))
+    return SlogdetResult(*_rounded(_float_dtype(x), sign, logabs))
 
 
 class SlogdetResult(NamedTuple):
@@ -413,7 +466,7 @@ def _eigh(op: str, x: Array, vectors: bool) -> tuple[Array, Array]:
     for m, v in zip(mats, w):  # the lower triangle is read; the vectors replace the matrix
         _check(op, syevd(_ROW_MAJOR, ctypes.c_char(b"V" if vectors else b"N"), ctypes.c_char(b"L"), n, _ptr(m), _ld(n),
                          _ptr(v)), "not diagonalizable (no convergence)")
-    return values, out
+    return _rounded(_float_dtype(x), values, out)
 
 
 def eigh(x: Array, /) -> EighResult:
@@ -444,9 +497,14 @@ def _svd(op: str, x: Array, vectors: bool, full: bool = False) -> tuple[Array, A
     job = ctypes.c_char(b"A" if full else b"S") if vectors else ctypes.c_char(b"N")
     for i, a in enumerate(mats):
         ui, vi = (uv[i], vv[i]) if vectors else (uv[0], vv[0])
-        _check(op, gesdd(_ROW_MAJOR, job, m, n, _ptr(a), _ld(n), _ptr(sv[i]), _ptr(ui), _ld(ui.shape[-1]),
-                         _ptr(vi), _ld(vi.shape[-1])), "not decomposable (no convergence)")
-    return u, s, vh
+        info = gesdd(_ROW_MAJOR, job, m, n, _ptr(a), _ld(n), _ptr(sv[i]), _ptr(ui), _ld(ui.shape[-1]),
+                     _ptr(vi), _ld(vi.shape[-1]))
+        if info < 0 and np.isnan(a).any():  # gesdd refuses NaN itself; NumPy reports it so
+            raise LinAlgError(f"linalg.{op}: SVD did not converge (the matrix holds NaN)")
+        _check(op, info, "not decomposable (no convergence)")
+        if vectors and k == 0:  # LAPACK returns at once: the bases of the whole spaces are I
+            ui[...], vi[...] = np.eye(*ui.shape), np.eye(*vi.shape)
+    return _rounded(_float_dtype(x), u, s, vh)
 
 
 def svd(x: Array, /, *, full_matrices: bool = True) -> SVDResult:
@@ -483,7 +541,7 @@ def qr(x: Array, /, *, mode: str = "reduced") -> QRResult:
     from ._creation import triu
 
     rows = m if mode == "complete" else k
-    return QRResult(q, triu(out[..., :rows, :]))
+    return QRResult(*_rounded(_float_dtype(x), q, triu(out[..., :rows, :])))
 
 
 def _cutoff(s: Array, rtol: Any, shape: tuple[int, ...]) -> Array:
