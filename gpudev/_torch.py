@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import _C
+from ._fills import normal_, uniform_
 
 __all__ = ["bmm", "cat", "from_numpy", "install", "max", "min", "mm", "normal", "randint"]
 
@@ -76,29 +77,6 @@ def zero_(self: Array) -> Array:
 def fill_(self: Array, value: Any) -> Array:
     """Set every element to `value` in place; returns self. ``x.fill_(7)``"""
     self[...] = value
-    return self
-
-
-def _float_only(op: str, a: Array) -> None:
-    if a.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise TypeError(f"{op}: random values need a float array, got {a.dtype}; convert it "
-                        f"first, e.g. x = x.float()")
-
-
-def normal_(self: Array, mean: float = 0.0, std: float = 1.0) -> Array:
-    """Fill in place with normal random numbers of `mean` and `std`; returns self.
-
-    Drawn with ``gd.randn`` on the array's device, so ``gd.manual_seed`` makes it repeatable.
-    """
-    _float_only("normal_", self)
-    self[...] = _C.randn(*self.shape, dtype=self.dtype, device=self.device) * std + mean
-    return self
-
-
-def uniform_(self: Array, a: float = 0.0, b: float = 1.0) -> Array:
-    """Fill in place with uniform random numbers in [a, b); returns self."""
-    _float_only("uniform_", self)
-    self[...] = _C.rand(*self.shape, dtype=self.dtype, device=self.device) * (b - a) + a
     return self
 
 

@@ -253,3 +253,42 @@ def test_cross_entropy_of_a_neg_inf_target_logit_is_inf(device):
     loss.backward()
     assert loss.item() == math.inf
     assert np.isfinite(host(x.grad)).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# nn.init: zero-element weights, bad bounds
+# ---------------------------------------------------------------------------------------------
+
+INITS = ["kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_"]
+
+
+@pytest.mark.parametrize("name", INITS)
+@pytest.mark.parametrize("shape", [(0, 5), (5, 0), (0, 0), (3, 0, 2), (0,)])
+def test_init_of_a_zero_element_weight_warns_and_returns_it(device, name, shape):
+    w = gd.zeros(shape, device=device)
+    with pytest.warns(UserWarning, match="^Initializing zero-element tensors is a no-op$"):
+        out = getattr(nn.init, name)(w)
+    assert out is w and w.shape == shape
+
+
+def test_init_of_a_weight_with_elements_does_not_warn(device):
+    w = gd.zeros((3, 4), device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in INITS:
+            getattr(nn.init, name)(w)
+    assert float(gd.abs(w).max().item()) > 0
+
+
+def test_init_bounds_and_std_are_checked_as_pytorch(device):
+    w = gd.zeros(4, device=device)
+    with pytest.raises(RuntimeError, match=r"^uniform_ expects to return a \[from, to\) range, but found from=5 > to=1"):
+        nn.init.uniform_(w, 5, 1)
+    with pytest.raises(RuntimeError, match="^normal expects std >= 0.0, but found std -1"):
+        nn.init.normal_(w, 0, -1)
+    with pytest.raises(ValueError, match="^normal expects std >= 0.0, but found std nan"):
+        w.normal_(0, math.nan)
+    with pytest.raises(ValueError, match="^from is out of bounds for float32"):
+        w.uniform_(-math.inf, 0)
+    assert host(w).tolist() == [0.0] * 4  # nothing written by a refused call
+    assert host(nn.init.uniform_(w, 1, 1)).tolist() == [1.0] * 4

@@ -15,9 +15,9 @@ gradient) and returns it. Random ones draw with gpudev's generator on the array'
 
 from __future__ import annotations
 
-import reprlib
-
 import math
+import reprlib
+import warnings
 from typing import Any
 
 import gpudev as gd
@@ -36,12 +36,13 @@ def _filled(op: str, tensor: Any, fill: Any) -> gd.Array:
 
 
 def uniform_(tensor: gd.Array, a: float = 0.0, b: float = 1.0) -> gd.Array:
-    """Uniform in [a, b)."""
+    """Uniform in [a, b); a > b raises PyTorch's error (a ValueError and a RuntimeError)."""
     return _filled("uniform_", tensor, lambda t: t.uniform_(a, b))
 
 
 def normal_(tensor: gd.Array, mean: float = 0.0, std: float = 1.0) -> gd.Array:
-    """Normal with `mean` and `std`."""
+    """Normal with `mean` and `std`; std < 0 raises PyTorch's error (a ValueError and a
+    RuntimeError)."""
     return _filled("normal_", tensor, lambda t: t.normal_(mean, std))
 
 
@@ -58,6 +59,17 @@ def zeros_(tensor: gd.Array) -> gd.Array:
 def ones_(tensor: gd.Array) -> gd.Array:
     """Every element 1."""
     return constant_(tensor, 1)
+
+
+def _no_op(op: str, tensor: gd.Array) -> bool:
+    """Whether tensor has no elements: PyTorch's kaiming_* then warn and return it unchanged
+    (its fans could be 0, a division by zero). gpudev's xavier_* do the same, where PyTorch's
+    fill an empty weight with one zero fan and raise ZeroDivisionError when both are 0."""
+    _check_array(f"init.{op}", "tensor", tensor)
+    if tensor.size:
+        return False
+    warnings.warn("Initializing zero-element tensors is a no-op", UserWarning, stacklevel=3)
+    return True
 
 
 def _fans(op: str, tensor: gd.Array) -> tuple[int, int]:
@@ -87,6 +99,8 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
 
 def xavier_uniform_(tensor: gd.Array, gain: float = 1.0) -> gd.Array:
     """Uniform in +-gain * sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio)."""
+    if _no_op("xavier_uniform_", tensor):
+        return tensor
     fan_in, fan_out = _fans("xavier_uniform_", tensor)
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
     return uniform_(tensor, -bound, bound)
@@ -94,6 +108,8 @@ def xavier_uniform_(tensor: gd.Array, gain: float = 1.0) -> gd.Array:
 
 def xavier_normal_(tensor: gd.Array, gain: float = 1.0) -> gd.Array:
     """Normal with std gain * sqrt(2 / (fan_in + fan_out))."""
+    if _no_op("xavier_normal_", tensor):
+        return tensor
     fan_in, fan_out = _fans("xavier_normal_", tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
 
@@ -108,6 +124,8 @@ def _kaiming_std(op: str, tensor: gd.Array, a: float, mode: str, nonlinearity: s
 def kaiming_uniform_(tensor: gd.Array, a: float = 0.0, mode: str = "fan_in",
                      nonlinearity: str = "leaky_relu") -> gd.Array:
     """Uniform in +-sqrt(3) * gain / sqrt(fan) (He et al.)."""
+    if _no_op("kaiming_uniform_", tensor):
+        return tensor
     bound = math.sqrt(3.0) * _kaiming_std("kaiming_uniform_", tensor, a, mode, nonlinearity)
     return uniform_(tensor, -bound, bound)
 
@@ -115,4 +133,6 @@ def kaiming_uniform_(tensor: gd.Array, a: float = 0.0, mode: str = "fan_in",
 def kaiming_normal_(tensor: gd.Array, a: float = 0.0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu") -> gd.Array:
     """Normal with std gain / sqrt(fan) (He et al.)."""
+    if _no_op("kaiming_normal_", tensor):
+        return tensor
     return normal_(tensor, 0.0, _kaiming_std("kaiming_normal_", tensor, a, mode, nonlinearity))
