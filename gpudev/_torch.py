@@ -86,9 +86,11 @@ def scaled_add_(y: Array, beta: Any, x: Any, alpha: Any) -> Array:
     C-contiguous, and nothing for autograd to record; else the two operations written out
     (y *= beta; y += alpha * x), which give the same bits. The optimizers' steps use it."""
     if _C._axpby(y, beta, x, alpha) is NotImplemented:
+        # alpha * x is read before y changes: x may overlap y (a view of it)
+        scaled = x if alpha == 1 and beta == 1 else alpha * x
         if beta != 1:
             y *= beta
-        y += x if alpha == 1 else alpha * x
+        y += scaled
     return y
 
 

@@ -292,3 +292,32 @@ def test_init_bounds_and_std_are_checked_as_pytorch(device):
         w.uniform_(-math.inf, 0)
     assert host(w).tolist() == [0.0] * 4  # nothing written by a refused call
     assert host(nn.init.uniform_(w, 1, 1)).tolist() == [1.0] * 4
+
+
+# ---------------------------------------------------------------------------------------------
+# optimizers: lr = 0 as PyTorch, in-place updates of overlapping operands
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make", [lambda ps, lr: gd.optim.SGD(ps, lr=lr, momentum=0.9),
+                                  lambda ps, lr: gd.optim.Adam(ps, lr=lr),
+                                  lambda ps, lr: gd.optim.AdamW(ps, lr=lr, weight_decay=0.1)],
+                         ids=["SGD", "Adam", "AdamW"])
+def test_optimizers_accept_lr_zero_and_leave_the_parameters(device, make):
+    w = gd.asarray([1.0, -2.0, 3.0], device=device).requires_grad_()
+    opt = make([w], 0)
+    (w * w).sum().backward()
+    opt.step()
+    assert host(w.detach()).tolist() == [1.0, -2.0, 3.0]
+    with pytest.raises(ValueError, match=r"lr must be a finite number >= 0 \(0 leaves the parameters as they "
+                                         r"are\), got -0.1"):
+        make([w], -0.1)
+    with pytest.raises(ValueError, match="lr must be a finite number >= 0"):
+        make([{"params": [w], "lr": math.nan}], 0.1)
+
+
+def test_scaled_add_reads_an_overlapping_x_before_scaling_y(device):
+    a = gd.arange(5.0, device=device)
+    scaled_add_(a[:4], 2.0, a[1:], 3.0)  # the core's one pass refuses overlap: the fallback runs
+    old = np.arange(5.0)
+    np.testing.assert_array_equal(host(a), np.concatenate([2 * old[:4] + 3 * old[1:], old[4:]]))

@@ -3,7 +3,9 @@ AdamW, with parameter groups, updating the parameters in place under ``gd.no_gra
 
 ``params`` is an iterable of parameters or of dicts ``{'params': [...], 'lr': ..., ...}``
 (parameter groups); a group's missing options take the optimizer's. ``opt.param_groups`` is
-that list of dicts, where a learning-rate scheduler changes ``'lr'``.
+that list of dicts, where a learning-rate scheduler changes ``'lr'``. An lr of 0 is accepted,
+as PyTorch accepts it (a warm-up that starts from 0, a frozen group); a negative, infinite or
+NaN one raises ValueError.
 
     >>> import gpudev as gd
     >>> from gpudev import nn
@@ -91,8 +93,10 @@ class Optimizer:
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         if any(id(p) in seen for p in full["params"]):
             raise ValueError(f"{op}: a parameter appears in more than one parameter group")
-        if not isinstance(full["lr"], numbers.Real) or not math.isfinite(full["lr"]) or full["lr"] <= 0:
-            raise ValueError(f"{op}: lr must be a positive finite number, got {reprlib.repr(full['lr'])}")
+        # lr = 0 is PyTorch's too: a warm-up from 0, a frozen group; a scheduler may set it
+        if not isinstance(full["lr"], numbers.Real) or not math.isfinite(full["lr"]) or full["lr"] < 0:
+            raise ValueError(f"{op}: lr must be a finite number >= 0 (0 leaves the parameters as they are), "
+                             f"got {reprlib.repr(full['lr'])}")
         for name, (low, high) in self._checks.items():
             full[name] = _check_number(op, name, full[name], low, high)
         full["initial_lr"] = full.get("initial_lr", full["lr"])
