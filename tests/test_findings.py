@@ -321,3 +321,19 @@ def test_scaled_add_reads_an_overlapping_x_before_scaling_y(device):
     scaled_add_(a[:4], 2.0, a[1:], 3.0)  # the core's one pass refuses overlap: the fallback runs
     old = np.arange(5.0)
     np.testing.assert_array_equal(host(a), np.concatenate([2 * old[:4] + 3 * old[1:], old[4:]]))
+
+
+# ---------------------------------------------------------------------------------------------
+# gpudev.testing.assert_allclose: integers exactly
+# ---------------------------------------------------------------------------------------------
+
+
+def test_assert_allclose_compares_int64_exactly(device):
+    with pytest.raises(AssertionError, match="Arrays are not equal"):
+        assert_allclose(gd.asarray([2**62 + 1], device=device), np.array([2**62]))
+    with pytest.raises(AssertionError):
+        assert_allclose(gd.asarray([2**62 + 2], device=device), [2**62], atol=1)
+    assert_allclose(gd.asarray([2**62 + 1, -2**63], device=device), np.array([2**62 + 1, -2**63]))
+    assert_allclose(gd.asarray([2**62 + 1], device=device), [2**62], atol=1)
+    with pytest.raises(ValueError, match="^assert_allclose: kind must be one of"):
+        assert_allclose(gd.asarray([1], device=device), [1], kind="elemntwise")

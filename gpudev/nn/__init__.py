@@ -28,6 +28,8 @@ parameters are on.
 from ..optim import SGD, Adam, AdamW, Optimizer
 from .._lazy import UninitializedBuffer, UninitializedParameter
 from . import functional, init, parameter
+from .batchnorm import BatchNorm1d, BatchNorm2d, LazyBatchNorm1d, LazyBatchNorm2d
+from .conv import AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, Conv1d, Conv2d, LazyConv2d, MaxPool2d
 from .layers import Dropout, Flatten, LazyLinear, Linear, ReLU, Sequential, Sigmoid, Tanh
 from .lazy import LazyModuleMixin
 from .losses import CrossEntropyLoss, MSELoss
@@ -37,3 +39,5 @@ __all__ = ["Adam", "AdamW", "CrossEntropyLoss", "Dropout", "Flatten", "Incompati
            "LazyLinear", "LazyModuleMixin", "Linear", "MSELoss", "Module", "Optimizer", "Parameter",
            "ReLU", "SGD", "Sequential", "Sigmoid", "StateDictError", "Tanh", "UninitializedBuffer",
            "UninitializedParameter", "functional", "init", "parameter"]
+__all__ += ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
+            "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyConv2d", "MaxPool2d"]

@@ -25,6 +25,14 @@ from gpudev._stable import shifted_exp
 __all__ = ["cross_entropy", "dropout", "linear", "log_softmax", "mse_loss", "one_hot", "relu",
            "sigmoid", "softmax", "tanh"]
 
+# convolution, pooling and batch normalization, each in a module of its own
+from ._conv import conv1d, conv2d  # noqa: E402
+from ._norm import batch_norm  # noqa: E402
+from ._pool import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool2d, max_pool2d  # noqa: E402
+
+__all__ += ["adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool2d", "batch_norm", "conv1d", "conv2d",
+            "max_pool2d"]
+
 relu = gd.relu
 sigmoid = gd.sigmoid
 tanh = gd.tanh

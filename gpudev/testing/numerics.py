@@ -32,9 +32,18 @@ def tolerance(dtype: Any, kind: str = "reduction") -> tuple[float, float]:
         >>> tolerance("float32")
         (0.0001, 1e-05)
     """
+    return _tolerance("tolerance", dtype, kind)
+
+
+def _tolerance(op: str, dtype: Any, kind: str) -> tuple[float, float]:
     if kind not in TOLERANCES:
-        raise ValueError(f"tolerance: kind must be one of {', '.join(map(repr, TOLERANCES))}, got {reprlib.repr(kind)}")
-    return TOLERANCES[kind].get(np.dtype(dtype).name, (0.0, 0.0))
+        raise ValueError(f"{op}: kind must be one of {', '.join(map(repr, TOLERANCES))}, got {reprlib.repr(kind)}")
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:  # a misspelled name ('flaot32') would otherwise read as NumPy's own error
+        raise TypeError(f"{op}: {reprlib.repr(dtype)} is not a dtype; give one such as 'float32' or "
+                        f"gd.float32") from None
+    return TOLERANCES[kind].get(name, (0.0, 0.0))
 
 
 def _host(x: Any) -> tuple[np.ndarray, str]:
@@ -50,7 +59,9 @@ def assert_allclose(actual: Any, desired: Any, *, rtol: float | None = None, ato
     """Assert that `actual` and `desired` (gpudev Arrays on any device, NumPy arrays, lists or
     scalars) agree within gpudev's documented tolerance for their dtype and `kind`
     ('elementwise' or 'reduction', see TOLERANCES); `rtol` / `atol` override it. Shapes must
-    match exactly (no broadcasting of a wrong shape into a pass).
+    match exactly (no broadcasting of a wrong shape into a pass). Integers and booleans are
+    compared exactly, as integers (never through float64, which cannot tell 2**62 + 1 from
+    2**62).
 
         >>> import gpudev as gd
         >>> assert_allclose(gd.ones(3) / 3, [1 / 3] * 3)
@@ -63,8 +74,16 @@ def assert_allclose(actual: Any, desired: Any, *, rtol: float | None = None, ato
     # the less precise float decides: a float32 result against a float64 reference is float32
     floats = [d for d in (got.dtype, want.dtype) if d.kind == "f"]
     dtype = min(floats, key=lambda d: d.itemsize) if floats else got.dtype
-    default_rtol, default_atol = tolerance(dtype, kind)
+    default_rtol, default_atol = _tolerance("assert_allclose", dtype, kind)
     rtol = default_rtol if rtol is None else rtol
     atol = default_atol if atol is None else atol
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=(
-        f"{got_where} vs {want_where}, {dtype} with gpudev's {kind} tolerance (rtol={rtol:g}, atol={atol:g})"))
+    message = f"{got_where} vs {want_where}, {dtype} with gpudev's {kind} tolerance (rtol={rtol:g}, atol={atol:g})"
+    if not floats:
+        # integers compared as integers: through float64, 2**62 + 1 would equal 2**62
+        if not rtol and not atol:
+            np.testing.assert_array_equal(got, want, err_msg=message)
+        else:  # Python ints: |got - want| <= atol + rtol * |want| without rounding or wrapping
+            np.testing.assert_array_equal(np.abs(got.astype(object) - want.astype(object)) <= atol + rtol * np.abs(
+                want.astype(object)), True, err_msg=f"{message}: got {got!r}, want {want!r}")
+        return
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=message)
