@@ -18,6 +18,9 @@ Options: ``--gd-undecided=skip|xfail|fail`` (or the ``gd_undecided`` ini option)
 undecided ``gpudev.testing.assert_faster`` does; ``--gd-benchmark-json=PATH`` writes every
 gd_benchmark result; ``--gd-benchmark-max-time=S`` sets their time budget (1 s).
 
+After each test, failures and skips planted on emulated GPUs (``gd.emulation.fail_next``,
+``skip_next``) and not used are forgotten, so they cannot fire in a later test.
+
 The plugin defines no fixture or option without the ``gd_`` prefix, so it cannot collide with
 a project's own.
 """
@@ -27,6 +30,7 @@ from __future__ import annotations
 import datetime
 import json
 import platform
+import sys
 from typing import Any
 
 import pytest
@@ -64,6 +68,16 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     global undecided_policy
     undecided_policy = config.stash.get(_PREVIOUS, None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    """Forget what the test planted on emulated GPUs and did not use (after its fixtures'
+    teardown), where a test imported gpudev: a plant left armed fails a later, unrelated call."""
+    yield
+    emulation = getattr(sys.modules.get("gpudev"), "emulation", None)
+    if emulation is not None and emulation.active():
+        emulation.clear_planted()
 
 
 # ---------------------------------------------------------------------------------------------

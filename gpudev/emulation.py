@@ -16,7 +16,9 @@ Real and emulated GPUs never mix in one process: with the variable set, gpudev._
 loaded. The emulation runs the kernels for their logic and keeps CUDA's order of work (each
 stream is a queue that runs only when something waits for it, so a missing synchronization
 reads unfinished data); its times are CPU times, never GPU performance. Tests drive the error
-paths with :func:`fail_next` and remove a synchronization with :func:`skip_next`.
+paths with :func:`fail_next` and remove a synchronization with :func:`skip_next`; both refuse a
+call the emulation never asks about (a typo would plant a failure that never fires), and
+gpudev's pytest plugin forgets what a test planted and did not use when the test ends.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import os
 import re
 from types import ModuleType
 
-__all__ = ["STATUS", "active", "clear_planted", "contexts", "fail_next", "pending_operations", "settings", "skip_next"]
+__all__ = ["STATUS", "active", "clear_planted", "contexts", "fail_next", "pending_operations", "plantable", "settings",
+           "skip_next"]
 
 # The CUDA and cuBLAS statuses tests plant most, by name (values from the CUDA headers).
 STATUS = {
@@ -115,15 +118,23 @@ def _status(op: str, status: int | str) -> int:
 def fail_next(call: str, status: int | str = "cudaErrorMemoryAllocation", times: int = 1,
               last_error: int | str = 0) -> None:
     """The next `times` calls of the CUDA or cuBLAS function `call` (e.g.
-    'cudaMallocFromPoolAsync', 'cudaMemcpyAsync', 'cublasSgemm', 'cudaLaunchKernel') fail with
-    `status` and do nothing. `last_error` is also left for cudaGetLastError, as when a library
-    call fails because a kernel it launched did."""
+    'cudaMallocFromPoolAsync', 'cudaMemcpyAsync', 'cublasSgemm', 'cudaLaunchKernel': one of
+    :func:`plantable`, else ValueError listing them) fail with `status` and do nothing.
+    `last_error` is also left for cudaGetLastError, as when a library call fails because a
+    kernel it launched did."""
     _emu("fail_next").fail_next(call, _status("fail_next", status), times, _status("fail_next", last_error))
 
 
 def skip_next(call: str, times: int = 1) -> None:
-    """The next `times` calls of `call` (e.g. 'cudaStreamWaitEvent') do nothing and succeed."""
+    """The next `times` calls of `call` (e.g. 'cudaStreamWaitEvent': one of
+    ``plantable(skips=True)``, else ValueError listing them) do nothing and succeed."""
     _emu("skip_next").skip_next(call, times)
+
+
+def plantable(skips: bool = False) -> list[str]:
+    """The calls :func:`fail_next` takes (those the emulation asks about a planted failure), or
+    with ``skips=True`` those :func:`skip_next` takes."""
+    return _emu("plantable").plantable(bool(skips))
 
 
 def clear_planted() -> None:

@@ -81,6 +81,39 @@ static PyObject *gd_py_emu_configure(PyObject *, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* The names fail_next (skips 0) or skip_next (skips 1) takes, as a list. */
+static PyObject *gd_emu_names(int skips)
+{
+    PyObject *names = PyList_New(0);
+    for (const char *const *n = gd_emu_plantable(skips); names && *n; n++) {
+        PyObject *name = PyUnicode_FromString(*n);
+        if (!name || PyList_Append(names, name) < 0) Py_CLEAR(names);
+        Py_XDECREF(name);
+    }
+    return names;
+}
+
+/* ValueError for a plant under a name the emulation never asks about: it would never fire. */
+static PyObject *gd_emu_unknown(const char *op, const char *call, int skips)
+{
+    PyObject *names = gd_emu_names(skips);
+    PyObject *sep = names ? PyUnicode_FromString(", ") : NULL;
+    PyObject *joined = sep ? PyUnicode_Join(sep, names) : NULL;
+    if (joined)
+        PyErr_Format(PyExc_ValueError, "%s: '%s' is not a call the emulation can %s, so nothing would happen; give "
+                     "one of: %U", op, call, skips ? "skip" : "fail", joined);
+    Py_XDECREF(joined);
+    Py_XDECREF(sep);
+    Py_XDECREF(names);
+    return NULL;
+}
+
+static PyObject *gd_py_emu_plantable(PyObject *, PyObject *arg)
+{
+    const int skips = PyObject_IsTrue(arg);
+    return skips < 0 ? NULL : gd_emu_names(skips);
+}
+
 static PyObject *gd_py_emu_fail_next(PyObject *, PyObject *args)
 {
     const char *call;
@@ -91,7 +124,7 @@ static PyObject *gd_py_emu_fail_next(PyObject *, PyObject *args)
                      call, status, times);
         return NULL;
     }
-    gd_emu_fail_next(call, status, times, last_error);
+    if (gd_emu_fail_next(call, status, times, last_error) < 0) return gd_emu_unknown("fail_next", call, 0);
     Py_RETURN_NONE;
 }
 
@@ -104,7 +137,7 @@ static PyObject *gd_py_emu_skip_next(PyObject *, PyObject *args)
         PyErr_Format(PyExc_ValueError, "skip_next(%s): times %d: give times >= 1", call, times);
         return NULL;
     }
-    gd_emu_skip_next(call, times);
+    if (gd_emu_skip_next(call, times) < 0) return gd_emu_unknown("skip_next", call, 1);
     Py_RETURN_NONE;
 }
 
@@ -150,6 +183,8 @@ static PyMethodDef gd_cuda_methods[] = {
     {"skip_next", gd_py_emu_skip_next, METH_VARARGS,
      "skip_next(call, times=1)\n\nThe next `times` calls of `call` (e.g. 'cudaStreamWaitEvent') do "
      "nothing and succeed: shows what a missing synchronization would read."},
+    {"plantable", gd_py_emu_plantable, METH_O,
+     "plantable(skips) -> list[str]\n\nThe calls fail_next (skips False) or skip_next (skips True) takes."},
     {"clear_planted", gd_py_emu_clear, METH_NOARGS,
      "clear_planted()\n\nForget the failures and skips planted and not yet used."},
     {"pending_operations", gd_py_emu_pending, METH_NOARGS,

@@ -102,10 +102,28 @@ struct Planted {
     int last_error;
 };
 std::vector<Planted> g_planted;
+
+/* The calls that ask injected() and skipped(): a plant under any other name (a typo) would
+ * never fire and stay armed, so gd_emu_fail_next and gd_emu_skip_next refuse it, and a call
+ * site that asks under a name missing here stops the emulation (add the name). NULL ends each. */
+const char *const g_failable[] = {
+    "cudaSetDevice", "cudaMallocFromPoolAsync", "cudaMemcpyAsync", "cudaMemcpy2DAsync", "cudaMemcpyPeerAsync",
+    "cudaMemsetAsync", "cudaLaunchKernel", "cublasCreate", "cublasSgemm", "cublasDgemm", "cublasSgemmStridedBatched",
+    "cublasDgemmStridedBatched", nullptr,
+};
+const char *const g_skippable[] = {"cudaStreamWaitEvent", nullptr};
+
+bool listed(const char *const *names, const char *call)
+{
+    for (; *names; names++)
+        if (strcmp(*names, call) == 0) return true;
+    return false;
+}
 } // namespace
 
 int injected(const char *call)
 {
+    if (!listed(g_failable, call)) die("injected(%s): the call is missing from g_failable in emu_runtime.cpp", call);
     std::lock_guard<std::recursive_mutex> guard(lock());
     for (Planted &p : g_planted) {
         if (p.times <= 0 || p.status == 0 || p.call != call) continue;
@@ -118,6 +136,7 @@ int injected(const char *call)
 
 bool skipped(const char *call)
 {
+    if (!listed(g_skippable, call)) die("skipped(%s): the call is missing from g_skippable in emu_runtime.cpp", call);
     std::lock_guard<std::recursive_mutex> guard(lock());
     for (Planted &p : g_planted) {
         if (p.times <= 0 || p.status != 0 || p.call != call) continue;
@@ -131,18 +150,24 @@ bool skipped(const char *call)
 
 using namespace gd_emu;
 
-extern "C" void gd_emu_fail_next(const char *call, int status, int times, int last_error)
+extern "C" int gd_emu_fail_next(const char *call, int status, int times, int last_error)
 {
     if (status == 0) die("gd_emu_fail_next(%s): status 0 is not a failure", call);
+    if (!listed(g_failable, call)) return -1;
     std::lock_guard<std::recursive_mutex> guard(lock());
     g_planted.push_back(Planted{call, status, times, last_error});
+    return 0;
 }
 
-extern "C" void gd_emu_skip_next(const char *call, int times)
+extern "C" int gd_emu_skip_next(const char *call, int times)
 {
+    if (!listed(g_skippable, call)) return -1;
     std::lock_guard<std::recursive_mutex> guard(lock());
     g_planted.push_back(Planted{call, 0, times, 0});
+    return 0;
 }
+
+extern "C" const char *const *gd_emu_plantable(int skips) { return skips ? g_skippable : g_failable; }
 
 extern "C" void gd_emu_clear_planted(void)
 {

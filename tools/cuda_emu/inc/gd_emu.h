@@ -20,12 +20,17 @@ void gd_emu_set_device_memory(int device, size_t bytes);
  * "cublasCreate", "cublasSgemm", "cudaMallocFromPoolAsync") fail with `status`, a
  * cudaError_t or cublasStatus_t value, without doing anything. A non-zero `last_error`
  * (a cudaError_t) is also left for cudaGetLastError, as when a library call fails because a
- * kernel it launched internally did. */
-void gd_emu_fail_next(const char *call, int status, int times, int last_error);
+ * kernel it launched internally did. Returns 0, or -1 (nothing planted) for a call that is
+ * not one of gd_emu_plantable(0). */
+int gd_emu_fail_next(const char *call, int status, int times, int last_error);
 
 /* Like gd_emu_fail_next, but the next `times` calls of `call` do nothing and succeed: a test
- * removes one cudaStreamWaitEvent and shows that something then reads unfinished work. */
-void gd_emu_skip_next(const char *call, int times);
+ * removes one cudaStreamWaitEvent and shows that something then reads unfinished work.
+ * Returns 0, or -1 for a call that is not one of gd_emu_plantable(1). */
+int gd_emu_skip_next(const char *call, int times);
+
+/* The names gd_emu_fail_next (skips 0) or gd_emu_skip_next (skips 1) takes, NULL-terminated. */
+const char *const *gd_emu_plantable(int skips);
 
 /* Forget every planted failure and skip not yet consumed. */
 void gd_emu_clear_planted(void);
