@@ -65,11 +65,19 @@ SMALL_ADDRESS_SPACE = 6 << 30  # under it, a 16 GiB temporary fails to allocate 
 
 
 def _limited(code: str) -> subprocess.CompletedProcess:
-    """Run `code` in a fresh Python that cannot map more than SMALL_ADDRESS_SPACE bytes."""
+    """Run `code` in a fresh Python that cannot allocate more than SMALL_ADDRESS_SPACE bytes:
+    a bound on its address space, or under AddressSanitizer (`make sanitize`, whose shadow
+    memory needs a huge address space) a bound on each allocation."""
+    env = dict(os.environ)
+    asan = "asan" in env.get("LD_PRELOAD", "")
+    if asan:
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + f":max_allocation_size_mb={SMALL_ADDRESS_SPACE >> 20}"
+
     def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (SMALL_ADDRESS_SPACE, SMALL_ADDRESS_SPACE))
+        if not asan:
+            resource.setrlimit(resource.RLIMIT_AS, (SMALL_ADDRESS_SPACE, SMALL_ADDRESS_SPACE))
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=120, preexec_fn=limit, env=dict(os.environ))
+                          timeout=120, preexec_fn=limit, env=env)
 
 
 def test_eye_too_large_fails_at_once_with_a_clear_error(device):
