@@ -168,6 +168,11 @@ class _Uninitialized:
     def __deepcopy__(self, memo: dict[int, Any]) -> _Uninitialized:
         return self.to()
 
+    def __reduce_ex__(self, protocol: Any) -> tuple:
+        # it holds no data: it pickles as a fresh placeholder, as PyTorch's do (a lazy model
+        # pickled before its first forward materializes after it is loaded)
+        return (type(self), (self.requires_grad, str(self.device), self.dtype.name))
+
     def materialize(self, shape: Iterable[int], device: DeviceLike | None = None,
                     dtype: Any = None) -> gd.Array:
         """The Array this placeholder becomes: zeros of `shape` on its device (or `device`) and
@@ -209,7 +214,6 @@ def _refuse(name: str) -> Any:
 for _name in ("__array__", "__dlpack__", "__dlpack_device__", "__len__", "__iter__", "__getitem__",
               "__setitem__", "__float__", "__int__", "__index__", "__bool__", "__neg__", "__pos__",
               "__abs__", "__invert__", "__lt__", "__le__", "__gt__", "__ge__", "__format__",
-              "__reduce_ex__",
               *(f"__{p}{op}__" for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow",
                                            "matmul", "and", "or", "xor", "lshift", "rshift")
                 for p in ("", "r", "i"))):

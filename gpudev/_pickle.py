@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from . import _C
+from ._devices import as_device
 
 __all__ = ["install", "map_location"]
 
@@ -47,10 +48,10 @@ class map_location(contextlib.ContextDecorator):  # noqa: N801 - used as a funct
     """
 
     def __init__(self, device: Any) -> None:
-        if not isinstance(device, (str, _C.Device)):
+        if not isinstance(device, (str, _C.Device)):  # as gd.load's map_location: no dicts, no functions
             raise TypeError(f"map_location: expected a Device or a string such as 'cpu' or 'cuda:0', got "
                             f"{reprlib.repr(device)}")
-        self.device = _C.Device(device) if isinstance(device, str) else device
+        self.device = as_device(device, "map_location")  # the one reading of a device, as gd.load's
         self._outer: list[Any] = []
 
     def __enter__(self) -> None:

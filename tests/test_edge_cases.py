@@ -286,12 +286,6 @@ def test_deepcopy_memo_must_be_a_dict():
     assert gd.ones(2).__deepcopy__(None).tolist() == [1.0, 1.0]
 
 
-def test_arrays_still_do_not_pickle():
-    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
-        with pytest.raises(TypeError, match=r"cannot pickle '(gpudev\.)?Array' object"):
-            pickle.dumps(gd.ones(2), protocol=protocol)
-
-
 # ---------------------------------------------------------------------------------------------
 # Python floats that do not fit int64
 # ---------------------------------------------------------------------------------------------

@@ -140,8 +140,8 @@ def test_matmul_vs_small_gpu_shows_the_wrong_timing(cuda0):
     right = next(r for r in res.rows if r["device"] == str(cuda0) and r["task"] == "matmul"
                  and r["timing"] == "synchronized")
     wrong = next(r for r in res.rows if r["timing"] == "unsynchronized (wrong)")
-    assert right["clock"] == "gpu"
-    assert wrong["seconds"] < right["seconds"]
+    # which clock each row read, not which was faster (no outcome on the clock)
+    assert right["clock"] == "gpu" and wrong["clock"] == "host, unsynchronized"
     assert wrong["demonstration"] and not right["demonstration"]
     if cuda0.emulated:  # no rates: the launch lesson alone, said to be the emulation's
         assert "cuda:0 (emulated) is a GPU of the CPU emulation" in res.conclusion \

@@ -133,3 +133,13 @@ def test_models_pickle_and_deepcopy_with_their_parameters(device):
         twin(x).sum().backward()  # trains on its own parameters
         assert all(p.grad is not None for p in params)
     assert gd.Device("cuda:1") == pickle.loads(pickle.dumps(gd.Device("cuda:1")))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_lazy_model_pickles_before_its_first_forward_and_materializes_after_loading(device):
+    model = nn.Sequential(nn.LazyLinear(4, device=device), nn.ReLU(), nn.LazyLinear(2, device=device))
+    twin = pickle.loads(pickle.dumps(model))
+    assert [type(p).__name__ for p in twin.parameters()] == ["UninitializedParameter"] * 4
+    assert all(p.device == device for p in twin.parameters())
+    out = twin(gd.ones((3, 5), device=device))
+    assert out.shape == (3, 2) and [p.shape for p in twin.parameters()] == [(4, 5), (4,), (2, 4), (2,)]
