@@ -97,7 +97,31 @@ def _parse(mode: Any, action: Any, allow: Any, op: str) -> tuple[str, str, froze
     names = tuple(allow) if isinstance(allow, (list, tuple, set, frozenset)) else None
     if names is None or not all(isinstance(a, str) for a in names):
         raise TypeError(f"{op}: allow must be a list of cause names such as ['item', 'h2d'], got {reprlib.repr(allow)}")
+    unknown = sorted(n for n in names if n not in known_causes())
+    if unknown:  # a misspelled cause would let nothing through, silently
+        raise ValueError(f"{op}: allow names no cause gd.trace() reports: {', '.join(map(repr, unknown))}; causes "
+                         f"are the host reads ({', '.join(sorted(_trace.HOST_READS))}), the copies "
+                         f"({', '.join(_trace.COPY_KINDS)}), {', '.join(sorted(_EXPLICIT_DIRECT | _EXPLICIT_ANYWHERE))}, "
+                         f"and the names of gpudev's functions and methods that synchronize")
     return mode, action, frozenset(names)
+
+
+def known_causes() -> frozenset[str]:
+    """Every name a sync or copy event can carry: the host reads, the copy kinds, the explicit
+    syncs, and the names of gpudev's functions and Array methods (an operation that
+    synchronizes inside, such as nonzero, names the sync after itself)."""
+    global _KNOWN
+    if _KNOWN is None:
+        import gpudev
+
+        names = {n for n in dir(gpudev) if not n.startswith("_")} | {n for n in dir(_C.Array)}
+        _KNOWN = frozenset(names | _trace.HOST_READS | set(_trace.COPY_KINDS) | _EXPLICIT_DIRECT
+                           | _EXPLICIT_ANYWHERE | {"__cuda_array_interface__", "deferred check", "getitem",
+                                                    "setitem", "memory_stats"})
+    return _KNOWN
+
+
+_KNOWN: frozenset[str] | None = None
 
 
 def _from_environment() -> _Setting | None:

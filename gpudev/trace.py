@@ -11,6 +11,7 @@ first frame of the call stack outside the gpudev package.
 from __future__ import annotations
 
 import os
+import reprlib
 import sys
 import threading
 from collections import Counter
@@ -63,6 +64,7 @@ class TraceEvent(NamedTuple):
 HOST_READS = frozenset({"item", "tolist", "repr", "numpy", "__array__", "buffer", "__dlpack__", "pickle",
                         "cpu copy"})
 COPY_KINDS = ("h2d", "d2h", "d2d", "peer", "h2h")
+EVENT_KINDS = ("op", "copy", "sync")
 
 
 def is_host_read(event: TraceEvent) -> bool:
@@ -209,7 +211,15 @@ class Trace:
     # -- queries --------------------------------------------------------------------------
 
     def filter(self, kind: str | None = None, name: str | None = None, device: Any = None) -> list[TraceEvent]:
-        """The events matching every criterion given (device as a Device or a string)."""
+        """The events matching every criterion given (device as a Device or a string). A kind
+        other than 'op', 'copy' and 'sync', or a copy name other than COPY_KINDS, raises: a
+        misspelled one would match nothing, and a test counting it would pass unseen."""
+        if kind is not None and kind not in EVENT_KINDS:
+            raise ValueError(f"Trace.count: kind must be one of {', '.join(map(repr, EVENT_KINDS))} or None, "
+                             f"got {reprlib.repr(kind)}")
+        if kind == "copy" and name is not None and name not in COPY_KINDS:
+            raise ValueError(f"Trace.count: a copy is one of {', '.join(map(repr, COPY_KINDS))}, got "
+                             f"{reprlib.repr(name)}")
         dev = None if device is None else str(device)
         return [
             e

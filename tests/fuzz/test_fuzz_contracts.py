@@ -33,6 +33,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import assume, given, strategies as st  # noqa: E402
 
 import gpudev as gd  # noqa: E402
+from gpudev.strict import known_causes  # noqa: E402
 from conftest import host  # noqa: E402
 
 from .hostile import ALLOWED  # noqa: E402
@@ -284,10 +285,10 @@ def _misspell(draw, name: str) -> str:
     return name[:i] + ("x" if name[i] != "x" else "y") + name[i + 1:]
 
 
-def _trace_count(name: str) -> Any:
+def _trace_count(kind: str, name: str | None = None) -> Any:
     with gd.trace() as tr:
         gd.ones(2).sum().item()
-    return tr.count(name)
+    return tr.count(kind, name)
 
 
 # api -> (the names it takes, a call with one of them, the name its errors start with)
@@ -301,12 +302,9 @@ IN_PROCESS = {
                                         lambda n: gd.testing.assert_copies(direction=n).__enter__(), "assert_copies"),
     "strict mode": (["sync", "copy", "all", "off"], lambda n: gd.strict(n), "strict"),
     "strict action": (["raise", "warn"], lambda n: gd.strict("sync", n), "strict"),
-}
-# names that are not checked yet (in files of their own): each fails while it accepts any
-# string, and passes (so its xfail turns into an error to remove) once it refuses one
-NOT_CHECKED_YET = {
-    "strict allow": (lambda n: gd.strict("sync", allow=[n]), "strict's allow list takes any string as a cause"),
-    "Trace.count kind": (_trace_count, "Trace.count counts 0 events of a kind that does not exist"),
+    "strict allow": (sorted(known_causes()), lambda n: gd.strict("sync", allow=[n]), "strict"),
+    "Trace.count kind": (["op", "copy", "sync"], _trace_count, "Trace.count"),
+    "Trace.count copy": (["h2d", "d2h", "d2d", "peer", "h2h"], lambda n: _trace_count("copy", n), "Trace.count"),
 }
 
 
@@ -331,14 +329,6 @@ def test_misspelled_names_are_refused(data, api):
     with pytest.raises((ValueError, TypeError)) as info:
         call(wrong)
     assert str(info.value).startswith(op), str(info.value)
-
-
-@pytest.mark.parametrize("api", [pytest.param(api, marks=pytest.mark.xfail(strict=True, reason=why))
-                                 for api, (_, why) in sorted(NOT_CHECKED_YET.items())])
-def test_misspelled_names_not_checked_yet(api):
-    call, _ = NOT_CHECKED_YET[api]
-    with pytest.raises((ValueError, TypeError)):
-        call("itme" if "allow" in api else "snyc")
 
 
 @pytest.mark.skipif(not gd.build_info()["cuda"]["emulation_built"], reason="built without emulated GPUs")
