@@ -15,7 +15,7 @@ from gpudev.__main__ import info_text, main
 
 CPU_ROWS = {"b += b", "a + b", "a.sum().item()", "benchmark(a.sum)", "b += b x1000", "b += b; b *= .5", "exp(a)", "sum", "mean",
             "norm", "sgemm", "batched @", "looped @", "a[:, ::2] + 1", "a.T + a", "a @ a.T",
-            "train step", "softmax epoch", "MLP epoch"}
+            "train step", "softmax epoch", "MLP epoch", "lenet", "conv2d"}
 
 
 def _run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:

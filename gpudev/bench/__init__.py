@@ -20,7 +20,8 @@ Examples:
 The modules: model (Row, Impl, Target, RowResult), peers (NumPy, PyTorch, CuPy and their
 data), rows_overhead / rows_memory / rows_compute / rows_sized / rows_views (the rows by what
 limits them, and the rows on strided views), rows_training (a training step, and d2l's
-softmax-regression and MLP epochs on 1 thread and on all), runner (plan, run_row, judge, run), report
+softmax-regression and MLP epochs on 1 thread and on all), rows_cnn (d2l's LeNet epoch and
+conv2d's forward and backward at d2l's shapes), runner (plan, run_row, judge, run), report
 (setup line, table, JSON), load (busy processes) and cli.
 """
 

@@ -23,6 +23,7 @@ from .rows_overhead import benchmark_rows, loop_rows, tiny_rows
 from .rows_sized import QUICK_SIDES, SIDES, sized_rows
 from .rows_views import view_rows
 from .rows_training import training_rows
+from .rows_cnn import cnn_rows
 
 __all__ = ["judge", "plan", "run", "run_row"]
 
@@ -46,6 +47,7 @@ def plan(devices: list[str], quick: bool, load: int = 0) -> list[tuple[str, str,
             rows += batched_rows(device, quick)
             rows += view_rows(device, 2000, [1000] if quick else [1000, 2000])
             rows += training_rows(device, quick, load)
+            rows += cnn_rows(device, quick, load)
         else:
             rows += tiny_rows(device, 2000 if quick else 10000)
             rows += benchmark_rows(device, 2000 if quick else 10000)
