@@ -11,14 +11,22 @@ Settings, read once at import:
     GPUDEV_EMULATE_GPU_MEMORY=SIZE          memory of each, e.g. 64MiB, 2GiB or bytes (8GiB)
     GPUDEV_EMULATE_GPU_MULTIPROCESSORS=M    multiprocessors of each (2; an H200 has 132), which
                                             shapes launch plans (grids, reduction splits)
+    GPUDEV_EMULATE_GPU_QUEUE=N              operations queued before a launch waits (32; 0: no
+                                            bound), as a GPU's queue of about 1000 launches
+    GPUDEV_EMULATE_BLOCK_ORDER=ORDER        blocks of each launch in `index` order (the default),
+                                            or `shuffle` (a seed drawn, and exported in the
+                                            variable for processes started later) or
+                                            `shuffle:SEED`: a kernel that needs an order fails
 
 Real and emulated GPUs never mix in one process: with the variable set, gpudev._cuda is not
 loaded. The emulation runs the kernels for their logic and keeps CUDA's order of work (each
-stream is a queue that runs only when something waits for it, so a missing synchronization
-reads unfinished data); its times are CPU times, never GPU performance. Tests drive the error
-paths with :func:`fail_next` and remove a synchronization with :func:`skip_next`; both refuse a
-call the emulation never asks about (a typo would plant a failure that never fires), and
-gpudev's pytest plugin forgets what a test planted and did not use when the test ends.
+stream is a queue that runs only when something waits for it or it is full, so a missing
+synchronization reads unfinished data); its times are CPU times, never GPU performance. Tests
+drive the error paths with :func:`fail_next` and remove a synchronization with
+:func:`skip_next`; both refuse a call the emulation never asks about (a typo would plant a
+failure that never fires), and gpudev's pytest plugin forgets what a test planted and did not
+use when the test ends. Ctrl-C stops a wait for an emulated GPU between two blocks (README,
+"Ctrl-C on emulated GPUs").
 """
 
 from __future__ import annotations
@@ -42,9 +50,11 @@ STATUS = {
 
 _MAX_DEVICES = 8
 _DEFAULT_MEMORY = 8 << 30
+_DEFAULT_QUEUE = 32  # tools/cuda_emu/emu.h, kDefaultQueue
 _UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 10**3, "mb": 10**6, "gb": 10**9}
 _module: ModuleType | None = None
 _settings: dict[str, int] = {}
+_block_order = ""  # 'index' or 'shuffle:SEED' once loaded
 
 
 def _env_int(name: str, low: int, high: int, default: int) -> int:
@@ -66,6 +76,24 @@ def _env_bytes(name: str, default: int) -> int:
     return int(m.group(1)) * _UNITS[(m.group(2) or "").lower()]
 
 
+def _env_block_order() -> str:
+    """GPUDEV_EMULATE_BLOCK_ORDER as 'index' or 'shuffle:SEED'; a drawn seed is written back
+    into the variable, so that processes started from this one shuffle alike."""
+    name = "GPUDEV_EMULATE_BLOCK_ORDER"
+    given = os.environ.get(name, "").strip()
+    text = given.lower()
+    if text in ("", "index"):
+        return "index"
+    if text == "shuffle":
+        text = f"shuffle:{int.from_bytes(os.urandom(4), 'little')}"
+        os.environ[name] = text
+    m = re.fullmatch(r"shuffle:(\d{1,19})", text)
+    if not m or int(m.group(1)) >= 1 << 64:
+        raise ValueError(f"{name}={given!r}: give index, shuffle or shuffle:SEED (SEED a whole number), "
+                         "e.g. shuffle:1234")
+    return text
+
+
 def requested() -> int:
     """How many emulated GPUs GPUDEV_EMULATE_GPUS asks for (0: none); a bad value raises."""
     return _env_int("GPUDEV_EMULATE_GPUS", 0, _MAX_DEVICES, 0)
@@ -74,7 +102,7 @@ def requested() -> int:
 def load() -> ModuleType:
     """Import gpudev._cuda_emu and shape its devices from the environment (gpudev's import
     does this when GPUDEV_EMULATE_GPUS is set)."""
-    global _module
+    global _module, _block_order
     try:
         from . import _cuda_emu
     except ImportError as exc:
@@ -84,8 +112,13 @@ def load() -> ModuleType:
     devices = requested()
     memory = _env_bytes("GPUDEV_EMULATE_GPU_MEMORY", _DEFAULT_MEMORY)
     sms = _env_int("GPUDEV_EMULATE_GPU_MULTIPROCESSORS", 1, 1024, 2)
+    queue = _env_int("GPUDEV_EMULATE_GPU_QUEUE", 0, 1 << 30, _DEFAULT_QUEUE)
+    order = _env_block_order()
     _cuda_emu.configure(devices, sms, memory)
-    _settings.update(devices=devices, memory=memory, multiprocessors=sms)
+    _cuda_emu.set_waits(queue, True)  # Ctrl-C stops a wait of the main thread (README)
+    _cuda_emu.set_block_order(order != "index", int(order.partition(":")[2] or 0))
+    _settings.update(devices=devices, memory=memory, multiprocessors=sms, queue=queue)
+    _block_order = order
     _module = _cuda_emu
     return _cuda_emu
 
@@ -95,9 +128,11 @@ def active() -> bool:
     return _module is not None
 
 
-def settings() -> dict[str, int]:
-    """The emulated GPUs' shape: devices, memory (bytes each), multiprocessors; {} when off."""
-    return dict(_settings)
+def settings() -> dict[str, int | str]:
+    """The emulated GPUs' shape: devices, memory (bytes each), multiprocessors, queue (the
+    operations queued before a launch waits) and block_order ('index' or 'shuffle:SEED');
+    {} when off."""
+    return {**_settings, "block_order": _block_order} if _settings else {}
 
 
 def _emu(op: str) -> ModuleType:
@@ -150,5 +185,7 @@ def contexts() -> list[bool]:
 
 
 def pending_operations() -> int:
-    """Operations queued on emulated streams that have not run yet."""
+    """Operations that compute (kernel launches, matrix products, copies, memsets) queued on
+    emulated streams that have not run yet: at most ``settings()["queue"]``, as a launch into a
+    full queue first runs the oldest. Frees and other bookkeeping queue too, uncounted."""
     return _emu("pending_operations").pending_operations()

@@ -40,6 +40,10 @@ static const char *labelled(const gd_state *st, const char *text, char *out, siz
 
 int gd_raise(gd_state *st, const char *op, const gd_error *err)
 {
+    /* A call that failed while a signal waits for its handler (a wait for an emulated GPU
+     * stops at Ctrl-C): the handler's exception (KeyboardInterrupt) comes first, as from
+     * Python's own blocking calls. */
+    if (PyErr_CheckSignals() < 0) return -1;
     PyObject *type;
     switch (err->code) {
     case GD_ERR_HOST_OOM:

@@ -14,6 +14,8 @@
 
 #ifdef GD_CUDA_EMULATED
 #include "gd_emu.h"
+
+#include <vector>
 #define GD_CUDA_MODULE "gpudev._cuda_emu"
 #else
 #define GD_CUDA_MODULE "gpudev._cuda"
@@ -155,6 +157,101 @@ static PyObject *gd_py_emu_context_active(PyObject *, PyObject *arg)
     if (device == -1 && PyErr_Occurred()) return NULL;
     return PyBool_FromLong(gd_emu_context_active(device));
 }
+
+static PyObject *gd_py_emu_set_waits(PyObject *, PyObject *args)
+{
+    long queue;
+    int interruptible;
+    if (!PyArg_ParseTuple(args, "lp:set_waits", &queue, &interruptible)) return NULL;
+    gd_emu_set_waits(queue, interruptible);
+    Py_RETURN_NONE;
+}
+
+static PyObject *gd_py_emu_set_block_order(PyObject *, PyObject *args)
+{
+    int shuffle;
+    unsigned long long seed;
+    if (!PyArg_ParseTuple(args, "pK:set_block_order", &shuffle, &seed)) return NULL;
+    gd_emu_set_block_order(shuffle, seed);
+    Py_RETURN_NONE;
+}
+
+static PyObject *gd_py_emu_hold_after_steps(PyObject *, PyObject *arg)
+{
+    const long steps = PyLong_AsLong(arg);
+    if (steps == -1 && PyErr_Occurred()) return NULL;
+    gd_emu_hold_after_steps(steps);
+    Py_RETURN_NONE;
+}
+
+static PyObject *gd_py_emu_held(PyObject *, PyObject *) { return PyBool_FromLong(gd_emu_held()); }
+
+static PyObject *gd_emu_list(const std::vector<long long> &values)
+{
+    PyObject *list = PyList_New((Py_ssize_t)values.size());
+    for (size_t i = 0; list && i < values.size(); i++) {
+        PyObject *v = PyLong_FromLongLong(values[i]);
+        if (!v) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+    }
+    return list;
+}
+
+/* A kernel that depends on the order of its blocks, for the test of the shuffled order: block
+ * b records when it ran, and continues a chain that block b - 1 started with nothing that
+ * orders the two, so `chain` is 1, 2, 3, ... only when the blocks run in index order. */
+__global__ void gd_emu_block_order_kernel(long long *ran, long long *chain, unsigned long long *counter)
+{
+    if (threadIdx.x != 0) return;
+    const unsigned b = blockIdx.x;
+    ran[b] = (long long)atomicAdd(counter, 1ull);
+    chain[b] = b == 0 ? 1 : chain[b - 1] + 1;
+}
+
+/* Runs it on emulated GPU 0 with `blocks` blocks (on a stream of its own, with the current
+ * device put back); returns (ran, chain): the order the blocks ran in, and the chain. */
+static PyObject *gd_py_emu_block_order_probe(PyObject *, PyObject *arg)
+{
+    const long blocks = PyLong_AsLong(arg);
+    if (blocks == -1 && PyErr_Occurred()) return NULL;
+    if (blocks < 1 || blocks > 65535) {
+        PyErr_Format(PyExc_ValueError, "block_order_probe: %ld blocks: give 1 to 65535", blocks);
+        return NULL;
+    }
+    std::vector<long long> ran((size_t)blocks), chain((size_t)blocks);
+    const size_t words = (size_t)blocks * sizeof(long long), bytes = 2 * words + sizeof(unsigned long long);
+    int previous = 0;
+    cudaStream_t stream = nullptr;
+    char *mem = nullptr;
+    cudaError_t st = cudaGetDevice(&previous);
+    if (st == cudaSuccess) st = cudaSetDevice(0);
+    if (st == cudaSuccess) st = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    if (st == cudaSuccess) st = cudaMallocAsync((void **)&mem, bytes, stream);
+    if (st == cudaSuccess) st = cudaMemsetAsync(mem, 0, bytes, stream);
+    if (st == cudaSuccess) {
+        gd_emu_block_order_kernel<<<(unsigned)blocks, 32, 0, stream>>>(
+            (long long *)mem, (long long *)(mem + words), (unsigned long long *)(mem + 2 * words));
+        st = cudaGetLastError();
+    }
+    if (st == cudaSuccess) st = cudaMemcpyAsync(ran.data(), mem, words, cudaMemcpyDeviceToHost, stream);
+    if (st == cudaSuccess) st = cudaMemcpyAsync(chain.data(), mem + words, words, cudaMemcpyDeviceToHost, stream);
+    if (mem) (void)cudaFreeAsync(mem, stream);
+    if (stream && cudaStreamSynchronize(stream) == cudaSuccess) (void)cudaStreamDestroy(stream);
+    (void)cudaSetDevice(previous);
+    if (st != cudaSuccess) {
+        PyErr_Format(PyExc_RuntimeError, "block_order_probe: %s", cudaGetErrorString(st));
+        return NULL;
+    }
+    PyObject *order = gd_emu_list(ran), *values = order ? gd_emu_list(chain) : NULL;
+    if (!values) {
+        Py_XDECREF(order);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", order, values);
+}
 #endif
 
 /* ------------------------------------------------------------------------------------------
@@ -188,10 +285,22 @@ static PyMethodDef gd_cuda_methods[] = {
     {"clear_planted", gd_py_emu_clear, METH_NOARGS,
      "clear_planted()\n\nForget the failures and skips planted and not yet used."},
     {"pending_operations", gd_py_emu_pending, METH_NOARGS,
-     "pending_operations() -> int\n\nOperations queued on emulated streams and not yet run (they "
-     "run when something waits for them)."},
+     "pending_operations() -> int\n\nKernels, products, copies and memsets queued on emulated streams and not "
+     "yet run (they run when something waits for them, or a launch finds the queue full)."},
     {"context_active", gd_py_emu_context_active, METH_O,
      "context_active(device) -> bool\n\nWhether emulated `device` has a CUDA context (one is made on first use)."},
+    {"set_waits", gd_py_emu_set_waits, METH_VARARGS,
+     "set_waits(queue, interruptible)\n\nAt most `queue` operations queued (0: no bound) before a launch runs the "
+     "oldest; with `interruptible`, Ctrl-C stops a wait of the main thread between blocks."},
+    {"set_block_order", gd_py_emu_set_block_order, METH_VARARGS,
+     "set_block_order(shuffle, seed)\n\nBlocks of each launch in index order, or shuffled by `seed`."},
+    {"hold_after_steps", gd_py_emu_hold_after_steps, METH_O,
+     "hold_after_steps(steps)\n\nFor tests: the next interruptible wait pauses after `steps` blocks or product "
+     "columns until a SIGINT arrives."},
+    {"held", gd_py_emu_held, METH_NOARGS, "held() -> bool\n\nWhether a wait pauses now (hold_after_steps)."},
+    {"block_order_probe", gd_py_emu_block_order_probe, METH_O,
+     "block_order_probe(blocks) -> (ran, chain)\n\nA kernel of `blocks` blocks that depends on their order: the "
+     "order they ran in, and a chain that is 1, 2, 3, ... only in index order."},
 #endif
     {NULL, NULL, 0, NULL},
 };

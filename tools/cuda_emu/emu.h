@@ -4,7 +4,7 @@
  *
  *   emu_runtime.cpp  errors, devices and their attributes, versions, injected failures
  *   emu_kernels.cpp  running a kernel: one fiber per thread, barriers, warp shuffles
- *   emu_streams.cpp  streams as queues, events, waiting, synchronization
+ *   emu_streams.cpp  streams as queues (bounded), events, waiting, synchronization, Ctrl-C
  *   emu_memory.cpp   device memory: allocations, memory pools, copies, memsets, pinned host
  *   emu_blas.cpp     cuBLAS: handles, workspaces, column-major reference products
  *
@@ -33,6 +33,10 @@ constexpr int kDefaultDevices = 2;
 constexpr int kDefaultMultiprocessors = 2;
 constexpr size_t kDefaultDeviceBytes = (size_t)80 << 30;
 constexpr size_t kMaxPitch = 2147483647;
+/* Operations the emulated GPUs hold queued before a new one makes its thread run the oldest
+ * (gd_emu_set_waits); a real GPU holds about a thousand launches, each run about a thousand
+ * times faster. */
+constexpr long kDefaultQueue = 32;
 
 /* ------------------------------------------------------------------------------------------
  * emu_runtime.cpp
@@ -69,14 +73,31 @@ bool print_statistics();
  * emu_streams.cpp
  * ---------------------------------------------------------------------------------------- */
 
+/* Queued work: returns true once done, or false when it stopped part way because the thread
+ * running it waits interruptibly and a Ctrl-C arrived (step_boundary). It then keeps its
+ * progress and goes on from there when something waits for it next, so no operation is ever
+ * half applied as seen by anyone who waits for it. */
+using Work = std::function<bool()>;
+
 /* The record behind a stream handle (legacy and per-thread handles resolve to the current
  * device's); dies on the null stream, an unknown or a destroyed one. Caller holds lock(). */
 gd_emu_stream *stream_of(cudaStream_t s, const char *call);
 int device_of(const gd_emu_stream *s);
-/* Queue `work` on s; caller holds lock(). */
-void enqueue(gd_emu_stream *s, std::function<void()> work);
-/* Run everything queued on every stream of `device` (cudaDeviceSynchronize). */
-void drain_device(int device);
+/* What a queued operation is, for the report of work left at exit: work (a kernel, a
+ * product, a copy or a memset) or bookkeeping (frees, new memory's garbage, events, waits). */
+enum class Kind { work, bookkeeping };
+/* Queue `work` on s; caller holds lock(). When more operations are then pending than the
+ * queue holds, the calling thread first runs the oldest ones (any stream's), as a GPU blocks
+ * a launch until its queue has room. enqueue_steps takes work that stops between steps. */
+void enqueue(gd_emu_stream *s, Kind kind, std::function<void()> work);
+void enqueue_steps(gd_emu_stream *s, Kind kind, Work work);
+/* Run everything queued on s, as a wait does (interruptible on the main thread: see
+ * gd_emu_set_waits); false when a Ctrl-C stopped it first. Caller holds lock(). */
+bool wait_for_stream(gd_emu_stream *s);
+/* Between two steps of queued work (blocks of a kernel, columns of a product): whether the
+ * running thread must stop here, because it waits interruptibly and a Ctrl-C arrived. Also
+ * where a test's gd_emu_hold_after_steps pauses. */
+bool step_boundary();
 
 /* ------------------------------------------------------------------------------------------
  * emu_memory.cpp

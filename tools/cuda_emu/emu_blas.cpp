@@ -162,20 +162,29 @@ float to_tf32(float x)
     return x;
 }
 
+/* How far a queued product has run: the next column of the next matrix. */
+struct Progress {
+    int p = 0;
+    long long j = 0;
+};
+
 /* C = alpha A B + beta C for each of `batch` products, accumulated in T; float operands
- * rounded to TF32 first when `tf32`. */
+ * rounded to TF32 first when `tf32`. One column of C is one step: a wait interrupted between
+ * two columns leaves `at` at the next, and the next wait goes on from there. */
 template <class T>
-void products(bool ta, bool tb, int m, int n, int k, T alpha, const T *A, int lda, long long sa, const T *B, int ldb,
-              long long sb, T beta, T *C, int ldc, long long sc, int batch, bool tf32)
+bool products(bool ta, bool tb, int m, int n, int k, T alpha, const T *A, int lda, long long sa, const T *B, int ldb,
+              long long sb, T beta, T *C, int ldc, long long sc, int batch, bool tf32, Progress &at)
 {
     auto in = [tf32](T v) -> T {
         if constexpr (std::is_same<T, float>::value) return tf32 ? to_tf32(v) : v;
         else return v;
     };
-    for (int p = 0; p < batch; p++) {
-        const T *a = A + p * sa, *b = B + p * sb;
-        T *c = C + p * sc;
-        for (long long j = 0; j < n; j++)
+    for (; at.p < batch; at.p++, at.j = 0) {
+        const T *a = A + at.p * sa, *b = B + at.p * sb;
+        T *c = C + at.p * sc;
+        for (; at.j < n; at.j++) {
+            if (step_boundary()) return false;
+            const long long j = at.j;
             for (long long i = 0; i < m; i++) {
                 T acc = 0;
                 for (long long l = 0; l < k; l++) { /* a transposed operand is stored the other way round */
@@ -185,7 +194,9 @@ void products(bool ta, bool tb, int m, int n, int k, T alpha, const T *A, int ld
                 /* beta == 0: C is not read, as in cuBLAS (it may hold NaNs) */
                 c[i + j * ldc] = beta == 0 ? alpha * acc : alpha * acc + beta * c[i + j * ldc];
             }
+        }
     }
+    return true;
 }
 
 template <class T>
@@ -211,8 +222,8 @@ cublasStatus_t gemm(const char *call, cublasHandle_t handle, cublasOperation_t t
     check_matrices(call, "B", B, br, bc, ldb, sb, batch, h.device);
     check_matrices(call, "C", (const T *)C, m, n, ldc, sc, batch, h.device);
     const bool tf32 = h.mode == CUBLAS_TF32_TENSOR_OP_MATH; /* the mode when the product is issued */
-    enqueue(stream_of(h.stream, call), [=, a = *alpha, b = *beta] {
-        products<T>(tra, trb, m, n, k, a, A, lda, sa, B, ldb, sb, b, C, ldc, sc, batch, tf32);
+    enqueue_steps(stream_of(h.stream, call), Kind::work, [=, a = *alpha, b = *beta, at = Progress{}]() mutable {
+        return products<T>(tra, trb, m, n, k, a, A, lda, sa, B, ldb, sb, b, C, ldc, sc, batch, tf32, at);
     });
     return CUBLAS_STATUS_SUCCESS;
 }

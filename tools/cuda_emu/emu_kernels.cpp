@@ -1,5 +1,8 @@
 /* emu_kernels.cpp - running a kernel in the CUDA emulation (see emu.h): each block runs as
- * blockDim threads, one block after another. A thread is a fiber with its own stack that runs
+ * blockDim threads, one block after another: in index order, or in a shuffled order drawn
+ * from a seed and the launch's number (gd_emu_set_block_order), so a kernel that needs one
+ * block to run before another without anything that orders them fails as it may on a GPU,
+ * where blocks run in any order and at once. A thread is a fiber with its own stack that runs
  * until it finishes or reaches a barrier (__syncthreads, or the warp barriers inside a
  * shuffle); only then does another thread run: the lowest-numbered one that can in one block,
  * the highest in the next. So a missing barrier shows up as a wrong result, and threads that
@@ -213,6 +216,41 @@ void run_block(bool reverse)
 
 std::mutex g_launch_mutex; /* one launch at a time: the fibers and the index variables are shared */
 
+bool g_shuffle;               /* gd_emu_set_block_order */
+uint64_t g_seed;
+unsigned long long g_launch_keys; /* launches started: each one's key for its block order */
+
+uint64_t splitmix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* The block that runs at `position` of a launch of `blocks`: the same one in index order; else
+ * a permutation of [0, blocks) chosen by the seed and the launch's key, without a table (grids
+ * may be large): rounds of steps that are each one-to-one on [0, 2^bits) (multiplying by an
+ * odd number, xor with a right shift, adding, all modulo 2^bits), repeated while the result
+ * is past the grid (cycle walking), which maps [0, blocks) onto itself. */
+unsigned long long block_at(unsigned long long position, unsigned long long blocks, unsigned long long key)
+{
+    if (!g_shuffle || blocks < 2) return position;
+    const int bits = 64 - __builtin_clzll(blocks - 1);
+    const uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    uint64_t round_key[3], k = splitmix64(g_seed ^ splitmix64(key));
+    for (uint64_t &r : round_key) r = k = splitmix64(k);
+    uint64_t x = position;
+    do {
+        for (uint64_t r : round_key) {
+            x = (x * (r | 1)) & mask;
+            x ^= x >> ((bits + 1) / 2);
+            x = (x + (r >> 32)) & mask;
+        }
+    } while (x >= blocks);
+    return x;
+}
+
 } // namespace
 
 bool gd_emu::in_kernel() { return t_in_kernel; }
@@ -283,15 +321,27 @@ bool gd_emu_launch_check(const gd_emu_site &site, dim3 grid, dim3 block, size_t 
     return true;
 }
 
-void gd_emu_enqueue(cudaStream_t stream, std::function<void()> work)
+void gd_emu_enqueue(cudaStream_t stream, std::function<bool()> work)
 {
     std::lock_guard<std::recursive_mutex> guard(lock());
-    enqueue(stream_of(stream, "a kernel launch"), std::move(work));
+    enqueue_steps(stream_of(stream, "a kernel launch"), Kind::work, std::move(work));
 }
 
-void gd_emu_run(const gd_emu_site &site, dim3 grid, dim3 block, void (*thread_body)(void *), void *context)
+extern "C" void gd_emu_set_block_order(int shuffle, unsigned long long seed)
+{
+    std::lock_guard<std::recursive_mutex> guard(lock());
+    g_shuffle = shuffle != 0;
+    g_seed = seed;
+}
+
+bool gd_emu_run(const gd_emu_site &site, dim3 grid, dim3 block, void (*thread_body)(void *), void *context,
+                gd_emu_progress *progress)
 {
     std::lock_guard<std::mutex> launch(g_launch_mutex);
+    if (!progress->started) { /* the key is the launch's number when it first runs: one order, however often it stops */
+        progress->started = true;
+        progress->key = g_launch_keys++;
+    }
     const unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
     g_block_threads = (int)threads;
     while (g_fibers_created < g_block_threads) create_fiber(g_fibers_created++);
@@ -304,14 +354,22 @@ void gd_emu_run(const gd_emu_site &site, dim3 grid, dim3 block, void (*thread_bo
     gridDim = grid;
     blockDim = block;
     const unsigned long long blocks = (unsigned long long)grid.x * grid.y * grid.z;
-    for (unsigned long long b = 0; b < blocks; b++) {
+    bool finished = true;
+    for (unsigned long long &at = progress->next_block; at < blocks; at++) {
+        if (step_boundary()) { /* a Ctrl-C: the blocks run so far stay run, the rest wait */
+            finished = false;
+            break;
+        }
+        const unsigned long long b = block_at(at, blocks, progress->key);
         blockIdx = uint3{(unsigned)(b % grid.x), (unsigned)(b / grid.x % grid.y), (unsigned)(b / grid.x / grid.y)};
-        run_block(((unsigned long long)g_stats.launches + b) & 1); /* both orders, in every kernel */
+        run_block((progress->key + at) & 1); /* both thread orders, in every kernel */
     }
     t_in_kernel = false;
+    g_body = nullptr;
+    g_site = nullptr;
+    if (!finished) return false;
     g_stats.launches++;
     g_stats.blocks += (long long)blocks;
     g_stats.threads += (long long)(blocks * threads);
-    g_body = nullptr;
-    g_site = nullptr;
+    return true;
 }

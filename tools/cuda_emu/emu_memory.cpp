@@ -364,7 +364,8 @@ cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t pool,
         b->bytes = size;
         b->generation++;
         p.used += size;
-        enqueue(s, [addr, size] { poison(addr, size, 0xCD); }); /* the new owner's garbage, in stream order */
+        /* the new owner's garbage, in stream order */
+        enqueue(s, Kind::bookkeeping, [addr, size] { poison(addr, size, 0xCD); });
         *ptr = (void *)addr;
         return cudaSuccess;
     }
@@ -399,7 +400,7 @@ cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream)
     b.state = BlockState::free_pending;
     b.freed_on = s;
     b.pool->used -= b.bytes;
-    enqueue(s, [addr = it->first, generation = b.generation] {
+    enqueue(s, Kind::bookkeeping, [addr = it->first, generation = b.generation] {
         Block &blk = g_blocks.at(addr);
         poison(addr, blk.capacity, 0xDD);
         if (blk.generation == generation && blk.state == BlockState::free_pending) blk.state = BlockState::cached;
@@ -437,9 +438,14 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpy
     if (kind == cudaMemcpyHostToDevice && !is_pinned(src, count)) {
         /* pageable memory is staged now: the caller may reuse it when the call returns */
         auto staged = std::make_shared<std::vector<char>>((const char *)src, (const char *)src + count);
-        enqueue(s, [dst, staged] { memcpy(dst, staged->data(), staged->size()); });
+        enqueue(s, Kind::work, [dst, staged] { memcpy(dst, staged->data(), staged->size()); });
+    } else if (kind == cudaMemcpyDeviceToHost && !is_pinned(dst, count)) {
+        /* into pageable memory the copy is done when the call returns, as in CUDA: a copy left
+         * queued by an interrupted wait would write into memory its caller has freed */
+        if (!wait_for_stream(s)) return cudaErrorEmuInterrupted;
+        memcpy(dst, src, count);
     } else {
-        enqueue(s, [dst, src, count] { memcpy(dst, src, count); });
+        enqueue(s, Kind::work, [dst, src, count] { memcpy(dst, src, count); });
     }
     return cudaSuccess;
 }
@@ -464,7 +470,7 @@ cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t 
         for (size_t r = 0; r < height; r++)
             for (size_t q = 0; q < height; q++)
                 check_disjoint((const char *)dst + r * dpitch, (const char *)src + q * spitch, width, call);
-    enqueue(s, [=] {
+    enqueue(s, Kind::work, [=] {
         for (size_t r = 0; r < height; r++) memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
     });
     return cudaSuccess;
@@ -482,7 +488,7 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src, int 
     if (!device_range(dst, count, dst_device, call, "dst") || !device_range(src, count, src_device, call, "src"))
         return fail(cudaErrorInvalidValue);
     check_disjoint(dst, src, count, call);
-    enqueue(s, [dst, src, count] { memcpy(dst, src, count); });
+    enqueue(s, Kind::work, [dst, src, count] { memcpy(dst, src, count); });
     return cudaSuccess;
 }
 
@@ -494,7 +500,7 @@ cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t str
     gd_emu_stream *s = stream_of(stream, call);
     if (count == 0) return cudaSuccess;
     if (!device_range(ptr, count, device_of(s), call, "ptr")) return fail(cudaErrorInvalidValue);
-    enqueue(s, [ptr, value, count] { memset(ptr, value, count); });
+    enqueue(s, Kind::work, [ptr, value, count] { memset(ptr, value, count); });
     return cudaSuccess;
 }
 

@@ -222,6 +222,8 @@ const ErrorText g_error_text[] = {
      "operation not supported on global/shared address space"},
     {cudaErrorInvalidPc, "cudaErrorInvalidPc", "invalid program counter"},
     {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
+    {cudaErrorEmuInterrupted, "cudaErrorEmuInterrupted",
+     "the wait was interrupted (Ctrl-C); the work it waited for stays queued and finishes at the next wait"},
 };
 const ErrorText *error_text(cudaError_t e)
 {

@@ -9,8 +9,11 @@
  * cudaStreamWaitEvent on another stream that is itself waited for, cudaDeviceSynchronize).
  * So work on two streams runs in whatever order the waits force and no other: a missing
  * cudaStreamWaitEvent between them shows up as wrong data, as it can on a GPU. Host memory
- * given to an asynchronous copy is read when the copy runs if it is pinned (cudaMallocHost)
- * and at once otherwise, as the real runtime stages pageable memory.
+ * given to an asynchronous copy is read (or written) when the copy runs if it is pinned
+ * (cudaMallocHost), and at once otherwise, as the real runtime stages pageable memory (a copy
+ * into pageable memory first waits for its stream). As on a GPU the queues are bounded: a
+ * launch into a full one runs the oldest queued work first. The blocks of a launch run one
+ * after another, in index order or in a seeded shuffled order (gd_emu_set_block_order).
  *
  * What it offers: the CUDA qualifiers (as no-ops), the built-in index variables, the vector
  * types and intrinsics the kernels use, the runtime API calls the backend makes, and
@@ -150,6 +153,9 @@ enum cudaError_t {
     cudaErrorInvalidAddressSpace = 717,
     cudaErrorInvalidPc = 718,
     cudaErrorLaunchFailure = 719,
+    /* the emulation's own, never a real GPU's: a wait that a Ctrl-C stopped before the work it
+     * waits for finished (that work stays queued, whole, and runs at the next wait) */
+    cudaErrorEmuInterrupted = 20000,
 };
 typedef cudaError_t cudaError;
 
@@ -287,12 +293,22 @@ struct gd_emu_site {
  * cudaGetLastError and the kernel does not run); false when it must not run. */
 bool gd_emu_launch_check(const gd_emu_site &site, dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream);
 
-/* Queues `work` on `stream` (checked already). */
-void gd_emu_enqueue(cudaStream_t stream, std::function<void()> work);
+/* Queues `work` on `stream` (checked already): it returns true once done, false when a wait
+ * stopped it between two blocks (it is called again later). */
+void gd_emu_enqueue(cudaStream_t stream, std::function<bool()> work);
 
-/* Runs every block of a checked launch now, one after another, each as blockDim threads that
- * switch only at barriers. */
-void gd_emu_run(const gd_emu_site &site, dim3 grid, dim3 block, void (*thread_body)(void *), void *context);
+/* How far a queued launch has run, and the key of its block order. */
+struct gd_emu_progress {
+    unsigned long long next_block = 0;
+    unsigned long long key = 0;
+    bool started = false;
+};
+
+/* Runs the blocks of a checked launch from progress->next_block on, one after another, each
+ * as blockDim threads that switch only at barriers; true once all have run, false when the
+ * waiting thread was interrupted between two blocks. */
+bool gd_emu_run(const gd_emu_site &site, dim3 grid, dim3 block, void (*thread_body)(void *), void *context,
+                gd_emu_progress *progress);
 
 /* `kernel<<<grid, block, shared, stream>>>(args...)` becomes
  * gd_emu_launch(site, [&](auto &&...a) { kernel(a...); }, grid, block, shared, stream, args...).
@@ -304,10 +320,10 @@ void gd_emu_launch(const gd_emu_site &site, Call call, dim3 grid, dim3 block, si
 {
     if (!gd_emu_launch_check(site, grid, block, shared_bytes, stream)) return;
     auto params = std::make_shared<std::tuple<std::decay_t<Args>...>>(std::forward<Args>(args)...);
-    gd_emu_enqueue(stream, [site, call, params, grid, block] {
+    gd_emu_enqueue(stream, [site, call, params, grid, block, progress = gd_emu_progress{}]() mutable {
         auto thread_body = [&] { std::apply(call, *params); };
         using Body = decltype(thread_body);
-        gd_emu_run(site, grid, block, [](void *p) { (*static_cast<Body *>(p))(); }, &thread_body);
+        return gd_emu_run(site, grid, block, [](void *p) { (*static_cast<Body *>(p))(); }, &thread_body, &progress);
     });
 }
 

@@ -43,9 +43,27 @@ int gd_emu_configure(int devices, int multiprocessors, int statistics);
 /* Whether emulated `device`'s primary context exists (see cudaGetDriverEntryPointByVersion). */
 int gd_emu_context_active(int device);
 
-/* Operations queued on streams and not yet run (see cuda_runtime.h: work runs only when
- * something waits for it). */
+/* Operations that compute (kernels, products, copies, memsets) queued on streams and not yet
+ * run (see cuda_runtime.h: work runs only when something waits for it); frees, event records
+ * and stream waits queue too, uncounted. Safe to call while another thread waits. */
 long gd_emu_pending_operations(void);
+
+/* At most `queue` of those pending on all streams (32 by default; 0: no bound): a thread that
+ * queues one more first runs the oldest operations. With `interruptible`, a wait on the main
+ * thread (a synchronization, a copy into pageable memory, a launch into a full queue) stops
+ * between two blocks of a kernel or columns of a product when a handler catches SIGINT: the
+ * handler runs, the stopped operation keeps its progress for the next wait, and the wait
+ * returns cudaErrorEmuInterrupted (a launch is queued over the bound instead). */
+void gd_emu_set_waits(long queue, int interruptible);
+
+/* Blocks of each launch in index order (shuffle 0, the default) or in an order shuffled by
+ * `seed` and the launch's number. */
+void gd_emu_set_block_order(int shuffle, unsigned long long seed);
+
+/* For tests of Ctrl-C: the next interruptible wait pauses after `steps` more steps (blocks or
+ * product columns) until a SIGINT arrives; gd_emu_held() says whether it pauses now. */
+void gd_emu_hold_after_steps(long steps);
+int gd_emu_held(void);
 
 #ifdef __cplusplus
 }
