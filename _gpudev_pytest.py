@@ -19,7 +19,9 @@ undecided ``gpudev.testing.assert_faster`` does; ``--gd-benchmark-json=PATH`` wr
 gd_benchmark result; ``--gd-benchmark-max-time=S`` sets their time budget (1 s).
 
 After each test, failures and skips planted on emulated GPUs (``gd.emulation.fail_next``,
-``skip_next``) and not used are forgotten, so they cannot fire in a later test.
+``skip_next``) and not used are forgotten, so they cannot fire in a later test. A failed run
+whose emulated GPUs ran blocks in a shuffled order (``GPUDEV_EMULATE_BLOCK_ORDER``) ends with
+the seed that runs them in the same order again.
 
 The plugin defines no fixture or option without the ``gd_`` prefix, so it cannot collide with
 a project's own.
@@ -78,6 +80,16 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     emulation = getattr(sys.modules.get("gpudev"), "emulation", None)
     if emulation is not None and emulation.active():
         emulation.clear_planted()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """A failure may come from the order the emulated GPUs ran blocks in: name the seed that
+    repeats it (gpudev drew it at import when the variable said only `shuffle`)."""
+    emulation = getattr(sys.modules.get("gpudev"), "emulation", None)
+    order = str(emulation.settings().get("block_order", "")) if emulation is not None else ""
+    if exitstatus != 0 and order.startswith("shuffle:"):
+        terminalreporter.write_line(f"gpudev: the emulated GPUs' blocks ran in a shuffled order; "
+                                    f"GPUDEV_EMULATE_BLOCK_ORDER={order} runs them in the same order again")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -67,6 +67,9 @@ def test_without_the_variable_nothing_is_emulated():
     ("GPUDEV_EMULATE_GPUS", "9", "whole number from 0 to 8"),
     ("GPUDEV_EMULATE_GPU_MEMORY", "lots", "a size such as 64MiB"),
     ("GPUDEV_EMULATE_GPU_MULTIPROCESSORS", "0", "from 1 to 1024"),
+    ("GPUDEV_EMULATE_GPU_QUEUE", "many", "whole number from 0 to"),
+    ("GPUDEV_EMULATE_BLOCK_ORDER", "random", "give index, shuffle or shuffle:SEED"),
+    ("GPUDEV_EMULATE_BLOCK_ORDER", "shuffle:-1", "give index, shuffle or shuffle:SEED"),
 ])
 def test_bad_settings_are_refused_at_import_naming_the_variable(var, value, words):
     out = run("import gpudev", expect_ok=False, **{"GPUDEV_EMULATE_GPUS": "1", var: value})
