@@ -213,10 +213,10 @@ gpu-wheels: | $(PY)
 # AddressSanitizer + UndefinedBehaviorSanitizer. `make bench-pool` times it against a
 # serial loop, quiet and with busy processes (it starts them).
 POOL_DIR    := build/pool
-POOL_DEPS   := csrc/cpu/pool.c csrc/cpu/pool.h tests/c/test_pool.c tests/c/busy_procs.h
+POOL_DEPS   := csrc/cpu/pool.c csrc/cpu/pool.h csrc/cpu/port.h csrc/cpu/port_posix.c tests/c/test_pool.c tests/c/busy_procs.h
 POOL_CFLAGS := -std=c11 -Wall -Wextra -Werror -g -pthread -Icsrc/cpu -DGD_POOL_TEST_HOOKS
 POOL_SAN    := -O1 -fno-omit-frame-pointer
-POOL_BUILD   = @mkdir -p $(POOL_DIR) && $(CC) $(POOL_CFLAGS) $(1) csrc/cpu/pool.c tests/c/test_pool.c -o $@
+POOL_BUILD   = @mkdir -p $(POOL_DIR) && $(CC) $(POOL_CFLAGS) $(1) csrc/cpu/pool.c csrc/cpu/port_posix.c tests/c/test_pool.c -o $@
 
 $(POOL_DIR)/test_pool: $(POOL_DEPS)
 	$(call POOL_BUILD,-O2)
@@ -228,10 +228,10 @@ $(POOL_DIR)/test_pool_condvar_tsan: $(POOL_DEPS)
 	$(call POOL_BUILD,$(POOL_SAN) -fsanitize=thread -DGD_POOL_NO_FUTEX)
 $(POOL_DIR)/test_pool_asan: $(POOL_DEPS)
 	$(call POOL_BUILD,$(POOL_SAN) -fsanitize=address,undefined -fno-sanitize-recover=all)
-$(POOL_DIR)/bench_pool: csrc/cpu/pool.c csrc/cpu/pool.h tests/c/bench_pool.c tests/c/busy_procs.h csrc/philox.h
+$(POOL_DIR)/bench_pool: csrc/cpu/pool.c csrc/cpu/pool.h csrc/cpu/port.h csrc/cpu/port_posix.c tests/c/bench_pool.c tests/c/busy_procs.h csrc/philox.h
 	@mkdir -p $(POOL_DIR)
 	$(CC) -std=c11 -Wall -Wextra -Werror -O3 -fno-math-errno -pthread -Icsrc/cpu -Icsrc \
-	  csrc/cpu/pool.c tests/c/bench_pool.c -o $@ -lm
+	  csrc/cpu/pool.c csrc/cpu/port_posix.c tests/c/bench_pool.c -o $@ -lm
 
 test-pool: $(POOL_DIR)/test_pool $(POOL_DIR)/test_pool_condvar
 	$(POOL_DIR)/test_pool

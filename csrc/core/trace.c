@@ -13,7 +13,8 @@
 #include "shape.h"
 
 #include <string.h>
-#include <time.h>
+
+#include "cpu/port.h" /* the clock */
 
 /* ------------------------------------------------------------------------------------------
  * wait times
@@ -24,9 +25,7 @@ static _Thread_local double last_wait_s;
 
 double gd_trace_clock(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return 1e-9 * (double)gd_port_now_ns();
 }
 
 void gd_trace_waited(double seconds) { last_wait_s = seconds; }

@@ -6,6 +6,7 @@
 
 #include "backend_cpu.h"
 #include "cpu.h"
+#include "port.h"
 
 /* ------------------------------------------------------------------------------------------
  * errors
@@ -39,16 +40,7 @@ int gd_cpu_synchronize(int device, gd_error *err)
 
 const char *gd_cpu_simd_level(void)
 {
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return "avx512f";
-    if (__builtin_cpu_supports("avx2")) return "avx2";
-    return "baseline";
-#elif defined(__aarch64__)
-    return "neon";
-#else
-    return "baseline";
-#endif
+    return gd_port_simd_level();
 }
 
 const char *gd_cpu_blas_config(void)

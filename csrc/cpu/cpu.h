@@ -23,8 +23,9 @@
  * portability and arithmetic macros
  * ---------------------------------------------------------------------------------------- */
 
-/* One build runs everywhere: hot loops get AVX-512 and AVX2 clones picked at load time. */
-#if defined(__x86_64__) && defined(__GNUC__)
+/* One build runs everywhere: hot loops get AVX-512 and AVX2 clones picked at load time.
+ * The pick is an ifunc, which only ELF systems have (not Windows' PE nor macOS's Mach-O). */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
 #define GD_SIMD __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define GD_SIMD

@@ -4,7 +4,6 @@
  */
 #include <limits.h>
 #include <math.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include "backend_cpu.h"
 #include "cpu.h"
 #include "pool.h"
+#include "port.h"
 
 /* ------------------------------------------------------------------------------------------
  * matrix products (OpenBLAS, row-major CBLAS)
@@ -160,7 +160,7 @@ static void gd_prime_range(void *ctx, int64_t begin, int64_t end)
     for (int64_t t = begin; t < end; t++) {
         atomic_fetch_add(&job->arrived, 1);
         const int64_t deadline = gd_pool_now_ns() + GD_PRIME_WAIT_NS;
-        while (atomic_load(&job->arrived) < job->nt && gd_pool_now_ns() < deadline) sched_yield();
+        while (atomic_load(&job->arrived) < job->nt && gd_pool_now_ns() < deadline) gd_thread_yield();
         if (atomic_load(&job->arrived) < job->nt) atomic_store(&job->late, 1);
         /* column-major C^T = B^T A^T: OpenBLAS's M (the rows it compares with GEMM_P) is our n */
         scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, GD_PRIME_N, GD_PRIME_M, GD_PRIME_K, 1.0f,

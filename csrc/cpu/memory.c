@@ -2,20 +2,15 @@
  * a small cache of freed large blocks, what alloc(0) returns, and the counters behind
  * memory_stats.
  */
-#define _GNU_SOURCE /* MADV_HUGEPAGE under -std=c11 */
-
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "backend_cpu.h"
 #include "cpu.h"
+#include "port.h" /* aligned allocation, huge pages, the machine's memory size, locks */
 
 #define GD_ALIGN ((size_t)64)         /* cache line: every allocation starts on one */
 #define GD_HUGE_MIN ((size_t)4 << 20) /* from here allocations ask for huge pages */
-#define GD_PAGE ((uintptr_t)4096)
 #define GD_CACHE_MIN ((size_t)1 << 20)    /* from here freed blocks are kept (below) */
 #define GD_CACHE_ROUND ((size_t)64 << 10) /* and their sizes rounded up to this */
 
@@ -97,25 +92,25 @@ typedef struct gd_cached_block {
 } gd_cached_block;
 
 static struct {
-    pthread_mutex_t lock;
+    gd_mutex_t lock;
     gd_cached_block blocks[GD_CACHE_SLOTS]; /* oldest first */
     int count;
     size_t bytes;
-} gd_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} gd_cache = {.lock = GD_MUTEX_INIT};
 
 /* An eighth of the host's memory, read once (1 GiB where the system does not say). */
 static size_t gd_cache_max;
-static pthread_once_t gd_cache_max_once = PTHREAD_ONCE_INIT;
+static gd_once_t gd_cache_max_once = GD_ONCE_INIT;
 
 static void gd_cache_max_init(void)
 {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    gd_cache_max = pages > 0 && page > 0 ? (size_t)pages / 8 * (size_t)page : (size_t)1 << 30;
+    const uint64_t bytes = gd_port_memory_bytes();
+    gd_cache_max = bytes > 0 ? (size_t)(bytes / 8) : (size_t)1 << 30;
 }
 
 static size_t gd_cache_limit(void)
 {
-    pthread_once(&gd_cache_max_once, gd_cache_max_init);
+    gd_once(&gd_cache_max_once, gd_cache_max_init);
     return gd_cache_max;
 }
 
@@ -134,10 +129,10 @@ static void *gd_cache_get(size_t reserved)
 {
     if (!GD_CACHE_ON || reserved < GD_CACHE_MIN) return NULL;
     void *p = NULL;
-    pthread_mutex_lock(&gd_cache.lock);
+    gd_mutex_lock(&gd_cache.lock);
     for (int i = gd_cache.count - 1; i >= 0 && !p; i--)
         if (gd_cache.blocks[i].reserved == reserved) p = gd_cache_take(i);
-    pthread_mutex_unlock(&gd_cache.lock);
+    gd_mutex_unlock(&gd_cache.lock);
     return p;
 }
 
@@ -148,15 +143,15 @@ static int gd_cache_put(void *ptr, size_t reserved)
     if (!GD_CACHE_ON || reserved < GD_CACHE_MIN || reserved > gd_cache_limit()) return 0;
     void *evicted[GD_CACHE_SLOTS];
     int n = 0;
-    pthread_mutex_lock(&gd_cache.lock);
+    gd_mutex_lock(&gd_cache.lock);
     while (gd_cache.count > 0 && (gd_cache.count == GD_CACHE_SLOTS || gd_cache.bytes + reserved > gd_cache_limit())) {
         atomic_fetch_sub_explicit(&gd_mem_reserved, (long long)gd_cache.blocks[0].reserved, memory_order_relaxed);
         evicted[n++] = gd_cache_take(0);
     }
     gd_cache.blocks[gd_cache.count++] = (gd_cached_block){ptr, reserved};
     gd_cache.bytes += reserved;
-    pthread_mutex_unlock(&gd_cache.lock);
-    for (int i = 0; i < n; i++) free(evicted[i]);
+    gd_mutex_unlock(&gd_cache.lock);
+    for (int i = 0; i < n; i++) gd_port_aligned_free(evicted[i]);
     return 1;
 }
 
@@ -164,15 +159,15 @@ static int gd_cache_put(void *ptr, size_t reserved)
 static size_t gd_cache_release(void)
 {
     gd_cached_block blocks[GD_CACHE_SLOTS];
-    pthread_mutex_lock(&gd_cache.lock);
+    gd_mutex_lock(&gd_cache.lock);
     int n = gd_cache.count;
     size_t bytes = gd_cache.bytes;
     for (int i = 0; i < n; i++) blocks[i] = gd_cache.blocks[i];
     gd_cache.count = 0;
     gd_cache.bytes = 0;
     atomic_fetch_sub_explicit(&gd_mem_reserved, (long long)bytes, memory_order_relaxed);
-    pthread_mutex_unlock(&gd_cache.lock);
-    for (int i = 0; i < n; i++) free(blocks[i].ptr);
+    gd_mutex_unlock(&gd_cache.lock);
+    for (int i = 0; i < n; i++) gd_port_aligned_free(blocks[i].ptr);
     return bytes;
 }
 
@@ -191,8 +186,8 @@ int gd_cpu_alloc(void **out, int device, size_t nbytes, gd_error *err)
         *out = p;
         return GD_OK;
     }
-    int failed = reserved < nbytes || posix_memalign(&p, GD_ALIGN, reserved) != 0;
-    if (failed && reserved >= nbytes && gd_cache_release() > 0) failed = posix_memalign(&p, GD_ALIGN, reserved) != 0;
+    int failed = reserved < nbytes || (p = gd_port_aligned_alloc(reserved, GD_ALIGN)) == NULL;
+    if (failed && reserved >= nbytes && gd_cache_release() > 0) failed = (p = gd_port_aligned_alloc(reserved, GD_ALIGN)) == NULL;
     if (failed) {
         char want[32], held[32];
         return gd_set_error(err, GD_ERR_HOST_OOM,
@@ -203,12 +198,7 @@ int gd_cpu_alloc(void **out, int device, size_t nbytes, gd_error *err)
                                        (size_t)atomic_load_explicit(&gd_mem_allocated, memory_order_relaxed)),
                        (long long)atomic_load_explicit(&gd_mem_count, memory_order_relaxed));
     }
-#ifdef MADV_HUGEPAGE
-    if (nbytes >= GD_HUGE_MIN) { /* madvise wants a page-aligned start; a hint: may fail */
-        uintptr_t start = ((uintptr_t)p + GD_PAGE - 1) & ~(GD_PAGE - 1);
-        (void)madvise((void *)start, (uintptr_t)p + reserved - start, MADV_HUGEPAGE);
-    }
-#endif
+    if (nbytes >= GD_HUGE_MIN) gd_port_hint_huge_pages(p, reserved);
     gd_mem_count_alloc(nbytes, reserved);
     *out = p;
     return GD_OK;
@@ -223,7 +213,7 @@ void gd_cpu_free(void *ptr, int device, size_t nbytes)
     atomic_fetch_sub_explicit(&gd_mem_count, 1, memory_order_relaxed);
     if (gd_cache_put(ptr, reserved)) return; /* still reserved */
     atomic_fetch_sub_explicit(&gd_mem_reserved, (long long)reserved, memory_order_relaxed);
-    free(ptr);
+    gd_port_aligned_free(ptr);
 }
 
 /* ------------------------------------------------------------------------------------------

@@ -33,27 +33,17 @@
  *   not put the two on one CPU (gd_pool_keep_off_caller).
  * - One job at a time: a caller that finds the pool busy runs its loop by itself.
  */
-#define _GNU_SOURCE /* syscall(), pthread_setname_np() under -std=c11 */
-
 #include "pool.h"
 
 #include <limits.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
-#include <time.h>
 
-#if defined(__linux__) && !defined(GD_POOL_NO_FUTEX)
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#define GD_POOL_FUTEX 1
+#include "port.h" /* threads, locks, the clock, sleeping on a word, affinity */
+
+#if GD_PORT_HAS_WAIT32 && !defined(GD_POOL_NO_FUTEX)
+#define GD_POOL_FUTEX 1 /* a futex on Linux, WaitOnAddress on Windows */
 #else
 #define GD_POOL_FUTEX 0 /* macOS, BSDs, or forced for tests: condition variables */
-#endif
-
-#ifdef __linux__
-#include <sched.h> /* sched_getcpu, sched_setaffinity: sleeping workers keep off the caller's CPU */
 #endif
 
 /* ------------------------------------------------------------------------------------------
@@ -104,24 +94,12 @@
 #define GD_POOL_WAKE_ROOTS 2      /* sleeping workers the caller wakes itself (see below) */
 
 /* ------------------------------------------------------------------------------------------
- * portability: pause, clock, sleeping on a 32-bit word
+ * pause, clock, sleeping on a 32-bit word (port.h)
  * ---------------------------------------------------------------------------------------- */
 
-static inline void gd_pool_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__) || defined(__arm__)
-    __asm__ __volatile__("yield");
-#endif
-}
+static inline void gd_pool_relax(void) { gd_port_relax(); }
 
-int64_t gd_pool_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+int64_t gd_pool_now_ns(void) { return gd_port_now_ns(); }
 
 static _Atomic int64_t gd_pool_oversubscribed_at; /* when a spin last saw it, 0: never */
 
@@ -181,7 +159,8 @@ static int gd_pool_may_wake(void)
     return t == 0 || gd_pool_now_ns() - t > GD_POOL_BACKOFF_NS;
 }
 
-/* A 32-bit word threads can sleep on until it changes (futex on Linux; elsewhere a
+/* A 32-bit word threads can sleep on until it changes (futex on Linux, WaitOnAddress on
+ * Windows; elsewhere a
  * condition variable per word under one shared mutex, taken only to sleep or wake).
  * `sleepers` lets the thread that changes the word skip the wake-up call when nobody
  * sleeps: both sides use sequentially consistent operations, so either the sleeper sees
@@ -190,15 +169,13 @@ typedef struct gd_pool_event {
     atomic_uint word;
     atomic_int sleepers;
 #if !GD_POOL_FUTEX
-    pthread_cond_t cond;
+    gd_cond_t cond;
 #endif
 } gd_pool_event;
 
 #if !GD_POOL_FUTEX
-static pthread_mutex_t gd_pool_park_lock = PTHREAD_MUTEX_INITIALIZER;
+static gd_mutex_t gd_pool_park_lock = GD_MUTEX_INIT;
 #endif
-
-_Static_assert(sizeof(atomic_uint) == 4, "futex words are 32 bits");
 
 /* Sleeps once unless the word no longer holds `old`; wake-ups may be spurious, callers
  * loop. */
@@ -206,11 +183,11 @@ static void gd_pool_park(gd_pool_event *ev, unsigned old)
 {
     atomic_fetch_add(&ev->sleepers, 1);
 #if GD_POOL_FUTEX
-    if (atomic_load(&ev->word) == old) syscall(SYS_futex, &ev->word, FUTEX_WAIT_PRIVATE, old, NULL, NULL, 0);
+    gd_port_wait32(&ev->word, old);
 #else
-    pthread_mutex_lock(&gd_pool_park_lock);
-    if (atomic_load(&ev->word) == old) pthread_cond_wait(&ev->cond, &gd_pool_park_lock);
-    pthread_mutex_unlock(&gd_pool_park_lock);
+    gd_mutex_lock(&gd_pool_park_lock);
+    if (atomic_load(&ev->word) == old) gd_cond_wait(&ev->cond, &gd_pool_park_lock);
+    gd_mutex_unlock(&gd_pool_park_lock);
 #endif
     atomic_fetch_sub(&ev->sleepers, 1);
 }
@@ -220,11 +197,11 @@ static void gd_pool_unpark(gd_pool_event *ev)
 {
     if (atomic_load(&ev->sleepers) == 0) return;
 #if GD_POOL_FUTEX
-    syscall(SYS_futex, &ev->word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+    gd_port_wake32(&ev->word);
 #else
-    pthread_mutex_lock(&gd_pool_park_lock);
-    pthread_cond_broadcast(&ev->cond);
-    pthread_mutex_unlock(&gd_pool_park_lock);
+    gd_mutex_lock(&gd_pool_park_lock);
+    gd_cond_broadcast(&ev->cond);
+    gd_mutex_unlock(&gd_pool_park_lock);
 #endif
 }
 
@@ -273,10 +250,10 @@ static struct {
     gd_pool_cursor cursor[GD_POOL_MAX_THREADS];
     gd_pool_slot slot[GD_POOL_MAX_WORKERS];
 
-    pthread_mutex_t lock; /* guards creating and retiring workers, and the two fields below */
+    gd_mutex_t lock; /* guards creating and retiring workers, and the two fields below */
     atomic_int nworkers;  /* workers live in slots [0, nworkers) */
-    int spawn_limit;      /* after pthread_create failed, no retries beyond this count */
-} gd_pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .spawn_limit = GD_POOL_MAX_WORKERS};
+    int spawn_limit;      /* after a thread failed to start, no retries beyond this count */
+} gd_pool = {.lock = GD_MUTEX_INIT, .spawn_limit = GD_POOL_MAX_WORKERS};
 
 #ifdef GD_POOL_TEST_HOOKS
 static _Atomic(gd_pool_hook_fn) gd_pool_test_hook;
@@ -385,37 +362,10 @@ static void gd_pool_wake_children(int i, unsigned gen)
  * rounds (one took 91 us). A caller that has moved since makes the worker keep off the wrong
  * CPU for one job. A mask of that one CPU, or one changed by someone else while the worker
  * slept, is left as it is. */
-typedef struct gd_pool_away {
-#ifdef __linux__
-    cpu_set_t mine, away; /* the worker's own mask, and that mask less the caller's CPU */
-#endif
-    int narrowed;
-} gd_pool_away;
-
-static void gd_pool_keep_off_caller(gd_pool_away *a)
+static void gd_pool_keep_off_caller(gd_port_away *a)
 {
-    a->narrowed = 0;
-#ifdef __linux__
     const int caller = atomic_load_explicit(&gd_pool.caller_cpu, memory_order_relaxed);
-    if (caller < 0 || caller >= CPU_SETSIZE) return;
-    if (sched_getaffinity(0, sizeof a->mine, &a->mine) != 0) return; /* e.g. more CPUs than a cpu_set_t */
-    a->away = a->mine;
-    CPU_CLR(caller, &a->away);
-    if (CPU_COUNT(&a->away) == 0 || CPU_EQUAL(&a->away, &a->mine)) return;
-    a->narrowed = sched_setaffinity(0, sizeof a->away, &a->away) == 0;
-    if (a->narrowed) GD_POOL_TEST_COUNT(gd_pool_test_kept_off, 1);
-#endif
-}
-
-static void gd_pool_keep_off_end(const gd_pool_away *a)
-{
-#ifdef __linux__
-    cpu_set_t now;
-    if (a->narrowed && sched_getaffinity(0, sizeof now, &now) == 0 && CPU_EQUAL(&now, &a->away))
-        sched_setaffinity(0, sizeof a->mine, &a->mine);
-#else
-    (void)a;
-#endif
+    if (gd_port_keep_off_cpu(a, caller)) GD_POOL_TEST_COUNT(gd_pool_test_kept_off, 1);
 }
 
 /* Waits until the slot's wake word differs from `seen` (a job, or a retirement). */
@@ -426,26 +376,24 @@ static unsigned gd_pool_await_job(gd_pool_slot *s, unsigned seen)
     while ((g = atomic_load_explicit(&s->wake.word, memory_order_acquire)) == seen && gd_pool_spin_more(&spin)) {
     }
     if (g != seen) return g;
-    gd_pool_away away;
+    gd_port_away away;
     gd_pool_keep_off_caller(&away);
     while (g == seen) {
         gd_pool_park(&s->wake, seen);
         g = atomic_load_explicit(&s->wake.word, memory_order_acquire);
     }
-    gd_pool_keep_off_end(&away);
+    gd_port_keep_off_end(&away);
     return g;
 }
 
-static void *gd_pool_worker_main(void *arg)
+static void gd_pool_worker_main(void *arg)
 {
     const uintptr_t a = (uintptr_t)arg;
     const int i = (int)(a & ((1u << GD_POOL_SLOT_BITS) - 1));
     const unsigned inc = (unsigned)(a >> GD_POOL_SLOT_BITS);
     gd_pool_slot *s = &gd_pool.slot[i];
     unsigned seen = atomic_load(&s->start_seen);
-#ifdef __linux__
-    pthread_setname_np(pthread_self(), "gpudev-pool"); /* as top -H and debuggers show it */
-#endif
+    gd_thread_set_name("gpudev-pool"); /* as top -H and debuggers show it */
     /* A retirement bumps the incarnation and then changes the wake word, so a thread
      * whose incarnation no longer matches leaves without touching a job. */
     while (atomic_load(&s->incarnation) == inc) {
@@ -458,7 +406,6 @@ static void *gd_pool_worker_main(void *arg)
         gd_pool_work(gen, i + 1, nparts < 1 ? 1 : nparts > GD_POOL_MAX_THREADS ? GD_POOL_MAX_THREADS : nparts);
     }
     GD_POOL_TEST_COUNT(gd_pool_test_threads, -1);
-    return NULL;
 }
 
 /* Starts the thread of slot i, detached and with every signal blocked (signals belong to
@@ -469,20 +416,9 @@ static int gd_pool_spawn(int i)
     const unsigned inc = (atomic_fetch_add(&s->incarnation, 1) + 1) & (UINT_MAX >> GD_POOL_SLOT_BITS);
     atomic_store(&s->incarnation, inc);
     atomic_store(&s->start_seen, atomic_load(&s->wake.word));
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_t t;
-    int rc = pthread_attr_init(&attr);
-    if (rc == 0) {
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        GD_POOL_TEST_COUNT(gd_pool_test_threads, 1);
-        rc = pthread_create(&t, &attr, gd_pool_worker_main, (void *)((uintptr_t)inc << GD_POOL_SLOT_BITS | (uintptr_t)i));
-        if (rc != 0) GD_POOL_TEST_COUNT(gd_pool_test_threads, -1);
-        pthread_attr_destroy(&attr);
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    GD_POOL_TEST_COUNT(gd_pool_test_threads, 1);
+    const int rc = gd_thread_start(gd_pool_worker_main, (void *)((uintptr_t)inc << GD_POOL_SLOT_BITS | (uintptr_t)i));
+    if (rc != 0) GD_POOL_TEST_COUNT(gd_pool_test_threads, -1);
     return rc;
 }
 
@@ -508,18 +444,18 @@ static gd_pool_event *gd_pool_event_at(int i) { return i == 0 ? &gd_pool.done : 
  * waits for them forever). */
 static void gd_pool_before_fork(void)
 {
-    pthread_mutex_lock(&gd_pool.lock);
+    gd_mutex_lock(&gd_pool.lock);
 #if !GD_POOL_FUTEX
-    pthread_mutex_lock(&gd_pool_park_lock);
+    gd_mutex_lock(&gd_pool_park_lock);
 #endif
 }
 
 static void gd_pool_after_fork_parent(void)
 {
 #if !GD_POOL_FUTEX
-    pthread_mutex_unlock(&gd_pool_park_lock);
+    gd_mutex_unlock(&gd_pool_park_lock);
 #endif
-    pthread_mutex_unlock(&gd_pool.lock);
+    gd_mutex_unlock(&gd_pool.lock);
 }
 
 static void gd_pool_after_fork_child(void)
@@ -536,19 +472,19 @@ static void gd_pool_after_fork_child(void)
     atomic_store(&gd_pool_test_threads, 0); /* the parent's workers were not copied */
 #endif
 #if !GD_POOL_FUTEX
-    for (int i = 0; i < GD_POOL_EVENTS; i++) pthread_cond_init(&gd_pool_event_at(i)->cond, NULL);
+    for (int i = 0; i < GD_POOL_EVENTS; i++) gd_cond_init(&gd_pool_event_at(i)->cond);
 #endif
     gd_pool_after_fork_parent();
 }
 
-static pthread_once_t gd_pool_once = PTHREAD_ONCE_INIT;
+static gd_once_t gd_pool_once = GD_ONCE_INIT;
 
 static void gd_pool_init(void)
 {
 #if !GD_POOL_FUTEX
-    for (int i = 0; i < GD_POOL_EVENTS; i++) pthread_cond_init(&gd_pool_event_at(i)->cond, NULL);
+    for (int i = 0; i < GD_POOL_EVENTS; i++) gd_cond_init(&gd_pool_event_at(i)->cond);
 #endif
-    pthread_atfork(gd_pool_before_fork, gd_pool_after_fork_parent, gd_pool_after_fork_child);
+    gd_port_atfork(gd_pool_before_fork, gd_pool_after_fork_parent, gd_pool_after_fork_child);
 }
 
 /* Workers available for a job that wants `want` of them (fewer if threads cannot be
@@ -557,8 +493,8 @@ static int gd_pool_grow(int want)
 {
     int have = atomic_load_explicit(&gd_pool.nworkers, memory_order_acquire);
     if (have >= want) return want;
-    pthread_once(&gd_pool_once, gd_pool_init);
-    pthread_mutex_lock(&gd_pool.lock);
+    gd_once(&gd_pool_once, gd_pool_init);
+    gd_mutex_lock(&gd_pool.lock);
     have = atomic_load(&gd_pool.nworkers);
     while (have < want && have < gd_pool.spawn_limit) {
         if (gd_pool_spawn(have) != 0) {
@@ -568,20 +504,20 @@ static int gd_pool_grow(int want)
         have++;
     }
     atomic_store_explicit(&gd_pool.nworkers, have, memory_order_release);
-    pthread_mutex_unlock(&gd_pool.lock);
+    gd_mutex_unlock(&gd_pool.lock);
     return have < want ? have : want;
 }
 
 void gd_pool_trim(int nt)
 {
     const int keep = nt < 1 ? 0 : nt > GD_POOL_MAX_THREADS ? GD_POOL_MAX_WORKERS : nt - 1;
-    pthread_once(&gd_pool_once, gd_pool_init);
-    pthread_mutex_lock(&gd_pool.lock);
+    gd_once(&gd_pool_once, gd_pool_init);
+    gd_mutex_lock(&gd_pool.lock);
     const int have = atomic_load(&gd_pool.nworkers);
     for (int i = keep; i < have; i++) gd_pool_retire(i);
     if (keep < have) atomic_store(&gd_pool.nworkers, keep);
     gd_pool.spawn_limit = GD_POOL_MAX_WORKERS; /* a new count: worth trying again */
-    pthread_mutex_unlock(&gd_pool.lock);
+    gd_mutex_unlock(&gd_pool.lock);
 }
 
 int gd_pool_workers(void) { return atomic_load(&gd_pool.nworkers); }
@@ -590,16 +526,8 @@ int gd_pool_workers(void) { return atomic_load(&gd_pool.nworkers); }
  * running a job
  * ---------------------------------------------------------------------------------------- */
 
-/* The CPU this thread runs on, -1 where the system does not say (a vDSO or rseq read on
- * Linux: tens of nanoseconds). */
-static int gd_pool_current_cpu(void)
-{
-#ifdef __linux__
-    return sched_getcpu();
-#else
-    return -1;
-#endif
-}
+/* The CPU this thread runs on, -1 where the system does not say. */
+static int gd_pool_current_cpu(void) { return gd_port_current_cpu(); }
 
 /* Publishes the job (descriptor, piece count, then cursors with release order) and
  * announces it to `nw` workers. Returns its generation. */

@@ -2,23 +2,16 @@
  * many threads a piece of work is worth, the two parallel loops every kernel goes through (on
  * the worker pool of pool.c), and OpenBLAS held at one thread.
  */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT under -std=c11 (Linux) */
-
 #include "threads.h"
 
-#include <limits.h>
-#include <pthread.h>
-#ifdef __linux__
-#include <sched.h>
-#endif
 #include <stdatomic.h>
-#include <unistd.h>
 
 #include <cblas.h> /* scipy-openblas32: scipy_openblas_set_num_threads */
 
 #include "backend_cpu.h"
 #include "cpu.h"
 #include "pool.h"
+#include "port.h"
 
 /* ------------------------------------------------------------------------------------------
  * the thread count
@@ -33,18 +26,7 @@ static atomic_int gd_threads; /* 0 until first asked */
 
 /* The cores this process may run on: its affinity mask where the system has one (Linux:
  * a container or `taskset` may allow fewer than the machine has), else the online cores. */
-static int gd_default_threads(void)
-{
-#ifdef __linux__
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0) return n;
-    }
-#endif
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)GD_MIN(n, (long)INT_MAX) : 1;
-}
+static int gd_default_threads(void) { return gd_port_cpu_count(); }
 
 int64_t gd_cpu_elementwise_parallel_from(void)
 {
@@ -67,11 +49,11 @@ int gd_cpu_get_num_threads(void)
  * instead of 0.1 ms with 2 threads under load). OpenBLAS therefore runs single-threaded, and
  * gemm.c splits products over gpudev's pool. fork() needs nothing here: the child inherits
  * the setting. */
-static pthread_once_t gd_blas_once = PTHREAD_ONCE_INIT;
+static gd_once_t gd_blas_once = GD_ONCE_INIT;
 
 static void gd_blas_single(void) { scipy_openblas_set_num_threads(1); }
 
-void gd_blas_init(void) { pthread_once(&gd_blas_once, gd_blas_single); }
+void gd_blas_init(void) { gd_once(&gd_blas_once, gd_blas_single); }
 
 void gd_cpu_set_num_threads(int n)
 {
