@@ -75,7 +75,7 @@ ARANGE_USAGE = "arange(start, stop=None, step=1, *, dtype=None, device=None, req
         (lambda: A.to(), "to(device, copy=False)"),
         (lambda: A.astype(None), "astype(dtype, copy=True)"),
         (lambda: A.cuda(0, 1), "cuda(i=0)"),
-        (lambda: A.mean(0, False, 1), "mean(axis=None, keepdims=False)"),
+        (lambda: A.mean(0, False, 1), "mean(axis=None, keepdims=False, *, dtype=None)"),
         (lambda: gd.norm(), "norm(a, axis=None, keepdims=False)"),
         (lambda: gd.concatenate(), "concatenate(arrays, axis=0)"),
     ],
