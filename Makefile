@@ -162,6 +162,31 @@ check-aarch64: $(DEPS)
 # the CPU against the emulation of CUDA and cuBLAS in tools/cuda_emu, then run: the kernels'
 # logic is checked without a GPU (not their speed), with 2 multiprocessors per GPU (long
 # grid-stride loops) and then 132 (launch plans as on an H200). Fails if any check fails.
+empty :=
+space := $(empty) $(empty)
+# Off Linux (csrc/cpu/port.h). check-posix: the C core's POSIX side forced on Linux
+# (-DGD_PORT_POSIX_ONLY: no Linux-only call compiled, as on macOS), its conformance test and
+# the pool's tests run with it (its condition-variable build: no futex there), into build/posix; port_posix.o is checked to call none of
+# LINUX_ONLY. check-windows: the CPU backend and its conformance test cross-compiled for
+# Windows with mingw-w64, warnings as errors (tools/check_windows.sh installs Debian's
+# gcc-mingw-w64-x86-64 as root, fails without it under CI, else says SKIPPED);
+# `make check-windows WINDOWS_RUN=--run` then runs the test under Wine (not in CI: see README).
+LINUX_ONLY := syscall sched_getaffinity sched_setaffinity sched_getcpu pthread_setname_np madvise
+WINDOWS_RUN ?=
+.PHONY: check-posix check-windows
+check-posix: $(DEPS)
+	@mkdir -p build/posix
+	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -DGD_PORT_POSIX_ONLY -Icsrc/cpu -c csrc/cpu/port_posix.c -o build/posix/port_posix.o
+	@bad=$$(nm -u build/posix/port_posix.o | awk '{print $$2}' | grep -xE '$(subst $(space),|,$(LINUX_ONLY))' || true); \
+	  if [ -n "$$bad" ]; then echo "check-posix: FAILED: the POSIX-only build calls" $$bad; exit 1; fi
+	$(MAKE) -C tests/c test BUILD=$(CURDIR)/build/posix CC="$(CC) -DGD_PORT_POSIX_ONLY" PYTHON=$(CURDIR)/$(PY)
+	$(MAKE) build/posix/pool/test_pool POOL_DIR=build/posix/pool POOL_CFLAGS="$(POOL_CFLAGS) -DGD_PORT_POSIX_ONLY"
+	build/posix/pool/test_pool
+	@echo "check-posix: OK: the C core's POSIX side, no Linux-only call, passes the conformance and pool tests"
+
+check-windows: $(DEPS)
+	PY=$(PY) bash tools/check_windows.sh $(WINDOWS_RUN)
+
 cuda-emu:
 	bash tools/cuda_emu/build.sh
 	build/cuda_emu/conformance_cuda

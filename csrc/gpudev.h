@@ -71,7 +71,9 @@ typedef struct gd_error {
     char message[512];  /* complete sentence(s); for CUDA: call text, error name, file:line */
 } gd_error;
 
-#if defined(__GNUC__)
+#if defined(__MINGW32__) /* C99 formats (%zu, %lld), as mingw-w64's own stdio and the UCRT take */
+#define GD_PRINTF(fmt, args) __attribute__((format(gnu_printf, fmt, args)))
+#elif defined(__GNUC__)
 #define GD_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 #else
 #define GD_PRINTF(fmt, args)

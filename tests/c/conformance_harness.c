@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef _WIN32
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h> /* QueryPerformanceCounter: no clock_gettime in Windows' C library */
+#endif
 
 const gd_backend *gdt_be;
 int gdt_dev;
@@ -276,7 +280,14 @@ int gdt_expect_at(const char *file, int line, int on_host, const void *got, gd_d
 
 double gdt_now(void)
 {
+#ifdef _WIN32
+    LARGE_INTEGER freq, t;
+    QueryPerformanceFrequency(&freq);
+    QueryPerformanceCounter(&t);
+    return (double)t.QuadPart / (double)freq.QuadPart;
+#else
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+#endif
 }

@@ -6,32 +6,28 @@
  * so these checks may touch it directly. OpenBLAS only warns on stderr when it is misused
  * from a parallel region; tests/c/Makefile turns such a warning into a failure.
  */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
-
 #include "conformance.h"
 
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
-#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
+#ifndef _WIN32
+#include <sys/wait.h> /* the fork check: Windows has no fork */
 #include <unistd.h>
+#endif
 
 #include <cblas.h>
 
 #include "backend_cpu.h"
 #include "philox.h"
+#include "port.h" /* CPU count and threads, as the backend sees them, on POSIX and Windows */
 
 static const gd_backend *cpu_table(void) { return &gd_cpu_backend; }
 
-static int affinity_cores(void)
-{
-    cpu_set_t set;
-    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-}
+static int affinity_cores(void) { return gd_port_cpu_count(); }
 
 /* ------------------------------------------------------------------------------------------
  * threads
@@ -211,9 +207,10 @@ static void check_normals_exact(void)
 
 typedef struct worker_arg {
     int id, failures;
+    atomic_int *finished;
 } worker_arg;
 
-static void *worker(void *p)
+static void worker(void *p)
 {
     worker_arg *w = p;
     enum { N = 300000, M = 128 };
@@ -237,27 +234,31 @@ static void *worker(void *p)
             w->failures++;
     }
     free(x), free(a), free(c), free(c8);
-    return NULL;
+    atomic_fetch_add(w->finished, 1);
 }
 
 static void check_concurrency(void)
 {
     enum { T = 4 };
-    pthread_t th[T];
     worker_arg args[T];
+    atomic_int finished = 0;
+    int started = 0;
     for (int i = 0; i < T; i++) {
-        args[i] = (worker_arg){i, 0};
-        CHECK(pthread_create(&th[i], NULL, worker, &args[i]) == 0, "pthread_create %d", i);
+        args[i] = (worker_arg){i, 0, &finished};
+        const int ok = gd_thread_start(worker, &args[i]) == 0;
+        CHECK(ok, "starting thread %d", i);
+        started += ok;
     }
+    while (atomic_load(&finished) < started) gd_thread_yield(); /* the threads are detached */
     int failures = 0;
-    for (int i = 0; i < T; i++) {
-        pthread_join(th[i], NULL);
-        failures += args[i].failures;
-    }
+    for (int i = 0; i < T; i++) failures += args[i].failures;
     CHECK(failures == 0, "%d wrong results from %d concurrent threads", failures, T);
     CHECK(scipy_openblas_get_num_threads() == 1, "OpenBLAS at %d threads, expected 1 (gpudev %d)",
           scipy_openblas_get_num_threads(), gd_cpu_get_num_threads());
 
+#ifdef _WIN32
+    printf("fork: not checked (Windows has no fork)\n");
+#else
     /* after the parallel work above, a forked child must still compute (its own pool starts) */
     fflush(NULL);
     pid_t pid = fork();
@@ -274,6 +275,7 @@ static void check_concurrency(void)
     int status = 0;
     CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork or waitpid failed");
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "forked child: status %d", status);
+#endif
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -299,7 +301,11 @@ static void check_blas_primed(void)
     const int cores = gd_cpu_get_num_threads();
     int late = -1;
     const int one = primed_after_product(1);
-    CHECK(one >= 1, "after a 1-thread float32 product, buffers primed for %d threads", one);
+    gd_cpu_blas_primed_threads(&late);
+    /* a 1-thread try is never late, but earlier sections' tries on more threads may have been,
+     * 3 times on a busy machine: then gpudev has stopped trying */
+    CHECK(one >= 1 || late == 3, "after a 1-thread float32 product, buffers primed for %d threads (%d late tries)",
+          one, late);
     /* more threads than there may be cores: the try can run late on a busy machine, and is
      * then not counted, but no more are made after 3 late ones */
     int three = primed_after_product(3);

@@ -766,8 +766,9 @@ static int child_main(const char *mode)
 
 /* A sleeping worker keeps off the CPU of the caller that last announced a job (its mask is
  * its own less that CPU), and has its own mask back whenever it runs a piece. Needs two
- * allowed CPUs; the caller is pinned to one of them for the test. */
-#ifdef __linux__
+ * allowed CPUs; the caller is pinned to one of them for the test. Linux only (port.h): not
+ * in a build of the POSIX side alone. */
+#if defined(__linux__) && !defined(GD_PORT_POSIX_ONLY)
 static cpu_set_t keep_off_full;
 static int keep_off_cpu;
 static atomic_int keep_off_worker_pieces, keep_off_narrow_pieces;
@@ -888,7 +889,7 @@ int main(int argc, char **argv)
     if (seed == 0) seed = 1;
     only = argc > 2 ? argv[2] : NULL;
     printf("test_pool: seed %" PRIu64 ", %d cpus, %s\n", seed, ncpus(),
-#ifdef GD_POOL_NO_FUTEX
+#if defined(GD_POOL_NO_FUTEX) || defined(GD_PORT_POSIX_ONLY)
            "condition variables"
 #else
            "futex where available"
