@@ -92,6 +92,20 @@ def test_a_batch_larger_than_the_workspace_goes_in_chunks(device, monkeypatch):
     directional_gradcheck(lambda x, w, b: F.conv2d(x, w, b, padding=1, stride=2), x, w, b, device=device)
 
 
+@pytest.mark.parametrize("groups", [1, 2])
+def test_large_layers_take_the_weight_gradient_as_one_product(device, monkeypatch, groups):
+    # above KEEP_COLUMNS_BYTES the columns are neither kept nor multiplied image by image
+    x, w, b = rnd(3, 4, 6, 5), rnd(4, 4 // groups, 3, 3), rnd(4)
+    monkeypatch.setattr(_conv, "KEEP_COLUMNS_BYTES", 0)
+    directional_gradcheck(lambda x, w, b: F.conv2d(x, w, b, padding=1, groups=groups), x, w, b, device=device)
+    W = gd.array(w, device=device).requires_grad_()
+    F.conv2d(gd.array(x, device=device), W, padding=(1, 0), groups=groups).sum().backward()
+    monkeypatch.setattr(_conv, "KEEP_COLUMNS_BYTES", 16 << 20)
+    W2 = gd.array(w, device=device).requires_grad_()
+    F.conv2d(gd.array(x, device=device), W2, padding=(1, 0), groups=groups).sum().backward()
+    np.testing.assert_allclose(W.grad.cpu().numpy(), W2.grad.cpu().numpy(), rtol=1e-12, atol=1e-12)
+
+
 def test_conv1d_and_unbatched_inputs(device):
     x, w, b = rnd(2, 3, 10), rnd(4, 3, 3), rnd(4)
     want = conv2d_ref(x[:, :, None], w[:, :, None], b, stride=(1, 2), pad=(0, 1))[:, :, 0]
@@ -174,6 +188,8 @@ def test_lazy_conv2d_learns_in_channels_from_its_first_input(device):
 ERRORS = [
     (lambda: nn.Conv2d(1, 6, 5)(gd.ones((1, 3, 28, 28))),
      ValueError, r"Conv2d: expected input with in_channels=1 channels \(axis 1 of shape \(1, 3, 28, 28\)\), got 3"),
+    (lambda: nn.Conv2d(3, 6, 5)(gd.ones((28, 28, 3))), ValueError,  # unbatched is (C, H, W), as PyTorch's
+     r"Conv2d: expected input with in_channels=3 channels \(axis 0 of shape \(28, 28, 3\)\), got 28"),
     (lambda: nn.Conv2d(1, 6, 5)(gd.ones((1, 1, 3, 3))), ValueError,
      r"Conv2d: calculated padded input size per channel: \(3 x 3\). Kernel size: \(5 x 5\). Kernel size can't be "
      r"greater than actual input size"),

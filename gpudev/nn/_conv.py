@@ -215,13 +215,12 @@ def _conv2d_backward(node: Any, g: gd.Array) -> tuple:
     gw = gx = None
     if need_w or need_x:
         chunk = n if kept is not None else _chunk(x, geom, rows)
-        gws = []
         gx = gd.empty(tuple(node.metas[0][0]), dtype=g.dtype, device=g.device) if need_x and chunk < n else None
         for b0 in range(0, n, chunk):
             gc = g[b0:b0 + chunk] if chunk < n else g
             if need_w:
-                col = kept if kept is not None else _C._im2col(x[b0:b0 + chunk], geom, 0)
-                gws.append(_weight_grad(gc, col, groups, og, rg))
+                part = _weight_grad(gc, x[b0:b0 + chunk] if chunk < n else x, kept, geom, groups, og, rg)
+                gw = part if gw is None else gw.__iadd__(part)
             if need_x:
                 gcol = (w2.T @ gc if groups == 1 else gd.concatenate(
                     [w2[j * og:(j + 1) * og].T @ gc[:, j * og:(j + 1) * og] for j in range(groups)], axis=1))
@@ -230,21 +229,29 @@ def _conv2d_backward(node: Any, g: gd.Array) -> tuple:
                     gx[b0:b0 + chunk] = part
                 else:
                     gx = part
-        if need_w:
-            gw = gws[0]
-            for more in gws[1:]:
-                gw += more
-            gw = gw.reshape(node.metas[1][0])
+        gw = gw.reshape(node.metas[1][0]) if gw is not None else None
     return gx, gw, gb
 
 
-def _weight_grad(g: gd.Array, col: gd.Array, groups: int, og: int, rg: int) -> gd.Array:
-    """sum over the chunk's images of g_b (O, L) @ col_b.T (L, rows), per group: (O, rows / groups)."""
-    ct = col.swapaxes(1, 2)
-    if groups == 1:
-        return (g @ ct).sum(axis=0)
-    return gd.concatenate([(g[:, j * og:(j + 1) * og] @ ct[:, :, j * rg:(j + 1) * rg]).sum(axis=0)
-                           for j in range(groups)], axis=0)
+def _weight_grad(g: gd.Array, x: gd.Array, kept: gd.Array | None, geom: tuple, groups: int, og: int,
+                 rg: int) -> gd.Array:
+    """sum over the chunk's images b of g_b (O, L) @ col_b.T (L, rows), per group: (O, rows /
+    groups). Small layers: one product per image (on the kept columns), then the sum over the
+    images, whose (images, O, rows) products stay within KEEP_COLUMNS_BYTES. Larger ones: one
+    product over the whole chunk, of g as (O, images * L) and the columns laid out as (rows,
+    images * L), so that no per-image products are held (a 512-channel 3x3 layer's are 9 MiB
+    an image)."""
+    b, positions = g.shape[0], g.shape[2]
+    if kept is not None or b * og * groups * rg * g.dtype.itemsize <= KEEP_COLUMNS_BYTES:
+        ct = (kept if kept is not None else _C._im2col(x, geom, 0)).swapaxes(1, 2)
+        if groups == 1:
+            return (g @ ct).sum(axis=0)
+        return gd.concatenate([(g[:, j * og:(j + 1) * og] @ ct[:, :, j * rg:(j + 1) * rg]).sum(axis=0)
+                               for j in range(groups)], axis=0)
+    cols = _C._im2col(x, geom, 1).reshape(groups * rg, b * positions)
+    gp = g.swapaxes(0, 1).reshape(groups * og, b * positions)
+    return gd.concatenate([gp[j * og:(j + 1) * og] @ cols[j * rg:(j + 1) * rg].T for j in range(groups)], axis=0) \
+        if groups > 1 else gp @ cols.T
 
 
 RULES["conv2d"] = Rule(_conv2d_backward, saves=(True, True, False))  # the bias's value is never read

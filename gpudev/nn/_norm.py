@@ -94,7 +94,8 @@ def batch_norm_checked(op: str, x: Any, running_mean: Any, running_var: Any, wei
             mean, var = running_mean, running_var
             centered = x - mean.reshape(stat_shape)
         invstd = 1.0 / gd.sqrt(var + eps)
-        xhat = centered * invstd.reshape(stat_shape)
+        xhat = centered
+        xhat *= invstd.reshape(stat_shape)  # in place: one array the size of x less at the peak
         y = xhat * weight.reshape(stat_shape) if weight is not None else xhat.copy()
         if bias is not None:
             y += bias.reshape(stat_shape)
