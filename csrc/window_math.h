@@ -46,28 +46,42 @@ typedef struct gd_win {
     double divisor;
 } gd_win;
 
+/* The window of output o along one axis of n inputs: the inputs [*lo, *hi) it reads (in steps
+ * of the dilation) and, returned, how many positions of the padded axis it covers. */
+GD_HOSTDEV int64_t gd_axis_window(int64_t *lo, int64_t *hi, int64_t o, int64_t n, int64_t out, int64_t kernel,
+                                  int64_t stride, int64_t pad, int64_t dilation, int adaptive)
+{
+    if (adaptive) {
+        *lo = gd_adaptive_start(o, n, out);
+        *hi = gd_adaptive_end(o, n, out);
+        return *hi - *lo;
+    }
+    const int64_t s = o * stride - pad, e = gd_win_min(s + (kernel - 1) * dilation + 1, n + pad);
+    /* the first position inside the input, on the window's grid of dilation steps */
+    *lo = s < 0 ? s + (-s + dilation - 1) / dilation * dilation : s;
+    *hi = gd_win_min(e, n);
+    return e - s;
+}
+
+/* The average's divisor of a window whose axes cover `padded_h` x `padded_w` positions of the
+ * padded input and [h0, h1) x [w0, w1) of the input itself. */
+GD_HOSTDEV double gd_window_divisor(int64_t padded_h, int64_t padded_w, int64_t h0, int64_t h1, int64_t w0,
+                                    int64_t w1, int count_include_pad, int64_t divisor)
+{
+    if (divisor > 0) return (double)divisor;
+    if (count_include_pad) return (double)(padded_h * padded_w);
+    return (double)(gd_win_max(0, h1 - h0) * gd_win_max(0, w1 - w0));
+}
+
 GD_HOSTDEV gd_win gd_window_at(const gd_window2d *g, int64_t i, int64_t j, int count_include_pad, int64_t divisor)
 {
     gd_win r;
-    if (g->adaptive) {
-        r.h0 = gd_adaptive_start(i, g->h, g->out_h);
-        r.h1 = gd_adaptive_end(i, g->h, g->out_h);
-        r.w0 = gd_adaptive_start(j, g->w, g->out_w);
-        r.w1 = gd_adaptive_end(j, g->w, g->out_w);
-        r.divisor = (double)((r.h1 - r.h0) * (r.w1 - r.w0));
-        return r;
-    }
-    const int64_t hs = i * g->stride_h - g->pad_h, ws = j * g->stride_w - g->pad_w;
-    const int64_t he = gd_win_min(hs + (g->kernel_h - 1) * g->dilation_h + 1, g->h + g->pad_h);
-    const int64_t we = gd_win_min(ws + (g->kernel_w - 1) * g->dilation_w + 1, g->w + g->pad_w);
-    const int64_t padded = (he - hs) * (we - ws);
-    /* the first row and column inside the input, on the window's grid of dilation steps */
-    r.h0 = hs < 0 ? hs + (-hs + g->dilation_h - 1) / g->dilation_h * g->dilation_h : hs;
-    r.w0 = ws < 0 ? ws + (-ws + g->dilation_w - 1) / g->dilation_w * g->dilation_w : ws;
-    r.h1 = gd_win_min(he, g->h);
-    r.w1 = gd_win_min(we, g->w);
-    const int64_t inside = gd_win_max(0, r.h1 - r.h0) * gd_win_max(0, r.w1 - r.w0);
-    r.divisor = divisor > 0 ? (double)divisor : (double)(count_include_pad ? padded : inside);
+    const int64_t ph = gd_axis_window(&r.h0, &r.h1, i, g->h, g->out_h, g->kernel_h, g->stride_h, g->pad_h,
+                                      g->dilation_h, g->adaptive);
+    const int64_t pw = gd_axis_window(&r.w0, &r.w1, j, g->w, g->out_w, g->kernel_w, g->stride_w, g->pad_w,
+                                      g->dilation_w, g->adaptive);
+    r.divisor = gd_window_divisor(ph, pw, r.h0, r.h1, r.w0, r.w1, count_include_pad || g->adaptive,
+                                  g->adaptive ? 0 : divisor);
     return r;
 }
 

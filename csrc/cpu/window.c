@@ -9,6 +9,7 @@
  * im2col's unit stride).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu.h"
@@ -17,6 +18,22 @@
 /* ------------------------------------------------------------------------------------------
  * im2col and col2im
  * ---------------------------------------------------------------------------------------- */
+
+/* One axis of a pooling window (window_math.h's gd_axis_window): inputs [lo, hi), and how many
+ * positions of the padded axis it covers. */
+typedef struct gd_span {
+    int64_t lo, hi, padded;
+} gd_span;
+
+/* spans[o] for the out outputs of an axis; NULL when out of memory. */
+static gd_span *gd_axis_spans(int64_t out, int64_t n, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
+                              int adaptive)
+{
+    gd_span *s = malloc((size_t)out * sizeof *s);
+    for (int64_t o = 0; s != NULL && o < out; o++)
+        s[o].padded = gd_axis_window(&s[o].lo, &s[o].hi, o, n, out, kernel, stride, pad, dilation, adaptive);
+    return s;
+}
 
 typedef struct gd_window_job {
     const gd_window2d *g;
@@ -28,6 +45,7 @@ typedef struct gd_window_job {
     gd_pool_kind kind;
     int count_include_pad;
     int64_t divisor;
+    const gd_span *rows, *cols; /* pooling: each output row's and column's window */
 } gd_window_job;
 
 /* S the suffix, T the element type */
@@ -139,33 +157,39 @@ int gd_cpu_col2im(void *im, gd_dtype dtype, const void *col, const gd_col_layout
         const gd_window2d *g = job->g;                                                            \
         const int64_t dh = g->adaptive ? 1 : g->dilation_h, dw = g->adaptive ? 1 : g->dilation_w; \
         const int64_t nout = g->out_h * g->out_w;                                                 \
+        const int avg_pad = job->count_include_pad || g->adaptive;                                \
+        const int64_t avg_div = g->adaptive ? 0 : job->divisor;                                   \
         for (int64_t p = begin; p < end; p++) {                                                   \
             const T *x = (const T *)job->in + p * g->h * g->w;                                    \
             T *y = (T *)job->out + p * nout;                                                      \
             int64_t *ix = job->indices ? job->indices + p * nout : NULL;                          \
-            for (int64_t i = 0; i < g->out_h; i++)                                                \
+            for (int64_t i = 0; i < g->out_h; i++) {                                              \
+                const gd_span r = job->rows[i];                                                   \
                 for (int64_t j = 0; j < g->out_w; j++) {                                          \
-                    const gd_win w = gd_window_at(g, i, j, job->count_include_pad, job->divisor); \
+                    const gd_span c = job->cols[j];                                               \
                     if (job->kind == GD_POOL_MAX) {                                               \
                         T best = -(T)INFINITY;                                                    \
-                        int64_t at = w.h0 * g->w + w.w0;                                          \
-                        for (int64_t a = w.h0; a < w.h1; a += dh)                                 \
-                            for (int64_t b = w.w0; b < w.w1; b += dw) {                           \
+                        int64_t at = r.lo * g->w + c.lo;                                          \
+                        for (int64_t a = r.lo; a < r.hi; a += dh)                                 \
+                            for (int64_t b = c.lo; b < c.hi; b += dw) {                           \
                                 const T v = x[a * g->w + b];                                      \
-                                if (v > best || v != v) {                                         \
-                                    best = v;                                                     \
-                                    at = a * g->w + b;                                            \
-                                }                                                                 \
+                                const int take = (v > best) | (v != v); /* selects, not branches: \
+                                                                           random data mispredicts */ \
+                                best = take ? v : best;                                           \
+                                at = take ? a * g->w + b : at;                                    \
                             }                                                                     \
                         y[i * g->out_w + j] = best;                                               \
                         if (ix) ix[i * g->out_w + j] = at;                                        \
-                    } else {                                                                      \
-                        double sum = 0;                                                           \
-                        for (int64_t a = w.h0; a < w.h1; a++)                                     \
-                            for (int64_t b = w.w0; b < w.w1; b++) sum += x[a * g->w + b];         \
-                        y[i * g->out_w + j] = w.h0 < w.h1 && w.w0 < w.w1 ? (T)(sum / w.divisor) : (T)0; \
+                        continue;                                                                 \
                     }                                                                             \
+                    double sum = 0;                                                               \
+                    for (int64_t a = r.lo; a < r.hi; a++)                                         \
+                        for (int64_t b = c.lo; b < c.hi; b++) sum += x[a * g->w + b];             \
+                    const double div = gd_window_divisor(r.padded, c.padded, r.lo, r.hi, c.lo, c.hi, avg_pad, \
+                                                         avg_div);                                \
+                    y[i * g->out_w + j] = r.lo < r.hi && c.lo < c.hi ? (T)(sum / div) : (T)0;     \
                 }                                                                                 \
+            }                                                                                     \
         }                                                                                         \
     }                                                                                             \
     /* planes [begin, end) of grad_in; an index outside the plane (another thread wrote the   \
@@ -175,6 +199,8 @@ int gd_cpu_col2im(void *im, gd_dtype dtype, const void *col, const gd_col_layout
         const gd_window_job *job = ctx;                                                           \
         const gd_window2d *g = job->g;                                                            \
         const int64_t nout = g->out_h * g->out_w, nin = g->h * g->w;                              \
+        const int avg_pad = job->count_include_pad || g->adaptive;                                \
+        const int64_t avg_div = g->adaptive ? 0 : job->divisor;                                   \
         for (int64_t p = begin; p < end; p++) {                                                   \
             T *gx = (T *)job->out + p * nin;                                                      \
             const T *gy = (const T *)job->in + p * nout;                                          \
@@ -187,19 +213,45 @@ int gd_cpu_col2im(void *im, gd_dtype dtype, const void *col, const gd_col_layout
                 }                                                                                 \
                 continue;                                                                         \
             }                                                                                     \
-            for (int64_t i = 0; i < g->out_h; i++)                                                \
+            for (int64_t i = 0; i < g->out_h; i++) {                                              \
+                const gd_span r = job->rows[i];                                                   \
                 for (int64_t j = 0; j < g->out_w; j++) {                                          \
-                    const gd_win w = gd_window_at(g, i, j, job->count_include_pad, job->divisor); \
-                    if (w.h0 >= w.h1 || w.w0 >= w.w1) continue; /* an empty window's output is 0 */ \
-                    const T share = (T)(gy[i * g->out_w + j] / w.divisor);                        \
-                    for (int64_t a = w.h0; a < w.h1; a++)                                         \
-                        for (int64_t b = w.w0; b < w.w1; b++) gx[a * g->w + b] += share;         \
+                    const gd_span c = job->cols[j];                                               \
+                    if (r.lo >= r.hi || c.lo >= c.hi) continue; /* an empty window's output is 0 */ \
+                    const double div = gd_window_divisor(r.padded, c.padded, r.lo, r.hi, c.lo, c.hi, avg_pad, \
+                                                         avg_div);                                \
+                    const T share = (T)(gy[i * g->out_w + j] / div);                              \
+                    for (int64_t a = r.lo; a < r.hi; a++)                                         \
+                        for (int64_t b = c.lo; b < c.hi; b++) gx[a * g->w + b] += share;          \
                 }                                                                                 \
+            }                                                                                     \
         }                                                                                         \
     }
 GD_DEFINE_POOL(f32, float)
 GD_DEFINE_POOL(f64, double)
 #undef GD_DEFINE_POOL
+
+/* fn over every plane, with the job's tables of row and column windows. */
+static int gd_pool_run(gd_range_fn fn, gd_window_job *job, int64_t images, const char *op, gd_error *err)
+{
+    const gd_window2d *g = job->g;
+    const int64_t planes = images * g->channels;
+    if (planes == 0) return GD_OK;
+    gd_span *rows = gd_axis_spans(g->out_h, g->h, g->kernel_h, g->stride_h, g->pad_h, g->dilation_h, g->adaptive);
+    gd_span *cols = gd_axis_spans(g->out_w, g->w, g->kernel_w, g->stride_w, g->pad_w, g->dilation_w, g->adaptive);
+    int rc = GD_OK;
+    if (rows == NULL || cols == NULL) {
+        rc = gd_set_error(err, GD_ERR_HOST_OOM, "%s: out of host memory for %lld window rows and %lld columns", op,
+                          (long long)g->out_h, (long long)g->out_w);
+    } else {
+        job->rows = rows;
+        job->cols = cols;
+        gd_window_run(fn, job, planes, planes * (g->h * g->w + g->out_h * g->out_w));
+    }
+    free(rows);
+    free(cols);
+    return rc;
+}
 
 int gd_cpu_pool2d(void *out, int64_t *indices, gd_dtype dtype, gd_pool_kind kind, const void *in,
                   const gd_window2d *g, int64_t images, int count_include_pad, int64_t divisor, int device,
@@ -209,10 +261,7 @@ int gd_cpu_pool2d(void *out, int64_t *indices, gd_dtype dtype, gd_pool_kind kind
     if (dtype != GD_FLOAT32 && dtype != GD_FLOAT64) return gd_cpu_bad_dtype(err, "pool2d", dtype);
     gd_window_job job = {.g = g, .out = out, .in = in, .indices = indices, .kind = kind,
                          .count_include_pad = count_include_pad, .divisor = divisor};
-    const int64_t planes = images * g->channels;
-    const int64_t work = planes * (g->h * g->w + g->out_h * g->out_w);
-    if (planes > 0) gd_window_run(dtype == GD_FLOAT32 ? gd_pool_f32 : gd_pool_f64, &job, planes, work);
-    return GD_OK;
+    return gd_pool_run(dtype == GD_FLOAT32 ? gd_pool_f32 : gd_pool_f64, &job, images, "pool2d", err);
 }
 
 int gd_cpu_pool2d_backward(void *grad_in, gd_dtype dtype, gd_pool_kind kind, const void *grad_out,
@@ -225,8 +274,5 @@ int gd_cpu_pool2d_backward(void *grad_in, gd_dtype dtype, gd_pool_kind kind, con
         return gd_set_error(err, GD_ERR_VALUE, "pool2d_backward: max pooling needs the forward's indices");
     gd_window_job job = {.g = g, .out = grad_in, .in = grad_out, .idx_in = indices, .kind = kind,
                          .count_include_pad = count_include_pad, .divisor = divisor};
-    const int64_t planes = images * g->channels;
-    const int64_t work = planes * (g->h * g->w + g->out_h * g->out_w);
-    if (planes > 0) gd_window_run(dtype == GD_FLOAT32 ? gd_unpool_f32 : gd_unpool_f64, &job, planes, work);
-    return GD_OK;
+    return gd_pool_run(dtype == GD_FLOAT32 ? gd_unpool_f32 : gd_unpool_f64, &job, images, "pool2d_backward", err);
 }
