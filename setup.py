@@ -241,8 +241,13 @@ class BuildExt(build_ext):
             f"{arch_list}: {why}")
         includes = [os.path.join(HERE, "csrc"), sysconfig.get_paths()["include"]]
         objects = [os.path.join(obj_dir, os.path.basename(src) + ".o") for src in ext.sources]
+        # -fmad=false: no fused multiply-adds, as the CPU build (-ffp-contract=off) and the
+        # emulation never fuse; a fused a * b + c rounds once where the CPU rounds twice, which
+        # would change the bits of ewise_math.h's functions (exp, log, tanh, sigmoid) and of
+        # axpby on the GPU. Most kernels are memory-bound, where separate multiplies and adds
+        # should cost nothing measurable (not yet measured: tools/gpu_hw_check.py's bench rows).
         flags = [
-            "-O3", "-std=c++17", "--expt-relaxed-constexpr", "--threads=0",
+            "-O3", "-std=c++17", "--expt-relaxed-constexpr", "--threads=0", "-fmad=false",
             "-Xcompiler", "-fPIC,-Wall,-Wextra", f'-DGD_CUDA_ARCH_LIST="{arch_list}"',
             *[f"-I{i}" for i in includes], *[gencode(t) for t in targets],
         ]
@@ -393,8 +398,10 @@ def core_extension() -> Extension:
     # C11 atomics and pthreads only (csrc/cpu/pool.c): no OpenMP, which Apple's clang lacks
     # a call of an undeclared function (an op's scalar function missing from ewise_math.h) is
     # an error, as it is by default from GCC 14 on
+    # -ffp-contract=off: no fused multiply-adds, on any compiler (clang contracts by default),
+    # so the CPU's bits are the CUDA backend's (built with -fmad=false) and the emulation's
     compile_args = ["-std=c11", "-Wall", "-Wextra", "-Werror=implicit-function-declaration", "-pthread",
-                    "-fno-strict-aliasing", "-fno-math-errno"]
+                    "-fno-strict-aliasing", "-fno-math-errno", "-ffp-contract=off"]
     link_args = ["-pthread"]
     if sanitize:
         flags = [*sanitize, "-fno-omit-frame-pointer"]

@@ -6,8 +6,10 @@
  * arithmetic on the value and its bits: no branch, no table, no call; special values are
  * chosen with gd_select (a mask of the bits), because GCC does not vectorize a float ?: whose
  * operands it may not evaluate early (they could raise a floating-point flag). A CUDA
- * thread runs the same arithmetic, so every device computes the same values (nvcc may fuse a
- * multiply and an add, which moves a result by at most an ulp).
+ * thread runs the same arithmetic, so every device computes the same values: the CUDA backend
+ * is compiled with -fmad=false and the CPU with -ffp-contract=off (setup.py), as a fused
+ * multiply-add would round once where the other device rounds twice (bit equality on a real
+ * GPU is what tools/gpu_hw_check.py counts).
  *
  * Accuracy: below 1 ulp everywhere, measured against long double (tests/test_exp_log.py
  * sweeps each float32 range and samples float64; NumPy's own float32 exp and log err by up
