@@ -120,7 +120,8 @@ static inline unsigned gd_cuda_blocks(const gd_cuda_device *dev, int64_t n, int 
 }
 
 /* Chunks of a reduction of `len` elements along each of `items` independent work items, so
- * that about `target` blocks run (a wave: sm_count * 2048 / GD_CUDA_THREADS), each chunk at
+ * that about `target` blocks run (argreduce.cu: a wave, sm_count * 2048 / GD_CUDA_THREADS;
+ * reduce.cu: a constant, so that float sums add in the same order on every GPU), each chunk at
  * least `min_chunk` long and a multiple of 64 (a chunk of a contiguous row then starts on a
  * 16-byte boundary when the row does). *splits = chunks per item; returns the chunk length.
  * Long and few (one long row, two long columns) gives many chunks, whose partial results a

@@ -11,7 +11,10 @@
  *                             split again into chunks with a second pass when columns are few
  *
  * float32 sums accumulate in float64, which keeps the error at float64 rounding for any size.
- * Two passes in a fixed order make every result reproducible run to run (no atomics).
+ * Two passes in a fixed order make every result reproducible run to run (no atomics), and on
+ * every GPU model: the split plan depends on the shape alone (GD_REDUCE_BLOCKS below), never
+ * on the multiprocessor count, so one shape adds its floats in one order everywhere (the
+ * CPU's order is its own: its bits may differ in the last place).
  */
 #include "backend_cuda.cuh"
 
@@ -282,10 +285,17 @@ template <class Acc> void partials_free(Acc *partial, int64_t count, gd_cuda_dev
     gd_cuda_pool_free(partial, dev, (size_t)count * sizeof(Acc), true);
 }
 
+/* The blocks a split plan aims at: a constant rather than a wave of this GPU (multiprocessors
+ * x 2048 / GD_CUDA_THREADS, 1056 on an H200), so that the chunks, and with them the order in
+ * which a float sum adds, are the same on every GPU. 2048 fills one wave of any GPU up to 256
+ * multiprocessors; a smaller one runs them in a few waves, which costs a memory-bound pass
+ * nothing measurable (tools/gpu_hw_check.py times the sum against the copy bandwidth). */
+constexpr int64_t GD_REDUCE_BLOCKS = 2048;
+
 template <gd_redop OP, class Acc, class T, class Out>
 int reduce_impl(Out *out, const T *in, int64_t outer, int64_t len, int64_t inner, gd_cuda_device *dev, gd_error *err)
 {
-    const int64_t wave = (int64_t)dev->sm_count * (2048 / GD_CUDA_THREADS); /* blocks that fill the GPU once */
+    const int64_t wave = GD_REDUCE_BLOCKS;
 
     if (len == 0 || (inner == 1 && len <= 16)) {
         const int64_t rows = outer * inner; /* len == 0: every output element is the identity */
