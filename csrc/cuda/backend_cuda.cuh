@@ -77,6 +77,16 @@ class gd_cuda_device_guard {
 /* Whether TF32 tensor cores may be used by float32 matmuls (off by default). */
 extern std::atomic<bool> gd_cuda_tf32;
 
+/* Whether the environment variable `name` is "1", read once per name by its caller (a static
+ * local): the switches below, which let tools/gpu_hw_check.py time both sides of a choice
+ * that only hardware can make, in a process of its own. */
+bool gd_cuda_env_flag(const char *name);
+
+/* Whether kernels over `n` elements may split an element index into coordinates with 32-bit
+ * divisions (n fits in 32 bits), a few instructions each, where a 64-bit division is a
+ * software routine. GPUDEV_CUDA_WIDE_INDEX=1 keeps the 64-bit path for every size. */
+bool gd_cuda_narrow_index(int64_t n);
+
 /* ------------------------------------------------------------------------------------------
  * errors: every CUDA and cuBLAS call goes through GD_CHECK
  * ---------------------------------------------------------------------------------------- */

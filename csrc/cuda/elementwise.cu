@@ -83,26 +83,45 @@ template <class T> __device__ __forceinline__ T flat_load(const Flat<T> &a, int6
     return a.data ? gd_load(a.data + i) : a.value;
 }
 
-/* Element offsets of output index i in the output and two operands. Unrolled over
- * GD_MAX_NDIM so the shape and strides stay in kernel parameters instead of being copied to
- * local memory. */
-__device__ __forceinline__ int64_t strided_offsets(int64_t *oa, int64_t *ob, int64_t i, const gd_ewise &ew,
-                                                   const gd_operand &a, const gd_operand &b)
+/* Calls f(k, c) with the coordinate c of output index i along each axis k, innermost first.
+ * Unrolled over GD_MAX_NDIM so the shape and strides stay in kernel parameters instead of
+ * being copied to local memory. I is the division's type: uint32_t where the whole index
+ * space fits in it (the launcher's `narrow`, gd_cuda_narrow_index), a few instructions per
+ * axis, else int64_t, whose division is a software routine on NVIDIA GPUs. */
+template <class I, class F> __device__ __forceinline__ void for_coords(I i, const gd_ewise &ew, F f)
 {
-    int64_t rem = i, ra = 0, rb = 0, ro = 0;
+    I rem = i;
 #pragma unroll
     for (int k = GD_MAX_NDIM - 1; k >= 0; k--) {
         if (k < ew.ndim) {
-            int64_t c = rem % ew.shape[k];
-            rem /= ew.shape[k];
-            ro += c * ew.out_strides[k];
-            ra += c * a.strides[k];
-            rb += c * b.strides[k];
+            const I q = rem / (I)ew.shape[k];
+            f(k, (int64_t)(rem - q * (I)ew.shape[k]));
+            rem = q;
         }
     }
+}
+
+/* Element offsets of output index i in the output and two operands. */
+template <class I>
+__device__ __forceinline__ int64_t strided_offsets_as(int64_t *oa, int64_t *ob, I i, const gd_ewise &ew,
+                                                      const gd_operand &a, const gd_operand &b)
+{
+    int64_t ra = 0, rb = 0, ro = 0;
+    for_coords(i, ew, [&](int k, int64_t c) {
+        ro += c * ew.out_strides[k];
+        ra += c * a.strides[k];
+        rb += c * b.strides[k];
+    });
     *oa = ra;
     *ob = rb;
     return ro;
+}
+
+__device__ __forceinline__ int64_t strided_offsets(int64_t *oa, int64_t *ob, int64_t i, bool narrow,
+                                                   const gd_ewise &ew, const gd_operand &a, const gd_operand &b)
+{
+    return narrow ? strided_offsets_as<uint32_t>(oa, ob, (uint32_t)i, ew, a, b)
+                  : strided_offsets_as<int64_t>(oa, ob, i, ew, a, b);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -132,14 +151,14 @@ template <gd_unop OP, class T> __global__ void unary_contig(T *out, int64_t n, F
     for (; i < n; i += stride) out[i] = apply_unop<OP>(flat_load(a, i));
 }
 
-template <gd_unop OP, class T> __global__ void unary_strided(T *out, gd_ewise ew, gd_operand a)
+template <gd_unop OP, class T> __global__ void unary_strided(T *out, gd_ewise ew, gd_operand a, bool narrow)
 {
     const T *pa = (const T *)a.data;
     const T va = scalar_value<T>(a.scalar);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < ew.size;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t oa, unused;
-        const int64_t o = strided_offsets(&oa, &unused, i, ew, a, a);
+        const int64_t o = strided_offsets(&oa, &unused, i, narrow, ew, a, a);
         out[o] = apply_unop<OP>(pa ? gd_load(pa + oa) : va);
     }
 }
@@ -162,14 +181,14 @@ template <gd_binop OP, class T> __global__ void binary_contig(binop_out<OP, T> *
 }
 
 template <gd_binop OP, class T>
-__global__ void binary_strided(binop_out<OP, T> *out, gd_ewise ew, gd_operand a, gd_operand b)
+__global__ void binary_strided(binop_out<OP, T> *out, gd_ewise ew, gd_operand a, gd_operand b, bool narrow)
 {
     const T *pa = (const T *)a.data, *pb = (const T *)b.data;
     const T va = scalar_value<T>(a.scalar), vb = scalar_value<T>(b.scalar);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < ew.size;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t oa, ob;
-        const int64_t o = strided_offsets(&oa, &ob, i, ew, a, b);
+        const int64_t o = strided_offsets(&oa, &ob, i, narrow, ew, a, b);
         out[o] = apply_binop<OP>(pa ? gd_load(pa + oa) : va, pb ? gd_load(pb + ob) : vb);
     }
 }
@@ -192,22 +211,19 @@ template <class U> __global__ void where_contig(U *out, int64_t n, Select<U> s)
 }
 
 template <class U>
-__global__ void where_strided(U *out, gd_ewise ew, gd_operand c, gd_operand x, gd_operand y, Select<U> s)
+__global__ void where_strided(U *out, gd_ewise ew, gd_operand c, gd_operand x, gd_operand y, Select<U> s, bool narrow)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < ew.size;
          i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t oc = 0, ox = 0, oy = 0, o = 0, rem = i;
-#pragma unroll
-        for (int k = GD_MAX_NDIM - 1; k >= 0; k--) {
-            if (k < ew.ndim) {
-                const int64_t q = rem % ew.shape[k];
-                rem /= ew.shape[k];
-                o += q * ew.out_strides[k];
-                oc += q * c.strides[k];
-                ox += q * x.strides[k];
-                oy += q * y.strides[k];
-            }
-        }
+        int64_t oc = 0, ox = 0, oy = 0, o = 0;
+        const auto add = [&](int k, int64_t q) {
+            o += q * ew.out_strides[k];
+            oc += q * c.strides[k];
+            ox += q * x.strides[k];
+            oy += q * y.strides[k];
+        };
+        if (narrow) for_coords((uint32_t)i, ew, add);
+        else for_coords(i, ew, add);
         const bool cv = s.c ? gd_load(s.c + oc) : s.vc;
         out[o] = cv ? (s.x ? gd_load(s.x + ox) : s.vx) : (s.y ? gd_load(s.y + oy) : s.vy);
     }
@@ -245,7 +261,8 @@ int launch_where(void *out, gd_dtype dtype, const gd_ewise *ew, const gd_operand
     if (ew->contiguous)
         where_contig<U><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((U *)out, ew->size, s);
     else
-        where_strided<U><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((U *)out, *ew, *c, *x, *y, s);
+        where_strided<U><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((U *)out, *ew, *c, *x, *y, s,
+                                                                       gd_cuda_narrow_index(ew->size));
     GD_CHECK_LAUNCH();
     return GD_OK;
 }
@@ -261,7 +278,8 @@ int launch_unary(void *out, const gd_ewise *ew, const gd_operand *a, gd_cuda_dev
     if (ew->contiguous)
         unary_contig<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((T *)out, ew->size, flat<T>(a));
     else
-        unary_strided<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((T *)out, *ew, *a);
+        unary_strided<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((T *)out, *ew, *a,
+                                                                           gd_cuda_narrow_index(ew->size));
     GD_CHECK_LAUNCH();
     return GD_OK;
 }
@@ -275,7 +293,8 @@ int launch_binary(void *out, const gd_ewise *ew, const gd_operand *a, const gd_o
     if (ew->contiguous)
         binary_contig<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((O *)out, ew->size, flat<T>(a), flat<T>(b));
     else
-        binary_strided<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((O *)out, *ew, *a, *b);
+        binary_strided<OP, T><<<blocks, GD_CUDA_THREADS, 0, dev->stream>>>((O *)out, *ew, *a, *b,
+                                                                            gd_cuda_narrow_index(ew->size));
     GD_CHECK_LAUNCH();
     return GD_OK;
 }

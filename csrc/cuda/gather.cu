@@ -35,15 +35,18 @@ __global__ void check_kernel(long long *flag, const int64_t *__restrict__ idx, i
 
 __device__ inline int64_t wrap(int64_t i, int64_t rows) { return i < 0 ? i + rows : i; }
 
-/* One kernel for the three row copies: MODE 0 gathers, 1 scatters, 2 scatter-adds. */
+/* One kernel for the three row copies: MODE 0 gathers, 1 scatters, 2 scatter-adds. With
+ * `narrow` (n * inner fits in 32 bits, gd_cuda_narrow_index) element e splits into its row and
+ * column by a 32-bit division, a few instructions, instead of a 64-bit one, a software routine. */
 template <int MODE, class U>
 __global__ void rows_kernel(U *dst, const U *src, const int64_t *__restrict__ idx, int64_t n, int64_t rows,
-                            int64_t inner, long long *flag)
+                            int64_t inner, long long *flag, bool narrow)
 {
     if (*flag != GD_NO_BAD) return;
     const int64_t total = n * inner;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t k = e / inner, i = e % inner, r = idx[k];
+        const int64_t k = narrow ? (int64_t)((uint32_t)e / (uint32_t)inner) : e / inner;
+        const int64_t i = e - k * inner, r = idx[k];
         if (r < -rows || r >= rows) { /* rewritten since the check */
             atomicMin(flag, (long long)k);
             continue;
@@ -166,7 +169,7 @@ int launch_rows(void *dst, const void *src, const int64_t *idx, int64_t n, int64
                 long long *flag, gd_cuda_device *dev, gd_error *err)
 {
     rows_kernel<MODE, U><<<gd_cuda_blocks(dev, n * inner, GD_CUDA_THREADS), GD_CUDA_THREADS, 0, dev->stream>>>(
-        (U *)dst, (const U *)src, idx, n, rows, inner, flag);
+        (U *)dst, (const U *)src, idx, n, rows, inner, flag, gd_cuda_narrow_index(n * inner));
     GD_CHECK_LAUNCH();
     return GD_OK;
 }

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 /* ------------------------------------------------------------------------------------------
@@ -102,6 +103,18 @@ static std::atomic<int> g_device_count{-1};
 static std::atomic<int> g_device_count_status{0};
 
 std::atomic<bool> gd_cuda_tf32{false};
+
+bool gd_cuda_env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && strcmp(v, "1") == 0;
+}
+
+bool gd_cuda_narrow_index(int64_t n)
+{
+    static const bool wide = gd_cuda_env_flag("GPUDEV_CUDA_WIDE_INDEX");
+    return !wide && n >= 0 && n <= (int64_t)UINT32_MAX;
+}
 
 gd_cuda_device *gd_cuda_device_slot(int device) { return &g_devices[device]; }
 
