@@ -54,6 +54,7 @@ HEADER = '''"""Type stubs of gpudev._C, written by tools/make_stubs.py when the 
 the signatures declared in csrc/core; not kept in git, and rewritten by every build."""
 
 import builtins
+import typing
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -82,7 +83,7 @@ TYPES = {
     "kwargs": "object", "func": "Callable[..., object]", "types": "tuple[type, ...]", "args": "tuple[object, ...]",
     "other": "_Operand", "alpha": "_Scalar", "mean": "float", "std": "float", "src": "_Operand", "dim": "int",
     "sizes": "int", "size": "_Shape", "start_dim": "int | str", "end_dim": "int", "correction": "float", "unbiased": "builtins.bool", "exponent": "_Operand",
-    "api_version": "str", "format_spec": "str", "input": "Array", "mat2": "Array",
+    "api_version": "str", "format_spec": "str", "protocol": "typing.SupportsIndex", "input": "Array", "mat2": "Array",
 }
 # (callable, parameter) -> type, where a name means something else there
 TYPES_OF = {
@@ -113,7 +114,7 @@ RETURNS = {
     "Array.__array_ufunc__": "object", "Array.__setitem__": "None", "Array.__delitem__": "None",
     "Array.__bool__": "builtins.bool", "Array.__len__": "int", "Array.__float__": "float", "Array.__int__": "int",
     "Array.__index__": "int", "Array.__repr__": "str", "Array.__str__": "str", "Array.__hash__": "int",
-    "Array.__format__": "str",
+    "Array.__format__": "str", "Array.__reduce_ex__": "str | tuple[typing.Any, ...]",
     "Array.__divmod__": "tuple[Array, Array]", "Array.__rdivmod__": "tuple[Array, Array]",
     "Device.info": "dict[str, object]", "Device.__reduce__": "tuple[type[Device], tuple[str]]",
     "Device.__repr__": "str", "Device.__str__": "str", "Device.__hash__": "int",
