@@ -20,6 +20,7 @@ from typing import Any
 import gpudev as gd
 from gpudev import _C, autograd
 from gpudev._deferred import check_range_later
+from gpudev._devices import device_label
 from gpudev._stable import shifted_exp
 
 __all__ = ["cross_entropy", "dropout", "linear", "log_softmax", "mse_loss", "one_hot", "relu",
@@ -149,8 +150,8 @@ def cross_entropy(logits: gd.Array, target: gd.Array, reduction: str = "mean") -
         raise ValueError(f"cross_entropy: logits must be (batch, classes), got shape {logits.shape}")
     n, c = logits.shape
     if target.device != logits.device:
-        raise gd.DeviceMismatchError(f"cross_entropy: logits are on {logits.device} but target is "
-                                     f"on {target.device}; move one, e.g. "
+        raise gd.DeviceMismatchError(f"cross_entropy: logits are on {device_label(logits.device)} but target is "
+                                     f"on {device_label(target.device)}; move one, e.g. "
                                      f"target.to('{logits.device}')")
     _check_targets("cross_entropy", target, n, c)
     if logits.dtype.kind != "f":
