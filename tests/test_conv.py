@@ -236,3 +236,30 @@ def test_a_kernel_of_one_padded_input_fits_exactly():
     assert F.conv2d(gd.ones((1, 1, 1, 1)), gd.ones((1, 1, 3, 3)), padding=1).shape == (1, 1, 1, 1)
     with pytest.raises(ValueError, match="Kernel size can't be greater"):
         F.conv2d(gd.ones((1, 1, 1, 1)), gd.ones((1, 1, 3, 3)), dilation=2, padding=1)
+
+
+LAYERS = {
+    "Conv1d": (lambda d: nn.Conv1d(2, 3, 3, stride=2, padding=1, dtype=gd.float64, device=d), (2, 2, 7)),
+    "Conv2d": (lambda d: nn.Conv2d(2, 4, (3, 2), padding="same", groups=2, dtype=gd.float64, device=d), (2, 2, 5, 4)),
+    "LazyConv2d": (lambda d: nn.LazyConv2d(3, 3, padding=1, dtype=gd.float64, device=d), (2, 2, 4, 4)),
+    "MaxPool2d": (lambda d: nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True), (2, 2, 5, 6)),
+    "AvgPool2d": (lambda d: nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False), (2, 2, 5, 6)),
+    "AdaptiveAvgPool2d": (lambda d: nn.AdaptiveAvgPool2d((2, 3)), (2, 2, 5, 7)),
+    "AdaptiveMaxPool2d": (lambda d: nn.AdaptiveMaxPool2d(2), (2, 2, 5, 7)),
+    "BatchNorm1d": (lambda d: nn.BatchNorm1d(3, dtype=gd.float64, device=d), (4, 3, 2)),
+    "BatchNorm2d": (lambda d: nn.BatchNorm2d(2, dtype=gd.float64, device=d), (3, 2, 2, 2)),
+    "LazyBatchNorm2d": (lambda d: nn.LazyBatchNorm2d(dtype=gd.float64, device=d), (3, 2, 2, 2)),
+}
+
+
+@pytest.mark.parametrize("name", list(LAYERS))
+def test_every_layer_gradient_by_finite_differences(device, name):
+    make, shape = LAYERS[name]
+    layer = make(device)
+    layer(gd.zeros(shape, dtype=gd.float64, device=device))  # a lazy layer learns its sizes
+    layer.eval()  # batch norm: the running statistics, so that the function of x is fixed
+    directional_gradcheck(layer, rnd(*shape), device=device)
+    if list(layer.parameters()):
+        layer.train()
+        directional_gradcheck(layer, rnd(*shape), device=device)
+        assert all(p.grad is not None and p.grad.shape == p.shape for p in layer.parameters())

@@ -243,10 +243,12 @@ def _weight_grad(g: gd.Array, x: gd.Array, kept: gd.Array | None, geom: tuple, g
     an image)."""
     b, positions = g.shape[0], g.shape[2]
     if kept is not None or b * og * groups * rg * g.dtype.itemsize <= KEEP_COLUMNS_BYTES:
-        ct = (kept if kept is not None else _C._im2col(x, geom, 0)).swapaxes(1, 2)
+        # col_b (rows, L) @ g_b.T (L, O), then transposed: the product reads col as stored, which
+        # took 0.62x the time of g_b @ col_b.T for LeNet's first layer (one thread)
+        col, gt = (kept if kept is not None else _C._im2col(x, geom, 0)), g.swapaxes(1, 2)
         if groups == 1:
-            return (g @ ct).sum(axis=0)
-        return gd.concatenate([(g[:, j * og:(j + 1) * og] @ ct[:, :, j * rg:(j + 1) * rg]).sum(axis=0)
+            return (col @ gt).sum(axis=0).T
+        return gd.concatenate([(col[:, j * rg:(j + 1) * rg] @ gt[:, :, j * og:(j + 1) * og]).sum(axis=0).T
                                for j in range(groups)], axis=0)
     cols = _C._im2col(x, geom, 1).reshape(groups * rg, b * positions)
     gp = g.swapaxes(0, 1).reshape(groups * og, b * positions)
