@@ -6,9 +6,12 @@
 #include "convert.h"
 #include "core.h"
 #include "array.h"
+#include "compute.h"
 #include "device.h"
 #include "dtypes.h"
 #include "elementwise.h"
+#include "runtime.h"
+#include "trace.h"
 #include "transfer.h"
 
 /* ------------------------------------------------------------------------------------------
@@ -122,9 +125,72 @@ static int host_bools_canonical(const uint8_t *p, int ndim, const int64_t *shape
     return 1;
 }
 
+/* Words of GPU bools checked per pass: the temporary is 64 MiB however large the import. */
+#define BOOL_CHECK_WORDS ((int64_t)1 << 24)
+
+/* The bytes of n (>= 1) GPU bools at p that have a bit above the lowest set, counted on the
+ * device: the whole 4-byte words among them, read as int32 and ANDed with 0xFEFEFEFE, then the
+ * nonzero bytes of that counted, one number read back per BOOL_CHECK_WORDS words; the at most
+ * 3 bytes before the first aligned word and after the last are downloaded. -1 with an
+ * exception. */
+static int64_t device_noncanonical_bytes(gd_state *st, const gd_backend *be, gd_device dev, const uint8_t *p,
+                                         int64_t n, const char *op)
+{
+    int64_t head = (int64_t)((4 - (uintptr_t)p % 4) % 4);
+    if (head > n) head = n;
+    const int64_t words = (n - head) / 4, tail = n - head - 4 * words;
+    uint8_t edge[6] = {0};
+    gd_error err = {0};
+    PyThreadState *ts = gd_run_begin(dev, 0);
+    int rc = head ? be->copy_to_host(edge, p, dev.index, (size_t)head, &err) : 0;
+    if (!rc && tail) rc = be->copy_to_host(edge + 3, p + head + 4 * words, dev.index, (size_t)tail, &err);
+    if (gd_run_end(st, dev, ts, rc, &err, op) < 0) return -1;
+    int64_t count = 0;
+    for (int i = 0; i < 6; i++) count += (edge[i] & 0xFE) != 0;
+    if (words == 0) return count;
+    const int64_t pass = words < BOOL_CHECK_WORDS ? words : BOOL_CHECK_WORDS;
+    ArrayObject *high = gd_array_new(st, dev, GD_INT32, 1, &pass, op);
+    if (!high) return -1;
+    const gd_operand mask = {.scalar.i = (int32_t)0xFEFEFEFEu};
+    ts = gd_run_begin(dev, 0);
+    for (int64_t w = 0; w < words && !rc && count == 0; w += pass) {
+        const int64_t m = words - w < pass ? words - w : pass;
+        gd_ewise ew;
+        gd_contiguous_plan(&ew, m);
+        const gd_operand x = {.data = p + head + 4 * w};
+        rc = be->binary(high->data, GD_AND, GD_INT32, &ew, &x, &mask, dev.index, &err);
+        int64_t found = 0;
+        if (!rc) rc = be->count_nonzero(&found, high->data, 4 * m, dev.index, &err);
+        count += found;
+    }
+    rc = gd_run_end(st, dev, ts, rc, &err, op);
+    Py_DECREF(high);
+    return rc < 0 ? -1 : count;
+}
+
+/* Whether a's bytes (a bool array on a GPU) are all 0 or 1: 1 or 0, -1 with an exception. A
+ * strided array is made contiguous on its device first. */
+static int device_bools_canonical(gd_state *st, ArrayObject *a, const char *op)
+{
+    const gd_backend *be = gd_backend_of(st, a->device, op);
+    ArrayObject *c = be ? gd_contiguous(st, be, a, op) : NULL;
+    if (!c) return -1;
+    int64_t high = device_noncanonical_bytes(st, be, c->device, (const uint8_t *)c->data, c->size, op);
+    Py_DECREF(c);
+    /* the count came back to the host: a synchronization, as every read of a count is */
+    if (high < 0 || gd_trace_sync(st, op, a->device) < 0) return -1;
+    return high == 0;
+}
+
 ArrayObject *gd_canonical_bools(gd_state *st, ArrayObject *a, const char *op)
 {
     if (a->dtype != GD_BOOL || a->size == 0) return (ArrayObject *)Py_NewRef((PyObject *)a);
+    if (a->device.type != GD_CPU) {
+        /* counted where the data is: a download of the whole array would cost a copy over the
+         * bus and a pass of one host core per import; only data that needs fixing comes down */
+        int canonical = device_bools_canonical(st, a, op);
+        if (canonical) return canonical < 0 ? NULL : (ArrayObject *)Py_NewRef((PyObject *)a);
+    }
     const gd_device cpu = GD_CPU_DEVICE;
     ArrayObject *host = a->device.type == GD_CPU ? (ArrayObject *)Py_NewRef((PyObject *)a)
                                                  : gd_array_to_device(st, a, cpu, op);
