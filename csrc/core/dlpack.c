@@ -97,6 +97,9 @@ typedef struct consumer_stream {
     uint64_t stream; /* STREAM_GIVEN */
 } consumer_stream;
 
+/* DLPack's 2: CUDA's per-thread default stream, a different stream in every thread. */
+#define STREAM_PER_THREAD 2
+
 /* One allocation per export: the managed tensor first (the consumer's pointer is its start),
  * then the shape and strides it points to, the reference that keeps the Array alive, and
  * what its release must wait for on a GPU. */
@@ -109,6 +112,7 @@ typedef struct dlpack_export {
     const gd_backend *gpu; /* the CUDA backend for GPU memory, else NULL */
     int device;
     consumer_stream consumer;
+    unsigned long thread; /* that exported, when the stream is STREAM_PER_THREAD */
     int64_t shape[GD_MAX_NDIM];
     int64_t strides[GD_MAX_NDIM];
 } dlpack_export;
@@ -119,14 +123,18 @@ typedef struct dlpack_export {
  * its queued kernels may not be. The stream must still exist, as the standard's streams do
  * while their tensors live; if ordering on it fails all the same, the owner's free waits for
  * the whole device instead (an export without a stream is marked so at once). A deleter
- * cannot raise, and that fallback is safe, so the failure is not reported. */
+ * cannot raise, and that fallback is safe, so the failure is not reported. The per-thread
+ * default stream is the exporting thread's only there: a deleter that runs on another thread
+ * (a consumer's garbage collector, a worker) would order against its own thread's stream, so
+ * it takes the same fallback. */
 static void release_after_consumer(const dlpack_export *ex)
 {
     if (!ex->gpu || ex->consumer.kind != STREAM_GIVEN || !ex->gpu->device_wait_stream) return;
     saved_error saved;
     error_save(&saved);
     gd_error err = {0};
-    if (ex->gpu->device_wait_stream(ex->device, ex->consumer.stream, &err)) {
+    int elsewhere = ex->consumer.stream == STREAM_PER_THREAD && PyThread_get_thread_ident() != ex->thread;
+    if (elsewhere || ex->gpu->device_wait_stream(ex->device, ex->consumer.stream, &err)) {
         gd_state *st = gd_state_of(ex->array);
         if (st) gd_mark_exported(st, (ArrayObject *)ex->array);
     }
@@ -299,6 +307,7 @@ static PyObject *export_capsule(gd_state *st, PyObject *exported, int versioned,
         ex->gpu = gd_backend_of(st, src->device, "__dlpack__");
         ex->device = src->device.index;
         ex->consumer = *c;
+        ex->thread = PyThread_get_thread_ident();
     }
     /* explicit strides (elements, as DLPack counts them), also for C-contiguous arrays and the
      * legacy struct: some consumers mishandle NULL */
