@@ -8,8 +8,6 @@
  */
 #include "backend_cuda.cuh"
 
-#include <utility>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -171,37 +169,82 @@ int gd_cuda_check_index(int device, gd_error *err)
  * the device guard
  * ---------------------------------------------------------------------------------------- */
 
-/* Whether `device`'s primary context exists: the driver's cuDevicePrimaryCtxGetState, reached
- * through the runtime so that gpudev needs no link to libcuda. Unknown (an old driver) counts
- * as yes, which restores as before. */
+/* The driver's calls the guard uses, reached through the runtime so that gpudev needs no link
+ * to libcuda; each NULL where the driver lacks it (the emulation has only the first two). */
+struct gd_driver_calls {
+    int (*device_get)(int *dev, int ordinal);                          /* cuDeviceGet */
+    int (*primary_state)(int dev, unsigned *flags, int *active);       /* cuDevicePrimaryCtxGetState */
+    int (*primary_retain)(void **ctx, int dev);                        /* cuDevicePrimaryCtxRetain */
+    int (*push)(void *ctx);                                            /* cuCtxPushCurrent */
+    int (*pop)(void **ctx);                                            /* cuCtxPopCurrent */
+    int (*set)(void *ctx);                                             /* cuCtxSetCurrent */
+};
+
+static void *gd_driver_call(const char *name)
+{
+    void *fn = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+        (void)cudaGetLastError();
+        return nullptr;
+    }
+    return fn;
+}
+
+static const gd_driver_calls &gd_driver()
+{
+    static const gd_driver_calls calls{
+        (int (*)(int *, int))gd_driver_call("cuDeviceGet"),
+        (int (*)(int, unsigned *, int *))gd_driver_call("cuDevicePrimaryCtxGetState"),
+        (int (*)(void **, int))gd_driver_call("cuDevicePrimaryCtxRetain"),
+        (int (*)(void *))gd_driver_call("cuCtxPushCurrent"),
+        (int (*)(void **))gd_driver_call("cuCtxPopCurrent"),
+        (int (*)(void *))gd_driver_call("cuCtxSetCurrent"),
+    };
+    return calls;
+}
+
+/* Whether `device`'s primary context exists. Unknown (an old driver) counts as yes, which
+ * restores as before. */
 static bool gd_cuda_has_context(int device)
 {
-    using device_get_fn = int (*)(int *, int);
-    using state_fn = int (*)(int, unsigned *, int *);
-    static const std::pair<device_get_fn, state_fn> driver = [] {
-        void *get = nullptr, *state = nullptr;
-        cudaDriverEntryPointQueryResult q1 = cudaDriverEntryPointSymbolNotFound, q2 = q1;
-        if (cudaGetDriverEntryPointByVersion("cuDeviceGet", &get, 12000, cudaEnableDefault, &q1) != cudaSuccess ||
-            cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &state, 12000, cudaEnableDefault, &q2) !=
-                cudaSuccess ||
-            q1 != cudaDriverEntryPointSuccess || q2 != cudaDriverEntryPointSuccess) {
-            (void)cudaGetLastError();
-            get = state = nullptr;
-        }
-        return std::make_pair((device_get_fn)get, (state_fn)state);
-    }();
-    if (!driver.first || !driver.second) return true;
+    const gd_driver_calls &d = gd_driver();
+    if (!d.device_get || !d.primary_state) return true;
     int dev = 0, active = 0;
     unsigned flags = 0;
-    if (driver.first(&dev, device) != 0 || driver.second(dev, &flags, &active) != 0) return true;
+    if (d.device_get(&dev, device) != 0 || d.primary_state(dev, &flags, &active) != 0) return true;
     return active != 0;
 }
+
+/* `device`'s primary context, retained once for the life of the process; NULL when the driver
+ * lacks the calls or refuses. */
+static void *gd_cuda_primary(int device)
+{
+    static std::atomic<void *> primary[GD_CUDA_MAX_DEVICES];
+    void *ctx = primary[device].load(std::memory_order_acquire);
+    const gd_driver_calls &d = gd_driver();
+    if (ctx || !d.device_get || !d.primary_retain || !d.push || !d.pop || !d.set) return ctx;
+    int dev = 0;
+    if (d.device_get(&dev, device) != 0 || d.primary_retain(&ctx, dev) != 0) return nullptr;
+    void *expected = nullptr; /* another thread may have retained it meanwhile: one retain kept */
+    return primary[device].compare_exchange_strong(expected, ctx) ? ctx : expected;
+}
+
+/* The guard of the table entry running on this thread, when one is: what it saved and whether
+ * it pushed a context (see gd_cuda_set_current). Entries never nest. */
+static thread_local bool t_guarded = false, t_pushed = false;
 
 /* cudaGetDevice only reads a thread-local, so the guard costs two reads when gpudev's device
  * is already the thread's (the common case) and one cudaSetDevice back when it was not.
  *
  * A thread that never chose a device reads device 0 here. Putting 0 back with cudaSetDevice
- * would create a context on GPU 0 (about 0.5 GB) in a process that only ever uses cuda:1, so
+ * would create a context on GPU 0 (about 0.5 GB) in a process that only ever uses cuda:1, and
+ * leaving the thread on cuda:1 would move PyTorch's and CuPy's default device in it. So when
+ * the thread's device has no context, gpudev's device is entered by pushing its primary
+ * context onto the thread's context stack (the runtime uses a context the driver made
+ * current) and left by popping it: the thread is back where it was, with no context made.
+ * Not yet run on a machine with two GPUs; where the driver lacks these calls (the emulation)
  * the device is restored only when its context exists, as PyTorch's MaybeSetDevice does. */
 gd_cuda_device_guard::gd_cuda_device_guard() : saved_(-1)
 {
@@ -209,10 +252,19 @@ gd_cuda_device_guard::gd_cuda_device_guard() : saved_(-1)
         (void)cudaGetLastError();
         saved_ = -1;
     }
+    t_guarded = true;
+    t_pushed = false;
 }
 
 gd_cuda_device_guard::~gd_cuda_device_guard()
 {
+    t_guarded = false;
+    if (t_pushed) {
+        t_pushed = false;
+        void *ctx = nullptr;
+        (void)gd_driver().pop(&ctx);
+        return;
+    }
     int now = -1;
     if (saved_ < 0) return;
     if (cudaGetDevice(&now) != cudaSuccess) {
@@ -222,11 +274,24 @@ gd_cuda_device_guard::~gd_cuda_device_guard()
     if (now != saved_ && gd_cuda_has_context(saved_) && cudaSetDevice(saved_) != cudaSuccess) (void)cudaGetLastError();
 }
 
+/* Inside a guard that pushed a context, another device replaces it on the stack (the pop
+ * then still leaves the thread as it was). */
 static int gd_cuda_set_current(int device, gd_error *err)
 {
     int current = -1;
     GD_CHECK(cudaGetDevice(&current));
-    if (current != device) GD_CHECK(cudaSetDevice(device));
+    if (current == device) return GD_OK;
+    if (t_guarded && (t_pushed || !gd_cuda_has_context(current))) {
+        void *ctx = gd_cuda_primary(device);
+        if (ctx && (t_pushed ? gd_driver().set(ctx) : gd_driver().push(ctx)) == 0) {
+            t_pushed = true;
+            return GD_OK;
+        }
+        if (t_pushed)
+            return gd_set_error(err, GD_ERR_CUDA, "CUDA driver: cuCtxSetCurrent failed for cuda:%d's primary context",
+                                device);
+    }
+    GD_CHECK(cudaSetDevice(device));
     return GD_OK;
 }
 
