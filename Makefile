@@ -210,11 +210,13 @@ ctest-cuda:
 	$(MAKE) -C tests/c cuda
 
 # On a machine with a GPU and perhaps no package registry (see tools/gpu_check.sh): build for
-# the local GPU and check it. GPU_CHECK=quick (about 4 minutes on an H200: the C conformance
-# test on the GPU, the newest kernels' GPU tests, tools/gpu_hw_check.py, the other GPU tests)
-# or full (the whole suite and the GPU benchmark rows). It leaves summary.txt and
-# gpu-check-logs.tar.gz (every log) in $(GPU_LOG_DIR): $(OUT) when that is set, else a
-# folder outside the build tree.
+# the local GPU and check it. GPU_CHECK=quick (within 5 minutes of an H200, the build included:
+# the C conformance test on the GPU, the newest kernels' GPU tests, the GPU bench rows and the
+# hardware checks of tools/gpu_hw_check.py, the sanitizers if time is left), full (everything,
+# the whole suite too) or emulated (the quick steps on one emulated GPU, in seconds).
+# `tools/gpu_check.sh --dry-run` prints the steps' budgets. It leaves summary.txt and
+# gpu-check-logs.tar.gz (every log and figure) in $(GPU_LOG_DIR): $(OUT) when that is set,
+# else a folder outside the build tree.
 GPU_CHECK ?= quick
 GPU_LOG_DIR ?= $(if $(OUT),$(OUT),/tmp/gpudev-gpu-check)
 gpu-check:
