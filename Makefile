@@ -54,9 +54,13 @@ test: $(BUILT)
 # The whole suite again on two emulated GPUs (GPUDEV_EMULATE_GPUS=2, gpudev._cuda_emu: the CUDA
 # backend compiled for the CPU; README, "No GPU? Emulated GPUs"): every GPU variant runs, except
 # tests marked `hardware`. The CPU tests run a second time too (the emulation changes nothing
-# for them), which costs a minute and keeps the command simple.
+# for them), which costs a minute and keeps the command simple. Each launch's blocks run in a
+# shuffled order, from a seed drawn per run; a failed run ends with the setting that repeats
+# it, e.g. `make test-gpu-emu EMU_BLOCK_ORDER=shuffle:1234` (`index`: no shuffle).
+EMU_BLOCK_ORDER ?= shuffle
 test-gpu-emu: $(BUILT)
-	GPUDEV_EMULATE_GPUS=2 GPUDEV_EMULATE_GPU_MEMORY=8GiB $(PY) -m pytest -q tests
+	GPUDEV_EMULATE_GPUS=2 GPUDEV_EMULATE_GPU_MEMORY=8GiB GPUDEV_EMULATE_BLOCK_ORDER=$(EMU_BLOCK_ORDER) \
+	  $(PY) -m pytest -q tests
 
 # The wheel and the sdist built, installed into fresh venvs and used from outside the tree, as
 # users install gpudev (tools/install_check.sh; a few minutes: the sdist compiles everything)
