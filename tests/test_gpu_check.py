@@ -109,6 +109,14 @@ def test_gpu_check_names_test_files_that_exist():
     assert not missing, f"tools/gpu_check.sh runs first test files that do not exist: {missing}"
 
 
+def test_the_sanitized_sections_are_sections_of_the_conformance_test():
+    listed = re.search(r"^SANITIZED=\(([^)]*)\)", SCRIPT.read_text(), re.M)
+    assert listed, "SANITIZED=(...) not found in tools/gpu_check.sh"
+    names = re.findall(r'"([^"]+)"', listed.group(1))
+    sources = "".join(p.read_text() for p in (ROOT / "tests" / "c").glob("*.c"))
+    assert len(names) >= 3 and all(f'"{n}"' in sources for n in names), names
+
+
 @pytest.mark.skipif(NUM_GPUS > 0, reason="a GPU is here: the checks run for real in make gpu-check")
 def test_hw_checks_skip_without_a_gpu():
     for part in ("checks", "bench"):

@@ -10,7 +10,8 @@
 #           test on the GPU; the GPU tests of the newest kernels (first_tests below); the GPU
 #           bench rows beside their datasheet figures (tools/gpu_hw_check.py --part bench);
 #           the checks only a GPU can make (tools/gpu_hw_check.py --quick); then, if time is
-#           left, compute-sanitizer's memcheck and racecheck over the conformance test.
+#           left, compute-sanitizer's memcheck and racecheck over the conformance test's
+#           sections of the kernels with shared memory, atomics or index math (SANITIZED).
 #   --full  the same with every check, the whole test suite, `python -m gpudev bench`, and the
 #           sanitizers (synccheck too) with time of their own.
 #   --emulated  the quick check's steps end to end on one emulated GPU (GPUDEV_EMULATE_GPUS=1)
@@ -28,9 +29,9 @@
 # written. A step that fails does not stop the next. Each step's time limit is its budget (the
 # build's twice its budget: nothing runs without it); the steps marked "if time is left" run
 # only when the budget of the whole mode has at least their minimum left, and get what is left.
-# GPU_CHECK_SCALE=2 doubles every limit (a slow machine). Exit status: 0 when every step
-# passed, 1 when one failed, 2 when this machine cannot run the check (no driver or GPU, a
-# missing tool).
+# A step run if time is left that runs out of it is PARTIAL, not a failure. GPU_CHECK_SCALE=2
+# doubles every limit (a slow machine). Exit status: 0 when every step passed, 1 when one
+# failed, 2 when this machine cannot run the check (no driver or GPU, a missing tool).
 #
 # GPU_CHECK_INJECT_KILL=step:NAME (or item:NAME, an item of tools/gpu_hw_check.py) kills the
 # whole run when it reaches NAME, as a machine taken away would: tests/test_gpu_check.py's way
@@ -165,6 +166,8 @@ step() {
     last=$(grep -v '^[[:space:]]*$' "$LOG/$name.log" | tail -n 1 | cut -c 1-160)
     if [ $rc -eq 0 ]; then
         note "PASS    $name ($((SECONDS - t0)) s of ${budget#+}): $last"
+    elif { [ $rc -eq 124 ] || [ $rc -eq 137 ]; } && [ "${budget#+}" != "$budget" ]; then
+        note "PARTIAL $name (the ${limit} s left ran out, no error before; see $name.log in $ARCHIVE): $last"
     elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
         note "TIMEOUT $name (over ${limit} s; see $name.log in $ARCHIVE): $last"
         failed=1
@@ -315,15 +318,31 @@ if ! "$PY" -c "import pytest_timeout" 2>/dev/null; then
 fi
 pytest=("$PY" -m pytest -q -p no:cacheprovider -rfEs --durations=15 "${limit[@]}")
 hw=("$PY" tools/gpu_hw_check.py)
-sanitize() { # tool: compute-sanitizer over the conformance test
+# The conformance test's sections the quick check's sanitizer runs cover, the kernels with
+# shared memory, atomics or hand-made index math (the full check runs every section).
+SANITIZED=("gather and nonzero" "reduce" "selection" "sliding windows")
+sanitize_sections() { # TOOL SECTION...: each section under the tool; fails if any fails
+    local tool=$1 rc=0
+    shift
+    for s in "$@"; do
+        echo "== $tool: $s"
+        "$SANITIZER" --tool "$tool" --error-exitcode 1 "$ctest/conformance_cuda" --only "$s" || rc=1
+    done
+    return $rc
+}
+export -f sanitize_sections
+export SANITIZER
+sanitize() { # TOOL: compute-sanitizer over the conformance test
     if [ "$mode" = emulated ]; then
         skip "$1" "compute-sanitizer needs a real GPU"
     elif [ -z "$SANITIZER" ]; then
         skip "$1" "no compute-sanitizer here (it comes with the CUDA toolkit)"
-    elif [ -x "$ctest/conformance_cuda" ]; then
+    elif [ ! -x "$ctest/conformance_cuda" ]; then
+        skip "$1" "the conformance test was not built"
+    elif [ "$mode" = full ]; then
         step "$1" "$SANITIZER" --tool "$1" --error-exitcode 1 "$ctest/conformance_cuda"
     else
-        skip "$1" "the conformance test was not built"
+        step "$1" bash -c 'sanitize_sections "$@"' _ "$1" "${SANITIZED[@]}"
     fi
 }
 case $mode in
