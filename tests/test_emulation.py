@@ -240,3 +240,17 @@ def test_bench_leaves_emulated_gpus_out_and_says_so():
         print(cli._devices("all", argparse.ArgumentParser()))
     """, GPUDEV_EMULATE_GPUS="2")
     assert picked[0].startswith("cuda:0 (emulated), cuda:1 (emulated): emulated GPUs") and picked[1] == "['cpu']"
+
+
+def test_a_consumer_stream_that_names_no_stream_is_cudas_error_not_a_stop():
+    # a DLPack consumer's stream= comes from another library: a bad handle is an error
+    out = lines("""
+        import gpudev as gd
+        a = gd.ones(3, device="cuda:0")
+        try:
+            a.__dlpack__(stream=2**63)
+        except gd.CudaError as exc:
+            print("invalid resource handle" in str(exc))
+        print(a.tolist())
+    """, GPUDEV_EMULATE_GPUS="1")
+    assert out == ["True", "[1.0, 1.0, 1.0]"]

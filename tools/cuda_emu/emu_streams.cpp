@@ -386,9 +386,17 @@ cudaError_t cudaEventCreate(cudaEvent_t *event) { return cudaEventCreateWithFlag
 
 /* The event and the stream must belong to the same device (CUDA refuses otherwise). The
  * record's time is taken when it runs. */
+/* A handle another library gave gpudev (a DLPack consumer's stream=) that names no stream:
+ * CUDA's answer for a bad handle, an error, not the stop that gpudev's own misuse gets. */
+static bool foreign_unknown(cudaStream_t s)
+{
+    return s && s != cudaStreamLegacy && s != cudaStreamPerThread && !known(g_streams, s);
+}
+
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
     std::lock_guard<std::recursive_mutex> guard(lock());
+    if (foreign_unknown(stream)) return fail(cudaErrorInvalidResourceHandle);
     gd_emu_event &e = event_of(event, "cudaEventRecord");
     gd_emu_stream *s = stream_of(stream, "cudaEventRecord");
     if (e.device != s->device) return fail(cudaErrorInvalidResourceHandle);
@@ -441,6 +449,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags)
 {
     std::lock_guard<std::recursive_mutex> guard(lock());
+    if (foreign_unknown(stream)) return fail(cudaErrorInvalidResourceHandle);
     gd_emu_stream *s = stream_of(stream, "cudaStreamWaitEvent");
     const gd_emu_event &e = event_of(event, "cudaStreamWaitEvent");
     if (flags != 0) return fail(cudaErrorInvalidValue);
