@@ -24,7 +24,7 @@ import gpudev as gd
 from .load import busy_processes, load_average
 from .model import BLAS_SETTLE
 
-__all__ = ["SHAPES", "sweep"]
+__all__ = ["CONV_SHAPES", "SHAPES", "sweep"]
 
 # (m, k, n): the d2l layers' products (784-256-10, batch 256) forward and backward, squares,
 # and thin products on either side of the size where gpudev starts to split (threads.h)
@@ -32,6 +32,12 @@ SHAPES = [(64, 64, 64), (100, 100, 100), (128, 128, 128), (160, 160, 160), (170,
           (256, 784, 10), (10, 784, 256), (784, 256, 10), (256, 10, 784), (256, 256, 10),
           (256, 784, 24), (512, 784, 10), (1000, 100, 50), (50, 100, 1000),
           (256, 784, 256), (256, 256, 256), (500, 500, 500), (1000, 1000, 1000)]
+# A convolution's products per image (gpudev/nn/_conv.py, im2col): LeNet's two layers forward
+# (weights @ columns), weight gradient (columns @ output gradient.T) and input gradient
+# (weights.T @ output gradient), and a 64-channel 3x3 layer at 56x56 (ResNet's first stage)
+CONV_SHAPES = [(6, 25, 784), (16, 150, 100), (25, 784, 6), (150, 100, 16), (150, 16, 100),
+               (64, 576, 3136), (576, 3136, 64), (576, 64, 3136)]
+SHAPES += CONV_SHAPES
 
 
 def _times(f: Callable[[], object], calls: int) -> list[float]:
@@ -88,10 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m gpudev.bench.gemm_sweep", description=__doc__.split("\n\n")[0])
     p.add_argument("--load", type=int, default=0, help="busy processes to run meanwhile")
     p.add_argument("--blocks", type=int, default=5, help="alternating blocks of calls per shape")
+    p.add_argument("--conv", action="store_true", help="only a convolution's products (CONV_SHAPES)")
     args = p.parse_args(argv)
     before = load_average()
     with busy_processes(args.load):
-        rows = sweep(SHAPES, args.blocks)
+        rows = sweep(CONV_SHAPES if args.conv else SHAPES, args.blocks)
         after = load_average()
     print(f"{args.load} busy processes, {gd.get_num_threads()} threads; load average "
           f"{before[0] if before else float('nan'):.2f} before, {after[0] if after else float('nan'):.2f} after")
