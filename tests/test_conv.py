@@ -263,3 +263,21 @@ def test_every_layer_gradient_by_finite_differences(device, name):
         layer.train()
         directional_gradcheck(layer, rnd(*shape), device=device)
         assert all(p.grad is not None and p.grad.shape == p.shape for p in layer.parameters())
+
+
+def test_a_cnn_training_step_reads_nothing_back(device):
+    # no hidden sync: the padding modes slice on the device, batch norm's statistics (also
+    # momentum=None's factor) stay there, the pooling indices too
+    net = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1, padding_mode="reflect"), nn.BatchNorm2d(4, momentum=None),
+                        nn.Sigmoid(), nn.MaxPool2d(2), nn.Conv2d(4, 4, 3, padding=1, padding_mode="circular"),
+                        nn.AvgPool2d(2, ceil_mode=True), nn.AdaptiveMaxPool2d(1), nn.Flatten(),
+                        nn.Linear(4, 3)).to(device)
+    x, y = gd.rand(4, 1, 9, 9, device=device), gd.array([0, 1, 2, 0], device=device)
+    opt, loss_fn = gd.optim.SGD(net.parameters(), lr=0.1), nn.CrossEntropyLoss()
+    with gd.strict("sync"):
+        for _ in range(2):
+            loss = loss_fn(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert loss.shape == ()

@@ -264,35 +264,43 @@ RULES["conv2d"] = Rule(_conv2d_backward, saves=(True, True, False))  # the bias'
 # ---------------------------------------------------------------------------------------------
 
 
-def _pad_index(n: int, before: int, after: int, mode: str, op: str) -> Any:
-    """Positions of the padded axis in the input, for reflect, replicate or circular."""
-    import numpy as np
+def _check_pad(op: str, n: int, before: int, after: int, mode: str) -> None:
+    if mode == "reflect" and (before >= n or after >= n):
+        raise ValueError(f"{op}: padding_mode='reflect' needs padding smaller than the input's size along each "
+                         f"axis: padding ({before}, {after}) for size {n}")
+    if mode == "circular" and (before > n or after > n):
+        raise ValueError(f"{op}: padding_mode='circular' needs padding at most the input's size along each axis: "
+                         f"padding ({before}, {after}) for size {n}")
 
-    at = np.arange(-before, n + after)
+
+def _pad_parts(x: gd.Array, axis: int, before: int, after: int, mode: str) -> list[gd.Array]:
+    """The pieces that, joined along `axis`, pad x there: slices of x (reversed for reflect),
+    so the padding stays on the device and differentiable, with no index to check."""
+    n = x.shape[axis]
+
+    def take(start: int | None, stop: int | None, step: int = 1) -> gd.Array:
+        key = [slice(None)] * x.ndim
+        key[axis] = slice(start, stop, step)
+        return x[tuple(key)]
+
     if mode == "reflect":
-        if before >= n or after >= n:
-            raise ValueError(f"{op}: padding_mode='reflect' needs padding smaller than the input's size along each "
-                             f"axis: padding ({before}, {after}) for size {n}")
-        period = 2 * (n - 1) if n > 1 else 1
-        at = np.abs(at) % period
-        at = np.where(at >= n, period - at, at)
+        head = [take(before, 0, -1)] if before else []
+        tail = [take(n - 2, n - 2 - after if n - 2 - after >= 0 else None, -1)] if after else []
     elif mode == "replicate":
-        at = np.clip(at, 0, n - 1)
+        head, tail = [take(0, 1)] * before, [take(n - 1, n)] * after
     else:  # circular
-        if before > n or after > n:
-            raise ValueError(f"{op}: padding_mode='circular' needs padding at most the input's size along each axis: "
-                             f"padding ({before}, {after}) for size {n}")
-        at = at % n
-    return at.astype(np.int64)
+        head = [take(n - before, n)] if before else []
+        tail = [take(0, after)] if after else []
+    return [*head, x, *tail]
 
 
 def pad_modes(op: str, x: gd.Array, pads: tuple[tuple[int, int], ...], mode: str) -> gd.Array:
     """x padded by pads[k] = (before, after) along spatial axis k (the last len(pads) axes)
-    with reflect, replicate or circular values; differentiable (an index on each axis)."""
+    with reflect, replicate or circular values; differentiable."""
     for k, (before, after) in enumerate(pads):
         if before == 0 and after == 0:
             continue
         axis = x.ndim - len(pads) + k
-        idx = gd.array(_pad_index(x.shape[axis], before, after, mode, op), device=x.device)
-        x = gd.take(x, idx, axis=axis)
+        _check_pad(op, x.shape[axis], before, after, mode)
+        x = gd.concatenate(_pad_parts(x, axis, before, after, mode), axis=axis)
     return x
