@@ -257,9 +257,11 @@ def test_numpy_argmax_and_argmin_on_cpu_arrays_are_gpudevs():
     same(np.argmax(a, axis=0, keepdims=True), np.array([[1, 0, 1]]))
 
 
-def test_numpy_argmax_on_gpu_arrays_is_refused(cuda0):
-    with pytest.raises(TypeError, match="numpy.argmax: NumPy cannot compute on a gpudev array on cuda:0"):
-        np.argmax(gd.ones(3, device=cuda0))
+def test_numpy_argmax_on_gpu_arrays_runs_in_gpudev_where_it_lives(cuda0):
+    got = np.argmax(gd.array([1.0, 3.0, 2.0], device=cuda0))  # gpudev's argmax: nothing copied
+    assert isinstance(got, gd.Array) and got.device == cuda0 and got.item() == 1
+    with pytest.raises(TypeError, match=r"numpy.argmax: NumPy cannot compute on a gpudev array on cuda:0"):
+        np.argmax(gd.ones(3, device=cuda0), out=np.zeros((), np.int64))  # NumPy's out: NumPy's
 
 
 def test_trace_records_argmax(device):

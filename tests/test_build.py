@@ -221,7 +221,7 @@ def _missing_gpu() -> gd.Device:
 def _names_gpu_count(message: str) -> bool:
     """The message says how many GPUs there are, or (CUDA off in this build) why none."""
     n = gd.num_gpus()
-    if re.search(rf"\b{n} (CUDA )?GPUs?\b", message):
+    if re.search(rf"\b{n} (CUDA |emulated )?GPUs?\b", message):
         return True
     reason = gd.build_info()["cuda"]["reason"]
     return n == 0 and bool(reason) and reason in message
