@@ -162,10 +162,6 @@ check-aarch64: $(DEPS)
 	  echo "check-aarch64: FAILED: $$srcs C sources, $$n objects, $$arm of them for AArch64"; exit 1; fi; \
 	echo "check-aarch64: OK: $$srcs C sources of the core compile for aarch64 with $(AARCH64_CC), no warnings"
 
-# The backend conformance test (tests/c) with the real CUDA backend (csrc/cuda) compiled for
-# the CPU against the emulation of CUDA and cuBLAS in tools/cuda_emu, then run: the kernels'
-# logic is checked without a GPU (not their speed), with 2 multiprocessors per GPU (long
-# grid-stride loops) and then 132 (launch plans as on an H200). Fails if any check fails.
 empty :=
 space := $(empty) $(empty)
 # Off Linux (csrc/cpu/port.h). check-posix: the C core's POSIX side forced on Linux
@@ -191,6 +187,10 @@ check-posix: $(DEPS)
 check-windows: $(DEPS)
 	PY=$(PY) bash tools/check_windows.sh $(WINDOWS_RUN)
 
+# The backend conformance test (tests/c) with the real CUDA backend (csrc/cuda) compiled for
+# the CPU against the emulation of CUDA and cuBLAS in tools/cuda_emu, then run: the kernels'
+# logic is checked without a GPU (not their speed), with 2 multiprocessors per GPU (long
+# grid-stride loops) and then 132 (launch plans as on an H200). Fails if any check fails.
 cuda-emu:
 	bash tools/cuda_emu/build.sh
 	build/cuda_emu/conformance_cuda

@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 CC=${MINGW_CC:-x86_64-w64-mingw32-gcc}
-OUT=build/windows
+BUILD=build/windows
 RUN=0
 [ "${1:-}" = "--run" ] && RUN=1
 
@@ -25,8 +25,8 @@ need() {
     command -v "$1" >/dev/null 2>&1 && return 0
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "check-windows: $1 not found: installing Debian's $2 (apt-get install $2)"
-        { apt-get install -y -q --no-install-recommends "$2" || { apt-get update -q && apt-get install -y -q --no-install-recommends "$2"; }; } >"$OUT/apt-$2.log" 2>&1 \
-            || { echo "check-windows: FAILED: apt-get install $2 (log: $OUT/apt-$2.log)"; exit 1; }
+        { apt-get install -y -q --no-install-recommends "$2" || { apt-get update -q && apt-get install -y -q --no-install-recommends "$2"; }; } >"$BUILD/apt-$2.log" 2>&1 \
+            || { echo "check-windows: FAILED: apt-get install $2 (log: $BUILD/apt-$2.log)"; exit 1; }
         command -v "$1" >/dev/null 2>&1 && return 0
     fi
     if [ -n "${CI:-}" ]; then echo "check-windows: FAILED: $1 not found and not installable (package $2)"; exit 1; fi
@@ -34,12 +34,12 @@ need() {
     exit 0
 }
 
-mkdir -p "$OUT"
+mkdir -p "$BUILD"
 need "$CC" gcc-mingw-w64-x86-64
 
 # Windows' OpenBLAS: the wheel of the version this venv builds against
 version=$("$PY" -c "import importlib.metadata as m; print(m.version('scipy-openblas32'))")
-blas="$OUT/openblas-$version"
+blas="$BUILD/openblas-$version"
 if [ ! -f "$blas/scipy_openblas32/lib/libscipy_openblas.dll" ]; then
     rm -rf "$blas" && mkdir -p "$blas"
     "$PY" -m pip download -q --no-deps --only-binary=:all: --platform win_amd64 --python-version 3.11 \
@@ -51,16 +51,16 @@ fi
 flags=(-std=c11 -Wall -Wextra -Werror -O2 -fno-strict-aliasing -fno-math-errno -ffp-contract=off
        -D__USE_MINGW_ANSI_STDIO=1 -Icsrc -Icsrc/cpu -Itests/c -I"$blas/scipy_openblas32/include")
 srcs=(csrc/cpu/*.c tests/c/conformance*.c tests/c/target_cpu.c)
-rm -f "$OUT"/obj/*.o && mkdir -p "$OUT/obj"
-printf '%s\n' "${srcs[@]}" | xargs -P "$(nproc)" -I{} sh -c '"$0" "$@" -c {} -o '"$OUT"'/obj/$(basename {} .c).o' "$CC" "${flags[@]}"
-"$CC" "$OUT"/obj/*.o -o "$OUT/conformance_cpu.exe" "$blas/scipy_openblas32/lib/libscipy_openblas.dll" -lsynchronization
-cp "$blas/scipy_openblas32/lib/libscipy_openblas.dll" "$OUT/"
-"${CC%gcc}objdump" -f "$OUT/conformance_cpu.exe" | grep -q "pei-x86-64" \
-    || { echo "check-windows: FAILED: $OUT/conformance_cpu.exe is not a 64-bit Windows executable"; exit 1; }
-echo "check-windows: OK: ${#srcs[@]} C sources (the CPU backend and its conformance test) compile for Windows with $CC, no warnings; $OUT/conformance_cpu.exe linked"
+rm -f "$BUILD"/obj/*.o && mkdir -p "$BUILD/obj"
+printf '%s\n' "${srcs[@]}" | xargs -P "$(nproc)" -I{} sh -c '"$0" "$@" -c {} -o '"$BUILD"'/obj/$(basename {} .c).o' "$CC" "${flags[@]}"
+"$CC" "$BUILD"/obj/*.o -o "$BUILD/conformance_cpu.exe" "$blas/scipy_openblas32/lib/libscipy_openblas.dll" -lsynchronization
+cp "$blas/scipy_openblas32/lib/libscipy_openblas.dll" "$BUILD/"
+"${CC%gcc}objdump" -f "$BUILD/conformance_cpu.exe" | grep -q "pei-x86-64" \
+    || { echo "check-windows: FAILED: $BUILD/conformance_cpu.exe is not a 64-bit Windows executable"; exit 1; }
+echo "check-windows: OK: ${#srcs[@]} C sources (the CPU backend and its conformance test) compile for Windows with $CC, no warnings; $BUILD/conformance_cpu.exe linked"
 
 [ "$RUN" = 1 ] || exit 0
 PATH=$PATH:/usr/lib/wine # where Debian's wine64 package puts it
 need wine64 wine64
-export WINEPREFIX=${WINEPREFIX:-$PWD/$OUT/wineprefix} WINEDEBUG=-all
-(cd "$OUT" && wine64 conformance_cpu.exe)
+export WINEPREFIX=${WINEPREFIX:-$PWD/$BUILD/wineprefix} WINEDEBUG=-all
+(cd "$BUILD" && wine64 conformance_cpu.exe)
