@@ -21,6 +21,7 @@ arrays after gpudev (gpudev watches for it), registers gpudev's Array as a Dask 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -121,22 +122,6 @@ class GpudevBackendEntrypoint(_entrypoint_base()):  # type: ignore[misc]
         return np.random.PCG64
 
     @staticmethod
-    def ones(*args: Any, **kwargs: Any) -> Any:
-        return _with_meta("ones", *args, **kwargs)
-
-    @staticmethod
-    def zeros(*args: Any, **kwargs: Any) -> Any:
-        return _with_meta("zeros", *args, **kwargs)
-
-    @staticmethod
-    def empty(*args: Any, **kwargs: Any) -> Any:
-        return _with_meta("empty", *args, **kwargs)
-
-    @staticmethod
-    def full(*args: Any, **kwargs: Any) -> Any:
-        return _with_meta("full", *args, **kwargs)
-
-    @staticmethod
     def arange(*args: Any, like: Any = None, **kwargs: Any) -> Any:
         import dask
         import dask.array as da
@@ -144,5 +129,9 @@ class GpudevBackendEntrypoint(_entrypoint_base()):  # type: ignore[misc]
         with dask.config.set({"array.backend": "numpy"}):
             return da.arange(*args, like=_meta() if like is None else like, **kwargs)
 
+
+# Dask's creation functions that take a meta array: each builds gpudev chunks the same way
+for _name in ("ones", "zeros", "empty", "full"):
+    setattr(GpudevBackendEntrypoint, _name, staticmethod(functools.partial(_with_meta, _name)))
 
 register()
