@@ -29,7 +29,7 @@ import gpudev as gd
 
 from .model import BLAS_SETTLE, Row, Target
 from .peers import Context, RowBuilder
-from .rows_training import _epoch, _epoch_target, _numpy_blas, _threads_then
+from .rows_training import _epoch, _epoch_target, _numpy_blas, _threads_then, np_cross_entropy
 
 __all__ = ["cnn_rows"]
 
@@ -151,15 +151,7 @@ def _numpy_lenet(data: dict[str, Any]) -> Callable[[], Any]:
         f = _np_pool(a2).reshape(len(x), -1)
         a3 = _np_sigmoid(f @ w3.T + b3)
         a4 = _np_sigmoid(a3 @ w4.T + b4)
-        logits = a4 @ w5.T + b5
-        shifted = logits - logits.max(axis=1, keepdims=True)
-        e = np.exp(shifted)
-        total = e.sum(axis=1, keepdims=True)
-        rows = np.arange(len(y))
-        loss = (np.log(total[:, 0]) - shifted[rows, y]).mean()
-        g = e / total
-        g[rows, y] -= 1
-        g *= np.float32(1.0 / len(y))
+        loss, g = np_cross_entropy(a4 @ w5.T + b5, y)
         grads = [g.T @ a4, g.sum(axis=0)]
         g = (g @ w5) * a4 * (1 - a4)
         grads = [g.T @ a3, g.sum(axis=0)] + grads

@@ -205,15 +205,7 @@ def _numpy_epoch(data: dict[str, Any]) -> Callable[[], Any]:
             for i, (w, b) in enumerate(layers):
                 z = acts[-1] @ w.T + b
                 acts.append(np.maximum(z, 0) if i < len(layers) - 1 else z)
-            logits = acts[-1]
-            shifted = logits - logits.max(axis=1, keepdims=True)
-            e = np.exp(shifted)
-            total = e.sum(axis=1, keepdims=True)
-            rows = np.arange(len(y))
-            loss = (np.log(total[:, 0]) - shifted[rows, y]).mean()
-            g = e / total
-            g[rows, y] -= 1
-            g *= np.float32(1.0 / len(y))
+            loss, g = np_cross_entropy(acts[-1], y)
             for i in range(len(layers) - 1, -1, -1):
                 w, b = layers[i]
                 gw, gb = g.T @ acts[i], g.sum(axis=0)
@@ -309,3 +301,17 @@ def _threads_then(prepare: Callable[[], Any] | None, peer: str, threads: int, ct
 def training_rows(device: str, quick: bool, load: int = 0) -> list[tuple[str, str, str, RowBuilder]]:
     """The training step, then a softmax-regression and an MLP epoch on 1 thread and on all."""
     return _step_rows(device, quick) + _epoch_rows(device, quick, load)
+
+
+def np_cross_entropy(logits: np.ndarray, y: np.ndarray) -> tuple[Any, np.ndarray]:
+    """NumPy's side of a training row: the mean softmax cross-entropy of `logits` against the
+    labels `y`, and its gradient with respect to the logits (float32, as gpudev's)."""
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    e = np.exp(shifted)
+    total = e.sum(axis=1, keepdims=True)
+    rows = np.arange(len(y))
+    loss = (np.log(total[:, 0]) - shifted[rows, y]).mean()
+    g = e / total
+    g[rows, y] -= 1
+    g *= np.float32(1.0 / len(y))
+    return loss, g
