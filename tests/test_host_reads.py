@@ -141,23 +141,33 @@ def test_a_result_written_into_another_array_guards_it(device):
         _drain()
 
 
+def _in_thread(body):
+    """Run body(seen) on another thread; `seen` is what it appended, then the exception it
+    raised, if any."""
+    seen = []
+
+    def run():
+        try:
+            body(seen)
+        except Exception as exc:  # noqa: BLE001 - the caller asserts on what was raised
+            seen.append(exc)
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    return seen
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_another_threads_unrelated_read_never_runs_the_check(device):
     loss = _bad_loss(device)
-    seen = []
 
-    def other():
-        try:
-            seen.append(gd.ones(2, device=device).sum().item())
-            gd.synchronize()
-            seen.append("synchronized")
-        except Exception as exc:  # noqa: BLE001 - any exception here is the failure
-            seen.append(exc)
+    def other(seen):
+        seen.append(gd.ones(2, device=device).sum().item())
+        gd.synchronize()
+        seen.append("synchronized")
 
-    t = threading.Thread(target=other)
-    t.start()
-    t.join()
-    assert seen == [2.0, "synchronized"]
+    assert _in_thread(other) == [2.0, "synchronized"]
     with pytest.raises(IndexError, match=r"target holds class 3"):
         loss.item()  # and the main thread still gets its error
 
@@ -165,17 +175,7 @@ def test_another_threads_unrelated_read_never_runs_the_check(device):
 @pytest.mark.parametrize("device", DEVICES)
 def test_another_thread_reading_the_guarded_result_gets_the_error(device):
     loss = _bad_loss(device)
-    seen = []
-
-    def other():
-        try:
-            seen.append((loss + 1).item())
-        except IndexError as exc:
-            seen.append(exc)
-
-    t = threading.Thread(target=other)
-    t.start()
-    t.join()
+    seen = _in_thread(lambda seen: seen.append((loss + 1).item()))
     assert len(seen) == 1 and isinstance(seen[0], IndexError)
     _drain()
 
