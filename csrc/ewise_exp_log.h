@@ -34,6 +34,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "hostdev.h"
+
 /* the bits of a float and back: memcpy is how C and CUDA C++ both say it without aliasing */
 GD_HOSTDEV uint32_t gd_bits_f32(float x) { uint32_t u; memcpy(&u, &x, sizeof u); return u; }
 GD_HOSTDEV float gd_from_bits_f32(uint32_t u) { float x; memcpy(&x, &u, sizeof x); return x; }

@@ -16,13 +16,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#ifndef GD_HOSTDEV
-#ifdef __CUDACC__
-#define GD_HOSTDEV __host__ __device__ __forceinline__
-#else
-#define GD_HOSTDEV static inline
-#endif
-#endif
+#include "hostdev.h"
 
 #include "ewise_exp_log.h" /* exp and log that vectorize */
 

@@ -30,11 +30,7 @@
 #include <stdint.h>
 #include <math.h>
 
-#ifdef __CUDACC__
-#define GD_HOSTDEV __host__ __device__ __forceinline__
-#else
-#define GD_HOSTDEV static inline
-#endif
+#include "hostdev.h"
 
 #define GD_PHILOX_M0 0xD2511F53u
 #define GD_PHILOX_M1 0xCD9E8D57u

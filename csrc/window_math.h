@@ -12,13 +12,7 @@
 
 #include "gpudev.h"
 
-#ifndef GD_HOSTDEV
-#ifdef __CUDACC__
-#define GD_HOSTDEV __host__ __device__ __forceinline__
-#else
-#define GD_HOSTDEV static inline
-#endif
-#endif
+#include "hostdev.h"
 
 GD_HOSTDEV int64_t gd_win_min(int64_t a, int64_t b) { return a < b ? a : b; }
 GD_HOSTDEV int64_t gd_win_max(int64_t a, int64_t b) { return a > b ? a : b; }
