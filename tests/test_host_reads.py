@@ -18,6 +18,12 @@ from gpudev.trace import is_host_read
 
 from conftest import DEVICES
 
+
+def _save_in_a_temporary_folder(a):
+    with tempfile.TemporaryDirectory() as folder:  # removed afterwards, also when the read raises
+        gd.save(a, os.path.join(folder, "a.npy"))
+
+
 # every way the host reads an array's data: (name, read(a)); each also names its trace cause
 READS = {
     "item": (lambda a: a.item(), "item"),
@@ -32,7 +38,7 @@ READS = {
     "np.array(cpu())": (lambda a: np.array(a.cpu()), None),
     "memoryview(cpu())": (lambda a: memoryview(a.cpu()), None),
     "np.from_dlpack(cpu())": (lambda a: np.from_dlpack(a.cpu()), None),
-    "gd.save": (lambda a: gd.save(a, os.path.join(tempfile.gettempdir(), f"gpudev-read-{os.getpid()}.npy")), None),
+    "gd.save": (_save_in_a_temporary_folder, None),
 }
 CPU_CAUSES = {"cpu().numpy()": "numpy", "np.asarray(cpu())": "buffer", "np.array(cpu())": "buffer",
               "memoryview(cpu())": "buffer", "np.from_dlpack(cpu())": "__dlpack__"}
