@@ -9,6 +9,8 @@ the numbers, why a part was skipped (e.g. no second GPU), and ``.table()`` / ``.
 3. :func:`norm_logging`      logging a norm with ``.item()`` each step vs keeping it on the device
 4. :func:`two_devices`       two products on two GPUs vs one; overlap of GPU and host work
 5. :func:`small_op_sweep`    one ``b += b`` per size: where the data starts to cost, where a GPU wins
+6. :func:`asynchrony`        a loop of products: when it returns, and when its results are ready
+8. :func:`k_devices`         LeNet trained on k devices by hand: split, allreduce, step
 
 ``python -m gpudev exercises`` runs them all (see :func:`run_cli`).
 
@@ -24,7 +26,7 @@ The modules, in reading order:
     result          Result: rows, checks, conclusion; its table, JSON and figure lookup
     measure         what every exercise shares: devices, argument checks, timing statistics
     peaks           the roofs: peak GFLOP/s, and GB/s per cache level and main memory
-    ex1_matmul ... ex5_sweep
+    ex1_matmul ... ex8_k_devices
                     one module per exercise: its measurement, its conclusion and its figure
     roofline_chart  achieved GFLOP/s of several exercises under the measured roofs
     catalog         the exercises by number, their sizes (settings) and run()
@@ -42,6 +44,8 @@ from .ex2_params import params_on_device
 from .ex3_norm import norm_logging
 from .ex4_two_devices import two_devices
 from .ex5_sweep import small_op_sweep
+from .ex6_async import asynchrony
+from .ex8_k_devices import k_devices
 from .result import TIMING_FIELDS, Result, plot_result
 from .roofline_chart import roofline
 
@@ -58,4 +62,6 @@ from .measure import stats as _stats
 __all__ = [
     "Result", "matmul_vs_small", "params_on_device", "norm_logging", "two_devices",
     "small_op_sweep", "settings", "run", "run_cli", "EXERCISES", "plot_result", "roofline",
+    "asynchrony",
+    "k_devices",
 ]

@@ -1,4 +1,4 @@
-"""The five exercises by number, the sizes they run at, and :func:`run` to run several.
+"""The exercises by number, the sizes they run at, and :func:`run` to run several.
 
     >>> kw = settings(quick=True)[5]
     >>> (res,) = run(only=[5], quick=True)
@@ -22,12 +22,16 @@ from .ex2_params import params_on_device
 from .ex3_norm import norm_logging
 from .ex4_two_devices import SIZES as _EX4_SIZES, two_devices
 from .ex5_sweep import SIZES as _EX5_SIZES, small_op_sweep
+from .ex6_async import SIZES as _EX6_SIZES, asynchrony
+from .ex8_k_devices import k_devices
 from .result import Result
 
 __all__ = ["EXERCISES", "MODULES", "device_kwargs", "quick_from_env", "run", "settings"]
 
 EXERCISES: dict[int, Callable[..., Result]] = {
     1: matmul_vs_small, 2: params_on_device, 3: norm_logging, 4: two_devices, 5: small_op_sweep,
+    6: asynchrony,
+    8: k_devices,
 }
 # each exercise's module: its conclusion_of(result) writes the conclusion again from the table
 # (taken from the functions: `from . import ex1_matmul` would read the package's namespace,
@@ -58,11 +62,15 @@ def settings(quick: bool | None = None) -> dict[int, dict[str, Any]]:
             3: {"n": 200, "size": 100, "repeats": 5},
             4: {"n": {"cpu": 384, "cuda": 4096}, "repeats": 5},
             5: {"sizes": (4, 16, 64, 256, 1024), "repeats": 5},
+            6: {"n": {"cpu": 500, "cuda": 200}, "repeats": 5},
+            8: {"epochs": 1, "emulated_epochs": 1},
         }
     # the 10000 x 10000 product takes ~10 s on two CPU cores: it is timed at that size when
     # its first call and ex1_matmul.WARM_MIN warm repeats fit budget_s, else smaller
     return {1: {"n": 10000, "budget_s": 40.0}, 2: {}, 3: {"n": 1000, "size": 100},
-            4: {"n": dict(_EX4_SIZES)}, 5: {"sizes": _EX5_SIZES}}
+            4: {"n": dict(_EX4_SIZES)}, 5: {"sizes": _EX5_SIZES},
+            6: {"n": dict(_EX6_SIZES)},
+            8: {"epochs": 10, "emulated_epochs": 2}}
 
 
 def run(only: Iterable[int] | None = None, devices: list[gd.Device] | None = None,
@@ -77,7 +85,7 @@ def run(only: Iterable[int] | None = None, devices: list[gd.Device] | None = Non
     numbers = sorted(set(only)) if only is not None else sorted(EXERCISES)
     unknown = [k for k in numbers if k not in EXERCISES]
     if unknown:
-        raise ValueError(f"run: no exercise {unknown}; exercises are numbered 1 to {len(EXERCISES)}")
+        raise ValueError(f"run: no exercise {unknown}; exercises are numbered 1 to {max(EXERCISES)}")
     kwargs = settings(quick)
     results = []
     for k in numbers:

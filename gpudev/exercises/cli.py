@@ -50,7 +50,7 @@ def _parse_only(text: str, parser: argparse.ArgumentParser) -> list[int]:
         parser.error(f"--only {text!r}: expected exercise numbers separated by commas, e.g. --only 1,3")
     bad = [k for k in numbers if k not in EXERCISES]
     if bad or not numbers:
-        parser.error(f"--only {text!r}: exercises are numbered 1 to {len(EXERCISES)}")
+        parser.error(f"--only {text!r}: exercises are numbered 1 to {max(EXERCISES)}")
     return numbers
 
 

@@ -20,7 +20,7 @@ from .._devices import DeviceLike, device_label
 from .._format import format_seconds
 from .compare import LEVEL, interval, ratio
 from .measure import (device_meta, devices_to_run, emulated_in, emulated_size, emulated_text, interleaved,
-                      is_emulated, namer, positive_int, step, time_repeats)
+                      is_emulated, namer, positive_int, sizes_by_type, step, time_repeats)
 from .result import TIMING_FIELDS, Result, bar_item, figure_of, notes_text
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def two_devices(n: int | dict[str, int] | None = None,
         'needs 2 GPUs, found 0'
     """
     op = "two_devices"
-    sizes = _sizes(n, op)
+    sizes = sizes_by_type(n, SIZES, op)
     repeats = positive_int(op, "repeats", repeats)
     devs, notes = devices_to_run(devices, op)
     gpus = [d for d in devs if d.type == "cuda"]
@@ -99,19 +99,6 @@ def two_devices(n: int | dict[str, int] | None = None,
               "gpus": [str(g) for g in gpus],
               "devices": device_meta(devs)},
     )
-
-
-def _sizes(n: int | dict[str, int] | None, op: str) -> dict[str, int]:
-    """The matrix size for each device type, from `n` (one int, a dict by type, or None)."""
-    if isinstance(n, dict):
-        unknown = set(n) - set(SIZES)
-        if unknown:
-            raise ValueError(f"{op}: n has keys {sorted(unknown)}; use 'cpu' and 'cuda', "
-                             f"e.g. n={{'cpu': 1024, 'cuda': 8192}}")
-        return {k: positive_int(op, f"n[{k!r}]", v) for k, v in {**SIZES, **n}.items()}
-    if n is None:
-        return dict(SIZES)
-    return dict.fromkeys(SIZES, positive_int(op, "n", n))
 
 
 class _HostWork:

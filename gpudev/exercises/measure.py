@@ -58,6 +58,23 @@ def positive_int(op: str, name: str, value: Any, minimum: int = 1) -> int:
     return int(value)
 
 
+def sizes_by_type(n: int | dict[str, int] | None, defaults: dict[str, int], op: str) -> dict[str, int]:
+    """The size for each device type ('cpu', 'cuda') from `n`: one int for both, a dict by
+    type (the types it leaves out keep their `defaults`), or None for the `defaults`.
+
+    >>> sizes_by_type({"cuda": 64}, {"cpu": 8, "cuda": 16}, "demo")
+    {'cpu': 8, 'cuda': 64}
+    """
+    if isinstance(n, dict):
+        unknown = set(n) - set(defaults)
+        if unknown:
+            raise ValueError(f"{op}: n has keys {sorted(unknown)}; use 'cpu' and 'cuda', e.g. n={defaults}")
+        return {k: positive_int(op, f"n[{k!r}]", v) for k, v in {**defaults, **n}.items()}
+    if n is None:
+        return dict(defaults)
+    return dict.fromkeys(defaults, positive_int(op, "n", n))
+
+
 def devices_to_run(devices: DeviceLike | Iterable[DeviceLike] | None, op: str) -> tuple[list[gd.Device], list[str]]:
     """The available devices among `devices` (default: the CPU and every GPU), and a note for
     each GPU that was asked for (or, by default, expected) but is not there.
