@@ -195,11 +195,14 @@ __all__ = [
     "roll", "searchsorted", "sort", "squeeze", "std", "sum", "take",
     "take_along_axis", "tensordot", "tile", "tril", "triu", "unique_all", "unique_counts",
     "unique_inverse", "unique_values", "unstack", "var", "vecdot",
+    "compile", "jit",  # PyTorch's compilers, refused: gpudev runs eagerly (gpudev/jit.py)
 ]
 
 # NumPy's names, bound last so the code above still sees Python's own any, all and bool
 from ._C import all, any, bool  # noqa: E402,A004
 from ._torch import max, min  # noqa: E402,A004
 from ._statistics import sum  # noqa: E402,A004
+from . import jit  # noqa: E402
+from .jit import compile  # noqa: E402,A004  (PyTorch's torch.compile; Python's stays builtins.compile)
 
 bool_ = bool
