@@ -34,10 +34,13 @@ from .layers import Dropout, Flatten, LazyLinear, Linear, ReLU, Sequential, Sigm
 from .lazy import LazyModuleMixin
 from .losses import CrossEntropyLoss, MSELoss
 from .module import IncompatibleKeys, Module, Parameter, StateDictError
+from . import parallel
+from .parallel import DataParallel
 
 __all__ = ["Adam", "AdamW", "CrossEntropyLoss", "Dropout", "Flatten", "IncompatibleKeys",
            "LazyLinear", "LazyModuleMixin", "Linear", "MSELoss", "Module", "Optimizer", "Parameter",
            "ReLU", "SGD", "Sequential", "Sigmoid", "StateDictError", "Tanh", "UninitializedBuffer",
            "UninitializedParameter", "functional", "init", "parameter"]
+__all__ += ["DataParallel", "parallel"]
 __all__ += ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
             "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyConv2d", "MaxPool2d"]
