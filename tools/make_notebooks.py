@@ -485,6 +485,77 @@ Markdown("\\n".join(lines))""")],
     "step; find your machine's cache sizes on the figure.",
 )
 
+EX6 = exercise(
+    6, "asynchrony: when the loop returns, and when its results are ready",
+    "*On the CPU, benchmark the same matrix multiplications. Can you still observe "
+    "asynchrony?*\n\nThe book times ten 1000x1000 products with and without "
+    "`torch.cuda.synchronize()`. `ex.asynchrony` does that on every device, reading the clock "
+    "twice in each repeat: when the loop returns, and after synchronizing the device.",
+    [("code", """\
+import time
+
+n = 500 if QUICK else 1000       # change it and re-run
+for dev in devices:
+    size = min(n, 200) if dev.emulated else n   # an emulated GPU multiplies on the CPU, slowly
+    a = gd.randn(size, size, device=dev)
+    gd.synchronize(dev)
+    t0 = time.perf_counter()
+    for _ in range(10):
+        b = gd.mm(a, a)
+    returned = time.perf_counter() - t0
+    gd.synchronize(dev)
+    ready = time.perf_counter() - t0
+    print(f"{gd.device_label(dev)}: {size}x{size}, the loop returned after {returned * 1e3:.3g} ms, "
+          f"its results were ready after {ready * 1e3:.3g} ms")""")],
+    "ex.asynchrony(**kw)",
+    [("md", "## The gap, device by device\n\nHow much of the time until the results were ready "
+            "came after the loop had returned: work that was queued, not done, when the loop ended."),
+     ("code", """\
+from gpudev.exercises.ex6_async import observed
+
+lines = []
+for dev in dict.fromkeys(r["device"] for r in res.rows):
+    ready = next(r for r in res.rows if r["device"] == dev and r["timing"] == "results ready")
+    seen = observed(res.rows, dev)   # as the conclusion reads it: the interval of ready / returned
+    verdict = ("the emulation's queue (CPU times)" if dev in res.emulated else
+               "measurably apart" if seen else "no measurable gap" if seen is False else "too few repeats")
+    lines.append(f"- **{res.label(dev)}**: {ready['gap_share']:.0%} of the time came after the loop "
+                 f"returned: {verdict}.")
+Markdown("\\n".join(lines))""")],
+    "Add `print(b[0, 0])` inside the loop (a host read): the GPU's gap vanishes, because each "
+    "read waits for its product. Time one product instead of ten: what is left of the loop's "
+    "return time is the cost of queueing a call.",
+)
+
+EX8 = exercise(
+    8, "training on k devices: split, allreduce, step",
+    "*The book trains LeNet from scratch on one and on two GPUs: each batch is split across "
+    "the devices, each computes its part's gradients, the gradients are summed by hand "
+    "(`data[0][:] += data[i].to(data[0].device)`, then copied back) and every replica takes "
+    "the same step.*\n\n`ex.k_devices` runs that recipe on 1, 2, ... of the GPUs here (on the "
+    "CPU alone when there is none) on a small fixed data set, and reports epoch time, accuracy "
+    "against time, the speedup against the ideal k and what the split and the allreduce cost.",
+    [("code", """\
+from gpudev.exercises.ex8_k_devices import allreduce, make_data, split_batch, train_on
+
+gpus = [d for d in devices if d.type == "cuda"]
+chosen = gpus or [gd.cpu()]
+data = make_data(128, 64)                # 128 training and 64 test images, 1x28x28
+for k in range(1, len(chosen) + 1):
+    run = train_on(chosen[:k], data, epochs=1, batch_size=32)
+    print(f"k={k} on {'+'.join(gd.device_label(d) for d in chosen[:k])}: losses "
+          f"{[round(l, 4) for l in run['losses']]}, test accuracy {run['curve'][-1][1]:.0%}")""")],
+    "ex.k_devices(**kw)",
+    [("md", "## The same step on every k\n\nThe split and the allreduce must compute the "
+            "one-device step: the losses of k devices are checked against one device's, step by step."),
+     ("code", """\
+Markdown("\\n".join(f"- check {'passed' if c['passed'] else 'FAILED'}: {c['check']}: {c['detail']}"
+                    for c in res.checks) or "- one device only: nothing to compare.")""")],
+    "Train in float64 (`ex.k_devices(dtype='float64')`) and watch the losses of k devices agree "
+    "to more digits. Raise `batch_size` to 256: on real GPUs the split and the allreduce take "
+    "a smaller share of each step.",
+)
+
 TRAINING = [
     ("md", """\
 # Training a model PyTorch-style
@@ -613,6 +684,8 @@ NOTEBOOKS = {
     "04_two_devices.ipynb": EX4,
     "05_small_op_sweep.ipynb": EX5,
     "06_training.ipynb": TRAINING,
+    "07_async.ipynb": EX6,
+    "09_k_devices.ipynb": EX8,
 }
 
 # ---------------------------------------------------------------------------------------------

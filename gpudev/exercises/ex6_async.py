@@ -126,7 +126,7 @@ def _device_rows(d: gd.Device, n: int, products: int, repeats: int) -> tuple[lis
              "gap_share": float(np.median(gaps)) / ready_stats["seconds"]}]
     err = float(np.max(np.abs(out.to(gd.cpu()).numpy() - a_np.astype(np.float64) @ b_np)))
     bound = 1e-4 * n  # float32 products of n terms of unit size
-    check = {"check": f"the loop's product on {d}", "passed": err <= bound,
+    check = {"check": f"the loop's product on {device_label(d)}", "passed": err <= bound,
              "detail": f"largest difference from NumPy's float64 product {err:.3g} (bound {bound:.3g})",
              "error": err, "bound": bound}
     return rows, check
