@@ -29,7 +29,7 @@ def test_rows_on_the_cpu():
     assert [r["phase"] for r in res.rows] == ["epoch", "step", *PHASES]
     epoch, step_row = res.rows[:2]
     assert {r["k"] for r in res.rows} == {1} and {r["device"] for r in res.rows} == {"cpu"}
-    assert step_row["repeats"] == 3 and len(epoch["losses"]) == 3 and len(epoch["curve"]) == 1
+    assert step_row["repeats"] == 3 and len(epoch["losses"]) == 3 and len(epoch["curve"]) == 2 and epoch["curve"][0][0] == 0.0
     assert 0.0 <= epoch["accuracy"] <= 1.0 and np.isfinite(epoch["loss"])
     # a step is the sum of its phases, round by round
     parts = np.array([r["times"] for r in res.rows[2:]])

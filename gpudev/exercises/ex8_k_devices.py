@@ -43,7 +43,7 @@ FIELDS = {
              "after each part so that its time is its own)",
     "accuracy": "for 'epoch': test accuracy after the last epoch",
     "loss": "for 'epoch': mean training loss over the last epoch",
-    "curve": "for 'epoch': [training seconds so far, test accuracy] after each epoch",
+    "curve": "for 'epoch': [training seconds so far, test accuracy] before training and after each epoch",
     "losses": "for 'epoch': the training loss of every step, in order",
     "share": "for a part of a step: its median / the step's median",
     "speedup": "for 'step' with k > 1: the one-device step's median / this one's (ideal k)",
@@ -158,7 +158,8 @@ def train_on(devices: Sequence[gd.Device], data: tuple[gd.Array, ...], epochs: i
     and of each step's phases, the loss of each step, and test accuracy against time."""
     x, y, x_test, y_test = data
     replicas = [get_params(init_params(dtype), d) for d in devices]
-    epoch_s, phases, losses, curve = [], [], [], []
+    epoch_s, phases, losses = [], [], []
+    curve = [[0.0, accuracy(x_test, y_test, replicas[0])]]  # before training: about chance
     trained = 0.0
     for _ in range(epochs):
         t0 = _sync(devices)
@@ -340,6 +341,7 @@ def plot(res: Result) -> Figure:
         t, acc = zip(*r["curve"])
         ax.plot(t, [100 * a for a in acc], marker="o",
                 label=f"k={r['k']}: {res.label(r['device'])}, {format_seconds(r['seconds'])} per epoch")
+    ax.set_xlim(left=0)
     ax.set_xlabel("training time, s")
     ax.set_ylabel("test accuracy, %")
     ax.legend(fontsize=7)
