@@ -60,6 +60,9 @@ def test_a_batch_smaller_than_the_devices_gives_fewer_chunks(devices):
     # as Tensor.chunk: one row cannot be split, so one chunk (PyTorch allows it)
     shards = nn.parallel.scatter(gd.ones((1, 3)), devices)
     assert [(x.shape, x.device) for x in shards] == [((1, 3), devices[0])]
+    # and an empty batch is one empty chunk per device, as Tensor.chunk gives
+    shards = nn.parallel.scatter(gd.ones((0, 3)), devices)
+    assert [(x.shape, x.device) for x in shards] == [((0, 3), devices[0]), ((0, 3), devices[1])]
 
 
 def test_scatter_recurses_into_tuples_lists_and_dicts(devices):

@@ -90,11 +90,12 @@ def _axis(x: gd.Array, dim: int, op: str) -> int:
 
 def _split(x: gd.Array, devices: list[gd.Device], dim: int) -> tuple[gd.Array, ...]:
     """x in chunks of ceil(n / len(devices)) along dim, as ``Tensor.chunk`` cuts it (so fewer
-    chunks than devices when the batch is small), the i-th copied to devices[i]."""
+    chunks than devices when the batch is small; an empty batch gives one empty chunk per
+    device), the i-th copied to devices[i]."""
     axis = _axis(x, dim, "scatter")
     n = x.shape[axis]
     step = max(1, -(-n // len(devices)))
-    starts = range(0, n, step) if n else [0]
+    starts = range(0, n, step) if n else [0] * len(devices)
     head = (slice(None),) * axis
     return tuple(x[head + (slice(s, s + step),)].to(dev) for s, dev in zip(starts, devices))
 
@@ -413,10 +414,10 @@ class DataParallel(Module):
                              f"only GPUs, e.g. device_ids=gd.try_all_gpus()")
         if types == ["cpu"]:  # the CPU alone: nothing to split
             return
-        self.device_ids = [d.index for d in devs]
+        self.device_ids = [d.index or 0 for d in devs]  # PyTorch keeps the GPUs' indices
         self.src_device_obj = devs[0]
         out = _one_device(devs[0] if output_device is None else output_device, "DataParallel")
-        self.output_device = -1 if out.type == "cpu" else out.index  # PyTorch's -1: the CPU
+        self.output_device = -1 if out.type == "cpu" else out.index or 0  # PyTorch's -1: the CPU
         if len(devs) == 1:
             module.to(devs[0])
 
