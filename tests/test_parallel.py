@@ -221,6 +221,17 @@ def test_data_parallel_wraps_the_module_as_pytorch_does(devices):
     assert net(X[:1]).shape == (1, 2)  # fewer rows than devices: one replica runs
 
 
+def test_d2l_train_ch13_style_wraps_then_moves(devices):
+    # d2l's train_ch13: nn.DataParallel(net, device_ids=devices).to(devices[0]); the default
+    # device_ids are every GPU
+    inner = small_net(gd.cpu())
+    assert nn.DataParallel(inner).device_ids == list(range(gd.num_gpus()))
+    net = nn.DataParallel(inner, device_ids=devices).to(devices[0])
+    assert {p.device for p in net.parameters()} == {devices[0]}
+    X = gd.ones((4, 3), dtype=gd.float64).to(devices[0])
+    np.testing.assert_allclose(numpy_of(net(X)), numpy_of(inner(X)), rtol=1e-12)
+
+
 def test_output_device_and_the_cpu_as_output(devices):
     net = nn.DataParallel(small_net(devices[0]), device_ids=devices, output_device=devices[1])
     assert net(gd.ones((4, 3), dtype=gd.float64).to(devices[0])).device == devices[1]
