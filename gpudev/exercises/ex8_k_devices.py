@@ -224,11 +224,20 @@ def k_devices(devices: DeviceLike | Iterable[DeviceLike] | None = None, *, epoch
                  "split and the allreduce cost per step?",
         fields=FIELDS, columns=COLUMNS, rows=rows,
         conclusion=conclusion(rows, {str(d) for d in chosen if is_emulated(d)}, checks),
-        skipped=None if gpus else "training on several devices needs GPUs, found none: trained on the CPU alone",
+        skipped=_skipped(gpus),
         notes=notes, checks=checks,
         meta={"epochs": epochs, "train": n_train, "test": n_test, "batch_size": batch_size, "dtype": dtype,
               "lr": LR, "devices": device_meta(devs), "trained_on": [str(d) for d in chosen]},
     )
+
+
+def _skipped(gpus: list[gd.Device]) -> str | None:
+    """Why only one device trained, or None when several did."""
+    if not gpus:
+        return "training on several devices needs GPUs, found none: trained on the CPU alone"
+    if len(gpus) == 1:
+        return f"training on several devices needs a second GPU: trained on {device_label(gpus[0])} alone"
+    return None
 
 
 def _rows(devices: Sequence[gd.Device], run: dict[str, Any], before: list[dict[str, Any]]) -> list[dict[str, Any]]:
