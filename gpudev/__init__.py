@@ -84,14 +84,20 @@ def _load_cuda() -> None:
     if not BUILD_INFO.get("cuda_compiled"):
         _C._set_cuda_unavailable(f"not compiled: {BUILD_INFO.get('cuda_reason', 'unknown')}")
         return
+    from . import _cuda_libs
+
+    problem = _cuda_libs.prepare(BUILD_INFO)  # loads libcudart and libcublas, checks the driver
+    if problem:
+        _C._set_cuda_unavailable(problem)
+        return
     try:
         from . import _cuda
-    except ImportError as exc:  # e.g. no libcudart / libcublas on this machine
+    except ImportError as exc:  # e.g. a library of the wrong version
         _C._set_cuda_unavailable(f"compiled, but gpudev._cuda failed to import: {exc}")
         return
     _C._register_cuda(_cuda.backend)
     if _C.num_gpus() == 0:  # the core asks the backend's table
-        _C._set_cuda_unavailable("compiled, but no CUDA driver or GPU was found")
+        _C._set_cuda_unavailable(_cuda_libs.no_gpu_sentence())
 
 
 _load_cuda()

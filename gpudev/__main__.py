@@ -133,6 +133,7 @@ def info_text(gd: Any) -> str:
         if n == 0 and cuda.get("reason"):
             found += f" ({cuda['reason']})"
         title.append(found)
+        title += [f"  {v['soname']} from {v['origin']}: {v['path']}" for v in (cuda.get("libraries") or {}).values()]
     else:
         title.append(f"CUDA not compiled: {cuda.get('reason') or 'unknown reason'}")
     rows = [_device_row(gd, d) for d in all_devices()]

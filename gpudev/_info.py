@@ -10,7 +10,7 @@ import os
 import platform
 from typing import Any
 
-from . import _C
+from . import _C, _cuda_libs
 
 try:
     from ._build_info import BUILD_INFO
@@ -31,7 +31,7 @@ def _cuda_module():
         from . import _cuda_emu
 
         return _cuda_emu
-    if not BUILD_INFO.get("cuda_compiled"):
+    if not BUILD_INFO.get("cuda_compiled") or _cuda_libs.problem():
         return None
     try:
         from . import _cuda
@@ -82,7 +82,9 @@ def build_info() -> dict[str, Any]:
     }
     cuda_mod = _cuda_module()
     cuda["runtime_version"] = cuda_mod.runtime_version() if cuda_mod else None
-    cuda["driver_version"] = cuda_mod.driver_version() if cuda_mod else None
+    libs = _cuda_libs.report()
+    cuda["driver_version"] = cuda_mod.driver_version() if cuda_mod else libs["driver_version"]
+    cuda["libraries"] = libs["libraries"]  # where libcudart, libcublasLt, libcublas came from
     return {
         "version": __version__,
         "compiler": BUILD_INFO.get("compiler", "unknown"),
