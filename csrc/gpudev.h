@@ -21,7 +21,7 @@ extern "C" {
 #define GD_MAX_NDIM 16
 /* The table's layout version, with the op counts in it: a backend built from another op list
  * has another version (the enum values are its operation codes), so it is refused. */
-#define GD_BACKEND_ABI_LAYOUT 9
+#define GD_BACKEND_ABI_LAYOUT 10
 #define GD_BACKEND_ABI_VERSION (GD_BACKEND_ABI_LAYOUT * 10000 + GD_NUM_UNOPS * 100 + GD_NUM_BINOPS)
 #define GD_BACKEND_CAPSULE_NAME "gpudev._cuda.backend"
 
@@ -248,6 +248,9 @@ typedef int gd_copy_device_fn(void *dst, int dst_device, const void *src, int sr
                               gd_error *err);
 typedef int gd_copy_2d_fn(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
                           size_t height, int device, gd_error *err);
+typedef int gd_copy_async_fn(void *dst, const void *src, int to_host, int device, size_t nbytes, void *event,
+                            gd_error *err);
+typedef int gd_event_synchronize_fn(void *event, int device, gd_error *err);
 typedef int gd_unary_fn(void *out, gd_unop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
                         int device, gd_error *err);
 typedef int gd_binary_fn(void *out, gd_binop op, gd_dtype dtype, const gd_ewise *ew, const gd_operand *a,
@@ -328,6 +331,20 @@ typedef struct gd_backend {
     /* 2-D copy on one device: `height` rows of `width` bytes, rows `dst_pitch` / `src_pitch`
      * bytes apart. Used by concatenate, stack and slicing copies. */
     gd_copy_2d_fn *copy_2d;
+
+    /* ---- pinned host memory and copies that return at once (optional; added in ABI 10) ----
+     * All four NULL where the device copies host memory without pinning it (the CPU). */
+    /* Page-locked host memory that the device copies to and from directly (host_alloc of 0
+     * bytes returns a valid pointer; host_free(NULL) is a no-op). host_free waits for nothing:
+     * the core frees a buffer only once the copies that use it have ended. */
+    gd_alloc_fn *host_alloc;
+    gd_free_fn *host_free;
+    /* Queues a copy of nbytes between pinned host memory and the device (to_host: src on the
+     * device, dst pinned; else the reverse) after the work queued so far on `device`, records
+     * `event` (from event_create) after it, and returns without waiting. */
+    gd_copy_async_fn *copy_async;
+    /* Waits until the latest record of `event` has run. Blocks. */
+    gd_event_synchronize_fn *event_synchronize;
 
     /* out = op(a) elementwise, out and a of `dtype`. */
     gd_unary_fn *unary;

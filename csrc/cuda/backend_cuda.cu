@@ -37,6 +37,10 @@ static const gd_backend gd_cuda_table = {
     guarded<gd_cuda_copy_to_host>::call,       /* copy_to_host */
     guarded<gd_cuda_copy_device>::call,        /* copy_device */
     guarded<gd_cuda_copy_2d>::call,            /* copy_2d */
+    guarded<gd_cuda_host_alloc>::call,         /* host_alloc */
+    guarded<gd_cuda_host_free>::call,          /* host_free */
+    guarded<gd_cuda_copy_async>::call,         /* copy_async */
+    guarded<gd_cuda_event_synchronize>::call,  /* event_synchronize */
     guarded<gd_cuda_unary>::call,              /* unary */
     guarded<gd_cuda_binary>::call,             /* binary */
     guarded<gd_cuda_astype>::call,             /* astype */

@@ -242,6 +242,11 @@ gd_copy_from_host_fn gd_cuda_copy_from_host;
 gd_copy_to_host_fn gd_cuda_copy_to_host;
 gd_copy_device_fn gd_cuda_copy_device;
 gd_copy_2d_fn gd_cuda_copy_2d;
+/* copy.cu: pinned host memory and copies that return at once */
+gd_alloc_fn gd_cuda_host_alloc;
+gd_free_fn gd_cuda_host_free;
+gd_copy_async_fn gd_cuda_copy_async;
+gd_event_synchronize_fn gd_cuda_event_synchronize;
 
 /* elementwise.cu */
 gd_unary_fn gd_cuda_unary;

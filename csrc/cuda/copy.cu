@@ -171,3 +171,51 @@ int gd_cuda_copy_2d(void *dst, size_t dst_pitch, const void *src, size_t src_pit
     }
     return GD_OK;
 }
+
+/* ------------------------------------------------------------------------------------------
+ * pinned host memory and copies that return at once
+ *
+ * A copy between the device and page-locked memory is a plain DMA that cudaMemcpyAsync
+ * queues and returns from; pageable memory would make it wait. The core keeps the host
+ * buffer alive and untouched until the copy's event has run (csrc/core/trace.c).
+ * ---------------------------------------------------------------------------------------- */
+
+/* Page-locked memory belongs to no device; `device` only makes sure CUDA is initialized. */
+int gd_cuda_host_alloc(void **out, int device, size_t nbytes, gd_error *err)
+{
+    gd_cuda_device *dev;
+    int rc = gd_cuda_enter(&dev, device, err);
+    if (rc != GD_OK) return rc;
+    GD_CHECK(cudaMallocHost(out, nbytes ? nbytes : 1));
+    return GD_OK;
+}
+
+/* Errors cannot be reported from a deallocation. */
+void gd_cuda_host_free(void *ptr, int device, size_t nbytes)
+{
+    (void)device;
+    (void)nbytes;
+    if (ptr && cudaFreeHost(ptr) != cudaSuccess) (void)cudaGetLastError();
+}
+
+int gd_cuda_copy_async(void *dst, const void *src, int to_host, int device, size_t nbytes, void *event,
+                       gd_error *err)
+{
+    gd_cuda_device *dev;
+    int rc = gd_cuda_enter(&dev, device, err);
+    if (rc != GD_OK) return rc;
+    if (nbytes)
+        GD_CHECK(cudaMemcpyAsync(dst, src, nbytes, to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice,
+                                 dev->stream));
+    GD_CHECK(cudaEventRecord((cudaEvent_t)event, dev->stream));
+    return GD_OK;
+}
+
+int gd_cuda_event_synchronize(void *event, int device, gd_error *err)
+{
+    gd_cuda_device *dev;
+    int rc = gd_cuda_enter(&dev, device, err);
+    if (rc != GD_OK) return rc;
+    GD_CHECK(cudaEventSynchronize((cudaEvent_t)event));
+    return GD_OK;
+}
