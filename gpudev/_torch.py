@@ -189,17 +189,19 @@ def _is_dtype(x: Any) -> bool:
 def _to(self: Array, *args: Any, **kwargs: Any) -> Array:
     """a.to(device), a.to(dtype) or a.to(device, dtype): a copy on `device` and/or as `dtype`.
 
-    Returns a itself when nothing changes. ``copy=True`` always copies.
+    Returns a itself when nothing changes. ``copy=True`` always copies. ``non_blocking=True``
+    returns before a copy from a GPU to the CPU (into pinned memory) or from pinned memory to a
+    GPU ends; reading or writing the host side waits for it first.
 
     Example:
         >>> gd.ones(2).to(gd.float64).dtype
         dtype('float64')
     """
     device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
-    copy = kwargs.pop("copy", False)
+    copy, non_blocking = kwargs.pop("copy", False), kwargs.pop("non_blocking", False)
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument {reprlib.repr(next(iter(kwargs)))}; it takes "
-                        f"device, dtype and copy")
+                        f"device, dtype, copy and non_blocking")
     if not args and device is None and dtype is None:
         return _c_to(self)  # the core's usage error: to() needs a device (or here a dtype)
     for arg in args:
@@ -210,7 +212,8 @@ def _to(self: Array, *args: Any, **kwargs: Any) -> Array:
         else:
             raise TypeError(f"to: cannot read {reprlib.repr(arg)} as a device or a dtype; use e.g. "
                             f"a.to('cuda:0'), a.to(gd.float64) or a.to('cpu', gd.float64)")
-    out = self if device is None else _c_to(self, device, copy=bool(copy) and dtype is None)
+    out = self if device is None else _c_to(self, device, copy=bool(copy) and dtype is None,
+                                            non_blocking=non_blocking)
     if dtype is not None:
         out = out.astype(dtype, copy=bool(copy) and out is self)
     elif copy and out is self:

@@ -65,7 +65,8 @@ METHODS: dict[str, Callable[[], tuple[Any, tuple[Any, ...], dict[str, Any]]]] = 
     name: (lambda: (A, (), {}))
     for name in ("cpu", "numpy", "item", "tolist", "copy", "__copy__", "flatten", "ravel", "nonzero", "contiguous",
                  "is_contiguous", "sum", "mean", "max", "min", "any", "all", "argmax", "argmin",
-                 "__dlpack__", "__dlpack_device__", "transpose", "__array__", "detach", "to")
+                 "__dlpack__", "__dlpack_device__", "transpose", "__array__", "detach", "to", "is_pinned",
+                 "pin_memory")
 }
 METHODS.update({
     "item": lambda: (gd.ones(()), (), {}),

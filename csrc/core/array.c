@@ -106,7 +106,7 @@ ArrayObject *gd_array_new(gd_state *st, gd_device dev, gd_dtype dtype, int ndim,
     }
     int64_t size = new_size(ndim, shape, dtype, op);
     if (size < 0) return NULL;
-    const gd_backend *be = gd_backend_of(st, dev, op);
+    const gd_backend *be = gd_backend_for_memory(st, dev, op);
     if (!be) return NULL;
     ArrayObject *a = alloc_object(st, dev, dtype, ndim, shape, NULL, size);
     if (!a) return NULL;
@@ -133,6 +133,46 @@ ArrayObject *gd_array_new(gd_state *st, gd_device dev, gd_dtype dtype, int ndim,
     a->alloc_ptr = p;
     a->alloc_bytes = nbytes;
     a->data = p;
+    return a;
+}
+
+/* Pinned memory is the CUDA driver's: without a GPU there is none, and PyTorch raises too. */
+static int need_pinned_memory(gd_state *st, const char *op)
+{
+    if (gd_num_gpus(st) > 0 && st->backends[GD_CUDA] && st->backends[GD_CUDA]->host_alloc) return 0;
+    if (PyErr_Occurred()) return -1;
+    PyObject *why = st->cuda_reason && st->cuda_reason != Py_None
+                        ? Py_NewRef(st->cuda_reason)
+                        : PyUnicode_FromString("no CUDA driver or GPU was found");
+    if (!why) return -1;
+    PyErr_Format(st->DeviceUnavailableError,
+                 "%s: pinned host memory needs a GPU (it is the CUDA driver's), and this machine has none (%U); "
+                 "leave pin_memory out where there is no GPU: is_pinned() is False there",
+                 op, why);
+    Py_DECREF(why);
+    return -1;
+}
+
+ArrayObject *gd_array_new_pinned(gd_state *st, int gpu, gd_dtype dtype, int ndim, const int64_t *shape,
+                                 const char *op)
+{
+    int64_t size = new_size(ndim, shape, dtype, op);
+    if (size < 0 || need_pinned_memory(st, op) < 0) return NULL;
+    const gd_backend *be = gd_backend_for_memory(st, (gd_device){GD_CUDA, gpu}, op);
+    if (!be) return NULL;
+    ArrayObject *a = alloc_object(st, GD_CPU_DEVICE, dtype, ndim, shape, NULL, size);
+    if (!a) return NULL;
+    gd_error err = {0};
+    void *p = NULL;
+    int rc = be->host_alloc(&p, gpu, gd_array_nbytes(a), &err);
+    if (rc) {
+        Py_DECREF(a);
+        gd_raise(st, op, &err);
+        return NULL;
+    }
+    a->alloc_ptr = a->data = p;
+    a->alloc_bytes = gd_array_nbytes(a);
+    a->pinned = 1;
     return a;
 }
 
@@ -202,9 +242,14 @@ void gd_array_dealloc(PyObject *self)
     Py_XDECREF(a->guards);
     if (a->base) {
         Py_DECREF(a->base);
+    } else if (a->alloc_ptr && a->pinned) { /* no copy uses it: trace.c's list held a reference */
+        gd_state *st = PyType_GetModuleState(tp);
+        if (st && st->backends[GD_CUDA]) st->backends[GD_CUDA]->host_free(a->alloc_ptr, 0, a->alloc_bytes);
     } else if (a->alloc_ptr) {
         gd_state *st = PyType_GetModuleState(tp);
-        const gd_backend *be = st ? gd_backend_of(st, a->device, "free") : NULL;
+        /* not gd_backend_of, which first waits for pending copies: a deallocation (maybe
+         * inside that very wait) must not */
+        const gd_backend *be = st ? gd_backend_for_memory(st, a->device, "free") : NULL;
         if (be && a->exported && be->synchronize_all) {
             /* another library's queued work may still read it (see `exported`); a failure
              * cannot be raised from here, and the free below is all that is left to do */

@@ -29,6 +29,10 @@ static inline size_t gd_array_nbytes(const ArrayObject *a) { return (size_t)a->s
  * (shape errors, OutOfMemoryError, DeviceUnavailableError). `op` names the operation. */
 ArrayObject *gd_array_new(gd_state *st, gd_device dev, gd_dtype dtype, int ndim, const int64_t *shape,
                           const char *op);
+/* The same on the CPU in page-locked memory from the CUDA backend (GPU `gpu` checks that it
+ * is there), which copies to and from GPUs return at once; the array's is_pinned(). */
+ArrayObject *gd_array_new_pinned(gd_state *st, int gpu, gd_dtype dtype, int ndim, const int64_t *shape,
+                                 const char *op);
 /* A view of `src`'s storage whose element 0 is at `data`, with a new shape and strides
  * (elements; NULL: C-contiguous), same dtype and device. */
 ArrayObject *gd_array_view(gd_state *st, ArrayObject *src, char *data, int ndim, const int64_t *shape,

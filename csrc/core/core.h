@@ -89,6 +89,9 @@ typedef struct gd_state {
     uint64_t touched_gpus;              /* bit i: work was queued on cuda:i since the last
                                          * _take_touched_devices() (benchmark's warm-up) */
     int gpu_count;                      /* GPUs of the CUDA backend; -1 until first asked */
+    struct gd_host_copy *host_copies;   /* trace.c: copies into or out of pinned host memory
+                                         * that nothing has waited for yet */
+    int n_host_copies, cap_host_copies;
     PyObject *ag_hooks;                 /* gpudev.autograd's recorder (autograd.c), or NULL */
     PyObject *multi_index;              /* (take, put) of gpudev/_index.py: keys with several
                                          * index arrays (gather.c), or NULL */
@@ -126,6 +129,8 @@ typedef struct ArrayObject {
     int exported;          /* owner only: handed to another library whose streams gpudev
                             * cannot see (CUDA array interface, DLPack without a stream): its
                             * free first waits for the whole device */
+    int pinned;            /* owner only: alloc_ptr is page-locked host memory from the CUDA
+                            * backend's host_alloc (a.pin_memory()), freed by its host_free */
     gd_device device;
     gd_dtype dtype;
     int ndim;

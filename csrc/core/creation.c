@@ -97,7 +97,7 @@ static PyObject *create_filled(PyObject *module, PyObject *const *args, Py_ssize
 {
     gd_state *st = PyModule_GetState(module);
     const char *op = params->fname;
-    PyObject *argv[5] = {NULL, Py_None, Py_None, Py_None, NULL};
+    PyObject *argv[6] = {NULL, Py_None, Py_None, Py_None, NULL, NULL};
     if (gd_parse_args(argv, params, args, nargs, kwnames) < 0) return NULL;
     /* zeros(2, 3) as PyTorch spells it: the positional arguments are the dimensions (`*dims`),
      * and a shape given as a sequence comes alone */
@@ -106,7 +106,8 @@ static PyObject *create_filled(PyObject *module, PyObject *const *args, Py_ssize
         gd_usage_error(params);
         return NULL;
     }
-    if (kind != FILL_FULL) { /* (shape, dtype, device, requires_grad) -> (shape, -, dtype, device, ...) */
+    if (kind != FILL_FULL) { /* (shape, dtype, device, ...) -> (shape, -, dtype, device, ...) */
+        argv[5] = argv[4];
         argv[4] = argv[3];
         argv[3] = argv[2];
         argv[2] = argv[1];
@@ -120,10 +121,18 @@ static PyObject *create_filled(PyObject *module, PyObject *const *args, Py_ssize
     gd_dtype dt = v.dtype;
     gd_scalar s;
     gd_device dev = GD_CPU_DEVICE;
+    int pinned = 0;
     if (gd_parse_dtype(argv[2], &dt, op) < 0 || fill_scalar(&s, &v, dt, argv[1], op) < 0 ||
-        gd_parse_device(st, argv[3], &dev) < 0)
+        gd_parse_device(st, argv[3], &dev) < 0 || gd_parse_bool(argv[5], &pinned) < 0)
         return NULL;
-    ArrayObject *a = gd_array_new(st, dev, dt, ndim, shape, op);
+    if (pinned && dev.type != GD_CPU) {
+        char name[32];
+        PyErr_Format(PyExc_ValueError, "%s: pin_memory=True needs device='cpu', got device=%s: only host memory "
+                     "is pinned", op, gd_device_str(dev, name));
+        return NULL;
+    }
+    ArrayObject *a = pinned ? gd_array_new_pinned(st, 0, dt, ndim, shape, op)
+                            : gd_array_new(st, dev, dt, ndim, shape, op);
     if (!a) return NULL;
     if ((kind != FILL_EMPTY && gd_run_fill(st, gd_backend_of(st, dev, op), dev, a->data, dt, s, a->size, op) < 0) ||
         gd_trace_op(st, op, a, NULL, NULL) < 0)
@@ -136,14 +145,18 @@ static PyObject *create_filled(PyObject *module, PyObject *const *args, Py_ssize
     {                                                                                        \
         return create_filled(m, a, n, k, &fname##_sig, kind);                                \
     }
-GD_SIGNATURE(zeros_sig, "zeros", "$module, shape, *dims, dtype=None, device=None, requires_grad=False",
+GD_SIGNATURE(zeros_sig, "zeros", "$module, shape, *dims, dtype=None, device=None, requires_grad=False, "
+             "pin_memory=False",
              "An array of zeros; the shape as a tuple or as dimensions.\n\n"
              ">>> gd.zeros((2, 3), device=gd.try_gpu())\n>>> gd.zeros(2, 3)");
-GD_SIGNATURE(ones_sig, "ones", "$module, shape, *dims, dtype=None, device=None, requires_grad=False",
+GD_SIGNATURE(ones_sig, "ones", "$module, shape, *dims, dtype=None, device=None, requires_grad=False, "
+             "pin_memory=False",
              "An array of ones; ones((2, 3)) or ones(2, 3).");
-GD_SIGNATURE(empty_sig, "empty", "$module, shape, *dims, dtype=None, device=None, requires_grad=False",
+GD_SIGNATURE(empty_sig, "empty", "$module, shape, *dims, dtype=None, device=None, requires_grad=False, "
+             "pin_memory=False",
              "An array with uninitialised contents; empty((2, 3)) or empty(2, 3).");
-GD_SIGNATURE(full_sig, "full", "$module, shape, fill_value, *, dtype=None, device=None, requires_grad=False",
+GD_SIGNATURE(full_sig, "full", "$module, shape, fill_value, *, dtype=None, device=None, requires_grad=False, "
+             "pin_memory=False",
              "An array of fill_value (its dtype by default: int64 for ints, float32 for floats).");
 GD_FILL_FN(zeros, FILL_ZEROS)
 GD_FILL_FN(ones, FILL_ONES)

@@ -5,6 +5,7 @@
 #define GPUDEV_CORE_RUNTIME_H
 
 #include "core.h"
+#include "trace.h"
 
 /* ------------------------------------------------------------------------------------------
  * runtime.c: exceptions, the backend registry, running backend calls, synchronization,
@@ -22,11 +23,19 @@ int gd_raise(gd_state *st, const char *op, const gd_error *err);
  * a backend (st->backends is runtime.c's registry). For a device that holds an array, or one
  * checked before, it is two loads and a compare. */
 const gd_backend *gd_backend_check(gd_state *st, gd_device dev, const char *op);
-static inline const gd_backend *gd_backend_of(gd_state *st, gd_device dev, const char *op)
+/* The same for allocating and freeing arrays (array.c), which touch no array's data. */
+static inline const gd_backend *gd_backend_for_memory(gd_state *st, gd_device dev, const char *op)
 {
     const gd_backend *be = st->backends[dev.type];
     if (be && (dev.type == GD_CPU || (dev.index >= 0 && dev.index < st->gpu_count))) return be;
     return gd_backend_check(st, dev, op); /* asks the driver once, raises */
+}
+static inline const gd_backend *gd_backend_of(gd_state *st, gd_device dev, const char *op)
+{
+    /* every CPU operation gets its backend here: it first waits for the copies into and out
+     * of pinned host memory that are still running (trace.h), whichever arrays it touches */
+    if (dev.type == GD_CPU && st->n_host_copies && gd_host_copies_wait_slow(st, NULL) < 0) return NULL;
+    return gd_backend_for_memory(st, dev, op);
 }
 
 /* GPUs the CUDA backend reports (0 without it), asked once per process. */

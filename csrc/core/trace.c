@@ -129,6 +129,7 @@ int gd_host_read(gd_state *st, ArrayObject *a, const char *cause)
 {
     double wait_s = a->device.type == GD_CUDA ? take_wait() : 0.0;
     ArrayObject *owner = gd_owner(st, a);
+    if (st->n_host_copies && a->device.type == GD_CPU && gd_host_copies_wait_slow(st, owner) < 0) return -1;
     if (owner->guards && run_guard_checks(st, owner) < 0) return -1;
     if (run_thread_checks(st) < 0) return -1;
     if (!gd_tracing(st)) return 0;
@@ -139,6 +140,67 @@ int gd_handoff(gd_state *st, ArrayObject *a)
 {
     ArrayObject *owner = gd_owner(st, a);
     return owner->guards ? run_guard_checks(st, owner) : 0;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * copies into and out of pinned host memory that nothing has waited for yet
+ *
+ * The list holds each copy's event and the root Array of its host memory. An entry leaves
+ * the list before its wait, with the GIL held throughout: no other thread can see the list
+ * say "done" while the bytes are still moving, and a deallocation that the wait's last
+ * reference triggers finds a consistent list. At exit, entries never waited for keep their
+ * memory (a copy may still be writing it).
+ * ---------------------------------------------------------------------------------------- */
+
+struct gd_host_copy {
+    ArrayObject *holder;
+    void *event;
+    int gpu;
+};
+
+/* Waits for entry i, removed first, and records the wait. */
+static int host_copy_wait(gd_state *st, int i)
+{
+    struct gd_host_copy c = st->host_copies[i];
+    st->host_copies[i] = st->host_copies[--st->n_host_copies];
+    const gd_backend *be = st->backends[GD_CUDA]; /* loaded: it recorded the event */
+    gd_error err = {0};
+    const double t0 = gd_trace_clock();
+    int rc = be->event_synchronize(c.event, c.gpu, &err);
+    const double waited = gd_trace_clock() - t0;
+    be->event_destroy(c.event, c.gpu);
+    Py_DECREF(c.holder);
+    if (rc) return gd_raise(st, "non-blocking copy", &err);
+    return emit(st, "sync", "non-blocking copy", (gd_device){GD_CUDA, c.gpu}, NULL, -1, 0, 0, waited);
+}
+
+int gd_host_copy_add(gd_state *st, ArrayObject *holder, void *event, int gpu)
+{
+    if (st->n_host_copies == st->cap_host_copies) {
+        const int cap = st->cap_host_copies ? 2 * st->cap_host_copies : 8;
+        struct gd_host_copy *p = PyMem_Realloc(st->host_copies, sizeof(*p) * (size_t)cap);
+        if (!p) {
+            gd_error err = {0};
+            (void)st->backends[GD_CUDA]->event_synchronize(event, gpu, &err); /* the copy's end */
+            st->backends[GD_CUDA]->event_destroy(event, gpu);
+            PyErr_NoMemory();
+            return -1;
+        }
+        st->host_copies = p;
+        st->cap_host_copies = cap;
+    }
+    st->host_copies[st->n_host_copies++] = (struct gd_host_copy){(ArrayObject *)Py_NewRef(holder), event, gpu};
+    return 0;
+}
+
+int gd_host_copies_wait_slow(gd_state *st, ArrayObject *holder)
+{
+    for (int i = st->n_host_copies - 1; i >= 0; i--) {
+        if (i >= st->n_host_copies) continue; /* a deallocation during a wait shrank the list */
+        if (holder && st->host_copies[i].holder != holder) continue;
+        if (host_copy_wait(st, i) < 0) return -1;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------

@@ -50,6 +50,20 @@ static inline int gd_guard_inherit(gd_state *st, PyObject *out, PyObject *in)
     ArrayObject *root = a->base && Py_TYPE(a->base) == st->array_type ? (ArrayObject *)a->base : a;
     return root->guards ? gd_guard_inherit_slow(st, (ArrayObject *)out, a) : 0;
 }
+/* Copies between a GPU and pinned host memory that returned at once (a.to(dev,
+ * non_blocking=True)). `holder` is the root Array of the host memory: the list keeps it alive,
+ * and no host read (gd_host_read) or CPU operation (gd_backend_of) reaches it, until the copy's
+ * `event` (recorded on GPU `gpu`, owned by the list from now on) has run. 0, or -1 with an
+ * exception after waiting for the event. */
+int gd_host_copy_add(gd_state *st, ArrayObject *holder, void *event, int gpu);
+/* Waits for the pending copies of `holder` (NULL: all of them), each one a 'sync' named
+ * "non-blocking copy" on its GPU in gd.trace(). 0, or -1 with an exception. */
+int gd_host_copies_wait_slow(gd_state *st, ArrayObject *holder);
+/* The check on every path that touches host memory: a load and a compare when none is pending. */
+static inline int gd_host_copies_wait(gd_state *st)
+{
+    return st->n_host_copies ? gd_host_copies_wait_slow(st, NULL) : 0;
+}
 /* A monotonic clock in seconds, and the wait a sync site measured with it: the next sync
  * event on a GPU (or h2d copy event) of this thread reports it. */
 double gd_trace_clock(void);

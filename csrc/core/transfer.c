@@ -20,6 +20,13 @@
  * copies between devices
  * ---------------------------------------------------------------------------------------- */
 
+/* Before the host reads a CPU array's memory directly: the copies into it (or out of it) that
+ * returned at once have ended. */
+static int wait_for_host(gd_state *st, ArrayObject *a)
+{
+    return st->n_host_copies ? gd_host_copies_wait_slow(st, gd_owner(st, a)) : 0;
+}
+
 /* Copy a's bytes (a C-contiguous array) to host memory at dst, synchronizing for GPU arrays:
  * the host read of `read`, the array the user reads (a itself, or the array a compacts).
  * `cause` names the read in traces ("item", "repr", "cpu copy", ...). */
@@ -27,6 +34,7 @@ static int copy_to_host_bytes(gd_state *st, void *dst, ArrayObject *a, ArrayObje
 {
     size_t n = gd_array_nbytes(a);
     if (a->device.type == GD_CPU) {
+        if (wait_for_host(st, a) < 0) return -1;
         if (n) memcpy(dst, a->data, n);
         return gd_host_read(st, read, cause);
     }
@@ -54,6 +62,7 @@ static int copy_to_host_bytes(gd_state *st, void *dst, ArrayObject *a, ArrayObje
 
 int gd_upload(gd_state *st, ArrayObject *a, const void *host, size_t n, const char *op)
 {
+    if (gd_host_copies_wait(st) < 0) return -1; /* `host` may be pinned memory a copy is using */
     if (a->device.type == GD_CPU) {
         if (n) memcpy(a->data, host, n);
         return 0;
@@ -85,6 +94,61 @@ static int copy_between_gpus(gd_state *st, ArrayObject *out, ArrayObject *a, con
     return gd_trace_copy(st, a->device.index == out->device.index ? "d2d" : "peer", a, out->device);
 }
 
+/* ------------------------------------------------------------------------------------------
+ * copies that return at once: between a GPU and pinned host memory
+ *
+ * The copy is queued on the GPU's stream with an event after it, and the host memory's root
+ * Array joins trace.c's list of pending copies, which keeps it alive and makes every host
+ * read of it, and every CPU operation, wait for the event first. So a result read too early
+ * is still right (unlike PyTorch's), and gd.trace() shows where the program waited.
+ * ---------------------------------------------------------------------------------------- */
+
+/* Queues the copy of `a` into `out` (one of them on a GPU, the other pinned) and registers
+ * `holder`, the host side's root. */
+static int copy_async(gd_state *st, ArrayObject *out, ArrayObject *a, ArrayObject *holder, const char *op)
+{
+    const int to_host = out->device.type == GD_CPU;
+    const int gpu = to_host ? a->device.index : out->device.index;
+    const gd_backend *be = gd_backend_of(st, (gd_device){GD_CUDA, gpu}, op);
+    if (!be) return -1;
+    gd_error err = {0};
+    void *event = NULL;
+    int rc = be->event_create(&event, gpu, &err);
+    if (!rc) {
+        rc = be->copy_async(out->data, a->data, to_host, gpu, gd_array_nbytes(a), event, &err);
+        if (rc) be->event_destroy(event, gpu);
+    }
+    gd_mark_pending(st, (gd_device){GD_CUDA, gpu});
+    if (rc) return gd_raise(st, op, &err);
+    if (gd_host_copy_add(st, holder, event, gpu) < 0) return -1;
+    return gd_trace_copy(st, to_host ? "d2h" : "h2d", a, out->device);
+}
+
+/* Whether a copy of `a` to `dst` can return at once: a GPU array to the CPU (into new pinned
+ * memory), or a pinned array to a GPU, with a backend that offers it. */
+static int can_copy_async(gd_state *st, ArrayObject *a, gd_device dst)
+{
+    const gd_backend *cuda = st->backends[GD_CUDA];
+    if (!cuda || !cuda->copy_async) return 0;
+    if (a->device.type == GD_CUDA) return dst.type == GD_CPU;
+    return dst.type == GD_CUDA && gd_owner(st, a)->pinned;
+}
+
+static ArrayObject *contiguous_to_device_async(gd_state *st, ArrayObject *a, gd_device dst, const char *op)
+{
+    ArrayObject *out = dst.type == GD_CPU ? gd_array_new_pinned(st, a->device.index, a->dtype, a->ndim, a->shape, op)
+                                          : gd_array_new(st, dst, a->dtype, a->ndim, a->shape, op);
+    if (!out) return NULL;
+    /* a pinned source may itself still be filling (a.to('cpu', non_blocking=True).to(gpu)) */
+    ArrayObject *holder = dst.type == GD_CPU ? out : gd_owner(st, a);
+    if ((dst.type == GD_CUDA && wait_for_host(st, a) < 0) || copy_async(st, out, a, holder, op) < 0) Py_CLEAR(out);
+    return out;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * copies that wait
+ * ---------------------------------------------------------------------------------------- */
+
 /* The copy of a (C-contiguous) on dst, a C-contiguous array itself. */
 static ArrayObject *contiguous_to_device(gd_state *st, ArrayObject *a, gd_device dst, const char *op)
 {
@@ -93,6 +157,10 @@ static ArrayObject *contiguous_to_device(gd_state *st, ArrayObject *a, gd_device
     int rc;
     if (a->device.type == GD_CPU && dst.type == GD_CPU) {
         size_t n = gd_array_nbytes(a);
+        if (wait_for_host(st, a) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
         if (n) memcpy(out->data, a->data, n);
         rc = gd_trace_copy(st, "h2h", a, dst);
     } else if (a->device.type == GD_CPU) {
@@ -107,22 +175,30 @@ static ArrayObject *contiguous_to_device(gd_state *st, ArrayObject *a, gd_device
 }
 
 /* A view is compacted where it lives, then copied: copies between devices move whole blocks.
- * The copy keeps the deferred checks that guard a (trace.h). */
-ArrayObject *gd_array_to_device(gd_state *st, ArrayObject *a, gd_device dst, const char *op)
+ * The copy keeps the deferred checks that guard a (trace.h). With non_blocking, a copy that
+ * can return at once does (can_copy_async); any other waits, as in PyTorch. */
+static ArrayObject *to_device(gd_state *st, ArrayObject *a, gd_device dst, int non_blocking, const char *op)
 {
     ArrayObject *out;
     if (a->contiguous) {
-        out = contiguous_to_device(st, a, dst, op);
+        out = non_blocking && can_copy_async(st, a, dst) ? contiguous_to_device_async(st, a, dst, op)
+                                                          : contiguous_to_device(st, a, dst, op);
     } else {
         const gd_backend *be = gd_backend_of(st, a->device, op);
         ArrayObject *c = be ? gd_contiguous(st, be, a, op) : NULL;
         if (!c) return NULL;
         out = gd_device_eq(dst, a->device) ? (ArrayObject *)Py_NewRef((PyObject *)c)
-                                           : contiguous_to_device(st, c, dst, op);
+              : non_blocking && can_copy_async(st, c, dst) ? contiguous_to_device_async(st, c, dst, op)
+                                                           : contiguous_to_device(st, c, dst, op);
         Py_DECREF(c);
     }
     if (out && gd_guard_inherit(st, (PyObject *)out, (PyObject *)a) < 0) Py_CLEAR(out);
     return out;
+}
+
+ArrayObject *gd_array_to_device(gd_state *st, ArrayObject *a, gd_device dst, const char *op)
+{
+    return to_device(st, a, dst, 0, op);
 }
 
 /* NumPy, and DLPack consumers that count bytes, describe an array only when the product of its
@@ -190,15 +266,19 @@ static PyObject *host_ndarray(gd_state *st, ArrayObject *a, const char *cause, c
  * methods: to, cpu, cuda, copy, astype
  * ---------------------------------------------------------------------------------------- */
 
-GD_SIGNATURE_SHARED(gd_array_to_sig, "to", "$self, device, copy=False",
-                    "The array on `device` (itself when already there, unless copy=True).\n\n>>> b = a.to('cuda:0')");
+GD_SIGNATURE_SHARED(gd_array_to_sig, "to", "$self, device, copy=False, non_blocking=False",
+                    "The array on `device` (itself when already there, unless copy=True).\n\n"
+                    "non_blocking=True returns before the copy ends where it can: from a GPU to the CPU (the\n"
+                    "result is pinned) and from pinned memory to a GPU. Reading or writing the host side\n"
+                    "waits for the copy first.\n\n>>> b = a.to('cuda:0')");
 PyObject *gd_array_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     gd_state *st = gd_state_of(self);
     ArrayObject *a = (ArrayObject *)self;
-    PyObject *argv[2] = {NULL, NULL};
-    int copy = 0;
-    if (gd_parse_args(argv, &gd_array_to_sig, args, nargs, kwnames) < 0 || gd_parse_bool(argv[1], &copy) < 0)
+    PyObject *argv[3] = {NULL, NULL, NULL};
+    int copy = 0, non_blocking = 0;
+    if (gd_parse_args(argv, &gd_array_to_sig, args, nargs, kwnames) < 0 || gd_parse_bool(argv[1], &copy) < 0 ||
+        gd_parse_bool(argv[2], &non_blocking) < 0)
         return NULL;
     if (argv[0] == Py_None) {
         PyErr_SetString(PyExc_TypeError, "to: device must be a Device or a string like 'cuda:0', not None");
@@ -207,7 +287,7 @@ PyObject *gd_array_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
     gd_device dev = a->device;
     if (gd_parse_device(st, argv[0], &dev) < 0) return NULL;
     if (gd_device_eq(dev, a->device) && !copy) return Py_NewRef(self);
-    ArrayObject *out = gd_array_to_device(st, a, dev, "to");
+    ArrayObject *out = to_device(st, a, dev, non_blocking, "to");
     return GD_AG_OUT(st, "to", out, a, NULL, NULL);
 }
 
@@ -437,12 +517,65 @@ static PyObject *mod_to_host(PyObject *module, PyObject *const *args, Py_ssize_t
     return cause ? host_ndarray(st, (ArrayObject *)args[0], cause, cause) : NULL;
 }
 
+/* ------------------------------------------------------------------------------------------
+ * pinned host memory: pin_memory, is_pinned
+ * ---------------------------------------------------------------------------------------- */
+
+static PyObject *array_pin_memory(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    gd_state *st = gd_state_of(self);
+    ArrayObject *a = (ArrayObject *)self;
+    if (a->device.type != GD_CPU) {
+        char dev[32];
+        PyErr_Format(PyExc_RuntimeError,
+                     "pin_memory: the array is on %s; only CPU arrays can be pinned (a.to('cpu', "
+                     "non_blocking=True) gives a pinned copy of a GPU array)",
+                     gd_device_str(a->device, dev));
+        return NULL;
+    }
+    if (gd_owner(st, a)->pinned) return Py_NewRef(self);
+    const gd_backend *be = gd_backend_of(st, GD_CPU_DEVICE, "pin_memory"); /* waits for pending copies */
+    ArrayObject *c = !be            ? NULL
+                     : a->contiguous ? (ArrayObject *)Py_NewRef(self)
+                                     : gd_contiguous(st, be, a, "pin_memory");
+    if (!c) return NULL;
+    ArrayObject *out = gd_array_new_pinned(st, 0, a->dtype, a->ndim, a->shape, "pin_memory");
+    if (out) {
+        if (gd_array_nbytes(c)) memcpy(out->data, c->data, gd_array_nbytes(c));
+        if (gd_trace_copy(st, "h2h", c, GD_CPU_DEVICE) < 0 ||
+            gd_guard_inherit(st, (PyObject *)out, (PyObject *)a) < 0)
+            Py_CLEAR(out);
+    }
+    Py_DECREF(c);
+    return GD_AG_OUT(st, "to", out, a, NULL, NULL);
+}
+
+static PyObject *array_is_pinned(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    ArrayObject *a = (ArrayObject *)self;
+    return PyBool_FromLong(a->device.type == GD_CPU && gd_owner(gd_state_of(self), a)->pinned);
+}
+
+static PyMethodDef pinned_methods[] = {
+    GD_METHOD("pin_memory", array_pin_memory, METH_NOARGS, "$self",
+              "A copy in pinned (page-locked) host memory, which copies to and from GPUs with\n"
+              "non_blocking=True do not wait for (itself when pinned already). CPU arrays only; needs a GPU."),
+    GD_METHOD("is_pinned", array_is_pinned, METH_NOARGS, "$self",
+              "Whether the array lives in pinned host memory (always False without a GPU)."),
+    {NULL, NULL, 0, NULL},
+};
+
 static PyMethodDef transfer_functions[] = {
     {"_to_host", GD_FN(mod_to_host), METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 
-int gd_transfer_setup(PyObject *module) { return PyModule_AddFunctions(module, transfer_functions); }
+int gd_transfer_setup(PyObject *module)
+{
+    gd_state *st = PyModule_GetState(module);
+    if (gd_array_add_methods(st, pinned_methods) < 0) return -1;
+    return PyModule_AddFunctions(module, transfer_functions);
+}
 
 /* ------------------------------------------------------------------------------------------
  * the buffer protocol (CPU arrays only) and the CUDA array interface (GPU arrays only)

@@ -288,7 +288,8 @@ for _exc in ("GpudevError", "CudaError", "DeviceMismatchError", "DeviceUnavailab
 
 OTHER = (P("other", "array", arr(2, 3), "positional"),)
 METHODS: dict[str, tuple[P, ...]] = {
-    "to": (P("device", "device", lambda: "cpu"), P("copy", "flag", lambda: False)), "cpu": (),
+    "to": (P("device", "device", lambda: "cpu"), P("copy", "flag", lambda: False),
+           P("non_blocking", "flag", lambda: False)), "cpu": (),
     "cuda": (P("i", "gpu index", lambda: 0),), "numpy": (), "item": (), "tolist": (), "copy": (), "__copy__": (),
     "__deepcopy__": (P("memo", "memo", lambda: {}, "positional"),),
     "__format__": (P("format_spec", "format spec", lambda: "", "positional"),),
@@ -323,7 +324,8 @@ METHODS["__rpow__"] = METHODS["__pow__"]
 METHODS["__ipow__"] = OTHER
 METHODS["argmax"] = METHODS["argmin"] = REDUCE  # selection
 for _name in ("__len__", "__bool__", "__float__", "__int__", "__index__", "__neg__", "__pos__", "__abs__",
-              "__repr__", "__str__", "__invert__", "__hash__", "contiguous", "is_contiguous", "ravel"):
+              "__repr__", "__str__", "__invert__", "__hash__", "contiguous", "is_contiguous", "ravel",
+              "is_pinned", "pin_memory"):
     METHODS[_name] = ()
 # sigmoid, floor division and remainder, powers, clip
 SIGNATURES.update({
