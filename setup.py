@@ -30,6 +30,7 @@ import functools
 import glob
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -100,6 +101,16 @@ def present_gpus() -> list[str]:
         return []
     caps = [line.strip() for line in run.stdout.splitlines() if run.returncode == 0]
     return sorted({"sm_" + c.replace(".", "") for c in caps if c.replace(".", "").isdigit()})
+
+
+def cuda_version(nvcc: str) -> str | None:
+    """The toolkit's CUDA version ("13.0"), whose major names the libraries the backend needs."""
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False).stdout
+    except OSError:
+        return None
+    m = re.search(r"release (\d+\.\d+)", out)
+    return m.group(1) if m else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -271,7 +282,8 @@ class BuildExt(build_ext):
             out_path,
             libraries=["cudart", "cublas"],
             library_dirs=[lib_dir],
-            runtime_library_dirs=[lib_dir],
+            # no RUNPATH: the module names libcudart/libcublas by SONAME only, and
+            # gpudev/_cuda_libs.py finds and loads them at run time, wherever they are
             target_lang="c++",
         )
         with open(stamp, "w") as f:
@@ -339,6 +351,7 @@ class BuildExt(build_ext):
             "cuda_compiled": cuda_home is not None,
             "cuda_reason": reason,
             "cuda_archs": arch_list,
+            "cuda_version": cuda_version(os.path.join(cuda_home, "bin", "nvcc")) if cuda_home else None,
             "cuda_emu_compiled": emu_sources()[0] is not None,
             "cuda_emu_reason": emu_sources()[1],
             "sanitize": os.environ.get("GPUDEV_SANITIZE") in SANITIZERS,

@@ -187,3 +187,18 @@ def test_report_matches_build_info():
     for lib in libs.values():
         assert lib["origin"] in ("process", "pip", "conda", "toolkit", "system")
         assert os.path.basename(lib["path"]).startswith(lib["soname"])
+
+
+def test_cuda_module_names_its_libraries_by_soname_only():
+    """gpudev._cuda carries no path into the toolkit that built it (no RUNPATH or RPATH), so the
+    libraries loaded above are the ones it binds to, wherever a wheel of it is installed."""
+    modules = sorted((ROOT / "gpudev").glob("_cuda.*.so"))
+    if not modules:
+        pytest.skip("the CUDA backend is not built here (no CUDA toolkit at build time)")
+    if shutil.which("readelf") is None:
+        pytest.skip("readelf (binutils) is not installed: the module's dynamic section cannot be read")
+    dynamic = subprocess.run(["readelf", "-d", str(modules[0])], capture_output=True, text=True, check=True).stdout
+    assert "RUNPATH" not in dynamic and "RPATH" not in dynamic, dynamic
+    needed = [line.split("[")[1].rstrip("]") for line in dynamic.splitlines() if "(NEEDED)" in line]
+    assert {n.split(".so")[0] for n in needed} >= {"libcudart", "libcublas"}
+    assert all("/" not in n for n in needed), needed
