@@ -78,6 +78,7 @@ _ADVICE = {
     "__dlpack__": "hand the array over once after the loop",
     "pickle": "send the arrays to other processes once, not every step",
     "cpu copy": "copy once after the loop",
+    "non-blocking copy": "use the result of a.to(..., non_blocking=True) later, after the work it should overlap",
 }
 
 
@@ -117,7 +118,7 @@ def known_causes() -> frozenset[str]:
         names = {n for n in dir(gpudev) if not n.startswith("_")} | {n for n in dir(_C.Array)}
         _KNOWN = frozenset(names | _trace.HOST_READS | set(_trace.COPY_KINDS) | _EXPLICIT_DIRECT
                            | _EXPLICIT_ANYWHERE | {"__cuda_array_interface__", "deferred check", "getitem",
-                                                    "setitem", "memory_stats"})
+                                                    "setitem", "memory_stats", "non-blocking copy"})
     return _KNOWN
 
 

@@ -258,3 +258,16 @@ def test_without_a_gpu_pinned_memory_is_refused_and_nothing_is_pinned():
     assert lines[1].startswith("True pin_memory: pinned host memory needs a GPU")
     assert lines[2].startswith("True empty: pinned host memory needs a GPU")
     assert all("leave pin_memory out where there is no GPU" in line for line in lines[1:])
+
+
+@needs_gpu
+def test_strict_mode_sees_the_wait_and_can_allow_it():
+    a, expected = _source()
+    y = a.to("cpu", non_blocking=True)
+    with pytest.raises(gd.StrictModeError, match="non-blocking copy"):
+        with gd.strict("sync"):
+            y * 2
+    z = a.to("cpu", non_blocking=True)
+    with gd.strict("sync", allow=["non-blocking copy"]):
+        w = z * 2
+    np.testing.assert_array_equal(w.numpy(), expected * 2)
