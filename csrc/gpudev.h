@@ -276,6 +276,8 @@ typedef int gd_event_create_fn(void **out, int device, gd_error *err);
 typedef int gd_event_record_fn(void *event, int device, gd_error *err);
 typedef int gd_event_elapsed_ms_fn(double *out, void *start, void *end, int device, gd_error *err);
 typedef void gd_event_destroy_fn(void *event, int device);
+typedef int gd_pointer_chase_fn(double *ns_per_load, int repeats, int64_t working_set_bytes, int64_t steps,
+                                int device, gd_error *err);
 typedef int gd_stream_wait_device_fn(int device, uint64_t stream, gd_error *err);
 typedef int gd_device_wait_stream_fn(int device, uint64_t stream, gd_error *err);
 typedef int gd_gather_rows_fn(void *out, int64_t *bad, const void *src, int64_t rows, const int64_t *idx,
@@ -482,6 +484,15 @@ typedef struct gd_backend {
      * grad_out element to its window's index (indices as pool2d wrote them); GD_POOL_AVG
      * spreads it over the window, divided as the forward divided. Overwrites grad_in. */
     gd_pool2d_backward_fn *pool2d_backward;
+
+    /* ---- measurement (optional; added in ABI 10) ---- */
+
+    /* Dependent-load latency: ns_per_load[r] (host, r < repeats) = the time of `steps` loads
+     * that each take their address from the one before, divided by `steps`, walking one
+     * random cycle through the 64-byte lines of a `working_set_bytes` buffer (chase.h) with
+     * one thread, after a warm-up walk of up to one lap. working_set_bytes >= 128, steps >= 1
+     * (the core checks). Blocks. NULL where the backend cannot measure it. */
+    gd_pointer_chase_fn *pointer_chase;
 } gd_backend;
 
 #ifdef __cplusplus

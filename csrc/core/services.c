@@ -1,9 +1,10 @@
 /* services.c - the device services of the backend table as functions of gpudev._C: memory
  * statistics, the peak counter, the GPU pool's cache, device properties, waiting for a whole
- * device, and events for timing. gpudev/_info.py and gpudev/timing.py build the public API on
- * them. Availability is checked once (gd_backend_of) and every failure reaches Python by the
- * one path, gd_raise; an entry a backend leaves NULL answers for itself (the CPU caches
- * nothing, has no properties beyond what the OS says, and is timed by the host clock).
+ * device, events for timing, and the pointer chase of gd.latency_table. gpudev/_info.py and
+ * gpudev/timing.py build the public API on them. Availability is checked once (gd_backend_of)
+ * and every failure reaches Python by the one path, gd_raise; an entry a backend leaves NULL
+ * answers for itself (the CPU caches nothing, has no properties beyond what the OS says, and is
+ * timed by the host clock).
  */
 #include "services.h"
 #include "core.h"
@@ -202,6 +203,68 @@ static PyObject *mod_event_elapsed_ms(PyObject *module, PyObject *const *args, P
 }
 
 /* ------------------------------------------------------------------------------------------
+ * the pointer chase (gd.latency_table's dependent-load rows)
+ * ---------------------------------------------------------------------------------------- */
+
+#define GD_CHASE_MAX_BYTES ((long long)1 << 32) /* 4 GiB: past any cache, still a quick ring */
+#define GD_CHASE_MAX_STEPS ((long long)1 << 34)
+#define GD_CHASE_MAX_REPEATS 1000
+
+/* args[i] as a long long in [lo, hi], else ValueError naming the argument, its range and the value. */
+static int chase_arg(long long *out, PyObject *arg, const char *name, long long lo, long long hi)
+{
+    int overflow = 0;
+    *out = PyLong_Check(arg) && !PyBool_Check(arg) ? PyLong_AsLongLongAndOverflow(arg, &overflow) : lo - 1;
+    if (*out == -1 && PyErr_Occurred()) return -1;
+    if (overflow || *out < lo || *out > hi) {
+        PyErr_Format(PyExc_ValueError, "_pointer_chase: %s must be an int from %lld to %lld, got %R", name, lo, hi,
+                     arg);
+        return -1;
+    }
+    return 0;
+}
+
+/* _pointer_chase(device, working_set_bytes, steps, repeats) -> a tuple of `repeats` times per
+ * load, in nanoseconds, each the mean of `steps` dependent loads through one random cycle of
+ * the working set's 64-byte lines (csrc/chase.h). Blocks, without the GIL. */
+static PyObject *mod_pointer_chase(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError,
+                     "_pointer_chase: expected 4 arguments (device, working_set_bytes, steps, repeats), got %zd",
+                     nargs);
+        return NULL;
+    }
+    gd_state *st = PyModule_GetState(module);
+    long long bytes, steps, repeats;
+    if (chase_arg(&bytes, args[1], "working_set_bytes", 2 * 64, GD_CHASE_MAX_BYTES) < 0 ||
+        chase_arg(&steps, args[2], "steps", 1, GD_CHASE_MAX_STEPS) < 0 ||
+        chase_arg(&repeats, args[3], "repeats", 1, GD_CHASE_MAX_REPEATS) < 0)
+        return NULL;
+    gd_device dev;
+    const gd_backend *be = service_backend(st, args[0], &dev, "pointer_chase");
+    if (!be) return NULL;
+    gd_error err = {0};
+    if (!be->pointer_chase) {
+        gd_set_error(&err, GD_ERR_UNSUPPORTED, "the %s backend has no pointer chase", be->name);
+        return raise_null(st, "pointer_chase", &err);
+    }
+    double ns[GD_CHASE_MAX_REPEATS];
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = be->pointer_chase(ns, (int)repeats, bytes, steps, dev.index, &err);
+    Py_END_ALLOW_THREADS
+    if (rc) return raise_null(st, "pointer_chase", &err);
+    PyObject *out = PyTuple_New((Py_ssize_t)repeats);
+    for (Py_ssize_t r = 0; out && r < (Py_ssize_t)repeats; ++r) {
+        PyObject *x = PyFloat_FromDouble(ns[r]);
+        if (!x) Py_CLEAR(out);
+        else PyTuple_SET_ITEM(out, r, x);
+    }
+    return out;
+}
+
+/* ------------------------------------------------------------------------------------------
  * setup
  * ---------------------------------------------------------------------------------------- */
 
@@ -213,6 +276,7 @@ static PyMethodDef services_functions[] = {
     {"_event_create", mod_event_create, METH_O, NULL},
     {"_event_record", mod_event_record, METH_O, NULL},
     {"_event_elapsed_ms", GD_FN(mod_event_elapsed_ms), METH_FASTCALL, NULL},
+    {"_pointer_chase", GD_FN(mod_pointer_chase), METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 

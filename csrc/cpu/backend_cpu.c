@@ -100,4 +100,6 @@ const gd_backend gd_cpu_backend = {
     .col2im = gd_cpu_col2im,
     .pool2d = gd_cpu_pool2d,
     .pool2d_backward = gd_cpu_pool2d_backward,
+    /* measurement (chase.c) */
+    .pointer_chase = gd_cpu_pointer_chase,
 };

@@ -153,6 +153,9 @@ void gd_copy_bytes(void *dst, const void *src, size_t nbytes);
 gd_device_count_fn gd_cpu_device_count;
 gd_synchronize_fn gd_cpu_synchronize;
 
+/* chase.c */
+gd_pointer_chase_fn gd_cpu_pointer_chase;
+
 /* memory.c */
 gd_alloc_fn gd_cpu_alloc;
 gd_free_fn gd_cpu_free;

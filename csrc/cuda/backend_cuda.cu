@@ -76,6 +76,8 @@ static const gd_backend gd_cuda_table = {
     guarded<gd_cuda_col2im>::call,             /* col2im */
     guarded<gd_cuda_pool2d>::call,             /* pool2d */
     guarded<gd_cuda_pool2d_backward>::call,    /* pool2d_backward */
+    /* measurement (services.cu) */
+    guarded<gd_cuda_pointer_chase>::call,      /* pointer_chase */
 };
 
 extern "C" const gd_backend *gd_cuda_backend(void) { return &gd_cuda_table; }

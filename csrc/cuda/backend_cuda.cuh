@@ -281,6 +281,7 @@ gd_event_create_fn gd_cuda_event_create;
 gd_event_record_fn gd_cuda_event_record;
 gd_event_elapsed_ms_fn gd_cuda_event_elapsed_ms;
 gd_event_destroy_fn gd_cuda_event_destroy;
+gd_pointer_chase_fn gd_cuda_pointer_chase;
 gd_stream_wait_device_fn gd_cuda_stream_wait_device;
 gd_device_wait_stream_fn gd_cuda_device_wait_stream;
 

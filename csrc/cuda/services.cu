@@ -1,12 +1,16 @@
 /* services.cu - the CUDA backend's device services: the properties of a GPU (for Device.info()
  * and the exercises' roofs), waiting for every stream of the process on a device (importing
  * memory another library may still be writing), CUDA events, which time work on the device's
- * own clock, and ordering gpudev's stream against another library's (DLPack exports). Memory
- * statistics and empty_cache live with the pool, in memory.cu.
+ * own clock, ordering gpudev's stream against another library's (DLPack exports), and the
+ * pointer chase behind gd.latency_table. Memory statistics and empty_cache live with the pool,
+ * in memory.cu.
  */
 #include "backend_cuda.cuh"
+#include "chase.h"
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 /* ------------------------------------------------------------------------------------------
  * properties and whole-device synchronization
@@ -131,4 +135,69 @@ int gd_cuda_device_wait_stream(int device, uint64_t stream, gd_error *err)
     gd_cuda_device *dev;
     int rc = gd_cuda_enter(&dev, device, err);
     return rc == GD_OK ? gd_cuda_order(dev->stream, gd_cuda_foreign_stream(stream), err) : rc;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * the pointer chase: the latency of one load from the caches and from device memory
+ * ---------------------------------------------------------------------------------------- */
+
+namespace {
+
+/* One thread walks the ring: each load's address is the previous load's value, so the loads
+ * cannot overlap and the time per step is one load's latency (plus a few instructions). */
+__global__ void chase_kernel(const uint64_t *ring, uint64_t start, int64_t steps, uint64_t *end)
+{
+    uint64_t p = start;
+    for (int64_t i = 0; i < steps; ++i) p = ring[p];
+    *end = p;
+}
+
+/* The warm-up lap, then `repeats` walks of `steps` loads, each timed by the host clock from
+ * its launch to the end of a stream synchronization (a launch costs microseconds; a walk of
+ * many steps takes milliseconds). ring and end are on the device. */
+int chase_timed(double *ns_per_load, int repeats, const uint64_t *ring, int64_t nodes, int64_t steps, uint64_t *end,
+                cudaStream_t stream, gd_error *err)
+{
+    chase_kernel<<<1, 1, 0, stream>>>(ring, 0, nodes < steps ? nodes : steps, end);
+    GD_CHECK(cudaGetLastError());
+    GD_CHECK(cudaStreamSynchronize(stream));
+    for (int r = 0; r < repeats; ++r) {
+        auto t0 = std::chrono::steady_clock::now();
+        chase_kernel<<<1, 1, 0, stream>>>(ring, 0, steps, end);
+        GD_CHECK(cudaGetLastError());
+        GD_CHECK(cudaStreamSynchronize(stream));
+        std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - t0;
+        ns_per_load[r] = took.count() / (double)steps;
+    }
+    return GD_OK;
+}
+
+} // namespace
+
+int gd_cuda_pointer_chase(double *ns_per_load, int repeats, int64_t working_set_bytes, int64_t steps, int device,
+                          gd_error *err)
+{
+    gd_cuda_device *dev;
+    int rc = gd_cuda_enter(&dev, device, err);
+    if (rc != GD_OK) return rc;
+    int64_t nodes = working_set_bytes / GD_CHASE_LINE;
+    size_t bytes = (size_t)(nodes * GD_CHASE_LINE);
+    uint64_t *host = (uint64_t *)calloc((size_t)nodes, GD_CHASE_LINE);
+    if (!host || gd_chase_ring(host, nodes) < 0) {
+        free(host);
+        return gd_set_error(err, GD_ERR_HOST_OOM, "pointer_chase: could not allocate a %lld-byte ring on the host",
+                            (long long)working_set_bytes);
+    }
+    void *ring = nullptr;
+    rc = gd_cuda_pool_alloc(&ring, dev, bytes + GD_CHASE_LINE, true, err); /* the ring, then `end` */
+    if (rc == GD_OK) {
+        uint64_t *end = (uint64_t *)((char *)ring + bytes);
+        cudaError_t st = cudaMemcpyAsync(ring, host, bytes, cudaMemcpyHostToDevice, dev->stream);
+        rc = st != cudaSuccess ? gd_cuda_fail(err, st, "cudaMemcpyAsync(ring, host, bytes)", __FILE__, __LINE__)
+                               : chase_timed(ns_per_load, repeats, (const uint64_t *)ring, nodes, steps, end,
+                                             dev->stream, err);
+        gd_cuda_pool_free(ring, dev, bytes + GD_CHASE_LINE, true);
+    }
+    free(host); /* after the walks: the copy from it was synchronized by then, or failed */
+    return rc;
 }
