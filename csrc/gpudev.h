@@ -21,7 +21,7 @@ extern "C" {
 #define GD_MAX_NDIM 16
 /* The table's layout version, with the op counts in it: a backend built from another op list
  * has another version (the enum values are its operation codes), so it is refused. */
-#define GD_BACKEND_ABI_LAYOUT 10
+#define GD_BACKEND_ABI_LAYOUT 11
 #define GD_BACKEND_ABI_VERSION (GD_BACKEND_ABI_LAYOUT * 10000 + GD_NUM_UNOPS * 100 + GD_NUM_BINOPS)
 #define GD_BACKEND_CAPSULE_NAME "gpudev._cuda.backend"
 
@@ -485,7 +485,7 @@ typedef struct gd_backend {
      * spreads it over the window, divided as the forward divided. Overwrites grad_in. */
     gd_pool2d_backward_fn *pool2d_backward;
 
-    /* ---- measurement (optional; added in ABI 10) ---- */
+    /* ---- measurement (optional; added in ABI 11) ---- */
 
     /* Dependent-load latency: ns_per_load[r] (host, r < repeats) = the time of `steps` loads
      * that each take their address from the one before, divided by `steps`, walking one
