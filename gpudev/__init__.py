@@ -159,6 +159,7 @@ from ._pickle import map_location  # noqa: E402
 from ._info import build_info, empty_cache, memory_stats, set_tf32  # noqa: E402
 from .io import load, save  # noqa: E402
 from .timing import BenchmarkResult, Timer, benchmark  # noqa: E402
+from .latency import latency_table  # noqa: E402
 from .trace import Trace, trace  # noqa: E402
 from .strict import StrictModeError, StrictModeWarning, strict  # noqa: E402
 from . import cuda, fft, linalg, nn, optim, utils  # noqa: E402
@@ -181,7 +182,7 @@ __all__ = [
     "Array", "BenchmarkResult", "all", "any", "bool", "bool_", "CudaError", "Device", "DeviceMismatchError",
     "DeviceUnavailableError", "GpudevError", "OutOfMemoryError", "StrictModeError", "StrictModeWarning", "Timer",
     "Trace", "allclose", "arange", "array", "asarray", "benchmark", "build_info", "concatenate", "cpu", "cuda_available",
-    "device_label", "empty",
+    "device_label", "empty", "latency_table",
     "empty_cache", "empty_like", "enable_grad", "float32", "float64", "from_dlpack", "full", "full_like",
     "get_num_threads", "gpu", "int32", "int64", "is_grad_enabled", "isfinite", "isnan", "load", "log_softmax",
     "reciprocal", "signbit",

@@ -389,7 +389,7 @@ def test_cli_quick_writes_json_report_and_plots(tmp_path, capsys):
         assert f"## Exercise {k}:" in report
     assert "## Machine" in report
     if NUM_GPUS == 0:  # every GPU part says it was skipped, and why
-        assert printed.count("note: GPU rows skipped: this machine has no usable GPU") == 5  # 1, 4, 5, 6, 8
+        assert printed.count("note: GPU rows skipped: this machine has no usable GPU") == 6  # 1, 4, 5, 6, 7, 8
         assert printed.count("note: ran on the CPU: this machine has no usable GPU") == 2
         assert "skipped: needs 2 GPUs, found 0" in printed
 

@@ -31,7 +31,7 @@ def test_every_notebook_is_there():
     names = [p.name for p in NOTEBOOKS]
     assert names == ["00_tour.ipynb", "01_matmul_vs_small.ipynb", "02_params_on_device.ipynb",
                      "03_norm_logging.ipynb", "04_two_devices.ipynb", "05_small_op_sweep.ipynb",
-                     "06_training.ipynb", "07_async.ipynb", "09_k_devices.ipynb"]
+                     "06_training.ipynb", "07_async.ipynb", "08_latency.ipynb", "09_k_devices.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -676,6 +676,43 @@ call `model.eval()` before evaluating; log `loss.item()` every step and time the
 to see what the extra synchronizations cost."""),
 ]
 
+EX7 = exercise(
+    7, "the latency table, measured here",
+    "*The book's table of latencies (a kernel launch 10 us, 1 MB over PCIe 80 us, GPU global "
+    "memory 200 ns, L1 1.5 ns...) comes from other machines, years ago: what are they here? Its "
+    "exercises ask for stride and cache sizes too.*\n\n`gd.latency_table(device)` measures each "
+    "row on one device with its spread over repeats; `ex.latency` runs it on every device and "
+    "prints it beside the book's figures. One dependent load's latency needs a pointer chase, "
+    "which Python's interpreter is too slow for: the C core walks a random cycle through the "
+    "64-byte lines of a working set, so no load can start before the previous one ends.",
+    [("code", """\
+from gpudev.latency import pointer_chase_ns
+
+steps = 100_000                      # dependent loads per repeat: change it and re-run
+for dev in devices:
+    for kib in (16, 256, 4096, 65536):   # in L1, L2 and L3 of most CPUs, then in memory
+        ns = sorted(pointer_chase_ns(dev, kib * 1024, steps, 3))
+        print(f"{gd.device_label(dev)}: {kib:>6} KiB working set: {ns[1]:.3g} ns per dependent load "
+              f"(min {ns[0]:.3g}, max {ns[2]:.3g})")""")],
+    "ex.latency(**kw)",
+    [("md", "## The levels beside the book and the OS\n\nEach level's latency is the curve's "
+            "point in the middle of its plateau; its size is where the curve's knee lies. Where "
+            "the OS reports another size, a cache shared with other cores (or a virtual "
+            "machine's share of it) gives one thread less than its size."),
+     ("code", """\
+lines = []
+for r in (r for r in res.rows if r["part"] == "load"):
+    book = f"the book {r['book_s'] * 1e9:.3g} ns" if r["book_s"] else "no figure in the book"
+    size = f"fits up to {r['fits_up_to'] // 1024} KiB" if r["spills_at"] else "the rest"
+    os_size = f", the OS says {r['os_size_bytes'] // 1024} KiB" if r["os_size_bytes"] else ""
+    lines.append(f"- **{res.label(r['device'])}, {r['what']}**: {r['latency_s'] * 1e9:.3g} ns ({book}); "
+                 f"{size}{os_size}.")
+Markdown("\\n".join(lines))""")],
+    "Put `128` and `256` in `gpudev.latency.STRIDES` and rerun: where does the time per element "
+    "stop growing? Run the chase with `steps=1000`: the spread grows, because a repeat is then "
+    "shorter than the clock's jitter. On a GPU, compare the launch row with the book's 10 us.",
+)
+
 NOTEBOOKS = {
     "00_tour.ipynb": TOUR,
     "01_matmul_vs_small.ipynb": EX1,
@@ -685,6 +722,7 @@ NOTEBOOKS = {
     "05_small_op_sweep.ipynb": EX5,
     "06_training.ipynb": TRAINING,
     "07_async.ipynb": EX6,
+    "08_latency.ipynb": EX7,
     "09_k_devices.ipynb": EX8,
 }
 

@@ -10,6 +10,7 @@ the numbers, why a part was skipped (e.g. no second GPU), and ``.table()`` / ``.
 4. :func:`two_devices`       two products on two GPUs vs one; overlap of GPU and host work
 5. :func:`small_op_sweep`    one ``b += b`` per size: where the data starts to cost, where a GPU wins
 6. :func:`asynchrony`        a loop of products: when it returns, and when its results are ready
+7. :func:`latency`           the book's latency table measured here: launch, copies, caches, memory
 8. :func:`k_devices`         LeNet trained on k devices by hand: split, allreduce, step
 
 ``python -m gpudev exercises`` runs them all (see :func:`run_cli`).
@@ -45,6 +46,7 @@ from .ex3_norm import norm_logging
 from .ex4_two_devices import two_devices
 from .ex5_sweep import small_op_sweep
 from .ex6_async import asynchrony
+from .ex7_latency import latency
 from .ex8_k_devices import k_devices
 from .result import TIMING_FIELDS, Result, plot_result
 from .roofline_chart import roofline
@@ -63,5 +65,6 @@ __all__ = [
     "Result", "matmul_vs_small", "params_on_device", "norm_logging", "two_devices",
     "small_op_sweep", "settings", "run", "run_cli", "EXERCISES", "plot_result", "roofline",
     "asynchrony",
+    "latency",
     "k_devices",
 ]

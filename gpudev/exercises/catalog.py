@@ -23,6 +23,7 @@ from .ex3_norm import norm_logging
 from .ex4_two_devices import SIZES as _EX4_SIZES, two_devices
 from .ex5_sweep import SIZES as _EX5_SIZES, small_op_sweep
 from .ex6_async import SIZES as _EX6_SIZES, asynchrony
+from .ex7_latency import latency
 from .ex8_k_devices import k_devices
 from .result import Result
 
@@ -31,6 +32,7 @@ __all__ = ["EXERCISES", "MODULES", "device_kwargs", "quick_from_env", "run", "se
 EXERCISES: dict[int, Callable[..., Result]] = {
     1: matmul_vs_small, 2: params_on_device, 3: norm_logging, 4: two_devices, 5: small_op_sweep,
     6: asynchrony,
+    7: latency,
     8: k_devices,
 }
 # each exercise's module: its conclusion_of(result) writes the conclusion again from the table
@@ -63,6 +65,7 @@ def settings(quick: bool | None = None) -> dict[int, dict[str, Any]]:
             4: {"n": {"cpu": 384, "cuda": 4096}, "repeats": 5},
             5: {"sizes": (4, 16, 64, 256, 1024), "repeats": 5},
             6: {"n": {"cpu": 500, "cuda": 200}, "repeats": 5},
+            7: {"quick": True},
             8: {"epochs": 1, "emulated_epochs": 1},
         }
     # the 10000 x 10000 product takes ~10 s on two CPU cores: it is timed at that size when
@@ -70,6 +73,7 @@ def settings(quick: bool | None = None) -> dict[int, dict[str, Any]]:
     return {1: {"n": 10000, "budget_s": 40.0}, 2: {}, 3: {"n": 1000, "size": 100},
             4: {"n": dict(_EX4_SIZES)}, 5: {"sizes": _EX5_SIZES},
             6: {"n": dict(_EX6_SIZES)},
+            7: {"quick": False},
             8: {"epochs": 10, "emulated_epochs": 2}}
 
 
