@@ -1,6 +1,7 @@
 /* conformance_services.c - the optional device-service entries of gd_backend (memory_stats,
- * reset_peak_memory, empty_cache, device_props, synchronize_all and the events), each checked
- * against gpudev.h's contract when the backend fills it; one line names those it leaves NULL.
+ * reset_peak_memory, empty_cache, device_props, synchronize_all, the events, pinned memory and
+ * its copies), each checked against gpudev.h's contract when the backend fills it; one line
+ * names those it leaves NULL.
  * --self-test runs the same checks on a small fake table, once correct and once per planted
  * bug, to show that they pass a correct implementation and catch each broken one.
  */
@@ -176,6 +177,42 @@ done:
         if (ev[i]) gdt_be->event_destroy(ev[i], gdt_dev);
 }
 
+/* Pinned memory to the device and back with copies that return at once: each copy's event,
+ * waited for, means its bytes arrived; the host buffers are written only after those waits. */
+static void check_pinned_copies(void)
+{
+    const size_t n = (size_t)1 << 20; /* floats */
+    float *in = NULL, *out = NULL, *empty = NULL;
+    void *event = NULL, *dev = gdt_alloc(n * sizeof(float));
+    if (!OK(gdt_be->host_alloc((void **)&in, gdt_dev, n * sizeof(float), &gdt_err)) ||
+        !OK(gdt_be->host_alloc((void **)&out, gdt_dev, n * sizeof(float), &gdt_err)) ||
+        !OK(gdt_be->host_alloc((void **)&empty, gdt_dev, 0, &gdt_err)) ||
+        !OK(gdt_be->event_create(&event, gdt_dev, &gdt_err)))
+        goto done;
+    CHECK(empty != NULL, "host_alloc of 0 bytes gave NULL");
+    for (size_t i = 0; i < n; i++) in[i] = (float)i;
+    memset(out, 0, n * sizeof(float));
+    OK(gdt_be->copy_async(dev, in, 0, gdt_dev, n * sizeof(float), event, &gdt_err));
+    OK(gdt_be->event_synchronize(event, gdt_dev, &gdt_err));
+    for (size_t i = 0; i < n; i++) in[i] = -1.0f; /* the copy has read it */
+    OK(gdt_be->copy_async(out, dev, 1, gdt_dev, n * sizeof(float), event, &gdt_err));
+    OK(gdt_be->event_synchronize(event, gdt_dev, &gdt_err));
+    size_t bad = n;
+    for (size_t i = 0; i < n && bad == n; i++)
+        if (out[i] != (float)i) bad = i;
+    CHECK(bad == n, "pinned -> device -> pinned: element %zu is %g, expected %g", bad, bad < n ? out[bad] : 0.0,
+          (double)bad);
+    OK(gdt_be->copy_async(out, dev, 1, gdt_dev, 0, event, &gdt_err)); /* nothing to copy: only the event */
+    OK(gdt_be->event_synchronize(event, gdt_dev, &gdt_err));
+done:
+    if (event) gdt_be->event_destroy(event, gdt_dev);
+    gdt_be->host_free(in, gdt_dev, n * sizeof(float));
+    gdt_be->host_free(out, gdt_dev, n * sizeof(float));
+    gdt_be->host_free(empty, gdt_dev, 0);
+    gdt_be->host_free(NULL, gdt_dev, 0);
+    gdt_free(dev, n * sizeof(float));
+}
+
 void gdt_check_services(void)
 {
     const gd_backend *b = gdt_be;
@@ -188,7 +225,9 @@ void gdt_check_services(void)
         {"empty_cache", b->empty_cache != NULL},         {"device_props", b->device_props != NULL},
         {"synchronize_all", b->synchronize_all != NULL}, {"event_create", b->event_create != NULL},
         {"event_record", b->event_record != NULL},       {"event_elapsed_ms", b->event_elapsed_ms != NULL},
-        {"event_destroy", b->event_destroy != NULL},
+        {"event_destroy", b->event_destroy != NULL},     {"host_alloc", b->host_alloc != NULL},
+        {"host_free", b->host_free != NULL},             {"copy_async", b->copy_async != NULL},
+        {"event_synchronize", b->event_synchronize != NULL},
     };
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
         if (!entries[i].present) strcat(strcat(missing, " "), entries[i].name);
@@ -200,11 +239,15 @@ void gdt_check_services(void)
     if (b->synchronize_all) OK(b->synchronize_all(gdt_dev, &gdt_err));
     int events = b->event_create && b->event_record && b->event_elapsed_ms && b->event_destroy;
     if (events) check_events();
+    int pinned = b->host_alloc && b->host_free && b->copy_async && b->event_synchronize;
+    if (pinned && events) check_pinned_copies();
     if (gdt_quiet) return;
     if (missing[0]) printf("  NULL in the %s table, so not checked:%s\n", b->name, missing);
     if (b->reset_peak_memory && !b->memory_stats) printf("  reset_peak_memory not checked: memory_stats is NULL\n");
     if (!events && (b->event_create || b->event_record || b->event_elapsed_ms || b->event_destroy))
         printf("  events not checked: the four event entries are not all set\n");
+    if (!(pinned && events) && (b->host_alloc || b->host_free || b->copy_async || b->event_synchronize))
+        printf("  pinned copies not checked: they need the four pinned entries and the events\n");
 }
 
 /* ------------------------------------------------------------------------------------------
