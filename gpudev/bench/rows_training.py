@@ -48,7 +48,11 @@ def _gpudev_step(h: dict[str, np.ndarray], device: str) -> Callable[[], Any]:
                            zip(["0.weight", "0.bias", "2.weight", "2.bias"], [h["w1"], h["b1"], h["w2"], h["b2"]])})
     x, y = gd.array(h["x"], device=device), gd.array(h["y"], device=device)
     loss_fn, opt = nn.MSELoss(), nn.SGD(model.parameters(), lr=LR)
+    return _sgd_step(model, x, y, loss_fn, opt)
 
+
+def _sgd_step(model: Any, x: Any, y: Any, loss_fn: Any, opt: Any) -> Callable[[], Any]:
+    """One training step as PyTorch code writes it (gpudev's and torch's objects alike)."""
     def step() -> Any:
         opt.zero_grad()
         loss = loss_fn(model(x), y)
@@ -66,15 +70,7 @@ def _torch_step(torch: Any, h: dict[str, np.ndarray], device: str) -> Callable[[
             p.copy_(torch.from_numpy(v))
     x, y = torch.from_numpy(h["x"]).to(device), torch.from_numpy(h["y"]).to(device)
     loss_fn, opt = torch.nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=LR)
-
-    def step() -> Any:
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return step
+    return _sgd_step(model, x, y, loss_fn, opt)
 
 
 def _numpy_step(h: dict[str, np.ndarray]) -> Callable[[], Any]:
