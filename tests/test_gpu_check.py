@@ -193,14 +193,17 @@ def _kill_points() -> list[tuple[str, str, list[str]]]:
     return points
 
 
-def test_a_run_killed_at_a_random_step_keeps_every_step_that_finished(cuda0, tmp_path):
+def test_a_run_killed_at_a_random_step_keeps_every_step_that_finished(cuda0, tmp_path, tmp_path_factory):
     """The machine taken away mid-run, at a place drawn at random (GPU_CHECK_KILL_SEED repeats
     a draw): an injected step kills the run there, deterministically, and the archive still
     holds each finished step's log and each finished item's result."""
     seed = int(os.environ.get("GPU_CHECK_KILL_SEED", random.randrange(1 << 30)))
     at, step, before = random.Random(seed).choice(_kill_points())
     why = f"killed at {at!r} (GPU_CHECK_KILL_SEED={seed})"
-    p = _run("--emulated", str(tmp_path), env={"GPU_CHECK_INJECT_KILL": at}, timeout=300, new_session=True)
+    # a killed run cannot remove its scratch folder: it goes to pytest's temporary folders, not /tmp
+    scratch = str(tmp_path_factory.mktemp("scratch"))
+    p = _run("--emulated", str(tmp_path), env={"GPU_CHECK_INJECT_KILL": at, "TMPDIR": scratch}, timeout=300,
+             new_session=True)
     assert p.returncode == -9, (why, p.returncode, p.stdout[-2000:], p.stderr[-2000:])
     _, summary, archived = _left_in(tmp_path)
     assert "RESULT" not in summary and archived["summary.txt"].decode() == summary, why
