@@ -271,3 +271,27 @@ def test_strict_mode_sees_the_wait_and_can_allow_it():
     with gd.strict("sync", allow=["non-blocking copy"]):
         w = z * 2
     np.testing.assert_array_equal(w.numpy(), expected * 2)
+
+
+@needs_gpu
+def test_threads_reading_one_result_all_see_the_whole_copy():
+    """The wait releases the GIL: a second thread may wait for the same copy meanwhile."""
+    import threading
+
+    a, expected = _source()
+    for _ in range(5):
+        y = a.to("cpu", non_blocking=True)
+        got: list = [None] * 4
+        barrier = threading.Barrier(4)
+
+        def read(k: int) -> None:
+            barrier.wait()
+            got[k] = (y + 0).numpy() if k % 2 else y.numpy().copy()
+
+        threads = [threading.Thread(target=read, args=(k,)) for k in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        for value in got:
+            np.testing.assert_array_equal(value, expected)

@@ -89,7 +89,7 @@ typedef struct gd_state {
     uint64_t touched_gpus;              /* bit i: work was queued on cuda:i since the last
                                          * _take_touched_devices() (benchmark's warm-up) */
     int gpu_count;                      /* GPUs of the CUDA backend; -1 until first asked */
-    struct gd_host_copy *host_copies;   /* trace.c: copies into or out of pinned host memory
+    struct gd_host_copy **host_copies;  /* trace.c: copies into or out of pinned host memory
                                          * that nothing has waited for yet */
     int n_host_copies, cap_host_copies;
     PyObject *ag_hooks;                 /* gpudev.autograd's recorder (autograd.c), or NULL */

@@ -145,62 +145,96 @@ int gd_handoff(gd_state *st, ArrayObject *a)
 /* ------------------------------------------------------------------------------------------
  * copies into and out of pinned host memory that nothing has waited for yet
  *
- * The list holds each copy's event and the root Array of its host memory. An entry leaves
- * the list before its wait, with the GIL held throughout: no other thread can see the list
- * say "done" while the bytes are still moving, and a deallocation that the wait's last
- * reference triggers finds a consistent list. At exit, entries never waited for keep their
- * memory (a copy may still be writing it).
+ * The list holds each copy's event and the root Array of its host memory. A wait releases the
+ * GIL, as every wait for a device does, so entries live apart from the list's array (which a
+ * copy added meanwhile may move) and count the threads in event_synchronize: an entry is
+ * `done` only once a wait for it returned, so no thread goes on while its bytes still move,
+ * and the last of its waiters frees it (a deallocation that its reference triggers finds the
+ * list consistent). A failed or interrupted wait leaves the entry pending, to be waited for
+ * again. At exit, entries never waited for keep their memory (a copy may still be writing it).
  * ---------------------------------------------------------------------------------------- */
 
 struct gd_host_copy {
     ArrayObject *holder;
     void *event;
     int gpu;
+    int waiters; /* threads waiting for it now, without the GIL */
+    int done;    /* a wait for it returned: its bytes are there */
 };
 
-/* Waits for entry i, removed first, and records the wait. */
-static int host_copy_wait(gd_state *st, int i)
+/* Takes c out of the list and frees it, with its event and its reference to the holder. */
+static void host_copy_release(gd_state *st, struct gd_host_copy *c)
 {
-    struct gd_host_copy c = st->host_copies[i];
-    st->host_copies[i] = st->host_copies[--st->n_host_copies];
-    const gd_backend *be = st->backends[GD_CUDA]; /* loaded: it recorded the event */
+    for (int i = 0; i < st->n_host_copies; i++)
+        if (st->host_copies[i] == c) {
+            st->host_copies[i] = st->host_copies[--st->n_host_copies];
+            break;
+        }
+    st->backends[GD_CUDA]->event_destroy(c->event, c->gpu); /* loaded: it recorded the event */
+    PyObject *holder = (PyObject *)c->holder;
+    PyMem_Free(c);
+    Py_DECREF(holder);
+}
+
+/* Waits for c and records the wait. */
+static int host_copy_wait(gd_state *st, struct gd_host_copy *c)
+{
+    const gd_backend *be = st->backends[GD_CUDA];
     gd_error err = {0};
+    int rc;
+    c->waiters++; /* keeps c in place while the GIL is released */
     const double t0 = gd_trace_clock();
-    int rc = be->event_synchronize(c.event, c.gpu, &err);
+    Py_BEGIN_ALLOW_THREADS
+    rc = be->event_synchronize(c->event, c->gpu, &err);
+    Py_END_ALLOW_THREADS
     const double waited = gd_trace_clock() - t0;
-    be->event_destroy(c.event, c.gpu);
-    Py_DECREF(c.holder);
+    const int gpu = c->gpu;
+    c->waiters--;
+    if (!rc) c->done = 1;
+    if (c->done && !c->waiters) host_copy_release(st, c);
     if (rc) return gd_raise(st, "non-blocking copy", &err);
-    return emit(st, "sync", "non-blocking copy", (gd_device){GD_CUDA, c.gpu}, NULL, -1, 0, 0, waited);
+    return emit(st, "sync", "non-blocking copy", (gd_device){GD_CUDA, gpu}, NULL, -1, 0, 0, waited);
 }
 
 int gd_host_copy_add(gd_state *st, ArrayObject *holder, void *event, int gpu)
 {
-    if (st->n_host_copies == st->cap_host_copies) {
+    struct gd_host_copy *c = PyMem_Malloc(sizeof *c);
+    if (c && st->n_host_copies == st->cap_host_copies) {
         const int cap = st->cap_host_copies ? 2 * st->cap_host_copies : 8;
-        struct gd_host_copy *p = PyMem_Realloc(st->host_copies, sizeof(*p) * (size_t)cap);
-        if (!p) {
-            gd_error err = {0};
-            (void)st->backends[GD_CUDA]->event_synchronize(event, gpu, &err); /* the copy's end */
-            st->backends[GD_CUDA]->event_destroy(event, gpu);
-            PyErr_NoMemory();
-            return -1;
+        struct gd_host_copy **p = PyMem_Realloc(st->host_copies, sizeof(*p) * (size_t)cap);
+        if (p) {
+            st->host_copies = p;
+            st->cap_host_copies = cap;
+        } else {
+            PyMem_Free(c);
+            c = NULL;
         }
-        st->host_copies = p;
-        st->cap_host_copies = cap;
     }
-    st->host_copies[st->n_host_copies++] = (struct gd_host_copy){(ArrayObject *)Py_NewRef(holder), event, gpu};
+    if (!c) {
+        gd_error err = {0};
+        Py_BEGIN_ALLOW_THREADS
+        (void)st->backends[GD_CUDA]->event_synchronize(event, gpu, &err); /* the copy's end */
+        Py_END_ALLOW_THREADS
+        st->backends[GD_CUDA]->event_destroy(event, gpu);
+        PyErr_NoMemory();
+        return -1;
+    }
+    *c = (struct gd_host_copy){(ArrayObject *)Py_NewRef(holder), event, gpu, 0, 0};
+    st->host_copies[st->n_host_copies++] = c;
     return 0;
 }
 
+/* Each wait releases the GIL, so the search starts over after it: the list may have changed. */
 int gd_host_copies_wait_slow(gd_state *st, ArrayObject *holder)
 {
-    for (int i = st->n_host_copies - 1; i >= 0; i--) {
-        if (i >= st->n_host_copies) continue; /* a deallocation during a wait shrank the list */
-        if (holder && st->host_copies[i].holder != holder) continue;
-        if (host_copy_wait(st, i) < 0) return -1;
+    for (;;) {
+        struct gd_host_copy *c = NULL;
+        for (int i = 0; i < st->n_host_copies && !c; i++)
+            if (!st->host_copies[i]->done && (!holder || st->host_copies[i]->holder == holder))
+                c = st->host_copies[i];
+        if (!c) return 0;
+        if (host_copy_wait(st, c) < 0) return -1;
     }
-    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------

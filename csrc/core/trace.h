@@ -56,8 +56,8 @@ static inline int gd_guard_inherit(gd_state *st, PyObject *out, PyObject *in)
  * `event` (recorded on GPU `gpu`, owned by the list from now on) has run. 0, or -1 with an
  * exception after waiting for the event. */
 int gd_host_copy_add(gd_state *st, ArrayObject *holder, void *event, int gpu);
-/* Waits for the pending copies of `holder` (NULL: all of them), each one a 'sync' named
- * "non-blocking copy" on its GPU in gd.trace(). 0, or -1 with an exception. */
+/* Waits for the pending copies of `holder` (NULL: all of them), without the GIL, each one a
+ * 'sync' named "non-blocking copy" on its GPU in gd.trace(). 0, or -1 with an exception. */
 int gd_host_copies_wait_slow(gd_state *st, ArrayObject *holder);
 /* The check on every path that touches host memory: a load and a compare when none is pending. */
 static inline int gd_host_copies_wait(gd_state *st)
