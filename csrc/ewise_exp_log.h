@@ -110,13 +110,10 @@ GD_HOSTDEV double gd_exp_reduce_f64(double x, double *r_hi, double *r_lo)
     return k;
 }
 
-/* (e^r - 1 - r) / r^2 for |r| <= ln2/2: Taylor to r^13 / 13!, whose remainder is below 2^-60 */
-GD_HOSTDEV double gd_exp_poly_f64(double r)
+/* The last steps of Horner's scheme for (e^r - 1 - r) / r^2's Taylor polynomial: p holds the
+ * sum so far, from the top coefficient down to 1 / 10!. */
+GD_HOSTDEV double gd_exp_poly_tail_f64(double p, double r)
 {
-    double p = 1.0 / 6227020800.0;
-    p = p * r + 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
     p = p * r + 1.0 / 362880.0;
     p = p * r + 1.0 / 40320.0;
     p = p * r + 1.0 / 5040.0;
@@ -125,6 +122,16 @@ GD_HOSTDEV double gd_exp_poly_f64(double r)
     p = p * r + 1.0 / 24.0;
     p = p * r + 1.0 / 6.0;
     return p * r + 0.5;
+}
+
+/* (e^r - 1 - r) / r^2 for |r| <= ln2/2: Taylor to r^13 / 13!, whose remainder is below 2^-60 */
+GD_HOSTDEV double gd_exp_poly_f64(double r)
+{
+    double p = 1.0 / 6227020800.0;
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    return gd_exp_poly_tail_f64(p, r);
 }
 
 GD_HOSTDEV double gd_exp_f64(double x)
