@@ -154,6 +154,7 @@ class Node:
 
     def free(self) -> None:
         self.inputs = self.versions = self.extra_versions = ()
+        self.extra = None  # what the rule read besides its inputs: kept columns, indices
         self.edges = tuple(None for _ in self.edges)
         self.freed = True
 

@@ -434,6 +434,19 @@ def test_arrays_outside_graphs_are_freed():
     assert ref() is None
 
 
+def test_backward_releases_what_rules_kept_besides_inputs(device):
+    # a max pool's indices (a conv's kept columns alike) go with the saved inputs when
+    # backward() frees the graph, not when its last output dies: a training loop's previous
+    # graph, still held by its loss during the next forward pass, keeps none of them
+    x = gd.array(np.arange(16.0).reshape(1, 1, 4, 4), device=device).requires_grad_()
+    y = F.max_pool2d(x, 2)
+    node = y.grad_fn
+    assert isinstance(node.extra[-1], gd.Array)
+    y.sum().backward()
+    assert node.extra is None and node.inputs == ()
+    assert x.grad.tolist() == [[[[0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 1.0]] * 2]]
+
+
 def test_creation_functions_take_requires_grad(device):
     made = [gd.zeros((2,), device=device, requires_grad=True),
             gd.ones((2,), device=device, requires_grad=True),
