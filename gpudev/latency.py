@@ -309,6 +309,8 @@ def latency_table(device: DeviceLike | None = None, *, quick: bool = False, repe
 
     op = "latency_table"
     d = require(as_device(device, op, default=gd.cpu()), op, "pass device=None to measure the CPU")
+    if not isinstance(quick, (bool, np.bool_)):  # quick="no" must not mean quick
+        raise TypeError(f"{op}: quick must be True or False, got {quick!r}")
     if repeats is None:
         repeats = 3 if quick else 5
     if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= 1000:

@@ -174,6 +174,8 @@ def test_pointer_chase_refuses_bad_arguments(args, error, words):
 def test_latency_table_refuses_bad_arguments():
     with pytest.raises(ValueError, match="latency_table: repeats must be an int from 1 to 1000, got 0"):
         lat.latency_table("cpu", repeats=0)
+    with pytest.raises(TypeError, match="latency_table: quick must be True or False, got 'no'"):
+        lat.latency_table("cpu", quick="no")
     missing = f"cuda:{gd.num_gpus()}"
     with pytest.raises(gd.DeviceUnavailableError, match="latency_table"):
         lat.latency_table(missing)

@@ -270,6 +270,9 @@ SIGNATURES: dict[str, tuple[P, ...]] = {
     "set_grad_enabled": (P("mode", "flag", lambda: True),), "Array": (P("x", "any", lambda: [1.0], "positional"),),
     "BenchmarkResult": tuple(P(n, "any", lambda: 1) for n in (
         "name", "n", "n_warmup", "median", "mean", "std", "min", "max", "clock", "times", "cpu_times", "gpu_times")),
+    "latency_table": (P("device", "device", lambda: "cpu"), P("quick", "flag", lambda: True, "keyword"),
+                      P("repeats", "count", lambda: 1, "keyword")),
+    "compile": (P("model", "callable", lambda: (lambda: None)),),
     # NumPy's own scalar types, exported as gd.float32 and friends
     "float32": (P("x", "any", lambda: 1.5, "positional"),),
 }
@@ -490,6 +493,7 @@ RECEIVERS: dict[str, Factory] = {
 # backward() of an array outside any graph raises RuntimeError, as in PyTorch.
 EXTRA_ALLOWED: dict[str, tuple[type[BaseException], ...]] = {
     "save": (OSError,), "load": (OSError,), "backward": (RuntimeError,),
+    "compile": (NotImplementedError,),  # gpudev runs eagerly: compile always says so
 }
 # Messages that may quote an argument in full: Python's OSError quotes the path; gd.float32
 # and friends are NumPy's own scalar types, with NumPy's messages.
