@@ -35,6 +35,10 @@ class Rule:
     # whether the rule reads the operands' values (then the node keeps them), for all operands
     # or one flag per operand
     saves: bool | tuple[bool, ...]
+    # whether the rule reads the operation's result: the node then keeps a copy of it as its
+    # extra (the result itself would hold its own node, out -> grad_fn -> out, a cycle that
+    # nothing collects), which costs one pass over memory in place of computing it again
+    output: bool = False
 
 
 def _mask(cond: Array, like: Array) -> Array:
@@ -139,7 +143,6 @@ _UNARY: dict[str, Callable[[Array, Array], Array]] = {
     "tanh": lambda x, g: g * (1.0 - _C.tanh(x) ** 2),
     "relu": lambda x, g: g * _mask(x > 0, g),
     "square": lambda x, g: g * (2.0 * x),
-    "sigmoid": lambda x, g: _sigmoid_grad(_C.sigmoid(x), g),
     # trigonometric and hyperbolic functions and their inverses
     "sin": lambda x, g: g * _C.cos(x),
     "cos": lambda x, g: -g * _C.sin(x),
@@ -189,15 +192,16 @@ def _copysign(n: Any, g: Array) -> tuple:
     return _fit_all(n, gx, gy)
 
 
-def _sigmoid_grad(y: Array, g: Array) -> Array:
-    # g * (y * (1 - y)), with y recomputed from the saved input (one kernel): saving the output
-    # itself would make it hold its own node (out -> grad_fn -> out), a cycle that nothing
-    # collects. The products go in place into 1 - y: the same values as the expression, with
-    # two fewer arrays allocated (backward runs without recording).
+def _sigmoid(n: Any, g: Array) -> tuple:
+    # g * (y * (1 - y)) from the copy of the result y (n.extra), its products in place into
+    # 1 - y: the same values as the expression, with two fewer arrays allocated (backward
+    # runs without recording). Copying y in the forward pass costs a pass over memory;
+    # computing sigmoid again from x cost LeNet 10% of its step.
+    y = n.extra
     d = 1.0 - y
     d *= y
     d *= g
-    return d
+    return _fit_all(n, d)
 
 
 def _remainder(n: Any, g: Array) -> tuple:
@@ -459,6 +463,7 @@ RULES: dict[str, Rule] = {
     "logaddexp": Rule(_logaddexp, saves=True),
     "copysign": Rule(_copysign, saves=True),
     **{name: _unary(name) for name in _UNARY},
+    "sigmoid": Rule(_sigmoid, saves=False, output=True),
     "astype": Rule(lambda n, g: _fit_all(n, g), saves=False),
     "copy": Rule(lambda n, g: _fit_all(n, g), saves=False),
     "to": Rule(lambda n, g: _fit_all(n, g.to(n.metas[0][2])), saves=False),

@@ -447,6 +447,28 @@ def test_backward_releases_what_rules_kept_besides_inputs(device):
     assert x.grad.tolist() == [[[[0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 1.0]] * 2]]
 
 
+def test_sigmoid_keeps_a_copy_of_its_result(device):
+    # the rule reads sigmoid's result from a copy of its own: writes into the result after the
+    # forward pass leave the gradient right, and the result is freed with no backward() and
+    # no garbage collection (it does not hold its own node)
+    import gc
+    import weakref
+    x = gd.array([0.5, -1.0], device=device).requires_grad_()
+    y = gd.sigmoid(x)
+    y += 1.0
+    (y * y).sum().backward()
+    s = 1.0 / (1.0 + np.exp(-np.array([0.5, -1.0])))
+    np.testing.assert_allclose(x.grad.tolist(), 2.0 * (s + 1.0) * s * (1.0 - s), rtol=1e-6)
+    gc.disable()
+    try:
+        y = gd.sigmoid(x)
+        ref = weakref.ref(y.grad_fn)
+        del y
+        assert ref() is None
+    finally:
+        gc.enable()
+
+
 def test_creation_functions_take_requires_grad(device):
     made = [gd.zeros((2,), device=device, requires_grad=True),
             gd.ones((2,), device=device, requires_grad=True),
