@@ -93,6 +93,19 @@ def test_each_use_of_the_result_waits_for_the_copy_once(use):
 
 
 @needs_gpu
+@pytest.mark.parametrize("sync", ["gd.synchronize()", "gd.synchronize('cuda:0')", "gd.cuda.synchronize()"])
+def test_after_a_synchronize_reading_the_result_records_no_second_wait(sync):
+    a, expected = _source()
+    y = a.to("cpu", non_blocking=True)
+    with gd.trace() as t:
+        eval(sync)  # waits for the GPU, so for the copy queued on it
+        got = y.numpy().copy()
+    np.testing.assert_array_equal(got, expected)
+    assert _waits(t) == [] and _pending() == 0
+    assert [e.device for e in t.events if e.kind == "sync" and e.device != "cpu"] == ["cuda:0"]
+
+
+@needs_gpu
 @pytest.mark.parametrize("write", ["iadd", "setitem", "fill through numpy"])
 def test_a_write_into_the_result_waits_for_the_copy(write):
     a, expected = _source()
@@ -129,11 +142,16 @@ def test_views_and_strided_sources_and_dropped_results():
     np.testing.assert_array_equal(a[1].to("cpu", non_blocking=True)[2:].numpy(), expected[1, 2:])
     for _ in range(3):
         a.to("cpu", non_blocking=True)  # dropped at once: kept until its copy ends
-    gd.synchronize()
     y = a.to("cpu", non_blocking=True)
     with gd.trace() as t:
         z = gd.zeros(3)  # any CPU operation waits for the pending copies first
     assert len(_waits(t)) == 4
+    for _ in range(3):
+        a.to("cpu", non_blocking=True)
+    gd.synchronize()  # ends them: nothing is left to wait for
+    with gd.trace() as t:
+        gd.zeros(3)
+    assert _waits(t) == []
     assert z.tolist() == [0.0, 0.0, 0.0]
     np.testing.assert_array_equal(y.numpy(), expected)
 

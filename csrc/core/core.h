@@ -92,6 +92,7 @@ typedef struct gd_state {
     struct gd_host_copy **host_copies;  /* trace.c: copies into or out of pinned host memory
                                          * that nothing has waited for yet */
     int n_host_copies, cap_host_copies;
+    uint64_t host_copy_seq;             /* numbers the copies in the order they were queued */
     PyObject *ag_hooks;                 /* gpudev.autograd's recorder (autograd.c), or NULL */
     PyObject *multi_index;              /* (take, put) of gpudev/_index.py: keys with several
                                          * index arrays (gather.c), or NULL */

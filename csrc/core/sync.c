@@ -35,7 +35,9 @@ int gd_sync_device(gd_state *st, gd_device dev, const char *cause)
 {
     if (dev.type == GD_CUDA) {
         const gd_backend *be = gd_backend_of(st, dev, "synchronize");
+        const uint64_t before = st->host_copy_seq; /* copies queued during the wait may still run */
         if (!be || gd_wait(st, be->synchronize, dev, "synchronize") < 0) return -1;
+        gd_host_copies_settle(st, dev.index, before);
     }
     return gd_trace_sync(st, cause, dev);
 }

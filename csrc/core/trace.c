@@ -158,8 +158,9 @@ struct gd_host_copy {
     ArrayObject *holder;
     void *event;
     int gpu;
-    int waiters; /* threads waiting for it now, without the GIL */
-    int done;    /* a wait for it returned: its bytes are there */
+    int waiters;  /* threads waiting for it now, without the GIL */
+    int done;     /* a wait for it returned: its bytes are there */
+    uint64_t seq; /* st->host_copy_seq when it was queued */
 };
 
 /* Takes c out of the list and frees it, with its event and its reference to the holder. */
@@ -219,9 +220,24 @@ int gd_host_copy_add(gd_state *st, ArrayObject *holder, void *event, int gpu)
         PyErr_NoMemory();
         return -1;
     }
-    *c = (struct gd_host_copy){(ArrayObject *)Py_NewRef(holder), event, gpu, 0, 0};
+    *c = (struct gd_host_copy){(ArrayObject *)Py_NewRef(holder), event, gpu, 0, 0, st->host_copy_seq++};
     st->host_copies[st->n_host_copies++] = c;
     return 0;
+}
+
+/* A synchronize of the GPU has waited for these copies already: gd.trace() recorded that sync,
+ * and a later read of their memory must not record another. A release may free an Array, so
+ * the search starts over after each. */
+void gd_host_copies_settle(gd_state *st, int gpu, uint64_t before)
+{
+    for (int i = 0; i < st->n_host_copies; i++) {
+        struct gd_host_copy *c = st->host_copies[i];
+        if (c->gpu != gpu || c->seq >= before || c->done) continue;
+        c->done = 1;
+        if (c->waiters) continue; /* the last of them frees it */
+        host_copy_release(st, c);
+        i = -1;
+    }
 }
 
 /* Each wait releases the GIL, so the search starts over after it: the list may have changed. */

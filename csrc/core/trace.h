@@ -59,6 +59,9 @@ int gd_host_copy_add(gd_state *st, ArrayObject *holder, void *event, int gpu);
 /* Waits for the pending copies of `holder` (NULL: all of them), without the GIL, each one a
  * 'sync' named "non-blocking copy" on its GPU in gd.trace(). 0, or -1 with an exception. */
 int gd_host_copies_wait_slow(gd_state *st, ArrayObject *holder);
+/* After a synchronize of GPU `gpu` that began when st->host_copy_seq was `before`: the copies
+ * queued on it before then have ended, with no wait of their own to record. */
+void gd_host_copies_settle(gd_state *st, int gpu, uint64_t before);
 /* The check on every path that touches host memory: a load and a compare when none is pending. */
 static inline int gd_host_copies_wait(gd_state *st)
 {
