@@ -35,10 +35,10 @@ class Rule:
     # whether the rule reads the operands' values (then the node keeps them), for all operands
     # or one flag per operand
     saves: bool | tuple[bool, ...]
-    # whether the rule reads the operation's result: the node then keeps a copy of it as its
-    # extra (the result itself would hold its own node, out -> grad_fn -> out, a cycle that
-    # nothing collects), which costs one pass over memory in place of computing it again
-    output: bool = False
+    # what the node keeps of the operation's result, as its extra, for a rule that reads it:
+    # an array of its own (the result itself would hold its own node, out -> grad_fn -> out, a
+    # cycle that nothing collects)
+    keep: Callable[[Array], Any] | None = None
 
 
 def _mask(cond: Array, like: Array) -> Array:
@@ -141,7 +141,6 @@ _UNARY: dict[str, Callable[[Array, Array], Array]] = {
     "log": lambda x, g: g / x,
     "sqrt": lambda x, g: g / (2.0 * _C.sqrt(x)),
     "tanh": lambda x, g: g * (1.0 - _C.tanh(x) ** 2),
-    "relu": lambda x, g: g * _mask(x > 0, g),
     "square": lambda x, g: g * (2.0 * x),
     # trigonometric and hyperbolic functions and their inverses
     "sin": lambda x, g: g * _C.cos(x),
@@ -463,7 +462,11 @@ RULES: dict[str, Rule] = {
     "logaddexp": Rule(_logaddexp, saves=True),
     "copysign": Rule(_copysign, saves=True),
     **{name: _unary(name) for name in _UNARY},
-    "sigmoid": Rule(_sigmoid, saves=False, output=True),
+    # a copy of sigmoid's result: one pass over memory in place of computing sigmoid again;
+    # relu's mask (result > 0 where x > 0) in a quarter of x's bytes, where relu's input would
+    # be an activation kept besides its result (which the next layer keeps)
+    "sigmoid": Rule(_sigmoid, saves=False, keep=lambda y: y.copy()),
+    "relu": Rule(lambda n, g: _fit_all(n, g * _mask(n.extra, g)), saves=False, keep=lambda y: y > 0),
     "astype": Rule(lambda n, g: _fit_all(n, g), saves=False),
     "copy": Rule(lambda n, g: _fit_all(n, g), saves=False),
     "to": Rule(lambda n, g: _fit_all(n, g.to(n.metas[0][2])), saves=False),

@@ -240,8 +240,9 @@ def _record(name: str, out: Array, inputs: tuple, extra: Any) -> Node | None:
     """out = name(*inputs) was computed and an input requires grad: out's node, or None."""
     if out.dtype.kind != "f":  # e.g. astype to int64: nothing differentiable comes out
         return None
-    if _rule(name).output:
-        extra = out.detach().copy()  # a copy of its own: an alias of out would hold out
+    keep = _rule(name).keep
+    if keep is not None:
+        extra = keep(out.detach())  # out.detach(), an alias of out, must not be kept: it holds out
     return _make_node(name, _meta(out), inputs, extra)
 
 

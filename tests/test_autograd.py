@@ -469,6 +469,16 @@ def test_sigmoid_keeps_a_copy_of_its_result(device):
         gc.enable()
 
 
+def test_relu_keeps_a_mask_not_its_input(device):
+    # relu's input is an activation the next layer does not keep (it keeps relu's result):
+    # the node keeps where the result is positive, one byte an element, and the input not at all
+    x = gd.array([-1.0, 0.0, 2.0, -0.0], device=device).requires_grad_()
+    y = gd.relu(x)
+    assert y.grad_fn.extra.dtype == gd.bool and y.grad_fn.inputs == (None,)
+    (y * 3.0).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 3.0, 0.0]
+
+
 def test_creation_functions_take_requires_grad(device):
     made = [gd.zeros((2,), device=device, requires_grad=True),
             gd.ones((2,), device=device, requires_grad=True),
