@@ -73,6 +73,7 @@ def build_info() -> dict[str, Any]:
         "compiled": bool(BUILD_INFO.get("cuda_compiled")),
         "toolkit": BUILD_INFO.get("cuda_toolkit"),
         "archs": BUILD_INFO.get("cuda_archs", ""),
+        "version": BUILD_INFO.get("cuda_version"),  # the toolkit it was built with: the runtime it needs
         "build_reason": BUILD_INFO.get("cuda_reason", "unknown"),
         "available": _C.num_gpus() > 0,
         "num_gpus": _C.num_gpus(),

@@ -56,6 +56,13 @@ def test_a_real_quick_run_passes(quick_run):
     assert "agrees with its tables" in done.stdout
 
 
+def test_a_run_on_the_default_devices_passes(tmp_path):
+    """As `make demo` runs: the default devices, so on a machine without a GPU the notes say
+    why (and quote the build's CUDA facts)."""
+    assert run_cli(["--quick", "--only", "3", "--out", str(tmp_path)]) == 0
+    assert referee.referee(str(tmp_path)) == []
+
+
 def test_every_numeral_of_the_report_is_seen(quick_run):
     text = (quick_run / "report.md").read_text()
     found = referee.numerals(text)
@@ -110,6 +117,25 @@ def test_a_number_in_a_stored_note_must_trace(quick_run, tmp_path):
     edit_json(run, add_note)
     problems = [p for p in referee.referee(str(run)) if p.check == "numeral"]
     assert {p.what.split("'")[1] for p in problems} >= {"7777", "31.4159 s"}
+
+
+def test_a_note_may_quote_the_cuda_version_the_build_needs(quick_run, tmp_path):
+    """The no-GPU note quotes the build's CUDA version (`gd.build_info()['cuda']['version']`):
+    it traces to that fact of the run; another version does not, nor does the reason's own
+    prose vouch for itself."""
+    run = copy_of(quick_run, tmp_path)
+
+    def add_notes(payload):
+        cuda = payload["machine"]["build"]["cuda"]
+        cuda["version"] = "12.8"
+        cuda["reason"] = "no NVIDIA driver was found; this build needs one for CUDA 12.8 or 11.7"
+        notes = payload["results"][0]["notes"]
+        notes.append("GPU rows skipped: no NVIDIA driver was found; this build needs one for CUDA 12.8 or newer")
+        notes.append("GPU rows skipped: this build needs CUDA 11.7")
+
+    edit_json(run, add_notes)
+    problems = [p for p in referee.referee(str(run)) if p.check == "numeral"]
+    assert [p.what.split("'")[1] for p in problems] == ["11.7"]
 
 
 def test_a_point_above_its_roof_fails(quick_run, tmp_path):

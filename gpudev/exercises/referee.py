@@ -50,7 +50,7 @@ __all__ = ["GENERATED_NOTES", "Problem", "load", "main", "numerals", "referee", 
 # notes the Result writes itself from its rows: re-derived, not stored prose
 GENERATED_NOTES = ("noisy repeats", "launch-dominated", "repeats ended by")
 # keys whose values are prose: their numerals must trace, they are no evidence themselves
-PROSE_KEYS = {"conclusion", "notes", "skipped", "question", "detail", "title"}
+PROSE_KEYS = {"conclusion", "notes", "skipped", "question", "detail", "title", "reason", "build_reason"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,11 +186,12 @@ def _check_report(payload: dict[str, Any], report: str, rederived: list[Result])
     return problems
 
 
-def _check_numerals(res: Result) -> list[Problem]:
+def _check_numerals(res: Result, cuda: dict[str, Any]) -> list[Problem]:
     """The numerals of the stored prose (notes, skip reason, check details) against the
-    values of the exercise's table, meta and checks."""
+    values of the exercise's table, meta and checks, and the facts of the run's CUDA build
+    (`cuda`: a note that says why there is no GPU quotes the CUDA version the build needs)."""
     candidates = list(_values({"rows": res.rows, "meta": res.meta, "checks": res.checks,
-                               "number": res.number}))
+                               "number": res.number, "cuda": cuda}))
     prose = [("skipped", res.skipped or "")]
     prose += [(f"note {i + 1}", n) for i, n in enumerate(res.notes) if not n.startswith(GENERATED_NOTES)]
     prose += [(f"check {c['check']!r}", c["detail"]) for c in res.checks]
@@ -369,7 +370,7 @@ def referee(folder: str) -> list[Problem]:
             again = _rederived(res)
         rederived.append(again)
         problems += _check_intervals(ratios, where)
-        problems += _check_numerals(res)
+        problems += _check_numerals(res, payload.get("machine", {}).get("build", {}).get("cuda", {}))
         problems += _check_cells(res)
         problems += [Problem("required row", where, f"missing {m}") for m in _required(res)]
         prose = "\n".join([res.conclusion, res.skipped or "", *res.notes])
