@@ -1,5 +1,7 @@
-"""Exercise 4: two products on two GPUs at once vs in sequence on one, and whether queued
-device work overlaps with work on the host.
+"""Exercise 4: two products on two GPUs at once vs in sequence on one, whether queued
+device work overlaps with work on the host, and whether copies of results to the host overlap
+with the next products (d2l's 50 products, copied blocking after all of them or non-blocking
+behind each).
 
     >>> res = two_devices(n=128, devices=["cpu"], repeats=3)
     >>> res.skipped
@@ -20,7 +22,7 @@ from .._devices import DeviceLike, device_label
 from .._format import format_seconds
 from .compare import LEVEL, interval, ratio
 from .measure import (device_meta, devices_to_run, emulated_in, emulated_size, emulated_text, interleaved,
-                      is_emulated, namer, positive_int, sizes_by_type, step, time_repeats)
+                      is_emulated, namer, positive_int, sizes_by_type, stats, step, time_repeats)
 from .result import TIMING_FIELDS, Result, bar_item, figure_of, notes_text
 
 if TYPE_CHECKING:
@@ -31,7 +33,8 @@ __all__ = ["COLUMNS", "FIELDS", "SIZES", "conclusion", "conclusion_of", "plot", 
 NUMBER = 4
 FIELDS = {
     **TIMING_FIELDS,
-    "part": "'overlap' (device work and host work, on each device) or 'two GPUs'",
+    "part": "'overlap' (device work and host work, on each device), 'copies' (products and copies of "
+            "their results to the CPU, on each GPU) or 'two GPUs'",
     "scenario": "what was timed (the wall-clock time until every device finished)",
     "n": "matrix size of each product",
     "overlap": "for 'both': (t_products + t_host - t_both) / min(t_products, t_host): 1 means the "
@@ -42,13 +45,22 @@ FIELDS = {
                    "medians of rounds that ran the three scenarios in alternation",
     "no_overlap_s": "t_products + t_host: what 'both' takes when nothing overlaps",
     "full_overlap_s": "max(t_products, t_host): what 'both' takes when the shorter is fully hidden",
-    "flops": "floating-point operations of the two products",
+    "flops": "floating-point operations of the products",
+    "products": "for 'copies': how many products (each copied to the CPU), the book's 50",
+    "compute_s": "for 'copies', in sequence: the median time of the products alone (then synchronized)",
+    "copy_s": "for 'copies', in sequence: the median time of the blocking copies that followed",
+    "compute_times": "for 'copies', in sequence: the products' time in each round",
+    "copy_times": "for 'copies', in sequence: the copies' time in each round",
+    "copies_match": "for 'copies': whether every non-blocking copy equals the blocking copy of its product",
 }
 COLUMNS = [("device", "device", "device"), ("scenario", "scenario", "text"), ("n", "n", "int"),
            ("seconds", "time", "time"), ("min_s", "min", "time"), ("max_s", "max", "time"),
            ("overlap", "overlap", "pct"), ("speedup", "speedup", "ratio"),
            ("efficiency", "of ideal", "pct")]
 SIZES = {"cpu": 1024, "cuda": 8192}  # the book's matrix size for each device type
+PRODUCTS = 50  # the book's count of products whose results are copied to the CPU
+# 50 products of EMULATED_N take about 2 s on the emulation; its rows check the code path only
+COPIES_EMULATED_N = 64
 
 
 # ---------------------------------------------------------------------------------------------
@@ -66,7 +78,10 @@ def two_devices(n: int | dict[str, int] | None = None,
     says why). On every device (GPUs and the CPU) it also measures whether two products
     queued back-to-back overlap with host work (NumPy preparing data, sized to take as long as
     the products): on a GPU they should, since the call returns as soon as the work is queued;
-    on the CPU they cannot, since the work runs before the call returns.
+    on the CPU they cannot, since the work runs before the call returns. On each GPU it also
+    times 50 products (the book's count) with their results copied to the CPU: all computed,
+    then each copied with a blocking copy, against each followed by a non-blocking copy (the
+    copy moves one result while the next product computes); the CPU has no copy to overlap.
     `n` is the matrix size: one int for every device, or a dict by device type
     (``{"cpu": 1024, "cuda": 8192}``, which is what ``n=None`` means).
 
@@ -83,6 +98,9 @@ def two_devices(n: int | dict[str, int] | None = None,
     rows = []
     for d in devs:
         rows += _overlap_rows(d, emulated_size(d, sizes[d.type]), repeats)
+        if d.type == "cuda":  # on the CPU a result is already in host memory: no copy to overlap
+            n_copies = min(emulated_size(d, sizes["cuda"]), COPIES_EMULATED_N) if is_emulated(d) else sizes["cuda"]
+            rows += _copies_rows(d, n_copies, repeats)
     skipped = None
     if len(gpus) >= 2:
         rows += _two_gpu_rows(gpus[0], gpus[1], min(emulated_size(g, sizes["cuda"]) for g in gpus[:2]), repeats)
@@ -165,6 +183,69 @@ def overlap_of(products: list[float], host: list[float], both: list[float]) -> t
     return float(stat(*medians)), interval(stat, products, host, both, paired=True)
 
 
+def _copies_rows(d: gd.Device, n: int, repeats: int, count: int = PRODUCTS) -> list[dict[str, Any]]:
+    """`count` products on `d` (1) all computed, then each copied to the CPU with a blocking
+    copy, against (2) each followed by a non-blocking copy of its result, all read at the end:
+    the copies of (2) run while the next products compute. Rounds alternate which runs first."""
+    gd.manual_seed(0)
+    a, b = gd.randn(n, n, device=d), gd.randn(n, n, device=d)
+
+    def in_sequence() -> tuple[float, float, list[gd.Array]]:
+        t0 = time.perf_counter()
+        ys = [a @ b for _ in range(count)]
+        gd.cuda.synchronize(d)
+        t1 = time.perf_counter()
+        hosts = [y.to("cpu") for y in ys]  # each waits for its copy
+        return t1 - t0, time.perf_counter() - t1, hosts
+
+    def overlapped() -> tuple[float, list[gd.Array]]:
+        t0 = time.perf_counter()
+        ys, hosts = [], []  # the products stay alive until their copies are read
+        for _ in range(count):
+            ys.append(a @ b)
+            hosts.append(ys[-1].to("cpu", non_blocking=True))  # queued behind its product
+        for h in hosts:
+            float(h[0, 0])  # reading a result waits for its copy
+        return time.perf_counter() - t0, hosts
+
+    step(f"4: {count} products on {device_label(d)}, copied to the CPU after them (blocking) and behind "
+         f"each (non-blocking), {repeats} rounds in alternation")
+    in_sequence(), overlapped()  # warm-up: the allocator's and the pinned memory's first costs
+    compute, copy, together = [], [], []
+    for r in range(repeats):
+        for first in ([True, False] if r % 2 == 0 else [False, True]):
+            if first:
+                t_compute, t_copy, _ = in_sequence()
+                compute.append(t_compute)
+                copy.append(t_copy)
+            else:
+                together.append(overlapped()[0])
+    _, _, blocking = in_sequence()
+    _, queued = overlapped()
+    match = all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(blocking, queued))
+    seq = [c + k for c, k in zip(compute, copy)]
+    t_compute, t_copy = float(np.median(compute)), float(np.median(copy))
+    overlap, _ = overlap_of(compute, copy, together)
+    base = {"device": str(d), "n": n, "part": "copies", "products": count, "flops": 2.0 * count * n**3,
+            "copies_match": match}
+    return [
+        {**base, "scenario": f"{count} products, then {count} blocking copies", **stats(seq, "host"),
+         "compute_s": t_compute, "copy_s": t_copy, "compute_times": compute, "copy_times": copy},
+        {**base, "scenario": "each product, then a non-blocking copy", **stats(together, "host"),
+         # an emulated GPU runs its queue on the CPU when waited for: no overlap to report
+         "overlap": None if is_emulated(d) else float(min(max(overlap, 0.0), 1.0)),
+         "overlap_raw": None if is_emulated(d) else overlap,
+         "no_overlap_s": t_compute + t_copy, "full_overlap_s": max(t_compute, t_copy)},
+    ]
+
+
+def _copies_overlap(rows: list[dict[str, Any]], device: str) -> tuple[dict[str, Any], dict[str, Any], float,
+                                                                       tuple[float, float] | None]:
+    """The two 'copies' rows of `device`, and their overlap with its interval."""
+    seq, both = (r for r in rows if r["device"] == device and r["part"] == "copies")
+    return (seq, both) + overlap_of(seq["compute_times"], seq["copy_times"], both["times"])
+
+
 def _two_gpu_rows(g0: gd.Device, g1: gd.Device, n: int, repeats: int) -> list[dict[str, Any]]:
     """Two products in sequence on `g0`, against one product on each of `g0` and `g1`."""
     gd.manual_seed(0)
@@ -211,6 +292,11 @@ def conclusion(rows: list[dict[str, Any]], devs: list[gd.Device], gpus: list[gd.
     fake = emulated or set()
     name = namer(fake)
     text = [_emulated_overlap_text(d) if str(d) in fake else _overlap_text(rows, d) for d in devs]
+    copied = {r["device"] for r in rows if r.get("part") == "copies"}  # none in a report made before them
+    text += [_copies_text(rows, d, name, str(d) in fake) for d in devs if str(d) in copied]
+    if any(d.type == "cpu" for d in devs):
+        text.append("The CPU has no rows of products copied to the host: its results already lie in host "
+                    "memory, so there is no copy to overlap.")
     if not skipped and {str(g) for g in gpus[:2]} & fake:
         text.append(f"The products in sequence on {name(gpus[0])} and at once on {name(gpus[0])} and "
                     f"{name(gpus[1])} ran "
@@ -235,6 +321,28 @@ def conclusion(rows: list[dict[str, Any]], devs: list[gd.Device], gpus: list[gd.
     return "\n\n".join(text)
 
 
+def _copies_text(rows: list[dict[str, Any]], d: gd.Device, name: Any, emulated: bool) -> str:
+    seq, both, overlap, bounds = _copies_overlap(rows, str(d))
+    k, n = seq["products"], seq["n"]
+    same = ("every copy equals its product" if both["copies_match"] else
+            "some non-blocking copy differs from the blocking copy of its product")
+    if emulated:
+        return (f"On {name(d)}, {k} {n}x{n} products copied to the CPU after them (blocking) and behind "
+                f"each (non-blocking) ran, and {same}; an emulated GPU runs its queue on the CPU when "
+                f"waited for, so its copies cannot overlap its products: no overlap is claimed.")
+    s = (f"On {d}, {k} {n}x{n} products took {format_seconds(seq['compute_s'])} and their blocking copies "
+         f"to the CPU {format_seconds(seq['copy_s'])} ({format_seconds(seq['seconds'])} in sequence); each "
+         f"product followed by a non-blocking copy took {format_seconds(both['seconds'])} ({same}): "
+         + _hidden_text(overlap, bounds))
+    if bounds is None:
+        return s
+    if bounds[0] > 0:
+        return s + ("The copy engine moved each result while the next product computed, as the copies "
+                    "were only queued.")
+    return s + ("No measurable overlap: the copies waited for the products, or took too little time "
+                "beside them to show.")
+
+
 def _emulated_overlap_text(d: gd.Device) -> str:
     return (emulated_text(d) + "Its queued products run only when something waits for them, on the "
             "same CPU as the host work, so they cannot overlap with it: the overlap a GPU gives is not "
@@ -244,6 +352,10 @@ def _emulated_overlap_text(d: gd.Device) -> str:
 def _mark(rows: list[dict[str, Any]], r: dict[str, Any]) -> str:
     """What a bar's note adds to its time: the overlap or the speedup only where its interval
     excludes none (0% or 1x), as the conclusion says; nothing for emulated GPUs (None)."""
+    if r.get("overlap") is not None and r["part"] == "copies":
+        bounds = _copies_overlap(rows, r["device"])[3]
+        measured = bounds is None or bounds[0] > 0 or bounds[1] < 0
+        return f"\n{100 * r['overlap']:.0f}% overlap" if measured else "\nno measurable overlap"
     if r.get("overlap") is not None:
         prod, host, both = (x for x in rows if x["device"] == r["device"] and x["part"] == "overlap")
         _, bounds = overlap_of(prod["times"], host["times"], both["times"])
@@ -257,16 +369,23 @@ def _mark(rows: list[dict[str, Any]], r: dict[str, Any]) -> str:
     return ""
 
 
+def _hidden_text(overlap: float, bounds: tuple[float, float] | None) -> str:
+    """How much of the shorter of two works was hidden, with its interval."""
+    s = f"{100 * min(max(overlap, 0.0), 1.0):.0f}% of the shorter one was hidden"
+    if bounds is None:
+        return s + " (a single round: no interval). "
+    return s + f" ({LEVEL:.0%} interval {100 * bounds[0]:.0f}% to {100 * bounds[1]:.0f}%). "
+
+
 def _overlap_text(rows: list[dict[str, Any]], d: gd.Device) -> str:
     prod, host, both = (r for r in rows if r["device"] == str(d) and r["part"] == "overlap")
     overlap, bounds = overlap_of(prod["times"], host["times"], both["times"])
     s = (f"On {d}, two {prod['n']}x{prod['n']} products took {format_seconds(prod['seconds'])}, the host "
          f"work {format_seconds(host['seconds'])}, and both together {format_seconds(both['seconds'])}: "
-         f"{100 * min(max(overlap, 0.0), 1.0):.0f}% of the shorter one was hidden")
+         + _hidden_text(overlap, bounds))
     if bounds is None:
-        return s + " (a single round: no interval). "
+        return s
     lo, hi = bounds
-    s += f" ({LEVEL:.0%} interval {100 * lo:.0f}% to {100 * hi:.0f}%). "
     if d.type == "cuda":
         s += ("The products were queued and the host went on with its own work while the GPU "
               "computed: this is why code that does not synchronize needlessly is fast."
