@@ -48,6 +48,7 @@ def test_copies_overlap_measured_is_stated_from_the_numbers(tmp_path):
     res = _result(rows, text)
     marks = [t.get_text() for t in res.plot().axes[0].texts]
     assert any("90% overlap" in m for m in marks)
+    assert res.plot().axes[0].get_title().endswith("; products copied to the CPU (median, whiskers min-max)")
     check_plot(res, tmp_path)
 
 

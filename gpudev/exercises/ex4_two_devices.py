@@ -437,6 +437,7 @@ def plot(res: Result) -> Figure:
         ax.set_ylim(bottom, top / scale * 1.3)
         plots.legend(ax)
     two_gpus = ", and on two GPUs" if any(r.get("part") == "two GPUs" for r in res.rows) else ""
-    plots.set_title(ax, f"Exercise 4: two products with host work{two_gpus} (median, whiskers min-max)")
+    copies = "; products copied to the CPU" if any(r.get("part") == "copies" for r in res.rows) else ""
+    plots.set_title(ax, f"Exercise 4: two products with host work{two_gpus}{copies} (median, whiskers min-max)")
     notes_text(ax, res)
     return fig
