@@ -345,6 +345,8 @@ static void check_no_stale_error(void)
     gd_error err = {0};
     rc = gdt_be->unary(x, GD_COPY, GD_FLOAT32, &ew, &v, gdt_dev, &err);
     CHECK(rc == GD_OK, "the launch after a failed cuBLAS call reported: %s", err.message);
+    rc = gdt_be->synchronize(gdt_dev, &err); /* its end too: and nothing is left queued at exit */
+    CHECK(rc == GD_OK, "waiting for the launch after a failed cuBLAS call reported: %s", err.message);
     gdt_free(x, 16 * 4);
 }
 
