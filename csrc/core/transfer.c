@@ -174,6 +174,14 @@ static ArrayObject *contiguous_to_device(gd_state *st, ArrayObject *a, gd_device
     return out;
 }
 
+/* The copy of a (C-contiguous) on dst: one that returns at once where non_blocking asks and
+ * can_copy_async allows, else one that waits. */
+static ArrayObject *copy_contiguous(gd_state *st, ArrayObject *a, gd_device dst, int non_blocking, const char *op)
+{
+    return non_blocking && can_copy_async(st, a, dst) ? contiguous_to_device_async(st, a, dst, op)
+                                                      : contiguous_to_device(st, a, dst, op);
+}
+
 /* A view is compacted where it lives, then copied: copies between devices move whole blocks.
  * The copy keeps the deferred checks that guard a (trace.h). With non_blocking, a copy that
  * can return at once does (can_copy_async); any other waits, as in PyTorch. */
@@ -181,15 +189,13 @@ static ArrayObject *to_device(gd_state *st, ArrayObject *a, gd_device dst, int n
 {
     ArrayObject *out;
     if (a->contiguous) {
-        out = non_blocking && can_copy_async(st, a, dst) ? contiguous_to_device_async(st, a, dst, op)
-                                                          : contiguous_to_device(st, a, dst, op);
+        out = copy_contiguous(st, a, dst, non_blocking, op);
     } else {
         const gd_backend *be = gd_backend_of(st, a->device, op);
         ArrayObject *c = be ? gd_contiguous(st, be, a, op) : NULL;
         if (!c) return NULL;
         out = gd_device_eq(dst, a->device) ? (ArrayObject *)Py_NewRef((PyObject *)c)
-              : non_blocking && can_copy_async(st, c, dst) ? contiguous_to_device_async(st, c, dst, op)
-                                                           : contiguous_to_device(st, c, dst, op);
+                                           : copy_contiguous(st, c, dst, non_blocking, op);
         Py_DECREF(c);
     }
     if (out && gd_guard_inherit(st, (PyObject *)out, (PyObject *)a) < 0) Py_CLEAR(out);
