@@ -169,12 +169,6 @@ def _timed(fn: Callable[[], Any], dev: Any, repeats: int, per: float = 1.0) -> l
     return [t / per for t in r.cpu_times]
 
 
-def _pinned_available() -> bool:
-    from . import Array
-
-    return callable(getattr(Array, "pin_memory", None))
-
-
 def _link_rows(d: Any, label: str, repeats: int, emulated: bool) -> list[dict[str, Any]]:
     """Launch, synchronization and host-device copies (pageable and pinned) on a GPU."""
     import gpudev as gd
@@ -188,7 +182,6 @@ def _link_rows(d: Any, label: str, repeats: int, emulated: bool) -> list[dict[st
                  book_key="launch", note="x *= 1.0 on one element, queued back to back"),
             _row(label, "launch", "synchronization round trip",
                  _timed(lambda: gd.cuda.synchronize(d), d, repeats), emulated=emulated)]
-    pinned = _pinned_available()
     for n in TRANSFERS:
         host = np.ones(n // 4, dtype=np.float32)
         on_dev = gd.asarray(host, device=d)
@@ -199,11 +192,6 @@ def _link_rows(d: Any, label: str, repeats: int, emulated: bool) -> list[dict[st
         rows.append(_row(label, "transfer", f"{size} device to host, pageable",
                          _timed(lambda: on_dev.to("cpu"), d, repeats), bytes_moved=n, emulated=emulated,
                          book_key=size, size_bytes=n))
-        if not pinned:
-            for way in ("host to device", "device to host"):
-                rows.append(_row(label, "transfer", f"{size} {way}, pinned", size_bytes=n,
-                                 note="pinned memory not available in this build"))
-            continue
         pinned_host = gd.asarray(host).pin_memory()
         rows.append(_row(label, "transfer", f"{size} host to device, pinned",
                          _timed(lambda: pinned_host.to(d), d, repeats), bytes_moved=n, emulated=emulated,
