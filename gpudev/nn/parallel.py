@@ -31,7 +31,7 @@ from typing import Any
 
 import gpudev as gd
 
-from .._devices import as_device, device_label, gpus_here, is_missing
+from .._devices import as_device, device_label, require
 from .._lazy import _Uninitialized
 from .module import Module
 
@@ -50,10 +50,7 @@ def _one_device(device: Any, op: str) -> gd.Device:
         dev = gd.cpu() if device == -1 else as_device(f"cuda:{device}", op)
     else:
         dev = as_device(device, op)
-    if is_missing(dev):
-        raise gd.DeviceUnavailableError(f"{op}: device {dev} is not here: {gpus_here()}; use "
-                                        f"gd.try_all_gpus() for the devices this machine has")
-    return dev
+    return require(dev, op, "use gd.try_all_gpus() for the devices this machine has")
 
 
 def _device_list(devices: Any, op: str) -> list[gd.Device]:
