@@ -197,6 +197,21 @@ def test_prediction_check_can_fail():
     assert ex._same_predictions("x", rounded, want, exact=False)["passed"]
 
 
+def test_a_rounding_check_names_its_tolerance_as_a_value():
+    """The detail of a check to float rounding quotes its rtol; the referee traces every numeral
+    of a detail to a value, so the tolerance is kept in the check (else only a timing that
+    happened to round to 1e-4 would make it trace)."""
+    from gpudev.exercises.referee import _check_numerals
+    want = np.ones((4, 10), dtype=np.float32)
+    check = ex._same_predictions("x", want * np.float32(1 + 2e-6), want, exact=False)
+    assert "rtol 1e-4" in check["detail"] and check["rtol"] == 1e-4
+    res = ex.Result(number=2, name="n", title="t", question="q", fields=[], columns=[], rows=[],
+                    conclusion="", notes=[], checks=[check], meta={})
+    assert _check_numerals(res, {}) == []
+    del check["rtol"]
+    assert [p.check for p in _check_numerals(res, {})] == ["numeral"]
+
+
 # ---------------------------------------------------------------------------------------------
 # exercise 3
 # ---------------------------------------------------------------------------------------------
