@@ -102,7 +102,7 @@ def _load_cuda() -> None:
 
 _load_cuda()
 
-from . import _array_api, _clip, _index, _pickle, _protocols, _torch, emulation  # noqa: E402
+from . import _array, _index, emulation  # noqa: E402
 from ._array_api import (  # noqa: E402,F401
     __array_api_version__,
     __array_namespace_info__,
@@ -144,11 +144,7 @@ from ._composite import isfinite, isnan, reciprocal, signbit  # noqa: E402
 from ._softmax import log_softmax, softmax  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 
-_protocols.install()
-_pickle.install()
-_array_api.install()
-_clip.install()
-_torch.install()
+_array.install()  # every Array member written in Python, from its one home
 _index.install()
 tensor = array  # PyTorch's spelling of gd.array
 device = Device  # PyTorch's spelling of gd.Device: gd.device('cuda:0'), gd.device('cuda', 0)

@@ -21,7 +21,7 @@ import numpy as np
 from . import _C
 from ._manipulation import renamed
 
-__all__ = ["clamp", "clip", "install"]
+__all__ = ["clamp", "clip"]
 
 
 def _limit(name: str, a: Any, low: Any, high: Any) -> _C.Array:
@@ -81,19 +81,3 @@ def clamp(a: _C.Array, min: Any = None, max: Any = None) -> _C.Array:  # noqa: A
         [0.0, 0.5, 9.0]
     """
     return _limit("clamp", a, min, max)
-
-
-def _clip_method(self: _C.Array, min: Any = None, max: Any = None) -> _C.Array:  # noqa: A002
-    """a.clip(min=None, max=None): ``gd.clip(a, min, max)`` (NumPy's method).
-
-    Example:
-        >>> gd.arange(4).clip(1, 2).tolist()
-        [1, 1, 2, 2]
-    """
-    return _limit("clip", self, min, max)
-
-
-def install() -> None:
-    """``a.clip(min, max)`` and ``a.clamp(min=None, max=None)`` as Array methods (once, at import)."""
-    _C.Array.clip = _clip_method
-    _C.Array.clamp = clamp

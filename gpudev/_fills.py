@@ -1,5 +1,5 @@
 """PyTorch's random fills of an array in place, ``x.normal_(mean, std)`` and
-``x.uniform_(a, b)`` (Array methods, installed by ``_torch.install``; ``nn.init`` calls them):
+``x.uniform_(a, b)`` (Array methods, installed by ``_array.install``; ``nn.init`` calls them):
 drawn with gpudev's generator on the array's device, with PyTorch's checks of the arguments.
 
 >>> import gpudev as gd

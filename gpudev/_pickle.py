@@ -31,7 +31,7 @@ import numpy as np
 from . import _C
 from ._devices import as_device
 
-__all__ = ["install", "map_location"]
+__all__ = ["map_location"]
 
 Array = _C.Array
 _local = threading.local()  # .device: where this thread's unpickled arrays go (map_location)
@@ -84,8 +84,3 @@ def _rebuild(host: np.ndarray, device: str, requires_grad: bool) -> Array:
     if requires_grad:
         out.requires_grad_()
     return out
-
-
-def install() -> None:
-    """Make gpudev arrays picklable (called once, at import)."""
-    Array.__reduce_ex__ = _reduce_ex

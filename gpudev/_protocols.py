@@ -23,7 +23,7 @@ import numpy as np
 from . import _C, _composite
 from ._devices import device_label
 
-__all__ = ["install"]
+__all__ = ["array_function", "array_ufunc"]
 
 Array = _C.Array
 
@@ -337,9 +337,3 @@ def array_function(self: Array, func: Callable, types: tuple, args: tuple, kwarg
     _refuse_gpu(name, (args, kwargs))
     _refuse_grad(name, (args, kwargs))
     return func(*_to_numpy(args), **_to_numpy(kwargs))
-
-
-def install() -> None:
-    """Make gpudev arrays take part in NumPy's dispatch (called once, at import)."""
-    Array.__array_ufunc__ = array_ufunc
-    Array.__array_function__ = array_function

@@ -152,7 +152,7 @@ def _current() -> _Setting | None:
 _MACHINERY = (os.path.abspath(__file__), os.path.abspath(_trace.__file__))
 # gpudev's Python functions that only forward a user's explicit call to the C core:
 # (file name, function name)
-_FORWARDERS = frozenset({("_torch.py", "_to"), ("cuda.py", "synchronize")})
+_FORWARDERS = frozenset({("_array.py", "to"), ("cuda.py", "synchronize")})
 
 
 def _explicit(event: _trace.TraceEvent) -> bool:

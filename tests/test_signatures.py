@@ -22,7 +22,6 @@ import pytest
 
 import gpudev as gd
 import gpudev._C as C
-from gpudev._torch import REPLACED
 
 A = gd.arange(6.0).reshape(2, 3)
 Call = tuple[tuple[Any, ...], dict[str, Any]]
@@ -63,14 +62,14 @@ FUNCTIONS: dict[str, Callable[[], Call]] = {
 # Array methods: name -> a function returning (self, args, kwargs)
 METHODS: dict[str, Callable[[], tuple[Any, tuple[Any, ...], dict[str, Any]]]] = {
     name: (lambda: (A, (), {}))
-    for name in ("cpu", "numpy", "item", "tolist", "copy", "__copy__", "flatten", "ravel", "nonzero", "contiguous",
-                 "is_contiguous", "sum", "mean", "max", "min", "any", "all", "argmax", "argmin",
-                 "__dlpack__", "__dlpack_device__", "transpose", "__array__", "detach", "to", "is_pinned",
+    for name in ("cpu", "numpy", "item", "tolist", "copy", "__copy__", "_flatten", "ravel", "nonzero", "contiguous",
+                 "is_contiguous", "sum", "mean", "_max", "_min", "any", "all", "argmax", "argmin",
+                 "__dlpack__", "__dlpack_device__", "_transpose", "__array__", "detach", "_to", "is_pinned",
                  "pin_memory")
 }
 METHODS.update({
     "item": lambda: (gd.ones(()), (), {}),
-    "to": lambda: (A, ("cpu",), {}),
+    "_to": lambda: (A, ("cpu",), {}),
     "cuda": lambda: (A, (), {}),  # without a GPU: DeviceUnavailableError, after the parsing
     "astype": lambda: (A, (gd.float64,), {}),
     "reshape": lambda: (A, (3, 2), {}),
@@ -113,9 +112,8 @@ def public_core_callables() -> dict[str, Any]:
 
 def c_methods(cls: type) -> set[str]:
     """The methods cls defines in C (PyMethodDef entries), not slots or inherited ones; for
-    Array also those that gpudev's PyTorch-aware Python methods replace (checked as C)."""
-    found = {n for n, v in vars(cls).items() if isinstance(v, types.MethodDescriptorType)}
-    return found | set(REPLACED) if cls is gd.Array else found
+    Array also the private ones that its Python methods call (a.to calls a._to)."""
+    return {n for n, v in vars(cls).items() if isinstance(v, types.MethodDescriptorType)}
 
 
 def test_every_callable_has_a_call_here():
@@ -152,7 +150,7 @@ def _target(name: str, cls: type | None, make) -> tuple[Callable[..., Any], Call
         self, args, kwargs = make()
         return (self,) + tuple(args), kwargs
 
-    return (REPLACED[name] if cls is gd.Array and name in REPLACED else getattr(cls, name)), fresh
+    return getattr(cls, name), fresh
 
 
 def _same(x: Any, y: Any, name: str) -> bool:

@@ -73,11 +73,19 @@ typedef struct gd_params {
     storage const char id##_name[] = name;                 \
     storage const char id##_doc[] = GD_DOC(name, sig, doc); \
     storage gd_params id = {id##_name, id##_doc, hint, 0, 0, 0, 0, 0, 0, {{0}}, {0}}
-#define GD_SIGNATURE_SHARED(id, name, sig, doc) GD_SIGNATURE_IN(, id, name, sig, NULL, doc)
+/* An Array method whose table is in array_type.c. Its private twin, "_" name, serves a method
+ * that gpudev/_array.py defines in Python and that calls the C one: the table lists that entry
+ * with GD_DEF_PRIVATE, so no Python method replaces a C one, and messages still say name. */
+#define GD_SIGNATURE_SHARED(id, name, sig, doc)                         \
+    const char id##_private_name[] = "_" name;                          \
+    const char id##_private_doc[] = GD_DOC("_" name, sig, doc);         \
+    GD_SIGNATURE_IN(, id, name, sig, NULL, doc)
 #define GD_SIGNATURE_USAGE(id, name, sig, hint, doc) GD_SIGNATURE_IN(static, id, name, sig, hint, doc)
 #define GD_SIGNATURE(id, name, sig, doc) GD_SIGNATURE_IN(static, id, name, sig, NULL, doc)
-#define GD_SIGNATURE_EXTERN(id) extern const char id##_name[], id##_doc[]; extern gd_params id
+#define GD_SIGNATURE_EXTERN(id) \
+    extern const char id##_name[], id##_doc[], id##_private_name[], id##_private_doc[]; extern gd_params id
 #define GD_DEF(id, fn, flags) {id##_name, fn, flags, id##_doc}
+#define GD_DEF_PRIVATE(id, fn, flags) {id##_private_name, fn, flags, id##_private_doc}
 
 /* Match a FASTCALL call's arguments to p's parameters: out[i] receives the argument given for
  * p->names[i] and keeps what the caller stored there (its default) when none was given. 0, or

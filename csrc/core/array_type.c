@@ -71,7 +71,7 @@ static PyObject *get_is_view(PyObject *self, void *Py_UNUSED(c))
 static PyGetSetDef array_getset[] = {
     {"shape", get_shape, NULL, "tuple of dimensions", NULL},
     {"ndim", get_ndim, NULL, "number of dimensions", NULL},
-    {"size", get_size, NULL, "number of elements", NULL},
+    {"_size", get_size, NULL, "number of elements (a.size, a.numel() in gpudev/_array.py)", NULL},
     {"dtype", get_dtype, NULL, "numpy.dtype of the elements", NULL},
     {"itemsize", get_itemsize, NULL, "bytes per element", NULL},
     {"nbytes", get_nbytes, NULL, "bytes of data", NULL},
@@ -255,7 +255,7 @@ static PyObject *array_is_contiguous(PyObject *self, PyObject *Py_UNUSED(ignored
  * ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef array_methods[] = {
-    GD_DEF(gd_array_to_sig, GD_FN(gd_array_to), GD_FASTKW),
+    GD_DEF_PRIVATE(gd_array_to_sig, GD_FN(gd_array_to), GD_FASTKW),
     GD_METHOD("cpu", gd_array_cpu, METH_NOARGS, "$self", "A copy on the CPU (itself when already there)."),
     GD_DEF(gd_array_cuda_sig, GD_FN(gd_array_cuda), GD_FASTKW),
     GD_METHOD("numpy", gd_array_numpy, METH_NOARGS, "$self",
@@ -273,13 +273,13 @@ static PyMethodDef array_methods[] = {
     GD_METHOD("reshape", GD_FN(gd_array_reshape), METH_FASTCALL, "$self, *shape",
               "The array with a new shape, as dimensions or one tuple (one dimension may be -1): a view\n"
               "when the strides allow it, as in NumPy, else a copy.\n\n>>> gd.arange(6).reshape(2, -1)"),
-    GD_METHOD("flatten", gd_array_flatten, METH_NOARGS, "$self", "A 1-D copy, as NumPy's."),
+    GD_METHOD("_flatten", gd_array_flatten, METH_NOARGS, "$self", "A 1-D copy, as NumPy's."),
     GD_METHOD("ravel", gd_array_ravel, METH_NOARGS, "$self", "The array as 1-D: a view when possible, else a copy."),
     GD_METHOD("nonzero", gd_array_nonzero, METH_NOARGS, "$self",
               "A tuple of int64 arrays, one per axis: the coordinates of the nonzero elements, as\n"
               "NumPy's (gd.nonzero). On a GPU the count is read back first (a synchronization).\n\n"
               ">>> gd.array([0, 2, 0, 3]).nonzero()\n(Array([1, 3]),)"),
-    GD_METHOD("transpose", GD_FN(gd_array_transpose), METH_FASTCALL, "$self, *axes",
+    GD_METHOD("_transpose", GD_FN(gd_array_transpose), METH_FASTCALL, "$self, *axes",
               "A view with the axes permuted (reversed by default).\n\n>>> a.transpose(1, 0, 2)"),
     GD_METHOD("permute", GD_FN(gd_array_permute), METH_FASTCALL, "$self, *dims",
               "A view with the axes in the order dims (PyTorch's name for transpose(axes))."),
@@ -291,8 +291,8 @@ static PyMethodDef array_methods[] = {
               "Whether the elements are C-contiguous in memory (views may not be)."),
     GD_DEF(gd_array_sum_sig, GD_FN(gd_array_sum), GD_FASTKW),
     GD_DEF(gd_array_mean_sig, GD_FN(gd_array_mean), GD_FASTKW),
-    GD_DEF(gd_array_max_sig, GD_FN(gd_array_max), GD_FASTKW),
-    GD_DEF(gd_array_min_sig, GD_FN(gd_array_min), GD_FASTKW),
+    GD_DEF_PRIVATE(gd_array_max_sig, GD_FN(gd_array_max), GD_FASTKW),
+    GD_DEF_PRIVATE(gd_array_min_sig, GD_FN(gd_array_min), GD_FASTKW),
     GD_DEF(gd_array_any_sig, GD_FN(gd_array_any), GD_FASTKW),
     GD_DEF(gd_array_all_sig, GD_FN(gd_array_all), GD_FASTKW),
     GD_DEF(gd_array_argmax_sig, GD_FN(gd_array_argmax), GD_FASTKW),
@@ -378,8 +378,5 @@ int gd_array_setup(PyObject *module, gd_state *st)
 {
     st->array_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &array_spec, NULL);
     if (!st->array_type) return -1;
-    /* NumPy operators meeting an Array defer to it (which refuses mixing with a clear
-     * message), instead of silently converting GPU data. */
-    if (PyObject_SetAttrString((PyObject *)st->array_type, "__array_ufunc__", Py_None) < 0) return -1;
     return PyModule_AddType(module, st->array_type);
 }
