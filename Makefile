@@ -15,7 +15,7 @@ BUILT   := $(VENV)/.built
 INSTALLED := $(VENV)/.installed
 
 .PHONY: all build demo test test-gpu-emu install-check wheels fuzz sanitize sanitize-gpu-emu tsan cuda-emu gpu-check gpu-wheels bench lab clean
-.PHONY: test-pool test-pool-tsan test-pool-asan bench-pool check-aarch64
+.PHONY: test-pool test-pool-tsan test-pool-asan bench-pool check-aarch64 docs docs-open
 
 all: test
 
@@ -102,6 +102,23 @@ lab: $(BUILT)
 	$(PY) -m pip install -q $(LAB_EXTRA)
 	$(PY) -m ipykernel install --sys-prefix --name gpudev --display-name "Python (gpudev .venv)"
 	$(if $(LAB_DRY_RUN),@echo "would run:" )$(BIN)/jupyter lab --notebook-dir=notebooks
+
+# The manual (docs/: Sphinx, MyST Markdown) into build/docs/html: the `docs` extra of
+# pyproject.toml installed into .venv (its packages only, once per change of pyproject.toml),
+# the build with warnings as errors, then every internal link and anchor of the built pages
+# checked (docs/_ext/check_links.py; links out of the manual are not followed). `make
+# docs-open` prints the local address and opens it where a browser is found.
+DOCS_TOOLS := $(VENV)/.docs-tools
+DOCS_HTML  := build/docs/html
+$(DOCS_TOOLS): pyproject.toml | $(PY)
+	$(PY) -m pip install -q $$($(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml','rb'))['project']['optional-dependencies']['docs']))")
+	touch $@
+docs: $(BUILT) $(DOCS_TOOLS)
+	$(BIN)/sphinx-build -W --keep-going -q -b html docs $(DOCS_HTML)
+	$(PY) docs/_ext/check_links.py $(DOCS_HTML)
+docs-open: docs
+	@echo "the manual: file://$(CURDIR)/$(DOCS_HTML)/index.html"
+	-$(PY) -m webbrowser -t file://$(CURDIR)/$(DOCS_HTML)/index.html >/dev/null 2>&1
 
 # The long fuzz profile (README, "Fuzzing"): tens of thousands of hostile files against the
 # normal build, then against the sanitizer build. GPUDEV_FUZZ_FILES sets the files per

@@ -1,5 +1,6 @@
-"""The README's table of call forms where NumPy, the array API standard and PyTorch disagree:
-one test per row, and every row of the table has one (the table is read from README.md)."""
+"""The manual's table of call forms where NumPy, the array API standard and PyTorch disagree:
+one test per row, and every row of the table has one (the table is read from
+docs/guides/pytorch.md)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ import pytest
 
 import gpudev as gd
 
-README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
+GUIDE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "guides" / "pytorch.md"
 A = np.arange(6.0, dtype=np.float32).reshape(2, 3)
 
 
 def table_rows() -> list[str]:
     """The first cell of each row of the conflicts table."""
-    text = README.read_text()
-    section = text.split("### NumPy, the array API and PyTorch: one meaning per call form", 1)[1]
+    text = GUIDE.read_text()
+    section = text.split("## NumPy, the array API and PyTorch: one meaning per call form", 1)[1]
     section = section.split("\n## ", 1)[0]  # up to the next section, whose tables are others
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     return [re.match(r"\| ([^|]+) \|", line).group(1).strip() for line in rows]

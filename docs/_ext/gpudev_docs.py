@@ -1,0 +1,308 @@
+"""The manual's generated pages: the API reference and the "coming from" tables.
+
+Everything here is read from the live package, never from file paths, so a module that moves
+keeps its place: the names from ``gpudev.__all__`` (and each submodule's ``__all__``), the
+family of a name from the last part of its object's ``__module__`` (``gpudev._creation`` and
+``gpudev.ops.creation`` are both "creation"), the elementwise rows and their NumPy names and
+aliases from ``gd._C._ops``, PyTorch's spellings from the table the package installs them from.
+Only names that nothing in the package declares are written here by hand (``C_FAMILIES``,
+``ABSENT``, ``CUPY_DEVICE``).
+
+As a Sphinx extension it writes the pages into docs/_generated/ when the build starts (the
+folder is not in git) and turns every docstring into a literal block, so that a docstring
+written for a Python prompt never fails the build's warnings-as-errors. The tests import
+``reference_entries()`` to check that every public name is documented exactly once.
+"""
+
+from __future__ import annotations
+
+import inspect
+import pathlib
+import re
+import shutil
+import textwrap
+import types
+from typing import Any
+
+import numpy as np
+
+import gpudev as gd
+
+DOCS = pathlib.Path(__file__).resolve().parent.parent
+OUT = DOCS / "_generated"
+
+# The family of a name, from the last part of its object's module (leading "_" dropped).
+MODULE_FAMILIES = {
+    "Creating arrays": "creation fills",
+    "Shapes, joining and selection": "manipulation index",
+    "Reductions and statistics": "statistics",
+    "Elementwise operations": "composite clip softmax",
+    "PyTorch's names": "torch",
+    "The array API standard": "array_api",
+    "Devices, threads and the machine": "devices info",
+    "Timing, tracing and strict mode": "timing trace strict latency",
+    "Autograd": "autograd",
+    "Saving and loading": "io pickle",
+    "Eager only": "jit",
+    "Linear algebra": "linalg",
+}
+FAMILY_OF_MODULE = {mod: fam for fam, mods in MODULE_FAMILIES.items() for mod in mods.split()}
+# The core's functions that are not elementwise rows: their module is the extension itself,
+# so the family is said here, once per name.
+C_FAMILIES = {
+    "Creating arrays": "arange array asarray empty full ones rand randn tensor zeros manual_seed",
+    "Devices, threads and the machine": "cpu gpu num_gpus try_gpu try_all_gpus cuda_available "
+                                        "synchronize get_num_threads set_num_threads",
+    "Reductions and statistics": "all any allclose norm argmax argmin",
+    "Shapes, joining and selection": "concatenate stack where nonzero",
+    "Linear algebra": "matmul",
+}
+C_FAMILY_OF = {name: fam for fam, names in C_FAMILIES.items() for name in names.split()}
+FAMILY_ORDER = [
+    "Arrays, devices and dtypes", "Devices, threads and the machine", "Creating arrays",
+    "Elementwise operations", "Reductions and statistics", "Shapes, joining and selection",
+    "Linear algebra", "Autograd", "Timing, tracing and strict mode", "Saving and loading",
+    "PyTorch's names", "The array API standard", "Eager only", "Errors", "Constants", "Other",
+]
+SUBMODULES = ["nn", "nn.functional", "nn.init", "optim", "optim.lr_scheduler", "utils.data",
+              "fft", "linalg", "cuda", "jit"]
+
+
+def _module_key(obj: Any) -> str:
+    return (getattr(obj, "__module__", None) or "").rsplit(".", 1)[-1].lstrip("_")
+
+
+def op_rows() -> dict[str, Any]:
+    """Each elementwise function's name (and alias) -> its row of gd._C._ops."""
+    rows = {}
+    for row in gd._C._ops:
+        if row.function:
+            rows[row.name] = row
+            for alias in row.aliases:
+                rows[alias] = row
+    return rows
+
+
+def family_of(name: str, obj: Any) -> str:
+    if isinstance(obj, types.ModuleType):
+        return "Submodules"
+    if not callable(obj):
+        return "Constants"
+    if isinstance(obj, type):
+        if issubclass(obj, (Exception, Warning)):
+            return "Errors"
+        if obj.__module__ == "numpy" or name in ("Array", "Device", "device"):
+            return "Arrays, devices and dtypes"
+    if name in op_rows():
+        return "Elementwise operations"
+    if name in C_FAMILY_OF and _module_key(obj) in ("C", ""):
+        return C_FAMILY_OF[name]
+    return FAMILY_OF_MODULE.get(_module_key(obj), "Other")
+
+
+def _directive(full: str, obj: Any) -> list[str]:
+    """The lines that document one object under its public name."""
+    if isinstance(obj, type) and obj.__module__ == "numpy":
+        return [f".. py:data:: {full}", "",
+                f"   NumPy's ``{obj.__name__}`` dtype: ``{full}`` is ``numpy.{obj.__name__}``.", ""]
+    if not callable(obj):
+        return [f".. py:data:: {full}", f"   :value: {obj!r}", ""]
+    if isinstance(obj, type):
+        return [f".. autoclass:: {full}", "   :members:", ""]
+    return [f".. autofunction:: {full}", ""]
+
+
+def reference_entries() -> dict[str, list[tuple[str, str]]]:
+    """Family -> [(public name, directive text)] for gd.__all__, each name exactly once."""
+    fams: dict[str, list[tuple[str, str]]] = {}
+    for name in sorted(gd.__all__, key=str.lower):
+        obj = getattr(gd, name)
+        fam = family_of(name, obj)
+        if fam == "Submodules":
+            continue  # each has a page of its own
+        fams.setdefault(fam, []).append((name, "\n".join(_directive(f"gpudev.{name}", obj))))
+    return fams
+
+
+def _rst_page(title: str, body: list[str]) -> str:
+    return "\n".join([title, "=" * len(title), "", *body, ""])
+
+
+def reference_pages() -> dict[str, str]:
+    """File name (under _generated/reference) -> reStructuredText."""
+    pages = {}
+    fams = reference_entries()
+    body = [".. currentmodule:: gpudev", ""]
+    for fam in FAMILY_ORDER:
+        if fam not in fams:
+            continue
+        body += [fam, "-" * len(fam), ""]
+        body += [text for _, text in fams[fam]]
+    unknown = set(fams) - set(FAMILY_ORDER)
+    if unknown:
+        raise RuntimeError(f"families without a place in FAMILY_ORDER: {sorted(unknown)}")
+    pages["gpudev.rst"] = _rst_page("gpudev", body)
+    for sub in SUBMODULES:
+        mod = gd
+        for part in sub.split("."):
+            mod = getattr(mod, part)
+        body = []
+        for name in sorted(getattr(mod, "__all__", []), key=str.lower):
+            obj = getattr(mod, name)
+            if not isinstance(obj, types.ModuleType):
+                body += _directive(f"gpudev.{sub}.{name}", obj)
+        pages[f"gpudev.{sub}.rst"] = _rst_page(f"gpudev.{sub}", body)
+    return pages
+
+
+# ---------------------------------------------------------------------------------------------
+# coming from NumPy, PyTorch, CuPy
+# ---------------------------------------------------------------------------------------------
+
+# Names a NumPy, PyTorch or CuPy user reaches for that gpudev does not have, and why. Only
+# absences are written by hand: everything gpudev has comes from the package.
+ABSENT = {
+    "numpy.complex64, complex128": "no complex dtypes: the chapter's work is real; data of these "
+                                   "types raises TypeError naming the dtypes gpudev has",
+    "numpy.float16, int8, uint8": "float16 data becomes float32 and small integers int64 "
+                                  "(the arrays guide, 'Differences from NumPy')",
+    "numpy.einsum": "not provided: write it with matmul, reshape and sum",
+    "numpy.sort, argsort": "not provided yet",
+    "torch.compile, torch.jit.script": "gpudev runs eagerly; gd.compile and gd.jit.script say so",
+    "cupy.cuda.Stream": "one stream per device; ordering is explicit through synchronize()",
+    "cupy.RawKernel, ElementwiseKernel": "no user kernels: operations are the op rows",
+}
+# CuPy's device handling, which has no NumPy name to derive from.
+CUPY_DEVICE = [
+    ("cupy.asarray(x)", "gd.asarray(x, device='cuda:0')"),
+    ("cupy.asnumpy(a)", "a.cpu().numpy()"),
+    ("cupy.cuda.Device(0)", "gd.gpu(0)"),
+    ("cupy.cuda.runtime.getDeviceCount()", "gd.num_gpus()"),
+    ("cupy.cuda.Device().synchronize()", "gd.synchronize()"),
+]
+
+
+def _table(head: tuple[str, str], rows: list[tuple[str, str]]) -> list[str]:
+    out = [f"| {head[0]} | {head[1]} |", "|---|---|"]
+    out += [f"| `{a}` | {b} |" for a, b in rows]
+    return out + [""]
+
+
+def numpy_rows() -> list[tuple[str, str]]:
+    """NumPy's name -> gpudev's spelling, from the op rows and the shared names of gd.__all__."""
+    rows = {}
+    for row in gd._C._ops:
+        if row.function and row.numpy:
+            spelled = f"`gd.{row.name}`" + "".join(f", `gd.{a}`" for a in row.aliases)
+            if row.symbol:
+                spelled += f", `{row.symbol}`"
+            rows[f"numpy.{row.numpy}"] = spelled
+    for name in gd.__all__:
+        obj = getattr(gd, name)
+        if callable(obj) and hasattr(np, name) and f"numpy.{name}" not in rows:
+            rows[f"numpy.{name}"] = f"`gd.{name}`"
+    return sorted(rows.items())
+
+
+def torch_rows() -> list[tuple[str, str]]:
+    """PyTorch's names that gpudev installs (the functions and Array methods whose module is
+    the PyTorch names' module), the op rows' aliases (PyTorch's spellings where they differ
+    from NumPy's) and the torch-like submodules' names."""
+    rows = {f"torch.{n}": f"`gd.{n}`" for n in gd.__all__
+            if callable(getattr(gd, n)) and _module_key(getattr(gd, n)) == "torch"}
+    rows.update({f"Tensor.{n}": f"`Array.{n}`" for n, f in vars(gd.Array).items()
+                 if not n.startswith("_") and _module_key(getattr(f, "fget", f)) == "torch"})
+    for row in gd._C._ops:
+        for alias in row.aliases:
+            rows[f"torch.{alias}"] = f"`gd.{alias}` (also `gd.{row.name}`)"
+    for sub in ("nn", "nn.functional", "nn.init", "optim", "cuda"):
+        mod = gd
+        for part in sub.split("."):
+            mod = getattr(mod, part)
+        for n in getattr(mod, "__all__", []):
+            if not isinstance(getattr(mod, n), types.ModuleType):
+                rows[f"torch.{sub}.{n}"] = f"`gd.{sub}.{n}`"
+    return sorted(rows.items())
+
+
+def coming_from_page() -> str:
+    lines = ["# Coming from NumPy, PyTorch or CuPy", "",
+             "These tables are generated when the manual is built, from the package itself: "
+             "the elementwise rows of `gd._C._ops` with their NumPy names and aliases, "
+             "`gd.__all__`, and the PyTorch names gpudev installs. Where NumPy and PyTorch give "
+             "one call form two meanings, the table of conflicts in "
+             "[PyTorch's names](../guides/pytorch.md) says which one gpudev takes.", "",
+             "## From NumPy", ""]
+    lines += _table(("NumPy", "gpudev"), numpy_rows())
+    lines += ["## From PyTorch", ""]
+    lines += _table(("PyTorch", "gpudev"), torch_rows())
+    lines += ["## From CuPy", "",
+              "CuPy mirrors NumPy's names, so `cupy.X` is spelled as in the NumPy table, "
+              "with the array on a GPU device; what CuPy does about devices is spelled:", ""]
+    lines += _table(("CuPy", "gpudev"), [(a, f"`{b}`") for a, b in CUPY_DEVICE])
+    lines += ["## Not in gpudev", ""]
+    lines += _table(("name", "why"), sorted(ABSENT.items()))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# the commands a reader is asked to type
+# ---------------------------------------------------------------------------------------------
+
+SHELL_FENCE = re.compile(r"^( *)```(?:sh|bash|console|shell)\n(.*?)^\1```", re.S | re.M)
+
+
+def commands_page() -> str:
+    """Every shell block of the README and the manual, by page: the commands that install,
+    build or start something, which the tests do not run (tests/test_docs.py counts them)."""
+    pages = [DOCS.parent / "README.md"] + sorted(p for p in DOCS.rglob("*.md") if "_generated" not in p.parts)
+    lines = ["# Every command in this manual", "",
+             "The shell blocks of the README and of the manual, in one place. They install, build or "
+             "start servers, so the tests do not run them (every Python block runs in `make test`).", ""]
+    for page in pages:
+        found = [textwrap.dedent(m.group(2)) for m in SHELL_FENCE.finditer(page.read_text())]
+        if found:
+            lines += [f"## {page.relative_to(DOCS.parent)}", ""]
+            for code in found:
+                lines += ["```sh", code.rstrip("\n"), "```", ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sphinx
+# ---------------------------------------------------------------------------------------------
+
+def write_generated(app: Any = None) -> None:
+    ref = OUT / "reference"
+    if OUT.exists():
+        shutil.rmtree(OUT)
+    ref.mkdir(parents=True)
+    pages = reference_pages()
+    for name, text in pages.items():
+        (ref / name).write_text(text)
+    toc = "\n".join(f"   {n[:-4]}" for n in pages)
+    (ref / "index.rst").write_text(_rst_page(
+        "API reference",
+        ["Every public name of ``gpudev`` once, grouped by family, with its signature and "
+         "docstring as the package declares them; then each submodule.", "",
+         ".. toctree::", "   :maxdepth: 1", "", toc]))
+    (OUT / "coming-from.md").write_text(coming_from_page() + "\n")
+    (OUT / "commands.md").write_text(commands_page() + "\n")
+    nb = OUT / "notebooks"
+    nb.mkdir()
+    for path in sorted((DOCS.parent / "notebooks").glob("*.ipynb")):
+        shutil.copy(path, nb / path.name)
+
+
+def docstring_as_literal(app: Any, what: str, name: str, obj: Any, options: Any,
+                         lines: list[str]) -> None:
+    """Show a docstring as written, so prompts and tables in it need no reST markup."""
+    text = inspect.cleandoc("\n".join(lines))
+    if text.strip():
+        lines[:] = ["::", ""] + ["   " + line for line in text.splitlines()] + [""]
+
+
+def setup(app: Any) -> dict[str, Any]:
+    app.connect("builder-inited", write_generated)
+    app.connect("autodoc-process-docstring", docstring_as_literal)
+    return {"parallel_read_safe": True}
