@@ -90,6 +90,16 @@ gpudev has devices, arrays that live on one device, explicit copies between devi
 timing that stays right when GPU work runs asynchronously. Everything in this notebook runs
 on a machine without a GPU too: the GPU lines then say what they would do, or fail with the
 error gpudev gives."""),
+    ("code", """\
+# On Colab (Runtime > Change runtime type > T4 GPU) this cell installs gpudev and shows the GPU;
+# anywhere else it does nothing. SOURCE: a clone of gpudev (!git clone URL /content/gpudev; pip
+# builds it for the T4 in a few minutes) or the path of a gpudev wheel you uploaded.
+import subprocess, sys
+SOURCE = "/content/gpudev"
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"{SOURCE}[cu12]"], check=True)
+    import gpudev as gd
+    print(gd.try_gpu().info())      # the T4: name, memory, compute capability 7.5"""),
     ("md", "## Devices"),
     ("code", """\
 import numpy as np
