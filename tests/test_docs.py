@@ -146,3 +146,17 @@ def test_relative_links_of_the_markdown_files_exist():
             if path and "://" not in path and not generated and not (page.parent / path).exists():
                 missing.append(f"{_id(page)}: {target}")
     assert not missing, missing
+
+
+def test_read_the_docs_builds_what_make_docs_builds():
+    """.readthedocs.yaml names this manual's configuration, fails on warnings as `make docs`
+    does, and installs the `docs` extra that pyproject.toml declares."""
+    import tomllib
+
+    config = (ROOT / ".readthedocs.yaml").read_text()
+    assert re.search(r"^  configuration: docs/conf\.py$", config, re.M)
+    assert re.search(r"^  fail_on_warning: true$", config, re.M)
+    assert '".[docs]"' in config
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert all("==" in req for req in extras["docs"]), "pin the docs extra: its warnings decide the build"
+    assert "-W" in (ROOT / "Makefile").read_text().split("\ndocs:", 1)[1].split("\n\n", 1)[0]
