@@ -160,3 +160,18 @@ def test_read_the_docs_builds_what_make_docs_builds():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert all("==" in req for req in extras["docs"]), "pin the docs extra: its warnings decide the build"
     assert "-W" in (ROOT / "Makefile").read_text().split("\ndocs:", 1)[1].split("\n\n", 1)[0]
+
+
+def test_name_tables_find_what_the_package_declares():
+    """The generated tables follow the package: PyTorch's functions and methods are found where
+    they are installed, and every absence written by hand is still an absence."""
+    gen = _generator()
+    torch_names = dict(gen.torch_rows())
+    for name in ("torch.cat", "torch.from_numpy", "Tensor.zero_", "Tensor.numel", "torch.pow"):
+        assert name in torch_names, f"the PyTorch table lost {name}: see torch_rows()"
+    assert dict(gen.numpy_rows())["numpy.arccos"] == "`gd.acos`"  # from the op row's NumPy name
+    for names in gen.ABSENT:
+        lib, _, rest = names.partition(".")
+        for name in rest.split(", "):
+            if lib in ("numpy", "cupy"):
+                assert not hasattr(gd, name.split(".")[-1]), f"gd.{name} exists: drop it from ABSENT"

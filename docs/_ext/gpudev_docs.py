@@ -167,7 +167,6 @@ ABSENT = {
     "numpy.float16, int8, uint8": "float16 data becomes float32 and small integers int64 "
                                   "(the arrays guide, 'Differences from NumPy')",
     "numpy.einsum": "not provided: write it with matmul, reshape and sum",
-    "numpy.sort, argsort": "not provided yet",
     "torch.compile, torch.jit.script": "gpudev runs eagerly; gd.compile and gd.jit.script say so",
     "cupy.cuda.Stream": "one stream per device; ordering is explicit through synchronize()",
     "cupy.RawKernel, ElementwiseKernel": "no user kernels: operations are the op rows",
@@ -195,7 +194,7 @@ def numpy_rows() -> list[tuple[str, str]]:
         if row.function and row.numpy:
             spelled = f"`gd.{row.name}`" + "".join(f", `gd.{a}`" for a in row.aliases)
             if row.symbol:
-                spelled += f", `{row.symbol}`"
+                spelled += f", `{row.symbol}`".replace("|", "\\|")  # a pipe would end the cell
             rows[f"numpy.{row.numpy}"] = spelled
     for name in gd.__all__:
         obj = getattr(gd, name)
@@ -205,13 +204,14 @@ def numpy_rows() -> list[tuple[str, str]]:
 
 
 def torch_rows() -> list[tuple[str, str]]:
-    """PyTorch's names that gpudev installs (the functions and Array methods whose module is
-    the PyTorch names' module), the op rows' aliases (PyTorch's spellings where they differ
-    from NumPy's) and the torch-like submodules' names."""
+    """PyTorch's names: the functions of gd.__all__ from the PyTorch names' module, the Array
+    members NumPy's ndarray lacks (PyTorch's methods: `zero_`, `numel`, `backward`, ...), the op
+    rows' aliases (PyTorch's spellings where they differ from NumPy's) and the torch-like
+    submodules' names."""
     rows = {f"torch.{n}": f"`gd.{n}`" for n in gd.__all__
-            if callable(getattr(gd, n)) and _module_key(getattr(gd, n)) == "torch"}
-    rows.update({f"Tensor.{n}": f"`Array.{n}`" for n, f in vars(gd.Array).items()
-                 if not n.startswith("_") and _module_key(getattr(f, "fget", f)) == "torch"})
+            if callable(getattr(gd, n)) and "torch" in _module_key(getattr(gd, n))}
+    rows.update({f"Tensor.{n}": f"`Array.{n}`" for n in dir(gd.Array)
+                 if not n.startswith("_") and not hasattr(np.ndarray, n)})
     for row in gd._C._ops:
         for alias in row.aliases:
             rows[f"torch.{alias}"] = f"`gd.{alias}` (also `gd.{row.name}`)"
