@@ -40,7 +40,7 @@ $(INSTALLED): $(DEPS) setup.py pyproject.toml
 # the stamp's time is taken before building, so an edit made during a build is rebuilt next time
 $(BUILT): $(INSTALLED) $(SOURCES)
 	@echo "building gpudev in place: the C core, then the CUDA backend where a toolkit is found"
-	@echo "(about 1 minute each on 2 cores; GPUDEV_CUDA=0 skips CUDA; see README, 'The two commands')"
+	@echo "(about 1 minute each on 2 cores; GPUDEV_CUDA=0 skips CUDA; see docs/guides/install.md)"
 	touch $@.new
 	$(LOCK) $(PY) setup.py -q build_ext --inplace
 	mv $@.new $@
@@ -52,7 +52,7 @@ test: $(BUILT)
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 # The whole suite again on two emulated GPUs (GPUDEV_EMULATE_GPUS=2, gpudev._cuda_emu: the CUDA
-# backend compiled for the CPU; README, "No GPU? Emulated GPUs"): every GPU variant runs, except
+# backend compiled for the CPU; docs/guides/emulated-gpus.md): every GPU variant runs, except
 # tests marked `hardware`. The CPU tests run a second time too (the emulation changes nothing
 # for them), which costs a minute and keeps the command simple. Each launch's blocks run in a
 # shuffled order, from a seed drawn per run; a failed run ends with the setting that repeats
@@ -120,7 +120,7 @@ docs-open: docs
 	@echo "the manual: file://$(CURDIR)/$(DOCS_HTML)/index.html"
 	-$(PY) -m webbrowser -t file://$(CURDIR)/$(DOCS_HTML)/index.html >/dev/null 2>&1
 
-# The long fuzz profile (README, "Fuzzing"): tens of thousands of hostile files against the
+# The long fuzz profile (docs/contributing/fuzzing.md): tens of thousands of hostile files against the
 # normal build, then against the sanitizer build. GPUDEV_FUZZ_FILES sets the files per
 # mutation kind, GPUDEV_FUZZ_SEED the random seed.
 fuzz: $(BUILT)
@@ -205,7 +205,7 @@ space := $(empty) $(empty)
 # LINUX_ONLY. check-windows: the CPU backend and its conformance test cross-compiled for
 # Windows with mingw-w64, warnings as errors (tools/check_windows.sh installs Debian's
 # gcc-mingw-w64-x86-64 as root, fails without it under CI, else says SKIPPED);
-# `make check-windows WINDOWS_RUN=--run` then runs the test under Wine (not in CI: see README).
+# `make check-windows WINDOWS_RUN=--run` then runs the test under Wine (not in CI: see docs/guides/cpu.md).
 LINUX_ONLY := syscall sched_getaffinity sched_setaffinity sched_getcpu pthread_setname_np madvise
 WINDOWS_RUN ?=
 .PHONY: check-posix check-windows
@@ -320,7 +320,7 @@ clean:
 
 # The array API standard's own test suite (data-apis/array-api-tests at a pinned commit,
 # cloned into build/array-api-tests) against gpudev and NumPy with the same settings, and both
-# counts (tools/array_api.py; README, "Array API standard"). ARRAY_API_TESTS_URL and
+# counts (tools/array_api.py; docs/guides/array-api.md). ARRAY_API_TESTS_URL and
 # ARRAY_API_SPEC_URL may point at local mirrors; ARRAY_API_ARGS goes to the script, e.g.
 # ARRAY_API_ARGS="--only gpudev array_api_tests/test_creation_functions.py".
 .PHONY: array-api
