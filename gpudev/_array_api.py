@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _C
+from ._api import public
 from ._devices import device_label
 
 __all__ = [
@@ -99,6 +100,7 @@ class iinfo_object(NamedTuple):
     dtype: np.dtype
 
 
+@public("devices")
 def finfo(type: Any, /) -> finfo_object:  # noqa: A002 (the standard's name)
     """Machine limits of a float dtype (or a float array's): bits, eps, max, min, smallest_normal.
 
@@ -113,6 +115,7 @@ def finfo(type: Any, /) -> finfo_object:  # noqa: A002 (the standard's name)
     return finfo_object(f.bits, float(f.eps), float(f.max), float(f.min), float(f.smallest_normal), dt)
 
 
+@public("devices")
 def iinfo(type: Any, /) -> iinfo_object:  # noqa: A002
     """Limits of an integer dtype (or an integer array's): bits, max, min.
 
@@ -127,6 +130,7 @@ def iinfo(type: Any, /) -> iinfo_object:  # noqa: A002
     return iinfo_object(i.bits, int(i.max), int(i.min), dt)
 
 
+@public("devices")
 def isdtype(dtype: Any, kind: Any) -> bool:
     """Whether `dtype` is of `kind`: a dtype, a kind name ('bool', 'signed integer', 'unsigned
     integer', 'integral', 'real floating', 'complex floating', 'numeric') or a tuple of them.
@@ -145,6 +149,7 @@ def isdtype(dtype: Any, kind: Any) -> bool:
     return dt == _dtype("isdtype", kind)
 
 
+@public("devices")
 def result_type(*arrays_and_dtypes: Any) -> np.dtype:
     """The dtype that operations on these arrays, dtypes and Python scalars give (NumPy 2's
     promotion, which gpudev's operations follow; Python scalars adapt to the arrays).
@@ -166,6 +171,7 @@ def result_type(*arrays_and_dtypes: Any) -> np.dtype:
     return out
 
 
+@public("devices")
 def can_cast(from_: Any, to: Any, /) -> bool:
     """Whether `from_` (a dtype or an array) casts to `to` without losing values, as NumPy's
     "safe" casting says (bool -> int32 -> int64 -> float64, int32 -> float64, float32 -> float64).
@@ -177,6 +183,7 @@ def can_cast(from_: Any, to: Any, /) -> bool:
     return bool(np.can_cast(_dtype_or_array("can_cast", from_), _dtype("can_cast", to), "safe"))
 
 
+@public("elementwise")
 def astype(x: Array, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Array:
     """x as `dtype` (and on `device`, an explicit copy, when given); a new array unless
     ``copy=False`` and nothing changes.
@@ -198,6 +205,7 @@ def _need_array(op: str, x: Any) -> Array:
     return x
 
 
+@public("creation")
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Array:
     """An Array of a DLPack producer's data (``__dlpack__``: NumPy, PyTorch, CuPy...), sharing
     its memory where gpudev can (copy=None). ``copy=True`` always gives memory of its own;
@@ -278,6 +286,7 @@ def __array_namespace_info__() -> Info:
 # ---------------------------------------------------------------------------------------------
 
 # NumPy's positive returns a new array; the + operator of a gpudev array returns the array itself
+@public("elementwise")
 def positive(x: Array, /) -> Array:
     """+x elementwise: a new array equal to x."""
     return _need_array("positive", x).copy()
@@ -304,11 +313,13 @@ logical_or = _logical("logical_or", operator.or_)
 logical_xor = _logical("logical_xor", operator.xor)
 
 
+@public("elementwise")
 def logical_not(x: Array, /) -> Array:
     """Elementwise logical NOT: x read as bool (nonzero is True)."""
     return ~_as_bool("logical_not", _need_array("logical_not", x))
 
 
+@public("elementwise")
 def isinf(x: Array, /) -> Array:
     """Whether each element is +inf or -inf, as a bool array (never for integers and bools)."""
     _need_array("isinf", x)
@@ -317,16 +328,19 @@ def isinf(x: Array, /) -> Array:
     return _C.abs(x) == math.inf
 
 
+@public("elementwise")
 def conj(x: Array, /) -> Array:
     """The complex conjugate: gpudev's dtypes are real, so a copy of x."""
     return _need_array("conj", x).copy()
 
 
+@public("elementwise")
 def real(x: Array, /) -> Array:
     """The real part: gpudev's dtypes are real, so a copy of x."""
     return _need_array("real", x).copy()
 
 
+@public("elementwise")
 def imag(x: Array, /) -> Array:
     """The imaginary part: gpudev's dtypes are real, so zeros of x's shape, dtype and device."""
     _need_array("imag", x)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import _C
+from ._api import public
 from ._manipulation import renamed
 
 __all__ = ["clamp", "clip"]
@@ -52,6 +53,7 @@ def _within_ints(a: _C.Array, bound: Any, lower: bool) -> Any:
     return max(bound, int(info.min)) if lower else min(bound, int(info.max))
 
 
+@public("elementwise")
 def clip(x: _C.Array, /, min: Any = None, max: Any = None, *,  # noqa: A002 (the standard's names)
          a_min: Any = None, a_max: Any = None) -> _C.Array:
     """Elements of ``x`` limited to ``[min, max]``: ``minimum(maximum(x, min), max)``.
@@ -71,6 +73,7 @@ def clip(x: _C.Array, /, min: Any = None, max: Any = None, *,  # noqa: A002 (the
     return _limit("clip", x, a_min if min is None else min, a_max if max is None else max)
 
 
+@public("elementwise")
 def clamp(a: _C.Array, min: Any = None, max: Any = None) -> _C.Array:  # noqa: A002 (PyTorch's names)
     """``gd.clip`` under PyTorch's name and keywords: ``clamp(a, min=None, max=None)``.
 

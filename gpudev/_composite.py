@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _C
+from ._api import public
 
 __all__ = ["isfinite", "isnan", "reciprocal", "signbit"]
 
@@ -31,6 +32,7 @@ def _need_array(name: str, a: object) -> _C.Array:
     return a
 
 
+@public("elementwise", numpy="isnan", types="ALL", arity=1)
 def isnan(a: _C.Array) -> _C.Array:
     """Whether each element is NaN, as a bool array. ``gd.isnan(x).any()``"""
     a = _need_array("isnan", a)
@@ -39,6 +41,7 @@ def isnan(a: _C.Array) -> _C.Array:
     return a != a
 
 
+@public("elementwise", numpy="isfinite", types="ALL", arity=1)
 def isfinite(a: _C.Array) -> _C.Array:
     """Whether each element is neither infinite nor NaN, as a bool array. ``gd.isfinite(x).all()``"""
     a = _need_array("isfinite", a)
@@ -47,6 +50,7 @@ def isfinite(a: _C.Array) -> _C.Array:
     return (a - a) == 0
 
 
+@public("elementwise", numpy="signbit", types="ALL", arity=1)
 def signbit(x: _C.Array, /) -> _C.Array:
     """Whether each element's sign bit is set: True for negative numbers, -0.0, -inf and NaNs
     with the sign bit, as a bool array.
@@ -63,6 +67,7 @@ def signbit(x: _C.Array, /) -> _C.Array:
     return _C.copysign(1.0, x) < 0
 
 
+@public("elementwise", numpy="reciprocal", types="FLOAT", arity=1)
 def reciprocal(x: _C.Array, /) -> _C.Array:
     """1 / x elementwise, with true division's special cases (1 / -0.0 is -inf); integers and
     bools give float64, as the standard's floating-point-only reciprocal does (NumPy's integer

@@ -19,6 +19,7 @@ import reprlib
 from typing import Any
 
 from . import _C
+from ._api import public
 
 __all__ = ["empty_like", "eye", "full_like", "linspace", "meshgrid", "ones_like", "tril", "triu", "zeros_like"]
 
@@ -32,24 +33,28 @@ def _like(name: str, a: Any, dtype: Any, device: Any) -> tuple[tuple, dict]:
     return tuple(a.shape), {"dtype": a.dtype if dtype is None else dtype, "device": device}
 
 
+@public("creation")
 def zeros_like(a: Any, dtype: Any = None, device: Any = None) -> _C.Array:
     """An array of zeros with a's shape, dtype and device. ``gd.zeros_like(x)``"""
     shape, kw = _like("zeros_like", a, dtype, device)
     return _C.zeros(shape, **kw)
 
 
+@public("creation")
 def ones_like(a: Any, dtype: Any = None, device: Any = None) -> _C.Array:
     """An array of ones with a's shape, dtype and device. ``gd.ones_like(x)``"""
     shape, kw = _like("ones_like", a, dtype, device)
     return _C.ones(shape, **kw)
 
 
+@public("creation")
 def empty_like(a: Any, dtype: Any = None, device: Any = None) -> _C.Array:
     """An uninitialised array with a's shape, dtype and device. ``gd.empty_like(x)``"""
     shape, kw = _like("empty_like", a, dtype, device)
     return _C.empty(shape, **kw)
 
 
+@public("creation")
 def full_like(a: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> _C.Array:
     """An array of fill_value with a's shape, dtype and device. ``gd.full_like(x, 7)``"""
     shape, kw = _like("full_like", a, dtype, device)
@@ -61,6 +66,7 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, device: Any = None) ->
 # device asked for (nothing is built on the host and copied)
 # ---------------------------------------------------------------------------------------------
 
+@public("creation")
 def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None,
         device: Any = None) -> _C.Array:
     """The (n_rows, n_cols) array with ones on diagonal `k` (above the main one for k > 0)
@@ -89,6 +95,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
     return out
 
 
+@public("creation")
 def linspace(start: float, stop: float, /, num: int, *, dtype: Any = None, device: Any = None,
              endpoint: bool = True) -> _C.Array:
     """`num` evenly spaced values from start to stop (stop left out when endpoint is False).
@@ -105,6 +112,7 @@ def linspace(start: float, stop: float, /, num: int, *, dtype: Any = None, devic
     return out.astype(dtype, copy=False)
 
 
+@public("creation")
 def meshgrid(*arrays: _C.Array, indexing: str | None = None) -> list[_C.Array]:
     """Coordinate arrays from 1-D arrays: for 'xy' (Cartesian) the first two axes are swapped
     with respect to 'ij' (matrix indexing).
@@ -146,11 +154,13 @@ def _triangle(name: str, x: _C.Array, k: int, lower: bool) -> _C.Array:
     return _C.where(keep, x, _C.zeros((), dtype=x.dtype, device=x.device))
 
 
+@public("creation")
 def tril(x: _C.Array, /, *, k: int = 0) -> _C.Array:
     """x with the elements above diagonal `k` of each matrix (the last two axes) set to zero."""
     return _triangle("tril", x, k, True)
 
 
+@public("creation")
 def triu(x: _C.Array, /, *, k: int = 0) -> _C.Array:
     """x with the elements below diagonal `k` of each matrix (the last two axes) set to zero."""
     return _triangle("triu", x, k, False)

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import _C
+from ._api import public
 
 __all__ = [
     "broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip", "matrix_transpose",
@@ -82,6 +83,7 @@ def normalize_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(axes))
 
 
+@public("shape")
 def reshape(x: Array, /, shape: Sequence[int], *, copy: bool | None = None) -> Array:
     """x with a new shape of the same size (-1 once stands for the rest). ``copy=True`` always
     copies, ``copy=False`` refuses where only a copy could do it, None views when it can."""
@@ -94,6 +96,7 @@ def reshape(x: Array, /, shape: Sequence[int], *, copy: bool | None = None) -> A
     return out.copy() if copy else out
 
 
+@public("shape")
 def permute_dims(x: Array, /, axes: Sequence[int]) -> Array:
     """A view with the axes in the order `axes` (a permutation of range(x.ndim))."""
     _need_array("permute_dims", x)
@@ -104,6 +107,7 @@ def permute_dims(x: Array, /, axes: Sequence[int]) -> Array:
     return x.permute(*(normalize_axis("permute_dims", a, x.ndim) for a in axes))
 
 
+@public("shape")
 def matrix_transpose(x: Array, /) -> Array:
     """The last two axes swapped (a view): ``x.mT``."""
     if _need_array("matrix_transpose", x).ndim < 2:
@@ -111,6 +115,7 @@ def matrix_transpose(x: Array, /) -> Array:
     return x.mT
 
 
+@public("shape")
 def concat(arrays: Sequence[Array], /, *, axis: int | None = 0) -> Array:
     """The arrays joined along an existing `axis` (None: each flattened, then joined)."""
     arrays = list(arrays)
@@ -120,6 +125,7 @@ def concat(arrays: Sequence[Array], /, *, axis: int | None = 0) -> Array:
     return _C.concatenate(arrays, axis=axis)
 
 
+@public("shape")
 def broadcast_to(x: Array, /, shape: Sequence[int]) -> Array:
     """x broadcast to `shape` (NumPy's rules), as an array of its own."""
     _need_array("broadcast_to", x)
@@ -140,6 +146,7 @@ def broadcast_to(x: Array, /, shape: Sequence[int]) -> Array:
     return (base | x) if x.dtype == np.dtype(bool) else base + x
 
 
+@public("shape")
 def broadcast_arrays(*arrays: Array) -> list[Array]:
     """The arrays broadcast against each other to one shape."""
     for a in arrays:
@@ -152,6 +159,7 @@ def broadcast_arrays(*arrays: Array) -> list[Array]:
     return [broadcast_to(a, shape) for a in arrays]
 
 
+@public("shape")
 def expand_dims(x: Array, /, axis: int = 0) -> Array:
     """A view with a new axis of length 1 at `axis` (in [-x.ndim - 1, x.ndim])."""
     _need_array("expand_dims", x)
@@ -159,6 +167,7 @@ def expand_dims(x: Array, /, axis: int = 0) -> Array:
     return x.reshape(x.shape[:k] + (1,) + x.shape[k:])
 
 
+@public("shape")
 def squeeze(x: Array, /, axis: int | tuple[int, ...]) -> Array:
     """A view without the axes `axis`, each of which must have length 1."""
     _need_array("squeeze", x)
@@ -169,6 +178,7 @@ def squeeze(x: Array, /, axis: int | tuple[int, ...]) -> Array:
     return x.reshape(tuple(n for k, n in enumerate(x.shape) if k not in axes))
 
 
+@public("shape")
 def flip(x: Array, /, *, axis: int | tuple[int, ...] | None = None) -> Array:
     """A view with the order of the elements along `axis` (every axis by default) reversed."""
     _need_array("flip", x)
@@ -178,6 +188,7 @@ def flip(x: Array, /, *, axis: int | tuple[int, ...] | None = None) -> Array:
     return x[tuple(slice(None, None, -1) if k in axes else slice(None) for k in range(x.ndim))]
 
 
+@public("shape")
 def moveaxis(x: Array, source: int | tuple[int, ...], destination: int | tuple[int, ...], /) -> Array:
     """A view with the axes `source` moved to the places `destination`, the others in order."""
     _need_array("moveaxis", x)
@@ -195,6 +206,7 @@ def moveaxis(x: Array, source: int | tuple[int, ...], destination: int | tuple[i
     return x.permute(*order)
 
 
+@public("shape")
 def roll(x: Array, /, shift: int | tuple[int, ...], *, axis: int | tuple[int, ...] | None = None) -> Array:
     """The elements shifted by `shift` along `axis`, those pushed off one end coming back at the
     other (None: along the flattened array, then reshaped)."""
@@ -221,6 +233,7 @@ def roll(x: Array, /, shift: int | tuple[int, ...], *, axis: int | tuple[int, ..
     return out if out is not x else x.copy()
 
 
+@public("shape")
 def tile(x: Array, repetitions: Sequence[int], /) -> Array:
     """x repeated `repetitions[k]` times along each axis k (the shorter of the two padded
     with leading ones)."""
@@ -239,6 +252,7 @@ def tile(x: Array, repetitions: Sequence[int], /) -> Array:
     return tiled.reshape(tiled_shape)
 
 
+@public("shape")
 def unstack(x: Array, /, *, axis: int = 0) -> tuple[Array, ...]:
     """The views of x along `axis`, one per index: ``x[..., i, ...]`` for each i."""
     _need_array("unstack", x)

@@ -21,6 +21,7 @@ import operator
 import reprlib
 
 from . import _C, autograd
+from ._api import public
 from ._C import Array
 from ._stable import softmax_forward
 
@@ -56,6 +57,7 @@ def _apply(name: str, x: object, axis: object, log: bool) -> Array:
     return out
 
 
+@public("reduce")
 def softmax(x: Array, axis: int = -1) -> Array:
     """exp(x) / exp(x).sum(axis), with the maximum along `axis` subtracted first (stable).
 
@@ -65,6 +67,7 @@ def softmax(x: Array, axis: int = -1) -> Array:
     return _apply("softmax", x, axis, log=False)
 
 
+@public("reduce")
 def log_softmax(x: Array, axis: int = -1) -> Array:
     """x - log(exp(x).sum(axis)), with the maximum along `axis` subtracted first (stable).
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import _C
+from ._api import public
 
 __all__ = ["bmm", "cat", "from_numpy", "max", "min", "mm", "normal", "randint"]
 
@@ -119,6 +120,7 @@ def _extreme(name: str, c_method: Any, pair: Any, a: Any, other: Any, axis: Any,
     return pair(a, other)
 
 
+@public("reduce")
 def max(a: Array, other: Any = None, *, axis: Any = None, keepdims: bool = False,  # noqa: A001
         dim: Any = None) -> Array:
     """``gd.max(a, axis=None)``: the largest values; ``gd.max(a, b)``: ``gd.maximum(a, b)``.
@@ -129,12 +131,14 @@ def max(a: Array, other: Any = None, *, axis: Any = None, keepdims: bool = False
     return _extreme("max", _c_max, _C.maximum, a, other, axis, keepdims, dim)
 
 
+@public("reduce")
 def min(a: Array, other: Any = None, *, axis: Any = None, keepdims: bool = False,  # noqa: A001
         dim: Any = None) -> Array:
     """``gd.min(a, axis=None)``: the smallest values; ``gd.min(a, b)``: ``gd.minimum(a, b)``."""
     return _extreme("min", _c_min, _C.minimum, a, other, axis, keepdims, dim)
 
 
+@public("shape")
 def cat(tensors: Any, dim: int = 0, *, axis: Any = None) -> Array:
     """PyTorch's ``cat(tensors, dim=0)``: the arrays joined along an existing axis.
 
@@ -152,6 +156,7 @@ def _operands(op: str, a: Any, b: Any, form: str, fix: str) -> None:
             raise ValueError(f"{op}: the {what} operand must be {form}, got shape {x.shape}; {fix}")
 
 
+@public("linalg")
 def bmm(a: Array, b: Array) -> Array:
     """Batched product of (B, n, k) and (B, k, m) arrays: (B, n, m), as PyTorch's bmm."""
     _operands("bmm", a, b, "3-D (batch, rows, cols)", "use gd.matmul for other shapes")
@@ -161,6 +166,7 @@ def bmm(a: Array, b: Array) -> Array:
     return _C.matmul(a, b)
 
 
+@public("linalg")
 def mm(input: Array, mat2: Array) -> Array:  # noqa: A002  (PyTorch's parameter names)
     """The product of a (n, k) and a (k, m) array: (n, m), as PyTorch's ``mm`` (2-D only; for
     other shapes ``gd.matmul`` or ``@``). Also the method ``a.mm(b)``.
@@ -177,6 +183,7 @@ def mm(input: Array, mat2: Array) -> Array:  # noqa: A002  (PyTorch's parameter 
     return _C.matmul(input, mat2)
 
 
+@public("random")
 def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, dtype: Any = None,
            device: Any = None, requires_grad: bool = False) -> Array:
     """Normal random numbers: PyTorch's ``normal(mean, std, size)`` (NumPy's ``normal(loc,
@@ -200,6 +207,7 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, dtype: Any = No
     return out.requires_grad_() if requires_grad else out
 
 
+@public("random")
 def randint(low: int, high: Any = None, size: Any = None, *, dtype: Any = None,
             device: Any = None) -> Array:
     """Random integers in [low, high) of shape `size` (int64, or ``dtype=gd.int32``), as
@@ -233,6 +241,7 @@ def randint(low: int, high: Any = None, size: Any = None, *, dtype: Any = None,
     return out.astype(dtype, copy=False)
 
 
+@public("creation")
 def from_numpy(a: np.ndarray) -> Array:
     """A CPU Array of `a`'s values (PyTorch's from_numpy). A copy: gpudev owns its memory."""
     if not isinstance(a, np.ndarray):

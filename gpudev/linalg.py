@@ -34,6 +34,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from . import _C
+from ._api import public
 from ._devices import device_label
 from ._manipulation import _need_array, matrix_transpose, normalize_axes, normalize_axis
 from ._statistics import sum as _sum
@@ -65,6 +66,7 @@ def _float_dtype(x: Array) -> np.dtype:
     return x.dtype if x.dtype.kind == "f" else FLOAT64
 
 
+@public("linalg")
 def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     """The dot products of the vectors along `axis` (the operands broadcast against each other)."""
     _need_array("vecdot", x1)
@@ -80,6 +82,7 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     return _sum(products, axis=a, dtype=products.dtype)  # int32 stays int32, as NumPy's
 
 
+@public("linalg")
 def tensordot(x1: Array, x2: Array, /, *, axes: int | tuple[Sequence[int], Sequence[int]] = 2) -> Array:
     """Sums of products over `axes`: the last `axes` axes of x1 with the first of x2 (an int),
     or the axes named in two sequences. One matrix product of the two reshaped operands."""

@@ -2,6 +2,8 @@
 gradient rule or none by declaration, a row in the C conformance test, a NumPy reference, its
 module function, method, ``__all__`` entry and NumPy-protocol mapping as its flags say), and
 every row computes what NumPy computes, for every dtype its backends define and on every device.
+The elementwise composites (formulas in Python over the rows, declared with their NumPy
+function, dtypes and arity: gpudev/_api) are checked the same way, from their declarations.
 
 A new row that lacks one of these fails here, on a machine without a GPU; the fuzz tables
 (tests/fuzz) and the signature checks (test_signatures.py) read the same list.
@@ -16,7 +18,8 @@ import numpy as np
 import pytest
 
 import gpudev as gd
-from gpudev import _C, _grad_rules, _protocols
+from gpudev import _C, _composite, _grad_rules, _protocols
+from gpudev._api import composites
 
 OPS = {op.name: op for op in _C._ops}
 CONFORMANCE = Path(__file__).resolve().parent / "c" / "conformance_elementwise.c"
@@ -129,15 +132,23 @@ def tolerance(op, dtype: str) -> dict:
 CASES = [(name, dt) for name in sorted(OPS) for dt in OPS[name].dtypes]
 
 
+def same_as_numpy(fn, ref, op, dtype: str, device, tol: dict) -> tuple[list[np.ndarray], np.ndarray]:
+    """fn (a row or a composite) on op's operands of dtype on device gives ref's values on the
+    host, with ref's dtype and shape; returns the operands and ref's result."""
+    hosts = [operand(op, dtype, i) for i in range(op.arity)]
+    with np.errstate(all="ignore"):
+        want = np.asarray(ref(*hosts))
+    got = fn(*[gd.array(h, device=device) for h in hosts])
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype)
+    np.testing.assert_allclose(np.asarray(got.cpu()), want, equal_nan=True, **tol, err_msg=op.name)
+    return hosts, want
+
+
 @pytest.mark.parametrize("name, dtype", CASES, ids=[f"{n}-{d}" for n, d in CASES])
 def test_every_row_computes_what_numpy_computes(device, name, dtype):
     op = OPS[name]
-    hosts = [operand(op, dtype, i) for i in range(op.arity)]
-    with np.errstate(all="ignore"):
-        want = np.asarray(reference(op)(*hosts))
-    got = _C._ewise(name, *[gd.array(h, device=device) for h in hosts])
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype)
-    np.testing.assert_allclose(np.asarray(got.cpu()), want, equal_nan=True, **tolerance(op, dtype), err_msg=name)
+    hosts, want = same_as_numpy(lambda *xs: _C._ewise(name, *xs), reference(op), op, dtype, device,
+                                tolerance(op, dtype))
     if op.function:  # the module function is the same operation, with a scalar operand too
         with np.errstate(all="ignore"):
             want_s = np.asarray(reference(op)(*hosts[:-1], hosts[-1].flat[3])) if op.arity == 2 else want
@@ -151,3 +162,49 @@ def test_ewise_refuses_what_is_not_in_the_list():
         _C._ewise("no_such_op", gd.ones(2))
     with pytest.raises(TypeError, match="_ewise"):
         _C._ewise("add", gd.ones(2))  # a binary row with one operand
+
+
+# ---------------------------------------------------------------------------------------------
+# the composites, from their declarations, against NumPy as the rows are
+# ---------------------------------------------------------------------------------------------
+
+COMPOSITES = {d.name: d for d in composites()}
+# the dtypes of each TYPES word, as the op rows define them
+DTYPES_OF = {op.types: op.dtypes for op in _C._ops}
+# references for the composites whose declaration names no NumPy function (numpy=None)
+COMPOSITE_REFERENCES: dict = {}
+COMPOSITE_CASES = [(n, dt) for n in sorted(COMPOSITES) for dt in DTYPES_OF[COMPOSITES[n].types]]
+
+
+def composite_reference(decl):
+    return COMPOSITE_REFERENCES.get(decl.name) or (getattr(np, decl.numpy, None) if decl.numpy else None)
+
+
+def test_every_composite_function_is_declared():
+    defined = {n for n, f in vars(_composite).items()
+               if callable(f) and getattr(f, "__module__", None) == _composite.__name__ and not n.startswith("_")}
+    assert defined - set(COMPOSITES) == set(), (
+        f"gpudev/_composite.py defines {sorted(defined - set(COMPOSITES))} without a declaration: put "
+        f"@public(\"elementwise\", numpy=..., types=..., arity=...) above each")
+
+
+@pytest.mark.parametrize("name", sorted(COMPOSITES))
+def test_every_composite_has_its_parts(name):
+    decl = COMPOSITES[name]
+    assert composite_reference(decl) is not None, (
+        f"{name}: name its NumPy function in the declaration (numpy=...) or give a reference in "
+        f"COMPOSITE_REFERENCES of tests/test_op_list.py")
+    assert name not in OPS, f"{name} is both a row of the op lists and a composite"
+    assert getattr(gd, name) is decl.obj and name in gd.__all__
+    ufunc = getattr(np, decl.numpy, None) if decl.numpy else None
+    if isinstance(ufunc, np.ufunc):
+        assert _protocols._FUNCS.get(ufunc) is decl.obj, f"np.{decl.numpy} is not mapped to gd.{name}"
+
+
+@pytest.mark.parametrize("name, dtype", COMPOSITE_CASES, ids=[f"{n}-{d}" for n, d in COMPOSITE_CASES])
+def test_every_composite_computes_what_numpy_computes(device, name, dtype):
+    decl = COMPOSITES[name]
+    # a formula rounds at each of its steps: the tolerance of the costly rows
+    tol = {"rtol": 1e-5, "atol": 1e-30} if dtype == "float32" else {"rtol": 1e-13, "atol": 1e-300}
+    same_as_numpy(decl.obj, composite_reference(decl), decl, dtype, device,
+                  tol if dtype.startswith("float") else {"rtol": 0, "atol": 0})

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 import gpudev as gd
+from gpudev._api import composites
 from conftest import DEVICES
 
 from .conftest import PROFILE, TALLY
@@ -355,8 +356,10 @@ for _op in gd._C._ops:
         SIGNATURES[_name] = ((INT_ONE,) if _ints else (ONE,)) if _op.arity == 1 else (INT_TWO if _ints else TWO)
     if _op.method:
         METHODS[_op.name] = () if _op.arity == 1 else OTHER
-# the composites of gpudev/_composite.py
-SIGNATURES.update({"signbit": (ONE,), "reciprocal": (ONE,)})
+# the elementwise composites, from their declarations (gpudev/_api)
+for _decl in composites():
+    _ints = _decl.types in ("BITWISE", "INT")
+    SIGNATURES[_decl.name] = ((INT_ONE,) if _ints else (ONE,)) if _decl.arity == 1 else (INT_TWO if _ints else TWO)
 
 # PyTorch's names: functions, and Array methods (in place, dtypes, shapes)
 SIGNATURES.update({
