@@ -14,7 +14,7 @@ extensions = ["myst_nb", "sphinx.ext.autodoc", "gpudev_docs"]
 # Notebooks are shown with the outputs stored in them; the tests execute them.
 nb_execution_mode = "off"
 myst_heading_anchors = 3
-exclude_patterns = ["_build", "README.md", "**/.ipynb_checkpoints"]
+exclude_patterns = ["_build", "README.md", "**/.ipynb_checkpoints", "_generated/exercises-list.md"]
 html_theme = "furo"
 html_title = "gpudev"
 autodoc_default_options = {"member-order": "alphabetical"}

@@ -268,6 +268,18 @@ def commands_page() -> str:
     return "\n".join(lines)
 
 
+def exercises_list() -> str:
+    """One line per exercise, from the exercises' catalog and each function's docstring."""
+    from gpudev.exercises.catalog import EXERCISES
+
+    lines = []
+    for number, fn in sorted(EXERCISES.items()):
+        doc = " ".join((fn.__doc__ or "").strip().split("\n\n", 1)[0].split())
+        doc = re.sub(r"^Exercise \d+: ", "", doc)
+        lines.append(f"- **{number}**, `{fn.__name__}`: {doc}")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------------------------
 # Sphinx
 # ---------------------------------------------------------------------------------------------
@@ -288,6 +300,7 @@ def write_generated(app: Any = None) -> None:
          ".. toctree::", "   :maxdepth: 1", "", toc]))
     (OUT / "coming-from.md").write_text(coming_from_page() + "\n")
     (OUT / "commands.md").write_text(commands_page() + "\n")
+    (OUT / "exercises-list.md").write_text(exercises_list() + "\n")
     nb = OUT / "notebooks"
     nb.mkdir()
     for path in sorted((DOCS.parent / "notebooks").glob("*.ipynb")):
