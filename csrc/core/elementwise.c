@@ -16,7 +16,6 @@
 #include "device.h"
 #include "dtypes.h"
 #include "operand.h"
-#include "reduce.h"
 #include "runtime.h"
 #include "shape.h"
 #include "trace.h"
@@ -289,15 +288,32 @@ static int binary_compute(gd_state *st, const gd_backend *be, const binary_plan 
     return gd_store(st, be, inplace, out, p->name);
 }
 
+/* The smallest element of a non-empty integer array, as a Python int: one backend reduction
+ * into a 0-d array, read back (on a GPU, a wait for it). Not reduce.c's min: the reductions
+ * are a layer above this file (any, all and reductions in a dtype use its operations). */
+static PyObject *smallest_element(gd_state *st, const gd_backend *be, ArrayObject *a, const char *name)
+{
+    ArrayObject *c = gd_contiguous(st, be, a, name);
+    ArrayObject *m = c ? gd_array_new(st, c->device, c->dtype, 0, NULL, name) : NULL;
+    PyObject *v = NULL;
+    if (m) {
+        gd_error err;
+        PyThreadState *ts = gd_run_begin(c->device, (double)c->size);
+        int rc = be->reduce(m->data, c->dtype, GD_RED_MIN, c->data, c->dtype, 1, c->size, 1, c->device.index, &err);
+        if (gd_run_end(st, c->device, ts, rc, &err, name) == 0) v = gd_array_item((PyObject *)m, NULL);
+    }
+    Py_XDECREF(c);
+    Py_XDECREF(m);
+    return v;
+}
+
 /* Integer powers with an integer array of exponents: NumPy refuses negative ones, so the
  * smallest exponent is found first (a reduction, and on a GPU a wait for it) and nothing is
  * written when it is negative. 0 or -1. */
-static int pow_exponents_ok(const binary_plan *p, ArrayObject *exponents)
+static int pow_exponents_ok(gd_state *st, const gd_backend *be, const binary_plan *p, ArrayObject *exponents)
 {
     if (p->op != GD_POW || !gd_dtype_is_int(p->dt) || !p->y.arr || p->y.arr->dtype == GD_BOOL || p->size == 0) return 0;
-    PyObject *m = gd_array_min((PyObject *)exponents, NULL, 0, NULL);
-    PyObject *v = m ? gd_array_item(m, NULL) : NULL;
-    Py_XDECREF(m);
+    PyObject *v = smallest_element(st, be, exponents, p->name);
     if (!v) return -1;
     long long low = PyLong_AsLongLong(v);
     Py_DECREF(v);
@@ -324,7 +340,7 @@ static PyObject *binary_general(gd_state *st, gd_binop op, PyObject *ao, PyObjec
         return NULL;
     ArrayObject *xa, *ya, *tx = NULL, *ty = NULL, *out = NULL;
     if (binary_input(st, be, &p, p.x.arr, inplace, &xa, &tx) < 0 ||
-        binary_input(st, be, &p, p.y.arr, inplace, &ya, &ty) < 0 || pow_exponents_ok(&p, ya) < 0)
+        binary_input(st, be, &p, p.y.arr, inplace, &ya, &ty) < 0 || pow_exponents_ok(st, be, &p, ya) < 0)
         goto fail;
     out = inplace && inplace->dtype == p.rdt ? (ArrayObject *)Py_NewRef(inplace)
                                              : gd_array_new(st, p.dev, p.rdt, p.ndim, p.shape, p.name);
