@@ -16,7 +16,8 @@
 
 #include "gpudev.h"
 
-/* The NumPy C API: module.c imports it (GD_IMPORT_NUMPY); every other file shares its table. */
+/* The NumPy C API: dtypes.c, at the bottom of the core, holds its table (GD_IMPORT_NUMPY) and
+ * imports it (gd_import_numpy, which exec calls first); every other file shares the table. */
 #define PY_ARRAY_UNIQUE_SYMBOL gd_ARRAY_API
 #ifndef GD_IMPORT_NUMPY
 #define NO_IMPORT_ARRAY

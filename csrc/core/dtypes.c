@@ -2,6 +2,7 @@
  * numpy.dtype objects Array.dtype returns, gd.float32 and friends, dtype arguments, and which
  * gpudev dtype holds data of a NumPy dtype.
  */
+#define GD_IMPORT_NUMPY /* this file holds NumPy's C-API table (core.h) */
 #include "dtypes.h"
 #include "core.h"
 #include "args.h"
@@ -62,6 +63,11 @@ int gd_numpy_is(gd_state *st, PyArray_Descr *descr, gd_dtype dt)
 /* ------------------------------------------------------------------------------------------
  * setup
  * ---------------------------------------------------------------------------------------- */
+
+int gd_import_numpy(void)
+{
+    return PyArray_ImportNumPyAPI();
+}
 
 int gd_dtypes_setup(PyObject *module, gd_state *st)
 {

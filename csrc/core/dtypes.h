@@ -10,6 +10,9 @@
  * dtypes.c: gpudev's dtypes as NumPy sees them
  * ---------------------------------------------------------------------------------------- */
 
+/* Fill NumPy's C-API table, which every file of the core uses (before anything else at
+ * exec). -1 with an exception. */
+int gd_import_numpy(void);
 /* np_dtypes in the state, and gd.float32, gd.float64, gd.int64, ... (NumPy's scalar types). */
 int gd_dtypes_setup(PyObject *module, gd_state *st);
 

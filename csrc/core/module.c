@@ -2,7 +2,6 @@
  * traverse and clear. Everything the module holds is added by the setup function of the file
  * that implements it; exec calls them in order.
  */
-#define GD_IMPORT_NUMPY
 #include "core.h"
 #include "array_type.h"
 #include "autograd.h"
@@ -30,7 +29,7 @@
 static int module_exec(PyObject *module)
 {
     gd_state *st = PyModule_GetState(module);
-    if (PyArray_ImportNumPyAPI() < 0) return -1;
+    if (gd_import_numpy() < 0) return -1;
     if (gd_runtime_setup(module, st) < 0 || gd_dtypes_setup(module, st) < 0 || gd_device_setup(module, st) < 0 ||
         gd_array_setup(module, st) < 0)
         return -1;
