@@ -9,19 +9,6 @@
 #include "port.h"
 
 /* ------------------------------------------------------------------------------------------
- * errors
- * ---------------------------------------------------------------------------------------- */
-
-int gd_cpu_bad_dtype(gd_error *err, const char *op, int dtype)
-{
-    if ((unsigned)dtype < GD_NUM_DTYPES)
-        return gd_set_error(err, GD_ERR_VALUE, "%s: dtype %s is not supported by the CPU backend here", op,
-                            gd_dtype_name((gd_dtype)dtype));
-    return gd_set_error(err, GD_ERR_VALUE, "%s: unknown dtype code %d (expected 0..%d)", op, dtype,
-                        GD_NUM_DTYPES - 1);
-}
-
-/* ------------------------------------------------------------------------------------------
  * the device
  * ---------------------------------------------------------------------------------------- */
 

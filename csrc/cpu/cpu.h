@@ -139,8 +139,16 @@ typedef union gd_word {
  * shared helpers
  * ---------------------------------------------------------------------------------------- */
 
-/* GD_ERR_VALUE naming `op` and a dtype this entry does not take (or an unknown code). */
-int gd_cpu_bad_dtype(gd_error *err, const char *op, int dtype);
+/* GD_ERR_VALUE naming `op` and a dtype this entry does not take (or an unknown code). Here,
+ * not in backend_cpu.c: the kernel files are below the table that lists them. */
+static inline int gd_cpu_bad_dtype(gd_error *err, const char *op, int dtype)
+{
+    if ((unsigned)dtype < GD_NUM_DTYPES)
+        return gd_set_error(err, GD_ERR_VALUE, "%s: dtype %s is not supported by the CPU backend here", op,
+                            gd_dtype_name((gd_dtype)dtype));
+    return gd_set_error(err, GD_ERR_VALUE, "%s: unknown dtype code %d (expected 0..%d)", op, dtype,
+                        GD_NUM_DTYPES - 1);
+}
 
 /* memcpy, split over threads for copies of several MiB (copy.c). */
 void gd_copy_bytes(void *dst, const void *src, size_t nbytes);
