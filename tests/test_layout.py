@@ -1,6 +1,7 @@
 """The package's layout: every module imports, no import cycle between gpudev's modules, no
-cycle of calls between the files of the C core (csrc/core), the generic charts know nothing of
-the exercises, and the exercises keep their public names.
+circle of dependencies between the files of the C core and the CPU backend (csrc/core,
+csrc/cpu), the generic charts know nothing of the exercises, and the exercises keep their
+public names.
 
 The import graph is read from the source (ast): every ``import`` and ``from ... import``
 counts, at module level, inside functions and under ``if TYPE_CHECKING``, since each is a
@@ -11,18 +12,27 @@ time while ``gpudev/__init__.py`` imports the modules it re-exports, so edges in
 are left out of the cycle check. Inside a package, ``from . import x`` reads x from the
 package's namespace, which its ``__init__`` may still be filling: it depends on the package.
 
-The C core's calls are read from its source the same way: a call of a ``gd_`` function that
-another file defines, directly or through an inline function or macro of a core header (a file
-that uses GD_AG_OUT calls autograd.c), is an edge from file to file. Its includes are read too:
-each file includes the core headers whose declarations it uses, and no others.
+The C side is read from what the compiler made of it: the symbol tables of the built objects
+of csrc/core and csrc/cpu (`nm`), so a function that a macro makes with a pasted name, a call
+through an inline function or macro of a header (a file that uses GD_AG_OUT needs autograd.c)
+and a table of function pointers all count. A file that needs a symbol another file defines
+depends on it; no circle is allowed. The objects are those of the newest build under build/
+that is newer than the sources (`make build` makes one; the test fails, saying so, without
+it). The includes are read from the source: each file includes the core headers whose
+declarations it uses, and no others.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import os
 import pathlib
 import re
+import shlex
+import shutil
+import subprocess
+import sysconfig
 
 import pytest
 
@@ -193,11 +203,14 @@ def test_the_exercises_names_stay_importable():
 
 
 # ---------------------------------------------------------------------------------------------
-# the C core: calls between its files
+# the C core and the CPU backend: what each file's object needs from the others
 # ---------------------------------------------------------------------------------------------
 
 # the source tree of these tests (the package may be a copy elsewhere, as in make sanitize)
-CORE_DIR = pathlib.Path(__file__).resolve().parent.parent / "csrc" / "core"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CORE_DIR = ROOT / "csrc" / "core"
+C_DIRS = ("core", "cpu")  # the files of gpudev._C, under csrc/
+BUILD_HINT = "run `make build` (setup.py build_ext --inplace) first"
 
 
 def _c_code(path: pathlib.Path) -> str:
@@ -207,48 +220,67 @@ def _c_code(path: pathlib.Path) -> str:
     return re.sub(r'"(\\.|[^"\\])*"', '""', src)
 
 
-def _header_calls(*headers: pathlib.Path) -> dict[str, set[str]]:
-    """{inline function or macro of the headers: the gd_ functions it calls, through the
-    headers' other inlines and macros too}: a file that uses GD_AG_OUT calls what GD_AG_OUT
-    calls."""
-    src = "\n".join(_c_code(h) for h in headers)
-    bodies = {}
-    for m in re.finditer(r"^static inline [^;{]*?\b(gd_\w+)\s*\([^;{]*\)\s*\{", src, re.M):
-        depth, end = 1, m.end()
-        while depth:  # to the brace that closes the body
-            depth += {"{": 1, "}": -1}.get(src[end], 0)
-            end += 1
-        bodies[m.group(1)] = src[m.end():end]
-    bodies.update({m.group(1): m.group(2) for m in re.finditer(
-        r"^#define (\w+)\([^)]*\)((?:[^\n]*\\\n)*[^\n]*)", src, re.M)})
-    calls = {name: set(re.findall(r"\b((?:gd|GD)_\w+)\s*\(", body)) for name, body in bodies.items()}
-    changed = True
-    while changed:  # inlines and macros that use each other
-        changed = False
-        for name, called in calls.items():
-            more = set().union(*(calls[c] for c in called if c in calls)) - called
-            if more:
-                called |= more
-                changed = True
-    return calls
+def _nm() -> str:
+    nm = shutil.which(os.environ.get("NM", "nm"))
+    if not nm:
+        pytest.fail("reading the objects' symbol tables needs nm (binutils): install it, or set NM")
+    return nm
 
 
-def c_call_graph(core: pathlib.Path) -> dict[str, set[str]]:
-    """{file: the core files whose functions it calls}: a call of a gd_ function that another
-    file defines (not static) is an edge to that file, and so is the use of an inline function
-    or macro of a header of the core that calls one."""
-    code = {p.name: _c_code(p) for p in sorted(core.glob("*.c"))}
-    header = _header_calls(*sorted(core.glob("*.h")))
-    defined = {}
-    for name, src in code.items():
-        for m in re.finditer(r"^(?!static\b)[A-Za-z_][\w \t*]*?\b(gd_\w+)\s*\([^;{]*\)\s*\{", src, re.M):
-            defined.setdefault(m.group(1), name)
-    graph = {}
-    for name, src in code.items():
-        used = set(re.findall(r"\b((?:gd|GD)_\w+)\s*\(", src))
-        called = used | set().union(*(header.get(u, set()) for u in used))
-        graph[name] = {defined[f] for f in called if defined.get(f, name) != name}
+def symbols(obj: pathlib.Path) -> tuple[set[str], set[str]]:
+    """(defined, needed): the external symbols an object file defines and those it leaves for
+    the linker, functions and data alike, as `nm` reads them (POSIX format: name type ...)."""
+    run = subprocess.run([_nm(), "-g", "-P", str(obj)], capture_output=True, text=True)
+    if run.returncode:
+        pytest.fail(f"nm could not read {obj}: {run.stderr.strip()}; {BUILD_HINT}")
+    defined, needed = set(), set()
+    for line in run.stdout.splitlines():
+        name, kind = line.split()[:2]
+        # U: undefined; w, v: weak and undefined. Everything else -g lists is defined here.
+        (needed if kind in "Uwv" else defined).add(name)
+    return defined, needed
+
+
+def link_graph(objects: dict[str, pathlib.Path]) -> dict[str, dict[str, set[str]]]:
+    """{file: {file whose symbols its object needs: those symbols}}, from the objects' symbol
+    tables: what the compiler made of each file, so functions that macros make with pasted
+    names, calls through inline functions and macros of headers, and tables of function
+    pointers count."""
+    table = {name: symbols(obj) for name, obj in objects.items()}
+    owner = {}
+    for name, (defined, _) in table.items():
+        for sym in defined:
+            owner.setdefault(sym, name)
+    graph: dict[str, dict[str, set[str]]] = {}
+    for name, (_, needed) in table.items():
+        graph[name] = {}
+        for sym in needed:
+            if owner.get(sym, name) != name:
+                graph[name].setdefault(owner[sym], set()).add(sym)
     return graph
+
+
+def _builds(root: pathlib.Path) -> list[pathlib.Path]:
+    """The folders of setup.py's builds that hold objects of csrc/ (build/temp.*/csrc for the
+    in-place build, build/asan-tmp/csrc for make sanitize's, ...), newest first."""
+    found = [p for p in (root / "build").glob("*/csrc") if (p / "core").is_dir()]
+    return sorted(found, key=lambda p: (p / "core").stat().st_mtime, reverse=True)
+
+
+def built_objects(root: pathlib.Path) -> dict[str, pathlib.Path]:
+    """{"core/array.c": its object file} for every C file of gpudev._C, from a build under
+    root/build that is newer than every source and header; fails saying how to make one."""
+    sources = sorted(p for d in C_DIRS for p in (root / "csrc" / d).glob("*.c"))
+    newest_header = max(p.stat().st_mtime for p in (root / "csrc").rglob("*.h") if "cuda" not in p.parts)
+    why = [f"no build folder under {root / 'build'}"]
+    for build in _builds(root):
+        objects = {f"{s.parent.name}/{s.name}": build / s.parent.name / (s.stem + ".o") for s in sources}
+        stale = [n for n, o in objects.items()
+                 if not o.exists() or o.stat().st_mtime < max(newest_header, (root / "csrc" / n).stat().st_mtime)]
+        if not stale:
+            return objects
+        why.append(f"{build}: {len(stale)} objects missing or older than their sources ({', '.join(stale[:3])} ...)")
+    pytest.fail(f"no up-to-date objects of csrc/core and csrc/cpu: {'; '.join(why[1:] or why)}; {BUILD_HINT}")
 
 
 def strongly_connected(graph: dict[str, set[str]]) -> set[frozenset[str]]:
@@ -283,27 +315,101 @@ def strongly_connected(graph: dict[str, set[str]]) -> set[frozenset[str]]:
     return groups
 
 
-def test_no_cycle_of_calls_among_the_core_files():
-    # each file of csrc/core calls only files below it: the layers of the core, read as a test
-    graph = c_call_graph(CORE_DIR)
-    assert {"array.c", "elementwise.c", "module.c"} <= set(graph) and "array_type.c" in graph["module.c"]
-    assert "autograd.c" in graph["elementwise.c"]  # through autograd.h's GD_AG_OUT
-    assert "runtime.c" in graph["compute.c"]  # through runtime.h's gd_run_end, which raises
+def shortest_circle(graph: dict[str, dict[str, set[str]]], start: str) -> list[str]:
+    """The shortest circle from start back to it, as [start, ..., start] (breadth first)."""
+    came_from = {start: start}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph.get(v, ())):
+                if w == start:
+                    path = [v]
+                    while path[-1] != start:
+                        path.append(came_from[path[-1]])
+                    return [*reversed(path), start]
+                if w not in came_from:
+                    came_from[w] = v
+                    nxt.append(w)
+        frontier = nxt
+    return []
+
+
+def describe_circles(graph: dict[str, dict[str, set[str]]], groups: set[frozenset[str]], most: int = 12) -> str:
+    """The shortest circle through each file of each group, shortest first, each edge with
+    the symbols it needs, so the message says which call to remove."""
+    circles = set()
+    for group in groups:
+        for start in group:
+            c = shortest_circle(graph, start)[:-1]
+            k = c.index(min(c))  # one rotation per circle
+            circles.add(tuple(c[k:] + c[:k]))
+    lines = []
+    for c in sorted(circles, key=lambda c: (len(c), c))[:most]:
+        steps = [f"{a} -({', '.join(sorted(graph[a][b])[:3])})-> " for a, b in zip(c, c[1:] + c[:1])]
+        lines.append("".join(steps) + c[0])
+    more = f"\n  ... and {len(circles) - most} more" if len(circles) > most else ""
+    return "\n  " + "\n  ".join(lines) + more
+
+
+def test_no_circle_between_the_files_of_the_core_and_the_cpu_backend():
+    # each file of csrc/core and csrc/cpu needs only files below it: the layers, read from
+    # the objects the compiler made of them
+    graph = link_graph(built_objects(ROOT))
+    assert "core/array_type.c" in graph["core/module.c"]
+    assert "core/autograd.c" in graph["core/elementwise.c"]  # through autograd.h's GD_AG_OUT
+    assert "core/runtime.c" in graph["core/compute.c"]  # through runtime.h's gd_run_end, which raises
+    assert "core/reduce.c" in graph["core/array_type.c"]  # methods that reduce.c's macros make
+    assert "cpu/backend_cpu.c" in graph["core/runtime.c"]
+    assert "cpu/elementwise.c" in graph["cpu/backend_cpu.c"]  # the table's function pointers
+    assert not [(f, g) for f in graph if f.startswith("cpu/") for g in graph[f] if g.startswith("core/")]
     found = strongly_connected(graph)
-    assert not found, f"files of csrc/core that call each other in a circle: {sorted(sorted(g) for g in found)}"
+    assert not found, f"files of csrc/core and csrc/cpu that need each other in a circle:{describe_circles(graph, found)}"
 
 
-def test_the_call_graph_finds_circles(tmp_path):
-    (tmp_path / "a.c").write_text("int gd_a(void)\n{\n    return gd_b(); /* gd_c() */\n}\n")
-    (tmp_path / "b.c").write_text('static int gd_local(void) { return 1; }\nint gd_b(void)\n{\n'
-                                  '    return gd_a() + gd_local();\n}\n')
-    (tmp_path / "c.c").write_text('int gd_c(void)\n{\n    puts("gd_a()");\n    return gd_b();\n}\n')
-    (tmp_path / "core.h").write_text("#define GD_CALLS_A(x) gd_a() + (x)\n"
-                                      "static inline int gd_via_macro(void)\n{\n    return GD_CALLS_A(1);\n}\n")
-    (tmp_path / "d.c").write_text("int gd_d(void)\n{\n    return gd_via_macro();\n}\n")
-    graph = c_call_graph(tmp_path)
-    assert graph == {"a.c": {"b.c"}, "b.c": {"a.c"}, "c.c": {"b.c"}, "d.c": {"a.c"}}
+def test_the_link_graph_finds_circles_through_pasted_names_and_tables(tmp_path):
+    cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
+    files = {
+        # b.c's functions are made by a macro with pasted names, which no reading of the
+        # source text finds; a.c calls one of them, and b.c calls a.c back
+        "a.c": "int gd_b_twice(int);\nint gd_a(int x) { return gd_b_twice(x) + 1; }\n",
+        "b.c": "int gd_a(int);\n#define MAKE(name, k) int gd_b_##name(int x) { return k * gd_a(x); }\n"
+               "MAKE(twice, 2)\nMAKE(thrice, 3)\n",
+        # a table of function pointers needs its entries' files; a static function is no one's
+        "c.c": "int gd_a(int);\nstatic int local(int x) { return x; }\n"
+               "int (*const gd_table[])(int) = {gd_a, local};\n",
+        "d.c": "extern int (*const gd_table[])(int);\nint gd_d(void) { return gd_table[1](0); }\n",
+    }
+    objects = {}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+        objects[name] = tmp_path / (name[:-2] + ".o")
+        run = subprocess.run([*cc, "-c", "-O2", str(tmp_path / name), "-o", str(objects[name])],
+                             capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+    graph = link_graph(objects)
+    assert graph == {"a.c": {"b.c": {"gd_b_twice"}}, "b.c": {"a.c": {"gd_a"}}, "c.c": {"a.c": {"gd_a"}},
+                     "d.c": {"c.c": {"gd_table"}}}
     assert strongly_connected(graph) == {frozenset({"a.c", "b.c"})}
+    assert describe_circles(graph, strongly_connected(graph)) == "\n  a.c -(gd_b_twice)-> b.c -(gd_a)-> a.c"
+
+
+def test_up_to_date_objects_are_found_and_stale_ones_refused(tmp_path):
+    for d in C_DIRS:
+        (tmp_path / "csrc" / d).mkdir(parents=True)
+        (tmp_path / "csrc" / d / "x.c").write_text("int gd_x(void) { return 0; }\n")
+    (tmp_path / "csrc" / "gpudev.h").write_text("")
+    with pytest.raises(pytest.fail.Exception, match="no build folder.*make build"):
+        built_objects(tmp_path)
+    build = tmp_path / "build" / "temp.any" / "csrc"
+    for d in C_DIRS:
+        (build / d).mkdir(parents=True)
+        (build / d / "x.o").write_bytes(b"")
+    assert built_objects(tmp_path) == {f"{d}/x.c": build / d / "x.o" for d in C_DIRS}
+    later = (build / "core" / "x.o").stat().st_mtime + 10
+    os.utime(tmp_path / "csrc" / "core" / "x.c", (later, later))
+    with pytest.raises(pytest.fail.Exception, match=r"1 objects missing or older.*core/x\.c.*make build"):
+        built_objects(tmp_path)
 
 
 # ---------------------------------------------------------------------------------------------
