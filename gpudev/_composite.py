@@ -8,7 +8,8 @@ intermediate loses accuracy a test shows.
 ``isnan`` and ``isfinite`` are comparisons the backends already run: NaN is the one value
 unequal to itself, and x - x is 0 exactly for finite x (NaN for infinities and NaN).
 Integers and bools are always finite numbers. ``signbit`` and ``reciprocal`` are the array
-API standard's: a comparison after copysign, and true division.
+API standard's: a comparison after copysign, and true division. ``fmax`` is NumPy's maximum
+that ignores NaNs: each NaN becomes -inf before ``maximum``, and only a pair of NaNs gives NaN.
 
 >>> import gpudev as gd
 >>> x = gd.array([1.0, float("nan"), float("inf")])
@@ -23,7 +24,7 @@ import numpy as np
 from . import _C
 from ._api import public
 
-__all__ = ["isfinite", "isnan", "reciprocal", "signbit"]
+__all__ = ["fmax", "isfinite", "isnan", "reciprocal", "signbit"]
 
 
 def _need_array(name: str, a: object) -> _C.Array:
@@ -78,3 +79,28 @@ def reciprocal(x: _C.Array, /) -> _C.Array:
     """
     x = _need_array("reciprocal", x)
     return 1.0 / (x if x.dtype.kind == "f" else x.astype(np.float64))
+
+
+def _nan_to(x: object, value: float) -> object:
+    """x with its NaNs replaced by value; a Python scalar stays one (weak in promotion)."""
+    if isinstance(x, _C.Array):
+        return _C.where(x != x, value, x) if x.dtype.kind == "f" else x
+    return value if isinstance(x, float) and x != x else x
+
+
+@public("elementwise", numpy="fmax", types="NUMERIC", arity=2)
+def fmax(x1: _C.Array, x2: _C.Array, /) -> _C.Array:
+    """The larger of each pair, ignoring NaNs: NumPy's fmax (gd.maximum propagates NaN). A NaN
+    gives the other operand; only where both are NaN is the result NaN.
+
+    >>> gd.fmax(gd.array([1.0, float("nan"), float("nan")]), gd.array([2.0, 3.0, float("nan")])).tolist()
+    [2.0, 3.0, nan]
+    """
+    if not isinstance(x1, _C.Array) and not isinstance(x2, _C.Array):
+        raise TypeError(f"fmax: expected a gpudev Array, got {type(x1).__name__} and {type(x2).__name__}; "
+                        f"convert one with gd.asarray(x)")
+    out = _C.maximum(_nan_to(x1, -np.inf), _nan_to(x2, -np.inf))
+    if out.dtype.kind != "f":
+        return out
+    both = isnan(_C.asarray(x1, device=out.device)) & isnan(_C.asarray(x2, device=out.device))
+    return _C.where(both, np.nan, out)
