@@ -11,7 +11,7 @@ project = "gpudev"
 author = "gpudev's contributors"
 release = gpudev.__version__ if hasattr(gpudev, "__version__") else ""
 extensions = ["myst_nb", "sphinx.ext.autodoc", "gpudev_docs"]
-# Notebooks are shown with the outputs stored in them; the tests execute them.
+# Notebooks are shown as stored (without outputs); the tests execute them, the build does not.
 nb_execution_mode = "off"
 myst_heading_anchors = 3
 exclude_patterns = ["_build", "README.md", "**/.ipynb_checkpoints", "_generated/exercises-list.md"]

@@ -225,6 +225,16 @@ def torch_rows() -> list[tuple[str, str]]:
     return sorted(rows.items())
 
 
+CONFLICTS = "## NumPy, the array API and PyTorch: one meaning per call form"
+
+
+def conflicts_table() -> str:
+    """The table of call forms from the PyTorch guide (the one that tests/test_conflicts.py
+    reads), so the name tables show it without a second copy to keep."""
+    section = (DOCS / "guides" / "pytorch.md").read_text().split(CONFLICTS, 1)[1].split("\n## ", 1)[0]
+    return "\n".join(line for line in section.splitlines() if line.startswith("|"))
+
+
 def coming_from_page() -> str:
     lines = ["# Coming from NumPy, PyTorch or CuPy", "",
              "These tables are generated when the manual is built, from the package itself: "
@@ -236,6 +246,10 @@ def coming_from_page() -> str:
     lines += _table(("NumPy", "gpudev"), numpy_rows())
     lines += ["## From PyTorch", ""]
     lines += _table(("PyTorch", "gpudev"), torch_rows())
+    lines += ["## Where NumPy, the array API and PyTorch disagree", "",
+              "The table of [PyTorch's names](../guides/pytorch.md), each row tested by "
+              "`tests/test_conflicts.py`:", ""]
+    lines += [conflicts_table(), ""]
     lines += ["## From CuPy", "",
               "CuPy mirrors NumPy's names, so `cupy.X` is spelled as in the NumPy table, "
               "with the array on a GPU device; what CuPy does about devices is spelled:", ""]
