@@ -14,7 +14,7 @@ import pytest
 
 import gpudev as gd
 from gpudev import exercises as ex
-from gpudev.exercises import compare, referee, ex1_matmul, ex3_norm, ex4_two_devices, ex5_sweep, roofline_chart
+from gpudev.exercises import compare, referee, ex1_matmul, ex3_norm, ex4_two_devices, ex5_sweep, measure, roofline_chart
 
 from conftest import EMULATED
 from test_exercises import check_plot
@@ -24,7 +24,7 @@ NOISY_B = [0.168, 0.176, 0.171, 0.590, 0.174]
 
 
 def timed(times: list[float], clock: str = "host", calls: int = 1) -> dict:
-    return ex._stats(times, clock, calls=calls, overhead=2e-8)
+    return measure.stats(times, clock, calls=calls, overhead=2e-8)
 
 
 def spread(seconds: float, n: int = 5, rel: float = 0.02) -> list[float]:

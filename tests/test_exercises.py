@@ -19,6 +19,7 @@ import pytest
 import gpudev as gd
 from gpudev import exercises as ex
 from gpudev.exercises import ex1_matmul
+from gpudev.exercises.ex2_params import same_predictions
 from gpudev._format import format_seconds
 
 from conftest import EMULATED, NUM_GPUS
@@ -190,11 +191,11 @@ def test_prediction_check_can_fail():
     want = np.ones((4, 10), dtype=np.float32)
     got = want.copy()
     got[2, 3] += 1e-3
-    assert not ex._same_predictions("x", got, want, exact=True)["passed"]
-    assert not ex._same_predictions("x", got * 2, want, exact=False)["passed"]
+    assert not same_predictions("x", got, want, exact=True)["passed"]
+    assert not same_predictions("x", got * 2, want, exact=False)["passed"]
     rounded = want * np.float32(1 + 2e-6)  # a float32 rounding difference, as across devices
-    assert not ex._same_predictions("x", rounded, want, exact=True)["passed"]
-    assert ex._same_predictions("x", rounded, want, exact=False)["passed"]
+    assert not same_predictions("x", rounded, want, exact=True)["passed"]
+    assert same_predictions("x", rounded, want, exact=False)["passed"]
 
 
 def test_a_rounding_check_names_its_tolerance_as_a_value():
@@ -203,7 +204,7 @@ def test_a_rounding_check_names_its_tolerance_as_a_value():
     happened to round to 1e-4 would make it trace)."""
     from gpudev.exercises.referee import _check_numerals
     want = np.ones((4, 10), dtype=np.float32)
-    check = ex._same_predictions("x", want * np.float32(1 + 2e-6), want, exact=False)
+    check = same_predictions("x", want * np.float32(1 + 2e-6), want, exact=False)
     assert "rtol 1e-4" in check["detail"] and check["rtol"] == 1e-4
     res = ex.Result(number=2, name="n", title="t", question="q", fields=[], columns=[], rows=[],
                     conclusion="", notes=[], checks=[check], meta={})

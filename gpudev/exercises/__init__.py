@@ -51,16 +51,6 @@ from .ex8_k_devices import k_devices
 from .result import TIMING_FIELDS, Result, plot_result
 from .roofline_chart import roofline
 
-# Internals that tests and existing code import from gpudev.exercises under these names.
-from .ex1_matmul import COLUMNS as _EX1_COLUMNS, FIELDS as _EX1_FIELDS
-from .ex1_matmul import conclusion as _ex1_conclusion, row as _ex1_row
-from .ex2_params import same_predictions as _same_predictions
-from .ex4_two_devices import COLUMNS as _EX4_COLUMNS, FIELDS as _EX4_FIELDS
-from .ex4_two_devices import conclusion as _ex4_conclusion
-from .ex5_sweep import COLUMNS as _EX5_COLUMNS, FIELDS as _EX5_FIELDS
-from .ex5_sweep import conclusion as _ex5_conclusion, crossover as _crossover, fit_cost as _fit_cost
-from .measure import stats as _stats
-
 __all__ = [
     "Result", "matmul_vs_small", "params_on_device", "norm_logging", "two_devices",
     "small_op_sweep", "settings", "run", "run_cli", "EXERCISES", "plot_result", "roofline",
