@@ -19,10 +19,12 @@ extern "C" {
 #endif
 
 #define GD_MAX_NDIM 16
-/* The table's layout version, with the op counts in it: a backend built from another op list
- * has another version (the enum values are its operation codes), so it is refused. */
-#define GD_BACKEND_ABI_LAYOUT 11
-#define GD_BACKEND_ABI_VERSION (GD_BACKEND_ABI_LAYOUT * 10000 + GD_NUM_UNOPS * 100 + GD_NUM_BINOPS)
+/* The table's layout version, with the op counts in it: a backend built from other op lists
+ * (elementwise or reduction) has another version (the enum values are its operation codes),
+ * so it is refused. Layout 12: the reduction count joined the version. */
+#define GD_BACKEND_ABI_LAYOUT 12
+#define GD_BACKEND_ABI_VERSION \
+    ((GD_BACKEND_ABI_LAYOUT * 100 + GD_NUM_REDOPS) * 10000 + GD_NUM_UNOPS * 100 + GD_NUM_BINOPS)
 #define GD_BACKEND_CAPSULE_NAME "gpudev._cuda.backend"
 
 /* ------------------------------------------------------------------------------------------
@@ -124,13 +126,10 @@ typedef enum gd_binop { GD_BINARY_OPS(GD_OP_ENUM) GD_NUM_BINOPS } gd_binop;
 typedef enum gd_unop { GD_UNARY_OPS(GD_OP_ENUM) GD_NUM_UNOPS } gd_unop;
 #undef GD_OP_ENUM
 
-typedef enum gd_redop {
-    GD_RED_SUM = 0, /* float32 input accumulates in float64 (or better) whatever out dtype  */
-    GD_RED_MAX,     /* NaN propagates; len >= 1 (the core rejects empty max/min)            */
-    GD_RED_MIN,
-    GD_RED_SUMSQ,   /* sum of squares, accumulated like SUM; norm = sqrt(SUMSQ)             */
-    GD_NUM_REDOPS
-} gd_redop;
+/* The reductions: one value per row of the reduction list in tables.h, in its order. */
+#define GD_RED_ENUM(E, ...) GD_RED_##E,
+typedef enum gd_redop { GD_REDUCTIONS(GD_RED_ENUM) GD_NUM_REDOPS } gd_redop;
+#undef GD_RED_ENUM
 
 typedef enum gd_random_kind { GD_RAND_UNIFORM = 0, GD_RAND_NORMAL = 1 } gd_random_kind;
 

@@ -175,6 +175,43 @@
     A(BINARY, MOD, mod, "gd.remainder (NumPy's alias).")                                                  \
     A(UNARY, INVERT, bitwise_invert, "gd.invert (the array API standard's name).")
 
+/* ------------------------------------------------------------------------------------------
+ * the reduction list: one row per reduction of the backends' reduce entry, and everything
+ * else comes from the row
+ *
+ *   X(ENUM, name, MERGE, IDENTITY, ACC, ENTRY, NUMPY, NOUN, DOC)
+ *
+ * ENUM      the enum value without GD_RED_ (GD_RED_SUM), in gd_redop.
+ * name      its name in messages, traces and autograd's RULES; Array.<name> when ENTRY says so.
+ * MERGE     the reduction that combines its partial results (SUMSQ's partials are summed).
+ * IDENTITY  GD_RED_IDENTITY(v): the result of an empty axis; GD_RED_NO_IDENTITY: an empty
+ *           reduction is an error (max of nothing).
+ * ACC       WIDE: it accumulates, float32 in float64 and int32 into int64, whose result is
+ *           int64 as NumPy's on Linux (bools count as int64); EXACT: it picks an element, in
+ *           the input's dtype (bools stay bools).
+ * ENTRY     METHOD_DTYPE: Array.<name>(axis=None, keepdims=False, *, dtype=None);
+ *           METHOD: Array.<name>(axis=None, keepdims=False); NONE: the core's own use (norm).
+ * NUMPY     NumPy's function of the same meaning, as a string (the tests compare with it),
+ *           or NULL.
+ * NOUN      what an empty axis has none of, in messages ("maximum").
+ * DOC       Array.<name>'s docstring after its signature.
+ *
+ * Where each row must be handled by hand, a missing one fails to compile: the CPU kernels'
+ * rows (csrc/cpu/reduce.c), the CUDA operations (csrc/cuda/reduce.cu), the conformance rows
+ * (tests/c/conformance_reduce.c); `make test` fails on a method row without a gradient rule
+ * or refusal in gpudev/_grad_rules.py (tests/test_reduction_list.py). New rows go last: the
+ * enum values are the backend ABI's.
+ * ---------------------------------------------------------------------------------------- */
+
+#define GD_REDUCTIONS(X)                                                                                    \
+    X(SUM, sum, SUM, GD_RED_IDENTITY(0), WIDE, METHOD_DTYPE, "sum", "sum",                                 \
+      "The sum over axis (an int, a tuple, or None for all), in dtype if given.")                          \
+    X(MAX, max, MAX, GD_RED_NO_IDENTITY, EXACT, METHOD, "max", "maximum",                                  \
+      "The maximum over axis (an int, a tuple, or None for all); NaN propagates.")                         \
+    X(MIN, min, MIN, GD_RED_NO_IDENTITY, EXACT, METHOD, "min", "minimum",                                  \
+      "The minimum over axis (an int, a tuple, or None for all); NaN propagates.")                         \
+    X(SUMSQ, sumsq, SUM, GD_RED_IDENTITY(0), WIDE, NONE, NULL, "sum of squares", "")
+
 #endif /* GPUDEV_OP_LISTS_H */
 
 #if defined(GPUDEV_H_TYPES) && !defined(GPUDEV_TABLES_H)
@@ -313,17 +350,26 @@ GD_TABLE_FN int gd_binop_defined(gd_binop op, gd_dtype t) { return gd_op_flags_d
 
 typedef struct gd_redop_info {
     gd_redop op;
-    const char *name;     /* in messages: "sum", "sum of squares" */
+    const char *name;     /* in messages and traces: "sum", "sumsq" */
+    const char *id;       /* the enum value without GD_RED_: "SUM" */
     gd_redop merge;       /* combines partial results of this reduction (SUMSQ's are summed) */
     int needs_elements;   /* no identity: an empty reduction is an error */
+    double identity;      /* the result over an empty axis, when it has one */
+    int widens;           /* ACC WIDE: accumulates (int32 -> int64, float32 in float64) */
+    const char *entry;    /* its ENTRY column: "METHOD_DTYPE", "METHOD" or "NONE" */
+    const char *numpy;    /* NumPy's function of the same meaning, or NULL */
+    const char *noun;     /* what an empty axis has none of, in messages */
+    const char *doc;      /* Array.<name>'s docstring after its signature */
 } gd_redop_info;
 
-GD_TABLE gd_redop_info gd_redop_table[] = {
-    {GD_RED_SUM, "sum", GD_RED_SUM, 0},
-    {GD_RED_MAX, "max", GD_RED_MAX, 1},
-    {GD_RED_MIN, "min", GD_RED_MIN, 1},
-    {GD_RED_SUMSQ, "sum of squares", GD_RED_SUM, 0},
-};
+#define GD_RED_IDENTITY(v) 0, (v)
+#define GD_RED_NO_IDENTITY 1, 0.0
+#define GD_RED_WIDE 1
+#define GD_RED_EXACT 0
+#define GD_RED_ROW(E, name, MERGE, IDENTITY, ACC, ENTRY, NUMPY, NOUN, DOC) \
+    {GD_RED_##E, #name, #E, GD_RED_##MERGE, IDENTITY, GD_RED_##ACC, #ENTRY, NUMPY, NOUN, DOC},
+GD_TABLE gd_redop_info gd_redop_table[] = {GD_REDUCTIONS(GD_RED_ROW)};
 GD_CHECK_TABLE(gd_redop_table, GD_NUM_REDOPS, &gd_redop_info::op);
+#undef GD_RED_ROW
 
 #endif /* GPUDEV_TABLES_H */

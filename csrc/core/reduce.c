@@ -23,7 +23,11 @@
  * the reductions
  * ---------------------------------------------------------------------------------------- */
 
-typedef enum reduction { R_SUM, R_MEAN, R_MAX, R_MIN, R_NORM, R_COUNT } reduction;
+/* One per row of the reduction list (tables.h), with the value of its gd_redop, then those
+ * that finish in float64 after a sum. */
+#define R_ENUM(E, ...) R_##E = GD_RED_##E,
+typedef enum reduction { GD_REDUCTIONS(R_ENUM) R_MEAN = GD_NUM_REDOPS, R_NORM, R_COUNT } reduction;
+#undef R_ENUM
 
 typedef enum finish_kind { FINISH_NONE, FINISH_MEAN, FINISH_SQRT } finish_kind;
 
@@ -35,13 +39,13 @@ typedef struct reduction_info {
     finish_kind finish; /* in float64 after the passes: divide by the count, or a square root */
 } reduction_info;
 
+#define R_ROW(E, name, MERGE, IDENTITY, ACC, ENTRY, NUMPY, NOUN, DOC) {R_##E, #name, NOUN, GD_RED_##E, FINISH_NONE},
 static const reduction_info reductions[] = {
-    {R_SUM, "sum", "sum", GD_RED_SUM, FINISH_NONE},
+    GD_REDUCTIONS(R_ROW)
     {R_MEAN, "mean", "mean", GD_RED_SUM, FINISH_MEAN},
-    {R_MAX, "max", "maximum", GD_RED_MAX, FINISH_NONE},
-    {R_MIN, "min", "minimum", GD_RED_MIN, FINISH_NONE},
     {R_NORM, "norm", "norm", GD_RED_SUMSQ, FINISH_SQRT},
 };
+#undef R_ROW
 GD_STATIC_ASSERT(GD_COUNT_OF(reductions) == R_COUNT, "reductions: one row per reduction");
 
 /* One reduction of one array, as it is being planned and run. */
@@ -51,8 +55,8 @@ typedef struct reduce_job {
     const reduction_info *r;
     ArrayObject *a;
     gd_device dev;
-    gd_dtype res_dt;        /* the result's dtype: mean and norm of integers are float64, the
-                             * sum of int32 int64 (NumPy's default integer, as it sums) */
+    gd_dtype res_dt;        /* the result's dtype: mean and norm of integers are float64, a
+                             * widening reduction (sum) of int32 int64 (NumPy's default integer) */
     ArrayObject *out;
 } reduce_job;
 
@@ -88,18 +92,19 @@ static int reduce_all(reduce_job *j, int keepdims)
     return 0;
 }
 
-/* Reductions over an axis of length 0: the identity (0, or NaN for a mean), or an error for
- * max and min, which have none. */
+/* Reductions over an axis of length 0: the identity (NaN for a mean), or an error for those
+ * without one (max and min). */
 static int reduce_empty(reduce_job *j, int64_t out_size)
 {
-    if (gd_redop_table[j->r->first].needs_elements) {
+    const gd_redop_info *op = &gd_redop_table[j->r->first];
+    if (op->needs_elements) {
         PyErr_Format(PyExc_ValueError, "%s: zero-size array has no %s (reduction over an axis of length 0)",
                      j->r->name, j->r->noun);
         return -1;
     }
     gd_scalar v;
-    if (gd_dtype_is_float(j->res_dt)) v.f = j->r->finish == FINISH_MEAN ? NAN : 0.0;
-    else v.i = 0;
+    if (gd_dtype_is_float(j->res_dt)) v.f = j->r->finish == FINISH_MEAN ? NAN : op->identity;
+    else v.i = (int64_t)op->identity;
     return gd_run_fill(j->st, j->be, j->dev, j->out->data, j->res_dt, v, out_size, j->r->name);
 }
 
@@ -224,7 +229,7 @@ static int reduce_axes(reduce_job *j, const uint8_t *reduced, int keepdims)
     find_runs(&runs, a, reduced);
     if (runs.passes == 0) return reduce_nothing(j, out_size);
     gd_dtype acc_dt = j->r->finish != FINISH_NONE ? GD_FLOAT64
-                    : j->r->first != GD_RED_SUM ? a->dtype
+                    : !gd_redop_table[j->r->first].widens ? a->dtype
                     : a->dtype == GD_FLOAT32 && runs.passes > 1 ? GD_FLOAT64 : j->res_dt;
     ArrayObject *keep = NULL;
     char *cur = run_passes(j, &runs, acc_dt, &keep);
@@ -254,7 +259,8 @@ static ArrayObject *reduction_source(reduce_job *j, ArrayObject *a, PyObject *ax
  * run of adjacent reduced axes; views are read as reduction_source says. */
 static PyObject *reduce_array(gd_state *st, reduction kind, ArrayObject *a, PyObject *axis, int keepdims);
 
-/* Bools reduce as int64 (NumPy's sum of a mask counts it); max and min of bools are bools. */
+/* Bools reduce as int64 (NumPy's sum of a mask counts it); the reductions that pick an element
+ * (max and min) give bools. */
 static PyObject *reduce_bool(gd_state *st, reduction kind, ArrayObject *a, PyObject *axis, int keepdims)
 {
     const char *name = reductions[kind].name;
@@ -263,7 +269,7 @@ static PyObject *reduce_bool(gd_state *st, reduction kind, ArrayObject *a, PyObj
     if (!wide) return NULL;
     PyObject *res = reduce_array(st, kind, wide, axis, keepdims);
     Py_DECREF(wide);
-    if (res && (kind == R_MAX || kind == R_MIN)) Py_SETREF(res, gd_astype(st, (ArrayObject *)res, GD_BOOL, 0));
+    if (res && !gd_redop_table[reductions[kind].first].widens) Py_SETREF(res, gd_astype(st, (ArrayObject *)res, GD_BOOL, 0));
     return res;
 }
 
@@ -273,7 +279,7 @@ static PyObject *reduce_array(gd_state *st, reduction kind, ArrayObject *a, PyOb
     const reduction_info *r = &reductions[kind];
     reduce_job j = {.st = st, .r = r, .dev = a->device, .res_dt = a->dtype};
     if (r->finish != FINISH_NONE && !gd_dtype_is_float(a->dtype)) j.res_dt = GD_FLOAT64;
-    else if (r->first == GD_RED_SUM && a->dtype == GD_INT32) j.res_dt = GD_INT64;
+    else if (gd_redop_table[r->first].widens && a->dtype == GD_INT32) j.res_dt = GD_INT64;
     if (!(j.be = gd_backend_of(st, a->device, r->name)) || !(j.a = reduction_source(&j, a, axis))) return NULL;
     int rc;
     if (axis == Py_None && a->size > 0 && (a->device.type == GD_CPU || r->finish == FINISH_NONE)) {
@@ -339,11 +345,15 @@ static PyObject *reduce_call_dtype(PyObject *self, PyObject *const *args, Py_ssi
     {                                                                                                  \
         return reduce_call_dtype(self, args, nargs, kwnames, &gd_array_##fname##_sig, kind);           \
     }
-GD_REDUCTION_METHOD_DTYPE(sum, R_SUM, "The sum over axis (an int, a tuple, or None for all), in dtype if given.")
+/* The methods of the reduction list's rows, by their ENTRY column, then mean. */
+#define GD_REDUCTION_ENTRY(E, name, MERGE, IDENTITY, ACC, ENTRY, NUMPY, NOUN, DOC) \
+    GD_REDUCTION_##ENTRY(name, R_##E, DOC)
+#define GD_REDUCTION_NONE(fname, kind, doc)
+GD_REDUCTIONS(GD_REDUCTION_ENTRY)
 GD_REDUCTION_METHOD_DTYPE(mean, R_MEAN, "The mean over axis (an int, a tuple, or None for all), in dtype if given.")
+#undef GD_REDUCTION_ENTRY
+#undef GD_REDUCTION_NONE
 #undef GD_REDUCTION_METHOD_DTYPE
-GD_REDUCTION_METHOD(max, R_MAX, "The maximum over axis (an int, a tuple, or None for all); NaN propagates.")
-GD_REDUCTION_METHOD(min, R_MIN, "The minimum over axis (an int, a tuple, or None for all); NaN propagates.")
 #undef GD_REDUCTION_METHOD
 
 /* any: whether some element is nonzero; all: whether none is zero (True over an empty axis).
@@ -404,6 +414,84 @@ static PyObject *mod_norm(PyObject *module, PyObject *const *args, Py_ssize_t na
     return reduce_array(st, R_NORM, a, argv[1], keepdims);
 }
 
+/* The methods of the reduction list's rows that array_type.c's table does not list by hand.
+ * That table still lists sum, max and min (the latter two under private names where Python
+ * wraps them), so a row whose method, public or private, the type already has is left as it
+ * is; every newer row's method is added here, from its row alone. */
+#define GD_REDUCTION_DEF(E, name, MERGE, IDENTITY, ACC, ENTRY, NUMPY, NOUN, DOC) GD_REDUCTION_DEF_##ENTRY(name)
+#define GD_REDUCTION_DEF_NONE(name)
+#define GD_REDUCTION_DEF_METHOD(name) GD_DEF(gd_array_##name##_sig, GD_FN(gd_array_##name), GD_FASTKW),
+#define GD_REDUCTION_DEF_METHOD_DTYPE GD_REDUCTION_DEF_METHOD
+static PyMethodDef reduce_methods[] = {GD_REDUCTIONS(GD_REDUCTION_DEF){NULL, NULL, 0, NULL}};
+#undef GD_REDUCTION_DEF
+#undef GD_REDUCTION_DEF_NONE
+#undef GD_REDUCTION_DEF_METHOD
+#undef GD_REDUCTION_DEF_METHOD_DTYPE
+
+static int add_reduction_methods(gd_state *st)
+{
+    static PyMethodDef added[GD_COUNT_OF(reduce_methods)]; /* the type's descriptors point here */
+    size_t n = 0;
+    for (const PyMethodDef *m = reduce_methods; m->ml_name; m++) {
+        char private_name[64];
+        snprintf(private_name, sizeof private_name, "_%s", m->ml_name);
+        if (!PyObject_HasAttrString((PyObject *)st->array_type, m->ml_name) &&
+            !PyObject_HasAttrString((PyObject *)st->array_type, private_name))
+            added[n++] = *m;
+    }
+    added[n] = (PyMethodDef){NULL, NULL, 0, NULL};
+    return gd_array_add_methods(st, added);
+}
+
+/* _C._reductions: the reduction list as Python sees it, for the tests (one tuple per row). */
+static PyStructSequence_Field reduction_fields[] = {
+    {"name", "the name in messages and autograd's RULES; Array.<name> when method"},
+    {"id", "the enum value without GD_RED_, e.g. 'SUM'"},
+    {"identity", "the result over an empty axis, or None (an empty reduction is an error)"},
+    {"widens", "whether it accumulates: int32 and bool give int64, float32 adds in float64"},
+    {"method", "whether Array.<name> exists"},
+    {"dtype", "whether the method takes dtype="},
+    {"numpy", "NumPy's function of the same meaning, or None"},
+    {NULL, NULL},
+};
+static PyStructSequence_Desc reduction_desc = {"gpudev.ReductionInfo", "One row of GD_REDUCTIONS in csrc/tables.h.",
+                                               reduction_fields, 7};
+
+static PyObject *reduction_entry(PyTypeObject *tp, const gd_redop_info *r)
+{
+    PyObject *e = PyStructSequence_New(tp);
+    if (!e) return NULL;
+    PyObject *values[] = {
+        PyUnicode_FromString(r->name), PyUnicode_FromString(r->id),
+        r->needs_elements ? Py_NewRef(Py_None) : PyFloat_FromDouble(r->identity), PyBool_FromLong(r->widens),
+        PyBool_FromLong(strcmp(r->entry, "NONE") != 0), PyBool_FromLong(strcmp(r->entry, "METHOD_DTYPE") == 0),
+        r->numpy ? PyUnicode_FromString(r->numpy) : Py_NewRef(Py_None),
+    };
+    int ok = 1;
+    for (int i = 0; i < 7; i++) {
+        if (!values[i]) ok = 0;
+        PyStructSequence_SetItem(e, i, values[i]);
+    }
+    if (ok) return e;
+    Py_DECREF(e);
+    return NULL;
+}
+
+static int add_reduction_list(PyObject *module)
+{
+    PyTypeObject *tp = PyStructSequence_NewType(&reduction_desc);
+    PyObject *list = tp ? PyTuple_New(GD_NUM_REDOPS) : NULL;
+    for (int op = 0; list && op < GD_NUM_REDOPS; op++) {
+        PyObject *e = reduction_entry(tp, &gd_redop_table[op]);
+        if (e) PyTuple_SET_ITEM(list, op, e);
+        else Py_CLEAR(list);
+    }
+    int rc = list ? PyModule_AddObjectRef(module, "_reductions", list) : -1;
+    Py_XDECREF(list);
+    Py_XDECREF(tp);
+    return rc;
+}
+
 static PyMethodDef reduce_functions[] = {
     GD_DEF(norm_sig, GD_FN(mod_norm), GD_FASTKW),
     GD_DEF(any_sig, GD_FN(mod_any), GD_FASTKW),
@@ -411,4 +499,9 @@ static PyMethodDef reduce_functions[] = {
     {NULL, NULL, 0, NULL},
 };
 
-int gd_reduce_setup(PyObject *module) { return PyModule_AddFunctions(module, reduce_functions); }
+int gd_reduce_setup(PyObject *module)
+{
+    gd_state *st = PyModule_GetState(module);
+    if (add_reduction_methods(st) < 0 || add_reduction_list(module) < 0) return -1;
+    return PyModule_AddFunctions(module, reduce_functions);
+}

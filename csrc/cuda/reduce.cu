@@ -29,6 +29,13 @@ namespace {
 
 template <class T> constexpr bool is_int = gd_is_int<T>;
 
+/* Each operation below names every reduction of the list in tables.h: one it does not name
+ * stops the build here (every row is instantiated by the launcher tables), instead of
+ * computing a sum. */
+template <gd_redop OP> constexpr bool unnamed_reduction = false;
+#define GD_RED_UNNAMED(what) \
+    static_assert(unnamed_reduction<OP>, what ": add this reduction of GD_REDUCTIONS (csrc/tables.h)")
+
 template <gd_redop OP, class Acc> __device__ __forceinline__ Acc red_identity()
 {
     if constexpr (OP == GD_RED_MAX) {
@@ -39,8 +46,10 @@ template <gd_redop OP, class Acc> __device__ __forceinline__ Acc red_identity()
         if constexpr (std::is_same<Acc, int32_t>::value) return INT32_MAX;
         else if constexpr (is_int<Acc>) return INT64_MAX;
         else return (Acc)INFINITY;
-    } else {
+    } else if constexpr (OP == GD_RED_SUM || OP == GD_RED_SUMSQ) {
         return Acc(0);
+    } else {
+        GD_RED_UNNAMED("red_identity");
     }
 }
 
@@ -52,10 +61,11 @@ template <gd_redop OP, class Acc> __device__ __forceinline__ Acc red_combine(Acc
         return (a > b || a != a) ? a : b;
     } else if constexpr (OP == GD_RED_MIN) {
         return (a < b || a != a) ? a : b;
-    } else if constexpr (is_int<Acc>) {
-        return (int64_t)((uint64_t)a + (uint64_t)b);
+    } else if constexpr (OP == GD_RED_SUM || OP == GD_RED_SUMSQ) {
+        if constexpr (is_int<Acc>) return (int64_t)((uint64_t)a + (uint64_t)b);
+        else return a + b;
     } else {
-        return a + b;
+        GD_RED_UNNAMED("red_combine");
     }
 }
 
@@ -65,10 +75,13 @@ template <gd_redop OP, class Acc, class T> __device__ __forceinline__ Acc red_lo
     if constexpr (OP == GD_RED_SUMSQ) {
         if constexpr (is_int<Acc>) return (int64_t)((uint64_t)v * (uint64_t)v);
         else return v * v;
-    } else {
+    } else if constexpr (OP == GD_RED_SUM || OP == GD_RED_MAX || OP == GD_RED_MIN) {
         return v;
+    } else {
+        GD_RED_UNNAMED("red_load");
     }
 }
+#undef GD_RED_UNNAMED
 
 /* ------------------------------------------------------------------------------------------
  * building blocks
@@ -353,9 +366,9 @@ int reduce_impl(Out *out, const T *in, int64_t outer, int64_t len, int64_t inner
 template <class T, class Out>
 using sum_acc = typename std::conditional<is_int<T> && is_int<Out>, int64_t, double>::type;
 
-/* max and min compare in T; sums accumulate as sum_acc says. */
+/* max and min (the list's EXACT rows) compare in T; WIDE rows accumulate as sum_acc says. */
 template <gd_redop OP, class T, class Out>
-using red_acc = typename std::conditional<OP == GD_RED_MAX || OP == GD_RED_MIN, T, sum_acc<T, Out>>::type;
+using red_acc = typename std::conditional<gd_redop_table[OP].widens, sum_acc<T, Out>, T>::type;
 
 using reduce_launch = int (*)(void *out, const void *in, int64_t outer, int64_t len, int64_t inner,
                               gd_cuda_device *dev, gd_error *err);

@@ -28,14 +28,17 @@ typedef struct redop_row {
     int needs_len; /* len >= 1 (an empty max has no identity) */
 } redop_row;
 
+/* One row per reduction of the list in tables.h, at its enum value: a reduction without its
+ * row here stops the build. */
 static const redop_row redops[] = {
-    {GD_RED_SUM, "sum", 1, 0, 0},
-    {GD_RED_SUMSQ, "sumsq", 1, 1, 0},
-    {GD_RED_MAX, "max", 0, 0, 1},
-    {GD_RED_MIN, "min", 0, 0, 1},
+    [GD_RED_SUM] = {GD_RED_SUM, "sum", 1, 0, 0},
+    [GD_RED_MAX] = {GD_RED_MAX, "max", 0, 0, 1},
+    [GD_RED_MIN] = {GD_RED_MIN, "min", 0, 0, 1},
+    [GD_RED_SUMSQ] = {GD_RED_SUMSQ, "sumsq", 1, 1, 0},
 };
 
 #define NUM_REDOPS ((int)(sizeof redops / sizeof redops[0]))
+GD_STATIC_ASSERT(NUM_REDOPS == GD_NUM_REDOPS, "conformance_reduce.c: one redops[] row per reduction of GD_REDUCTIONS");
 #define SUM_RTOL 1e-13
 
 /* (outer, len, inner): in is (outer, len, inner), out is (outer, inner); a fourth 1 runs the
@@ -313,6 +316,8 @@ static void check_int32_sums(void)
 
 void gdt_check_reduce(void)
 {
+    for (int r = 0; r < NUM_REDOPS; r++)
+        CHECK(redops[r].name && redops[r].op == (gd_redop)r, "redops[%d]: the row of %s", r, gd_redop_table[r].name);
     check_shapes();
     check_nan();
     check_cancellation();
