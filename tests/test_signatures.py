@@ -63,7 +63,7 @@ FUNCTIONS: dict[str, Callable[[], Call]] = {
 METHODS: dict[str, Callable[[], tuple[Any, tuple[Any, ...], dict[str, Any]]]] = {
     name: (lambda: (A, (), {}))
     for name in ("cpu", "numpy", "item", "tolist", "copy", "__copy__", "_flatten", "ravel", "nonzero", "contiguous",
-                 "is_contiguous", "sum", "mean", "_max", "_min", "any", "all", "argmax", "argmin",
+                 "is_contiguous", "mean", "any", "all", "argmax", "argmin",
                  "__dlpack__", "__dlpack_device__", "_transpose", "__array__", "detach", "_to", "is_pinned",
                  "pin_memory")
 }
@@ -88,6 +88,10 @@ for _op in gd._C._ops:
         FUNCTIONS[_name] = _call
     if _op.method:
         METHODS[_op.name] = (lambda: (A, (), {})) if _op.arity == 1 else (lambda: (A, (2.0,), {}))
+# the methods of the reduction list (csrc/tables.h): Array._<name> where Python wraps the C method
+for _red in gd._C._reductions:
+    if _red.method:
+        METHODS[f"_{_red.name}" if hasattr(gd.Array, f"_{_red.name}") else _red.name] = lambda: (A, (), {})
 DEVICE_METHODS: dict[str, Callable[[], tuple[Any, tuple[Any, ...], dict[str, Any]]]] = {
     "info": lambda: (gd.cpu(), (), {}),
     "__reduce__": lambda: (gd.cpu(), (), {}),

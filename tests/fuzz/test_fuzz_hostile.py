@@ -302,7 +302,7 @@ METHODS: dict[str, tuple[P, ...]] = {
     "astype": (P("dtype", "dtype", lambda: gd.float64), P("copy", "flag", lambda: True)),
     "reshape": (P("shape", "dim", lambda: -1, "varargs"),),
     "transpose": (P("axes", "axis", lambda: None, "varargs"),),
-    "sum": REDUCE, "mean": REDUCE, "max": REDUCE, "min": REDUCE,
+    "mean": REDUCE,
     "__dlpack__": (P("stream", "any", lambda: None, "keyword"), P("max_version", "any", lambda: (1, 0), "keyword"),
                    P("dl_device", "any", lambda: None, "keyword"), P("copy", "flag", lambda: None, "keyword")),
     "__dlpack_device__": (), "detach": (), "requires_grad_": (P("requires_grad", "flag", lambda: True),),
@@ -320,6 +320,10 @@ for _name in ("add", "sub", "mul", "truediv", "matmul", "and", "or", "xor"):
 for _name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
     METHODS[_name] = OTHER
 METHODS["any"] = METHODS["all"] = REDUCE
+# the methods of the reduction list (csrc/tables.h), from its rows
+for _red in gd._C._reductions:
+    if _red.method:
+        METHODS[_red.name] = REDUCE
 METHODS["permute"] = METHODS["transpose"]
 METHODS["swapaxes"] = (P("axis1", "axis", lambda: 0, "positional"), P("axis2", "axis", lambda: -1, "positional"))
 METHODS["__array_function__"] = (P("func", "any", lambda: np.sum, "positional"), P("types", "any", lambda: (gd.Array,), "positional"),
