@@ -3,8 +3,8 @@ every device: totals that wrap (repeat, eye, tile), Python scalars of another ki
 array (searchsorted, diff, and the other functions that take one), take's errors and bool
 indices, cross_entropy with -inf logits, nn.init on empty weights and bad bounds, an lr of 0,
 the optimizers' in-place update of overlapping operands, and exact integer comparison in
-``gpudev.testing.assert_allclose``. Linear algebra: test_findings_linalg.py; the emulation's
-planted failures: test_findings_emulation.py.
+``gpudev.testing.assert_allclose``. Linear algebra: test_linalg.py; the emulation's planted
+failures: test_emulation_planted_failures.py.
 """
 
 from __future__ import annotations
