@@ -358,9 +358,10 @@ typedef struct gd_backend {
 
     /* out[o * inner + i] = reduce over r in [0, len) of in[(o * len + r) * inner + i]
      * for o < outer, i < inner. out_dtype is in_dtype or GD_FLOAT64 (a float64 result of a
-     * float32 or integer input, used by mean and multi-pass reductions), or GD_INT64 for SUM
-     * and SUMSQ of int32 (accumulated in int64, wrapping there, as NumPy sums a smaller
-     * integer into its default one). len may be 0 for SUM and SUMSQ (result 0). */
+     * float32 or integer input, used by mean and multi-pass reductions), or GD_INT64 for the
+     * reduction list's WIDE rows (tables.h: SUM, SUMSQ, ...) of int32 (accumulated in int64,
+     * wrapping there, as NumPy sums a smaller integer into its default one). len may be 0 for
+     * a row with an identity (the result is its identity). */
     gd_reduce_fn *reduce;
 
     /* Batched matrix product of float32, float64, int64 or int32 (integers wrap as NumPy's do):
