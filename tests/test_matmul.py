@@ -1,0 +1,74 @@
+"""matmul against NumPy on every device: shapes, batches, promotion and views."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gpudev as gd
+from conftest import FLOAT_DTYPES, assert_array, check, sample
+
+
+# ---------------------------------------------------------------------------------------------
+# matmul
+# ---------------------------------------------------------------------------------------------
+
+MATMUL_SHAPES = [
+    ((1, 1), (1, 1)),
+    ((7, 3), (3, 5)),
+    ((64, 64), (64, 64)),
+    ((257, 129), (129, 131)),
+    ((0, 3), (3, 4)),
+    ((3, 0), (0, 4)),
+    ((3, 4), (4, 0)),
+    ((5,), (5,)),
+    ((5,), (5, 3)),
+    ((4, 5), (5,)),
+    ((2, 3, 4), (4, 5)),
+    ((4, 5), (2, 5, 3)),
+    ((2, 1, 3, 4), (5, 4, 6)),
+    ((4,), (2, 4, 3)),
+    ((2, 3, 4), (4,)),
+    ((50, 17, 19), (50, 19, 23)),
+    ((1, 7, 8), (3, 8, 2)),
+]
+
+
+def _matmul_atol(k: int, dtype) -> float:
+    # inputs in [-1, 1): a float32 dot product of length k errs by at most ~k ulps of k
+    return (2e-6 if np.dtype(dtype) == np.float32 else 1e-14) * max(k, 1)
+
+
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=[f"{a}@{b}" for a, b in MATMUL_SHAPES])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=["float32", "float64"])
+def test_matmul(device, shapes, dtype):
+    a = sample(shapes[0], dtype, seed=24, low=-1, high=1)
+    b = sample(shapes[1], dtype, seed=25, low=-1, high=1)
+    k = shapes[0][-1]
+    ref = lambda x, y: (x.astype(np.float64) @ y.astype(np.float64)).astype(dtype)  # noqa: E731
+    tol = dict(rtol=0, atol=_matmul_atol(k, dtype))
+    check(lambda x, y: x @ y, a, b, device=device, ref=ref, **tol)
+    check(gd.matmul, a, b, device=device, ref=ref, **tol)
+
+
+def test_matmul_promotes_mixed_floats(device):
+    a = sample((3, 4), np.float32, seed=26)
+    b = sample((4, 2), np.float64, seed=27)
+    got = check(gd.matmul, a, b, device=device, ref=np.matmul)
+    assert got.dtype == np.float64
+
+
+def test_matmul_of_views(device):
+    x = sample((6, 8, 8), np.float64, seed=28)
+    a = gd.array(x, device=device)
+    assert_array(a[2] @ a[3:5], x[2] @ x[3:5])
+    assert_array(a[1:3].reshape(16, 8) @ a[0], x[1:3].reshape(16, 8) @ x[0])
+
+
+def test_batched_matmul_of_many_small_matrices(device):
+    a = sample((1000, 10, 10), np.float32, seed=29, low=-1, high=1)
+    b = sample((1000, 10, 10), np.float32, seed=30, low=-1, high=1)
+    check(gd.matmul, a, b, device=device, ref=lambda x, y: (x.astype(np.float64) @ y).astype(np.float32),
+          rtol=0, atol=_matmul_atol(10, np.float32))
+
+
