@@ -1,12 +1,12 @@
 """The manual's generated pages: the API reference and the "coming from" tables.
 
 Everything here is read from the live package, never from file paths, so a module that moves
-keeps its place: the names from ``gpudev.__all__`` (and each submodule's ``__all__``), the
-family of a name from the last part of its object's ``__module__`` (``gpudev._creation`` and
-``gpudev.ops.creation`` are both "creation"), the elementwise rows and their NumPy names and
-aliases from ``gd._C._ops``, PyTorch's spellings from the table the package installs them from.
-Only names that nothing in the package declares are written here by hand (``C_FAMILIES``,
-``ABSENT``, ``CUPY_DEVICE``).
+keeps its place: the names from ``gpudev.__all__`` (and each submodule's ``__all__``), each
+name's family and NumPy name from its declaration (``gd._api.declared()``), the elementwise
+rows' aliases and operator symbols from ``gd._C._ops``, PyTorch's functions from the module
+that defines them and PyTorch's methods as the Array members NumPy's ndarray lacks.
+Only names that nothing in the package declares are written here by hand (``ABSENT``,
+``CUPY_DEVICE``) and the families' headings (``TITLES``).
 
 As a Sphinx extension it writes the pages into docs/_generated/ when the build starts (the
 folder is not in git) and turns every docstring into a literal block, so that a docstring
@@ -31,73 +31,29 @@ import gpudev as gd
 DOCS = pathlib.Path(__file__).resolve().parent.parent
 OUT = DOCS / "_generated"
 
-# The family of a name, from the last part of its object's module (leading "_" dropped).
-MODULE_FAMILIES = {
-    "Creating arrays": "creation fills",
-    "Shapes, joining and selection": "manipulation index",
-    "Reductions and statistics": "statistics",
-    "Elementwise operations": "composite clip softmax",
-    "PyTorch's names": "torch",
-    "The array API standard": "array_api",
-    "Devices, threads and the machine": "devices info",
-    "Timing, tracing and strict mode": "timing trace strict latency",
-    "Autograd": "autograd",
-    "Saving and loading": "io pickle",
-    "Eager only": "jit",
-    "Linear algebra": "linalg",
+# The heading of each family that gpudev/_api declares (gd._api.FAMILIES gives the families and
+# their order; gd._api.declared() each public name's family).
+TITLES = {
+    "creation": "Creating arrays", "elementwise": "Elementwise operations and constants",
+    "reduce": "Reductions, statistics and sorting", "shape": "Shapes, joining and splitting",
+    "index": "Indexing and selection", "linalg": "Linear algebra", "fft": "FFT helpers",
+    "random": "Random numbers", "devices": "Devices, dtypes, the Array type, errors and threads",
+    "autograd": "Autograd, nn and the refused compilers", "measure": "Timing, tracing and strict mode",
+    "io": "Saving and loading",
 }
-FAMILY_OF_MODULE = {mod: fam for fam, mods in MODULE_FAMILIES.items() for mod in mods.split()}
-# The core's functions that are not elementwise rows: their module is the extension itself,
-# so the family is said here, once per name.
-C_FAMILIES = {
-    "Creating arrays": "arange array asarray empty full ones rand randn tensor zeros manual_seed",
-    "Devices, threads and the machine": "cpu gpu num_gpus try_gpu try_all_gpus cuda_available "
-                                        "synchronize get_num_threads set_num_threads",
-    "Reductions and statistics": "all any allclose norm argmax argmin",
-    "Shapes, joining and selection": "concatenate stack where nonzero",
-    "Linear algebra": "matmul",
-}
-C_FAMILY_OF = {name: fam for fam, names in C_FAMILIES.items() for name in names.split()}
-FAMILY_ORDER = [
-    "Arrays, devices and dtypes", "Devices, threads and the machine", "Creating arrays",
-    "Elementwise operations", "Reductions and statistics", "Shapes, joining and selection",
-    "Linear algebra", "Autograd", "Timing, tracing and strict mode", "Saving and loading",
-    "PyTorch's names", "The array API standard", "Eager only", "Errors", "Constants", "Other",
-]
 SUBMODULES = ["nn", "nn.functional", "nn.init", "optim", "optim.lr_scheduler", "utils.data",
               "fft", "linalg", "cuda", "jit"]
 
 
 def _module_key(obj: Any) -> str:
+    """The last part of an object's module, "_" dropped: gpudev._torch and gpudev.ops.torch
+    are both "torch"."""
     return (getattr(obj, "__module__", None) or "").rsplit(".", 1)[-1].lstrip("_")
 
 
-def op_rows() -> dict[str, Any]:
-    """Each elementwise function's name (and alias) -> its row of gd._C._ops."""
-    rows = {}
-    for row in gd._C._ops:
-        if row.function:
-            rows[row.name] = row
-            for alias in row.aliases:
-                rows[alias] = row
-    return rows
-
-
-def family_of(name: str, obj: Any) -> str:
-    if isinstance(obj, types.ModuleType):
-        return "Submodules"
-    if not callable(obj):
-        return "Constants"
-    if isinstance(obj, type):
-        if issubclass(obj, (Exception, Warning)):
-            return "Errors"
-        if obj.__module__ == "numpy" or name in ("Array", "Device", "device"):
-            return "Arrays, devices and dtypes"
-    if name in op_rows():
-        return "Elementwise operations"
-    if name in C_FAMILY_OF and _module_key(obj) in ("C", ""):
-        return C_FAMILY_OF[name]
-    return FAMILY_OF_MODULE.get(_module_key(obj), "Other")
+def family_of(name: str) -> str:
+    """The family gpudev/_api declares the public name in."""
+    return gd._api.declared()[name].family
 
 
 def _directive(full: str, obj: Any) -> list[str]:
@@ -113,14 +69,13 @@ def _directive(full: str, obj: Any) -> list[str]:
 
 
 def reference_entries() -> dict[str, list[tuple[str, str]]]:
-    """Family -> [(public name, directive text)] for gd.__all__, each name exactly once."""
+    """Family -> [(public name, directive text)] for gd.__all__, each name exactly once; the
+    subpackages are left to pages of their own."""
     fams: dict[str, list[tuple[str, str]]] = {}
     for name in sorted(gd.__all__, key=str.lower):
         obj = getattr(gd, name)
-        fam = family_of(name, obj)
-        if fam == "Submodules":
-            continue  # each has a page of its own
-        fams.setdefault(fam, []).append((name, "\n".join(_directive(f"gpudev.{name}", obj))))
+        if not isinstance(obj, types.ModuleType):
+            fams.setdefault(family_of(name), []).append((name, "\n".join(_directive(f"gpudev.{name}", obj))))
     return fams
 
 
@@ -133,14 +88,11 @@ def reference_pages() -> dict[str, str]:
     pages = {}
     fams = reference_entries()
     body = [".. currentmodule:: gpudev", ""]
-    for fam in FAMILY_ORDER:
-        if fam not in fams:
-            continue
-        body += [fam, "-" * len(fam), ""]
-        body += [text for _, text in fams[fam]]
-    unknown = set(fams) - set(FAMILY_ORDER)
-    if unknown:
-        raise RuntimeError(f"families without a place in FAMILY_ORDER: {sorted(unknown)}")
+    for fam in gd._api.FAMILIES:
+        if fam in fams:
+            title = TITLES.get(fam, fam.capitalize())
+            body += [title, "-" * len(title), ""]
+            body += [text for _, text in fams[fam]]
     pages["gpudev.rst"] = _rst_page("gpudev", body)
     for sub in SUBMODULES:
         mod = gd
@@ -188,14 +140,20 @@ def _table(head: tuple[str, str], rows: list[tuple[str, str]]) -> list[str]:
 
 
 def numpy_rows() -> list[tuple[str, str]]:
-    """NumPy's name -> gpudev's spelling, from the op rows and the shared names of gd.__all__."""
+    """NumPy's name -> gpudev's spelling: the NumPy name each declaration gives (op rows and
+    composites), with the op rows' aliases and operator symbols, then the names gd.__all__
+    shares with NumPy."""
     rows = {}
-    for row in gd._C._ops:
-        if row.function and row.numpy:
-            spelled = f"`gd.{row.name}`" + "".join(f", `gd.{a}`" for a in row.aliases)
-            if row.symbol:
-                spelled += f", `{row.symbol}`".replace("|", "\\|")  # a pipe would end the cell
-            rows[f"numpy.{row.numpy}"] = spelled
+    symbols = {row.name: row for row in gd._C._ops if row.function}
+    for name, decl in gd._api.declared().items():
+        if decl.numpy:
+            spelled = f"`gd.{name}`"
+            row = symbols.get(name)
+            if row is not None:
+                spelled += "".join(f", `gd.{a}`" for a in row.aliases)
+                if row.symbol:
+                    spelled += f", `{row.symbol}`".replace("|", "\\|")  # a pipe would end the cell
+            rows[f"numpy.{decl.numpy}"] = spelled
     for name in gd.__all__:
         obj = getattr(gd, name)
         if callable(obj) and hasattr(np, name) and f"numpy.{name}" not in rows:
