@@ -49,6 +49,7 @@ def _run_blocks(path: pathlib.Path) -> None:
     for i, (lang, code) in enumerate(blocks(path)):
         if lang == "python":
             exec(compile(code, f"{_id(path)} (python block {i + 1})", "exec"), namespace)
+    gd.synchronize()  # the page's last GPU work runs (and may fail) here, not after the test
 
 
 def test_every_fence_has_a_known_language():
