@@ -3,6 +3,11 @@
 A GPU operation returns as soon as it is queued, so reading a clock right after it measures
 the queueing, not the work. Both tools here synchronize the devices that have queued work
 before they read the clock, and ``benchmark()`` also times each GPU with CUDA events.
+
+``run_rounds`` is the one measurement loop behind ``benchmark()``, ``gpudev.testing``'s
+``assert_faster``, the bench (``python -m gpudev bench``) and the exercises: warm-up, batch
+sizing, rounds of timed batches (a ``Stopwatch``) and the limits that end them; each caller
+computes its own statistics from what it returns (``gpudev.stats``).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import itertools
 import math
 import reprlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -258,82 +263,225 @@ def _check_arguments(fn: Any, n_warmup: Any, n_repeat: Any, max_duration: Any, n
                          f"give a finite max_duration or an n_repeat, e.g. n_repeat=100")
 
 
-class _Measurement:
-    """Times batches of calls on the host clock (up to the end of a synchronization) and on
-    each timed GPU with a pair of CUDA events."""
+# ---------------------------------------------------------------------------------------------
+# the measurement loop: benchmark(), assert_faster, the bench and the exercises all time with it
+# ---------------------------------------------------------------------------------------------
 
-    def __init__(self, gpus: list, op: str) -> None:
-        self.gpus, self.op = gpus, op
+Sample = tuple[float, list[float]]  # one batch: (host seconds, [seconds on each timed GPU])
+
+
+def calls_of(fn: Callable[[], Any]) -> Callable[[int], None]:
+    """A batch of `n` calls of `fn` in a row: what the loop times for a callable."""
+
+    def batch(n: int, fn: Callable[[], Any] = fn) -> None:  # fn a local: the loop costs what timeit's does
+        for _ in itertools.repeat(None, n):
+            fn()
+
+    return batch
+
+
+def _empty_call() -> None:
+    return None
+
+
+@dataclasses.dataclass
+class Work:
+    """One thing the loop times, in batches: ``batch(n)`` makes n calls in a row (``calls_of(fn)``,
+    or the bench's statement compiled into a loop as timeit compiles it)."""
+
+    batch: Callable[[int], Any]
+    n_calls: int | None = None  # calls per batch; None: sized like timeit.autorange
+    sync: Callable[[], Any] | None = None  # waits for its device work; None: gpudev's devices
+    prepare: Callable[[], Any] | None = None  # untimed, before each of its batches (the warm-up's too)
+    # seconds for n calls found another way than timing `batch` (the figure a measuring tool
+    # reports), for the bench's rows that check such a tool against timeit
+    seconds: Callable[[int], float] | None = None
+
+    def warm_up(self, n_calls: int) -> None:
+        """Run `n_calls` calls untimed (or the other way's measurement of them)."""
+        if self.prepare is not None:
+            self.prepare()
+        if self.seconds is not None:
+            self.seconds(n_calls)
+        else:
+            self.batch(n_calls)
+
+
+class Stopwatch:
+    """Times batches of a Work: the host clock from just before the calls to the end of the
+    synchronization after them, and each timed GPU with a pair of CUDA events recorded around
+    them. The garbage collector is off while they run, as in timeit.
+
+    `clock` reads the host time; None takes ``time.perf_counter`` as it is when the stopwatch
+    is made, so a test that replaces it controls every figure."""
+
+    def __init__(self, gpus: Iterable[Any] = (), op: str = "benchmark", clock: Callable[[], float] | None = None):
+        self.gpus, self.op = list(gpus), op
+        self.now = time.perf_counter if clock is None else clock
         # CUDA events, recorded on each GPU's stream, time the GPU on its own clock
-        self.events = [(_C._event_create(d), _C._event_create(d)) for d in gpus]
+        self.events = [(_C._event_create(d), _C._event_create(d)) for d in self.gpus]
 
-    def sync(self) -> None:
-        # The timed GPUs (their end events must be complete) and any other GPU with queued
-        # work, so the host time covers everything fn started.
+    def sync(self, wait: Callable[[], Any] | None = None) -> None:
+        """Wait for the work: with `wait` (a Work's own sync), that; else the timed GPUs (their
+        end events must be complete) and every other device with queued work, so the host
+        time covers everything the calls started."""
+        if wait is not None:
+            wait()
+            return
         pending = [d for d in _C._pending_devices() if d not in self.gpus]
         _C._sync(self.op, (self.gpus + pending) or None)
 
-    def __call__(self, call: Callable[[], Any], n_calls: int) -> tuple[float, list[float]]:
-        """(host seconds, [seconds on each timed GPU]) of `n_calls` calls of `call`. The
-        garbage collector is off while they run, as in timeit."""
-        events = self.events
+    def __call__(self, work: Work, n_calls: int) -> Sample:
+        """(host seconds, [seconds on each timed GPU]) of one batch of `n_calls` calls."""
+        if work.prepare is not None:
+            work.prepare()
+        if work.seconds is not None:
+            return work.seconds(n_calls), []
+        events, batch, now = self.events, work.batch, self.now
         gc_was_on = gc.isenabled()
         gc.disable()
         try:
             for start, _end in events:
                 _C._event_record(start)
-            t0 = time.perf_counter()
-            for _ in itertools.repeat(None, n_calls):
-                call()
+            t0 = now()
+            batch(n_calls)
             for _start, end in events:
                 _C._event_record(end)
-            self.sync()
-            t1 = time.perf_counter()
+            self.sync(work.sync)
+            t1 = now()
         finally:
             if gc_was_on:
                 gc.enable()
         return t1 - t0, [_C._event_elapsed_ms(start, end) / 1e3 for start, end in events]
 
-    def reported(self, sample: tuple[float, list[float]]) -> float:
+    @staticmethod
+    def reported(sample: Sample) -> float:
         """The figure a sample reports: the slowest timed GPU, else the host time."""
         host, gpu = sample
         return max(gpu) if gpu else host
 
+    def autorange(self, work: Work, deadline: float) -> tuple[int, Sample]:
+        """Calls per batch, sized like timeit.autorange (1, 2, 5, 10, 20, 50... calls) until a
+        batch lasts _MIN_REPEAT_S and 100 times the fixed cost of a measurement (or `deadline`
+        passes); returns that count and that batch's sample."""
+        fixed = float(np.median([self.reported(self(work, 0)) for _ in range(_OVERHEAD_REPEATS)]))
+        target = max(_MIN_REPEAT_S, _FIXED_COST_SHARE * fixed)
+        n_calls = 1
+        while True:
+            sample = self(work, n_calls)
+            if self.reported(sample) >= target or self.now() >= deadline:
+                return n_calls, sample
+            n_calls = n_calls * 5 // 2 if str(n_calls)[0] == "2" else n_calls * 2  # 1, 2, 5, 10, 20...
 
-def _autorange(measure: _Measurement, call: Callable[[], Any], deadline: float) -> tuple[int, tuple]:
-    """Calls per repeat, sized like timeit.autorange (1, 2, 5, 10, 20, 50... calls) until a
-    batch lasts _MIN_REPEAT_S and 100 times the fixed cost of a measurement; returns that
-    count and its measurement, which counts as the first repeat."""
-    fixed = float(np.median([measure.reported(measure(call, 0)) for _ in range(_OVERHEAD_REPEATS)]))
-    target = max(_MIN_REPEAT_S, _FIXED_COST_SHARE * fixed)
-    n_calls = 1
+
+@dataclasses.dataclass
+class Rounds:
+    """What run_rounds measured, per Work in the order given: its calls per batch, one sample
+    per round, and ``times``, each sample's figure per call (the slowest timed GPU, else the
+    host). ``stopwatch`` times more batches the same way."""
+
+    n_calls: list[int]
+    samples: list[list[Sample]]
+    times: list[list[float]]
+    stop_reason: str
+    stopwatch: Stopwatch
+
+    def host_times(self, i: int) -> list[float]:
+        """Work `i`'s host seconds per call (up to the end of the synchronization)."""
+        return [host / self.n_calls[i] for host, _gpu in self.samples[i]]
+
+    def gpu_times(self, i: int) -> dict[str, list[float]]:
+        """Work `i`'s event seconds per call on each timed GPU."""
+        n = self.n_calls[i]
+        return {str(d): [gpu[k] / n for _host, gpu in self.samples[i]] for k, d in enumerate(self.stopwatch.gpus)}
+
+    def empty_call(self, i: int) -> float:
+        """What an empty callable reports per call when timed the same way at Work `i`'s
+        batch size (median of _OVERHEAD_REPEATS batches): times near it measure the timing."""
+        n, watch, empty = self.n_calls[i], self.stopwatch, Work(calls_of(_empty_call))
+        return float(np.median([watch.reported(watch(empty, n)) / n for _ in range(_OVERHEAD_REPEATS)]))
+
+
+def _timed_gpus(devices: Iterable[Any], op: str) -> list:
+    gpus = list(dict.fromkeys(d for d in devices if d.type == "cuda"))
+    _check_gpus(gpus, op)
+    return gpus
+
+
+def run_rounds(work: Sequence[Work], *, n_warmup: int = 0, n_repeat: int | None = None,
+               max_duration: float = math.inf, started: float | None = None, sizing_s: float | None = None,
+               keep_sizing: bool = False, min_rounds: int = 1,
+               until: Callable[[list[list[float]]], str | None] | None = None,
+               devices: Iterable[Any] | None = None, clock: Callable[[], float] | None = None,
+               op: str = "benchmark") -> Rounds:
+    """The measurement loop: warm up, size the batches, then time rounds until a limit.
+
+    1. Warm-up: each Work's batch of `n_warmup` calls, in order.
+    2. The timed GPUs: those among `devices` (``[]``: the host clock only), or with None
+       every GPU the warm-up queued work on. Every Work's sync then waits for the warm-up.
+    3. Sizing: a Work without ``n_calls`` gets its batch size from ``Stopwatch.autorange``,
+       within `sizing_s` seconds of the warm-up's end (None: the time budget); with
+       `keep_sizing` (one Work) its sizing batch counts as the first round.
+    4. Rounds: round r times each Work once, starting with Work r % len(work), so that
+       round r of every Work saw the same load (their ratios can be paired round by round).
+       The first limit reached ends them: `n_repeat` rounds; once `min_rounds` ran, the
+       budget (`max_duration` seconds from `started`, a reading of the clock, by default the
+       warm-up's end), or `until(times)` (each Work's figures per call so far) giving a reason.
+
+    `clock` reads the host time (None: ``time.perf_counter``). Statistics are the caller's.
+
+        >>> r = run_rounds([Work(calls_of(lambda: None), n_calls=10)], n_repeat=3, devices=[])
+        >>> len(r.times[0]), r.n_calls, r.stop_reason
+        (3, [10], 'n_repeat=3 repeats reached')
+    """
+    if keep_sizing and len(work) != 1:
+        raise ValueError(f"{op}: keep_sizing counts the sizing batch as a round of one Work, got {len(work)}")
+    gpus = None if devices is None else _timed_gpus(devices, op)  # checked before any time is spent
+    _C._take_touched_devices()  # forget work queued before the warm-up
+    for w in work:
+        if n_warmup:
+            w.warm_up(n_warmup)
+    if gpus is None:  # every GPU the warm-up queued work on, also when it waited for it (.item())
+        gpus = _timed_gpus(_C._take_touched_devices(), op)
+    watch = Stopwatch(gpus, op, clock)
+    for wait in dict.fromkeys(w.sync for w in work):
+        watch.sync(wait)  # the warm-up's work must not land in the first round
+    now = watch.now()
+    deadline = (now if started is None else started) + max_duration
+    n_calls, samples = [], [[] for _ in work]
+    for w, kept in zip(work, samples):
+        n = w.n_calls
+        if n is None:
+            n, first = watch.autorange(w, deadline if sizing_s is None else now + sizing_s)
+            if keep_sizing:
+                kept.append(first)
+        n_calls.append(n)
+    times = [[watch.reported(s) / n for s in kept] for kept, n in zip(samples, n_calls)]
     while True:
-        sample = measure(call, n_calls)
-        if measure.reported(sample) >= target or time.perf_counter() >= deadline:
-            return n_calls, sample
-        n_calls = n_calls * 5 // 2 if str(n_calls)[0] == "2" else n_calls * 2  # 1, 2, 5, 10, 20...
+        done = len(times[0])
+        reason = _limit(done, n_repeat, min_rounds, max_duration, watch.now() >= deadline, until, times)
+        if reason is not None:
+            return Rounds(n_calls, samples, times, reason, watch)
+        for i in [(done + k) % len(work) for k in range(len(work))]:
+            samples[i].append(watch(work[i], n_calls[i]))
+            times[i].append(watch.reported(samples[i][-1]) / n_calls[i])
 
 
-def _repeat(measure: _Measurement, call: Callable[[], Any], n_calls: int, samples: list, n_repeat: int | None,
-            max_duration: float, deadline: float, target_spread: float | None) -> str:
-    """Append repeats to `samples` until the first limit is reached; returns which one ended
-    it: the repeat count, the time budget, or the noise target (nvbench's model: repeat until
-    the relative spread is below the target or the budget is spent)."""
-    limit = n_repeat if n_repeat is not None else math.inf
-    while True:
-        if len(samples) >= limit:
-            return f"n_repeat={n_repeat} repeats reached"
-        if samples and time.perf_counter() >= deadline:
-            return f"max_duration={max_duration:g} s spent"
-        if samples:
-            quiet = stats.noise_stop([measure.reported(x) for x in samples], target_spread)
-            if quiet is not None:
-                return quiet
-        samples.append(measure(call, n_calls))
+def _limit(done: int, n_repeat: int | None, min_rounds: int, max_duration: float, out_of_time: bool,
+           until: Callable[[list[list[float]]], str | None] | None, times: list[list[float]]) -> str | None:
+    """Which limit ends the rounds after `done` of them, in words; None: run another."""
+    if n_repeat is not None and done >= n_repeat:
+        return f"n_repeat={n_repeat} repeats reached"
+    if done < min_rounds:
+        return None
+    if out_of_time:
+        return f"max_duration={max_duration:g} s spent"
+    return None if until is None else until(times)
 
 
-def _empty_call() -> None:
-    return None
+# ---------------------------------------------------------------------------------------------
+# benchmark()
+# ---------------------------------------------------------------------------------------------
 
 
 def benchmark(
@@ -380,32 +528,11 @@ def benchmark(
                                       or not 0 < target_spread < 1):
         raise ValueError(f"{op}: target_spread must be a fraction between 0 and 1 (e.g. 0.02 for 2%) or None, "
                          f"got {reprlib.repr(target_spread)}")
-    requested = _device_list(devices, op)
-    if requested is not None:  # checked before the warm-up spends any time
-        gpus = list(dict.fromkeys(d for d in requested if d.type == "cuda"))
-        _check_gpus(gpus, op)
     call = functools.partial(fn, *args, **kwargs) if args or kwargs else fn
-    _C._take_touched_devices()  # forget work queued before the warm-up
-    for _ in range(n_warmup):
-        call()
-    if requested is None:
-        # every GPU the warm-up queued work on, also when fn synchronized it (.item())
-        gpus = list(_C._take_touched_devices())
-        _check_gpus(gpus, op)
-    measure = _Measurement(gpus, op)
-    measure.sync()  # the warm-up's work must not land in the first repeat
-
-    deadline = time.perf_counter() + max_duration
-    samples = []
-    if n_calls is None:
-        n_calls, first = _autorange(measure, call, deadline)
-        samples.append(first)
-    stop_reason = _repeat(measure, call, n_calls, samples, n_repeat, max_duration, deadline, target_spread)
-    empty = [measure.reported(measure(_empty_call, n_calls)) / n_calls for _ in range(_OVERHEAD_REPEATS)]
-
-    cpu_times = [host / n_calls for host, _gpu in samples]
-    gpu_times = {str(d): [gpu[i] / n_calls for _host, gpu in samples] for i, d in enumerate(gpus)}
-    times = [measure.reported(s) / n_calls for s in samples]
+    rounds = run_rounds([Work(calls_of(call), n_calls=n_calls)], n_warmup=n_warmup, n_repeat=n_repeat,
+                        max_duration=max_duration, keep_sizing=True, devices=_device_list(devices, op), op=op,
+                        until=None if target_spread is None else lambda t: stats.noise_stop(t[0], target_spread))
+    times, gpus = rounds.times[0], rounds.stopwatch.gpus
     median = float(np.median(times))
     notes = [f"launch-dominated: one call takes {format_seconds(median)}, under "
              f"{format_seconds(stats.LAUNCH_DOMINATED_S)}, so its time is mostly the cost of making the "
@@ -415,17 +542,17 @@ def benchmark(
         notes.insert(0, f"timed on {', '.join(fake)}: an emulated GPU's times are CPU times of the emulation, "
                         f"not GPU speed")
     return BenchmarkResult(
-        stop_reason=stop_reason,
+        stop_reason=rounds.stop_reason,
         spread=stats.relative_spread(times),
         notes=notes,
         name=_fn_name(fn),
-        n=len(samples),
+        n=len(times),
         n_warmup=n_warmup,
-        n_calls=n_calls,
-        overhead=float(np.median(empty)),
+        n_calls=rounds.n_calls[0],
+        overhead=rounds.empty_call(0),
         clock="gpu" if gpus else "host",
         times=times,
-        cpu_times=cpu_times,
-        gpu_times=gpu_times,
+        cpu_times=rounds.host_times(0),
+        gpu_times=rounds.gpu_times(0),
         **_stats(times),
     )

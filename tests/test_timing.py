@@ -324,3 +324,82 @@ def test_benchmark_devices_argument_times_that_gpu(cuda0):
     a = gd.randn(256, 256, device=cuda0)
     r = gd.benchmark(gd.matmul, a, a, n_warmup=0, n_repeat=3, devices=[cuda0])
     assert list(r.gpu_times) == ["cuda:0"] and len(r.gpu_times["cuda:0"]) == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# run_rounds: the loop behind benchmark(), assert_faster, the bench and the exercises
+# ---------------------------------------------------------------------------------------------
+
+
+class Ticks:
+    """A clock passed to run_rounds: it moves only when a timed function says how long it took."""
+
+    def __init__(self) -> None:
+        self.now, self.log = 0.0, []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def work(self, name: str, seconds: float, **kwargs) -> timing.Work:
+        def call() -> None:
+            self.log.append(name)
+            self.now += seconds
+        return timing.Work(timing.calls_of(call), **kwargs)
+
+
+def test_rounds_rotate_which_work_goes_first_and_report_per_call():
+    clock = Ticks()
+    works = [clock.work("a", 2.0**-10, n_calls=2), clock.work("b", 2.0**-8, n_calls=1), clock.work("c", 2.0**-9, n_calls=1)]
+    r = timing.run_rounds(works, n_warmup=1, n_repeat=3, devices=[], clock=clock)
+    assert clock.log[:3] == ["a", "b", "c"]  # the warm-up, one call each
+    firsts = [clock.log[3:][i * 4] for i in range(3)]  # a round is 2 + 1 + 1 calls
+    assert firsts == ["a", "b", "c"] and r.stop_reason == "n_repeat=3 repeats reached"
+    assert r.n_calls == [2, 1, 1] and r.times == [[2.0**-10] * 3, [2.0**-8] * 3, [2.0**-9] * 3]
+    assert r.host_times(0) == r.times[0] and r.gpu_times(0) == {}
+    assert r.empty_call(0) == 0.0  # an empty call costs no time on this clock
+
+
+def test_rounds_stop_on_the_budget_only_after_min_rounds():
+    clock = Ticks()
+    r = timing.run_rounds([clock.work("a", 1.0, n_calls=1)], n_repeat=10, max_duration=0.5, min_rounds=3,
+                          devices=[], clock=clock)
+    assert len(r.times[0]) == 3 and r.stop_reason == "max_duration=0.5 s spent"
+    # a budget counted from an earlier reading of the clock is spent sooner
+    clock.now = 10.0
+    r = timing.run_rounds([clock.work("a", 1.0, n_calls=1)], n_repeat=10, max_duration=2.5, started=8.0,
+                          devices=[], clock=clock)
+    assert len(r.times[0]) == 1
+
+
+def test_rounds_stop_when_until_gives_a_reason():
+    clock = Ticks()
+    seen = []
+
+    def until(times: list[list[float]]) -> str | None:
+        seen.append([len(t) for t in times])
+        return "enough" if len(times[1]) == 4 else None
+
+    r = timing.run_rounds([clock.work("a", 1e-3, n_calls=1), clock.work("b", 1e-3, n_calls=1)], until=until,
+                          devices=[], clock=clock)
+    assert r.stop_reason == "enough" and seen == [[1, 1], [2, 2], [3, 3], [4, 4]]
+
+
+def test_rounds_size_batches_and_keep_the_sizing_batch_only_when_asked():
+    clock = Ticks()
+    sized = timing.run_rounds([clock.work("a", 2.0**-12)], n_repeat=2, keep_sizing=True, devices=[], clock=clock)
+    dropped = timing.run_rounds([clock.work("a", 2.0**-12)], n_repeat=2, devices=[], clock=clock)
+    # 1, 2, 5 calls until a batch lasts _MIN_REPEAT_S: 5 x 2**-12 s = 1.2 ms
+    assert sized.n_calls == dropped.n_calls == [5]
+    assert len(sized.samples[0]) == len(dropped.samples[0]) == 2
+    assert clock.log.count("a") == 2 * (1 + 2 + 5) + 5 + 2 * 5  # kept sizing batch: one round fewer to run
+    with pytest.raises(ValueError, match="keep_sizing counts the sizing batch as a round of one Work, got 2"):
+        timing.run_rounds([clock.work("a", 1.0), clock.work("b", 1.0)], keep_sizing=True, devices=[])
+
+
+def test_rounds_wait_with_each_works_own_sync_and_take_a_figure_found_another_way():
+    clock, waits = Ticks(), []
+    works = [clock.work("a", 1.0, n_calls=3, sync=lambda: waits.append("a")),
+             timing.Work(timing.calls_of(lambda: None), n_calls=3, seconds=lambda n: 0.5 * n)]
+    r = timing.run_rounds(works, n_repeat=2, devices=[], clock=clock)
+    assert waits == ["a"] * 3  # after the warm-up and after each of its batches
+    assert r.times == [[1.0, 1.0], [0.5, 0.5]]

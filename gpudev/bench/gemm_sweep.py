@@ -21,6 +21,7 @@ import numpy as np
 
 import gpudev as gd
 
+from ..timing import Work, calls_of, run_rounds
 from .load import busy_processes, load_average
 from .model import BLAS_SETTLE
 
@@ -41,12 +42,8 @@ SHAPES += CONV_SHAPES
 
 
 def _times(f: Callable[[], object], calls: int) -> list[float]:
-    out = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        f()
-        out.append(time.perf_counter() - t0)
-    return out
+    """The seconds of `calls` calls of f, each timed on its own (batches of one call)."""
+    return run_rounds([Work(calls_of(f), n_calls=1)], n_repeat=calls, devices=[], op="gemm_sweep").host_times(0)
 
 
 def _warm_up(f: Callable[[], object], seconds: float = 0.02) -> None:

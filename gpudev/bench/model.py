@@ -9,10 +9,12 @@ verdict, and a RowResult is what a Row measured.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
-import timeit
 from collections.abc import Callable
 from typing import Any
+
+from ..timing import Stopwatch, Work
 
 __all__ = ["BLAS_SETTLE", "MAX_REL_ERR", "Impl", "Row", "RowResult", "Target"]
 
@@ -35,16 +37,42 @@ class Impl:
     # gd.benchmark reports), for rows that check a measuring tool against timeit
     measure_with: Callable[[int], float] | None = None
 
+    def work(self, number: int, settle: float = 0.0) -> Work:
+        """This peer as the measurement loop's Work: `number` runs of `stmt` per batch, compiled
+        into a loop as timeit compiles them, timed up to the end of the peer's synchronization;
+        each batch after a pause of `settle` seconds (see Row.settle) and the peer's `prepare`."""
+
+        def prepare() -> None:
+            if settle:
+                time.sleep(settle)
+            if self.prepare is not None:
+                self.prepare()
+
+        return Work(_statement_loop(self.stmt, self.setup, self.env), n_calls=number, sync=self.sync or _nothing,
+                    prepare=prepare, seconds=self.measure_with)
+
     def measure(self, number: int) -> float:
         """Seconds for `number` runs, up to the end of a synchronization."""
-        if self.measure_with is not None:
-            return self.measure_with(number)
-        if self.prepare is not None:
-            self.prepare()
-        sync = self.sync
-        clock = time.perf_counter if sync is None else lambda: (sync(), time.perf_counter())[1]
-        # timeit compiles stmt into a tight loop and turns the garbage collector off.
-        return timeit.Timer(self.stmt, self.setup, timer=clock, globals=self.env).timeit(number)
+        host, _gpu = Stopwatch(op="bench")(self.work(number), number)
+        return host
+
+
+def _nothing() -> None:
+    """The sync of a peer with no queued device work (the CPU's)."""
+
+
+def _statement_loop(stmt: str, setup: str, env: dict[str, Any]) -> Callable[[int], None]:
+    """`setup`, then `n` runs of `stmt`, compiled into one function the way timeit compiles
+    them (a tight loop with the statement inline, names looked up in `env`)."""
+    src = (f"def inner(_n, _repeat=_repeat):\n    {_indented(setup, 4)}\n"
+           f"    for _i in _repeat(None, _n):\n        {_indented(stmt, 8)}\n        pass\n")
+    local: dict[str, Any] = {"_repeat": itertools.repeat}
+    exec(compile(src, "<bench statement>", "exec"), env, local)  # the bench's own rows, never user input
+    return local["inner"]
+
+
+def _indented(src: str, spaces: int) -> str:
+    return src.replace("\n", "\n" + " " * spaces)
 
 
 @dataclasses.dataclass

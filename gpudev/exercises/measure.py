@@ -1,7 +1,7 @@
 """What every exercise shares: progress labels, argument checks, the devices to run on, and
 timing statistics (one callable, or several in alternation).
 
-    >>> timed = time_repeats(lambda: gd.ones((4, 4)).sum(), repeats=5)
+    >>> timed = time_repeats(lambda: gd.ones((4, 4)).sum(), repeats=5, noise_stop=False)
     >>> timed["repeats"], timed["clock"]
     (5, 'host')
 """
@@ -9,7 +9,6 @@ timing statistics (one callable, or several in alternation).
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -22,6 +21,7 @@ from .._devices import (
     require,
 )
 from .._format import jsonable
+from ..timing import Work, calls_of, run_rounds
 
 # ---------------------------------------------------------------------------------------------
 # progress: the command line shows which measurement is running
@@ -221,26 +221,15 @@ def interleaved(fns: Sequence[Callable[[], Any]], repeats: int, *, warmup: int =
     starting with a different one each round, so that round r of every callable saw the
     same load on the machine and their ratios can be taken round by round
     (compare.ratio(..., paired=True)). `calls` per repeat: None sizes each callable's batch
-    with one more (untimed) run first. Rounds stop after `repeats`, or once they have taken
-    `max_s` seconds and at least 3 rounds ran. `devices`: the devices the callables work on
-    (each round's single repeat has no warm-up to learn them from; None: the host clock)."""
-    for fn in fns:
-        for _ in range(warmup):
-            fn()
-    sizes = [calls or gd.benchmark(fn, n_warmup=0, n_repeat=1).n_calls for fn in fns]
-    times: list[list[float]] = [[] for _ in fns]
-    overhead: list[list[float]] = [[] for _ in fns]
-    clock = "host"
-    started = time.perf_counter()
-    for r in range(repeats):
-        if r >= 3 and time.perf_counter() - started >= max_s:
-            break
-        for i in [(r + k) % len(fns) for k in range(len(fns))]:
-            res = gd.benchmark(fns[i], n_warmup=0, n_repeat=1, n_calls=sizes[i], devices=devices)
-            times[i].append(res.cpu_times[0] if wall else res.times[0])
-            overhead[i].append(res.overhead)
-            clock = "host" if wall else res.clock
-    return [stats(t, clock, calls=n, overhead=float(np.median(o))) for t, o, n in zip(times, overhead, sizes)]
+    as gd.benchmark does (those sizing batches are not rounds). Rounds stop after `repeats`,
+    or once they have taken `max_s` seconds and at least 3 rounds ran. `devices`: the GPUs
+    to time with CUDA events (None: the host clock only, up to the end of a synchronization
+    of every device with queued work). ``overhead_s`` is an empty call timed the same way."""
+    rounds = run_rounds([Work(calls_of(fn), n_calls=calls) for fn in fns], n_warmup=warmup, n_repeat=repeats,
+                        max_duration=max_s, min_rounds=3, sizing_s=1.0, devices=devices or [])
+    clock = "host" if wall or not rounds.stopwatch.gpus else "gpu"
+    return [stats(rounds.host_times(i) if wall else rounds.times[i], clock, calls=rounds.n_calls[i],
+                  overhead=rounds.empty_call(i)) for i in range(len(fns))]
 
 
 def first_call(fn: Callable[[], Any]) -> dict[str, Any]:

@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import _C, stats
-from .. import timing as _timing
+from .. import stats
+from ..timing import Work, _fn_name, calls_of, run_rounds
 from .._format import format_ratio, format_seconds
 
 __all__ = ["UNDECIDED", "Comparison", "UndecidedError", "assert_faster", "compare"]
@@ -88,10 +88,6 @@ class Comparison:
         return f"at most {format_ratio(1 / self.by)} slower"
 
 
-def _name(fn: Callable) -> str:
-    return _timing._fn_name(fn)
-
-
 def _check(fast: Any, slow: Any, by: Any, max_duration: Any, n_warmup: Any) -> None:
     op = "assert_faster"
     for label, fn in (("fast", fast), ("slow", slow)):
@@ -106,6 +102,15 @@ def _check(fast: Any, slow: Any, by: Any, max_duration: Any, n_warmup: Any) -> N
         raise ValueError(f"{op}: max_duration must be a finite number of seconds > 0, got {reprlib.repr(max_duration)}")
     if isinstance(n_warmup, bool) or not isinstance(n_warmup, int) or n_warmup < 0:
         raise ValueError(f"{op}: n_warmup must be an int >= 0, got {reprlib.repr(n_warmup)}")
+
+
+def _verdict(speedup: stats.Ratio, by: float) -> str | None:
+    """'pass' when the whole interval is at or above `by`, 'fail' when it is below; else None."""
+    if speedup.known and speedup.lo >= by:
+        return "pass"
+    if speedup.known and speedup.hi < by:
+        return "fail"
+    return None
 
 
 def _looks() -> Any:
@@ -130,38 +135,24 @@ def compare(fast: Callable[[], Any], slow: Callable[[], Any], *, by: float = 1.5
     """
     _check(fast, slow, by, max_duration, n_warmup)
     start = time.perf_counter()
-    _C._take_touched_devices()
-    for _ in range(n_warmup):
-        fast()
-        slow()
-    gpus = list(_C._take_touched_devices())
-    measure = _timing._Measurement(gpus, "assert_faster")
-    measure.sync()
-    deadline = start + max_duration
-    # each side's batch size, from a quarter of the budget at most
-    sizing = time.perf_counter() + max_duration / 4
-    n_fast, _ = _timing._autorange(measure, fast, sizing)
-    n_slow, _ = _timing._autorange(measure, slow, sizing)
-    fast_times: list[float] = []
-    slow_times: list[float] = []
     looks = _looks()
     next_look = next(looks)
-    outcome = "undecided"
-    while True:
-        order = ((fast, n_fast, fast_times), (slow, n_slow, slow_times))
-        for fn, n, times in order if len(fast_times) % 2 == 0 else order[::-1]:
-            times.append(measure.reported(measure(fn, n)) / n)
-        out_of_time = time.perf_counter() >= deadline
-        if len(fast_times) >= next_look or out_of_time:
-            next_look = next(looks)
-            speedup = stats.ratio(slow_times, fast_times, paired=True)
-            if speedup.known and speedup.lo >= by:
-                outcome = "pass"
-            elif speedup.known and speedup.hi < by:
-                outcome = "fail"
-            if outcome != "undecided" or out_of_time:
-                break
-    return Comparison(fast=_name(fast), slow=_name(slow), by=float(by), outcome=outcome, speedup=speedup,
+
+    def decided(times: list[list[float]]) -> str | None:
+        nonlocal next_look
+        if len(times[0]) < next_look:
+            return None
+        next_look = next(looks)
+        return _verdict(stats.ratio(times[1], times[0], paired=True), by)
+
+    # each side's batch size from a quarter of the budget at most; then the sides alternate,
+    # starting with the other one each round, until a look decides or the budget is spent
+    rounds = run_rounds([Work(calls_of(fast)), Work(calls_of(slow))], n_warmup=n_warmup, max_duration=max_duration,
+                        started=start, sizing_s=max_duration / 4, until=decided, op="assert_faster")
+    fast_times, slow_times = rounds.times
+    speedup = stats.ratio(slow_times, fast_times, paired=True)
+    outcome = _verdict(speedup, by) or "undecided"
+    return Comparison(fast=_fn_name(fast), slow=_fn_name(slow), by=float(by), outcome=outcome, speedup=speedup,
                       rounds=len(fast_times), seconds=time.perf_counter() - start, fast_times=fast_times,
                       slow_times=slow_times)
 
