@@ -158,6 +158,10 @@ def is_gpu(device: gd.Device) -> bool:
 DTYPES = [gd.float32, gd.float64, gd.int64, gd.int32]
 FLOAT_DTYPES = [gd.float32, gd.float64]
 DTYPE_IDS = ["float32", "float64", "int64", "int32"]
+# int32's range and its edge values (the extremes and their neighbours, small values, and 46341,
+# whose square passes the maximum), which each family's int32 tests run on
+I32 = np.iinfo(np.int32)
+INT32_EDGES = np.array([I32.min, I32.min + 1, -7, -1, 0, 1, 7, 46341, I32.max], np.int32)
 
 
 def rtol_for(dtype: Any) -> float:

@@ -13,6 +13,7 @@ import pytest
 import gpudev as gd
 from gpudev import _grad_rules
 from gpudev.nn import functional as F
+from conftest import assert_array
 
 # ---------------------------------------------------------------------------------------------
 # the check: analytic vector-Jacobian products against central differences
@@ -628,3 +629,16 @@ def test_setitem_with_repeated_indices_refuses_the_value_gradient(device):
     assert out.tolist() == [[0.0, 0.0]] * 3  # refused before anything was written
     out[[1, -2]] = v.detach()  # no gradient wanted: NumPy's last write
     assert out.tolist() == [[0.0, 0.0], [1.0, 1.0], [0.0, 0.0]]
+
+
+# ---------------------------------------------------------------------------------------------
+# int32: no gradients, and none needed
+# ---------------------------------------------------------------------------------------------
+
+def test_autograd_ignores_int32(device):
+    x = gd.asarray(np.array([1.0, 2.0], np.float32), device=device).requires_grad_()
+    y = (x.astype(gd.int32) * 2).astype(gd.float32) + x
+    y.sum().backward()
+    assert_array(x.grad, np.ones(2, np.float32))
+    with pytest.raises((TypeError, ValueError, RuntimeError)):
+        gd.ones(2, dtype=gd.int32, device=device).requires_grad_()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import gpudev as gd
-from conftest import CPU, DTYPE_IDS, DTYPES, Array, assert_array, host, is_gpu
+from conftest import CPU, DTYPE_IDS, DTYPES, I32, INT32_EDGES, Array, assert_array, host, is_gpu
 
 SHAPES = [(), (0,), (1,), (7,), (3, 4), (2, 0, 3), (72, 73, 74)]
 SHAPE_IDS = [str(s) for s in SHAPES]
@@ -259,3 +259,77 @@ def test_array_roundtrip_numpy(device, shape, dtype):
     assert_array(a, src, device=device)
     if is_gpu(device):
         assert_array(a, host(gd.array(src)))
+
+
+# ---------------------------------------------------------------------------------------------
+# int32: the dtype, making arrays, conversions, Python numbers that do not fit
+# ---------------------------------------------------------------------------------------------
+
+def test_the_int32_dtype():
+    assert gd.int32 is np.int32 and "int32" in gd.__all__
+    assert gd.iinfo(gd.int32).min == I32.min and gd.iinfo(gd.int32).bits == 32
+    assert np.dtype(gd.int32).itemsize == 4
+
+
+def test_int32_creation(device):
+    a = gd.array([1, -2, 3], dtype=gd.int32, device=device)
+    assert a.dtype == gd.int32 and a.tolist() == [1, -2, 3] and a.nbytes == 12
+    assert gd.zeros((2, 3), dtype=gd.int32, device=device).tolist() == [[0] * 3] * 2
+    assert_array(gd.ones(4, dtype="int32", device=device), np.ones(4, np.int32))
+    assert_array(gd.full((2,), -5, dtype=gd.int32, device=device), np.full(2, -5, np.int32))
+    assert_array(gd.full((2,), np.int32(9), device=device), np.full(2, 9, np.int32))  # keeps its dtype
+    assert_array(gd.arange(-5, 20, 3, dtype=gd.int32, device=device), np.arange(-5, 20, 3, dtype=np.int32))
+    assert_array(gd.arange(0.5, 5, 1.5, dtype=gd.int32, device=device), np.arange(0.5, 5, 1.5, dtype=np.int32))
+    assert_array(gd.arange(I32.max - 3, I32.max, dtype=gd.int32, device=device),
+                 np.arange(I32.max - 3, I32.max, dtype=np.int32))
+    assert_array(gd.asarray(INT32_EDGES, device=device), INT32_EDGES)
+    assert_array(gd.zeros_like(gd.asarray(INT32_EDGES, device=device)), np.zeros_like(INT32_EDGES))
+
+
+def test_int32_numpy_round_trips():
+    a = gd.asarray(INT32_EDGES)
+    assert a.dtype == gd.int32 and np.shares_memory(a.numpy(), INT32_EDGES)  # zero-copy, as for int64
+    assert a.numpy().dtype == np.int32 and np.asarray(a).dtype == np.int32
+    assert gd.array(np.int32(-7)).dtype == gd.int32 and gd.array(np.int32(-7)).item() == -7
+    assert isinstance(a[0].item(), int) and a[0].item() == I32.min and a.tolist() == INT32_EDGES.tolist()
+    assert "int32" in repr(gd.asarray(np.array([1, 2], np.int32)))
+    assert memoryview(a).format == "i" and memoryview(a).itemsize == 4
+
+
+def test_int32_astype(device):
+    f = np.array([-2.7, -0.5, 0.5, 2.7, 3e9, -3e9, np.nan, np.inf], np.float64)
+    x = gd.asarray(f, device=device)
+    with np.errstate(invalid="ignore"):
+        want = f.astype(np.int32)
+    assert_array(x.astype(gd.int32), want)
+    big = np.array([2**31, -(2**31) - 1, 2**40 + 5, -1], np.int64)
+    assert_array(gd.asarray(big, device=device).astype(gd.int32), big.astype(np.int32))  # low 32 bits
+    e = gd.asarray(INT32_EDGES, device=device)
+    for dt in (gd.float32, gd.float64, gd.int64, gd.bool):
+        assert_array(e.astype(dt), INT32_EDGES.astype(dt))
+    assert_array(gd.asarray([True, False], device=device).astype(gd.int32), np.array([1, 0], np.int32))
+
+
+def test_int32_array_from_python_numbers_that_do_not_fit():
+    with pytest.raises(OverflowError, match=r"array: a number in the input does not fit in int32 .*gd\.int64"):
+        gd.array([1, 2**31], dtype=gd.int32)
+    with pytest.raises(OverflowError, match=r"does not fit in int32"):
+        gd.array([1.0, 3e9], dtype=gd.int32)
+    assert gd.array([1.9, -1.9], dtype=gd.int32).tolist() == np.array([1.9, -1.9], dtype=np.int32).tolist()
+    with pytest.raises(OverflowError, match=r"full: fill_value 2147483648 does not fit in int32"):
+        gd.full(2, 2**31, dtype=gd.int32)
+    with pytest.raises(OverflowError, match=r"arange: .* do not fit in int32; use dtype=gd.int64"):
+        gd.arange(2**31 - 2, 2**31 + 2, dtype=gd.int32)
+
+
+def test_python_ints_past_int32_in_searchsorted_setitem_and_arange(device):
+    x = gd.asarray(np.array([1, 2, 3], np.int32), device=device)
+    assert gd.searchsorted(x, 2**40).item() == np.searchsorted(np.array([1, 2, 3], np.int32), 2**40) == 3
+    for v in (np.int64(2**40 + 3), np.uint32(2**32 - 1), 2**31):  # NumPy's setitem raises for each
+        with pytest.raises(OverflowError, match=r"setitem: Python integer \d+ out of bounds for int32"):
+            x[0] = v
+    x[1] = np.int64(-7)
+    assert x.tolist() == [1, -7, 3]
+    # (n - 1) * step is 2**63 here: past int64 itself, so past int32 too
+    with pytest.raises(OverflowError, match=r"arange: 2147483649 values .* do not fit in int32"):
+        gd.arange(-(2**31), 2**63 - 1, 2**32, dtype=gd.int32, device=device)

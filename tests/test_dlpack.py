@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import gpudev as gd
-from conftest import DTYPE_IDS, DTYPES, NO_GPU, NUM_GPUS, assert_array, is_gpu, sample
+from conftest import DTYPE_IDS, DTYPES, INT32_EDGES, NO_GPU, NUM_GPUS, assert_array, is_gpu, sample
 
 SHAPES = [(), (0,), (7,), (1, 1, 5), (2, 0, 3), (72, 73)]
 
@@ -789,3 +789,20 @@ def test_cupy_strided_gpu_view_is_shared(cuda0):
     assert g.strides == src.strides
     assert _gpu_ptr(g) == src.data.ptr
     np.testing.assert_array_equal(g.cpu().numpy(), cp.asnumpy(src))
+
+
+# ---------------------------------------------------------------------------------------------
+# int32: DLPack, save and load
+# ---------------------------------------------------------------------------------------------
+
+def test_int32_dlpack_and_save_load(device, tmp_path):
+    x = gd.asarray(INT32_EDGES, device=device)
+    if device.type == "cpu":
+        back = np.from_dlpack(x)
+        assert back.dtype == np.int32 and back.tolist() == INT32_EDGES.tolist()
+        y = gd.from_dlpack(INT32_EDGES)
+        assert y.dtype == gd.int32 and np.shares_memory(y.numpy(), INT32_EDGES)
+    gd.save(x, tmp_path / "x.npy")
+    assert np.load(tmp_path / "x.npy").dtype == np.int32
+    z = gd.load(tmp_path / "x.npy", device=device)
+    assert_array(z, INT32_EDGES, device=device)

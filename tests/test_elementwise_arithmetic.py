@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import gpudev as gd
-from conftest import CPU, DTYPE_IDS, DTYPES, FLOAT_DTYPES, assert_array, check, host, is_gpu, sample
+from conftest import CPU, DTYPE_IDS, DTYPES, FLOAT_DTYPES, I32, INT32_EDGES, assert_array, check, host, is_gpu, sample
 
 BINARY_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv}
 
@@ -352,3 +352,100 @@ def test_chain_of_operations_matches_the_cpu(cuda0):
     assert on_gpu.device == cuda0 and on_cpu.device == CPU
     assert_array(on_gpu, host(on_cpu), rtol=1e-5, atol=1e-6)
     assert is_gpu(on_gpu.device)
+
+
+# ---------------------------------------------------------------------------------------------
+# int32: promotion (NumPy 2), wrapping and edge values against NumPy
+# ---------------------------------------------------------------------------------------------
+
+INT32_OTHERS = [np.float32, np.float64, np.int64, np.int32, np.bool_]
+
+
+@pytest.mark.parametrize("other", INT32_OTHERS, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("op", [operator.add, operator.mul, operator.sub, operator.truediv, operator.lt,
+                                operator.floordiv], ids=lambda f: f.__name__)
+def test_int32_promotion_with_arrays(device, other, op):
+    a = sample((3, 4), np.int32, seed=1, low=1, high=9)
+    b = sample((3, 4), other, seed=2, low=1, high=9) if other is not np.bool_ else np.ones((3, 4), bool)
+    if op is operator.sub and other is np.bool_:
+        b = b.astype(np.int32)
+    check(op, a, b, device=device)
+    check(op, b, a, device=device)
+
+
+@pytest.mark.parametrize("scalar", [3, -2, 2.5, True, np.int32(-4), np.int64(3), np.int16(2), np.uint16(9),
+                                    np.uint32(11), np.float32(1.5), np.float64(-2.25), np.bool_(True)],
+                         ids=lambda s: f"{type(s).__name__}({s})")
+def test_int32_promotion_with_scalars(device, scalar):
+    a = sample((2, 3), np.int32, low=1, high=9)
+    for op in (operator.add, operator.mul, operator.truediv, operator.lt):
+        check(lambda x: op(x, scalar), a, device=device)
+        check(lambda x: op(scalar, x), a, device=device)
+
+
+def test_int32_result_type_matches_the_operations(device):
+    x = gd.ones(2, dtype=gd.int32, device=device)
+    for other in (gd.float32, gd.float64, gd.int64, gd.bool):
+        y = gd.ones(2, dtype=other, device=device)
+        assert (x + y).dtype == gd.result_type(gd.int32, other) == np.result_type(np.int32, other)
+    assert (x + 1).dtype == gd.int32 and (x + 1.5).dtype == gd.float64 and (x + True).dtype == gd.int32
+    assert gd.matmul(gd.ones((2, 2), dtype=gd.int32), gd.ones((2, 2), dtype=gd.int64)).dtype == gd.int64
+
+
+def _int32_pairs():
+    a = np.repeat(INT32_EDGES, INT32_EDGES.size)
+    b = np.tile(INT32_EDGES, INT32_EDGES.size)
+    return a, b
+
+
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "floor_divide", "remainder", "maximum",
+                                  "minimum", "bitwise_and", "bitwise_or", "bitwise_xor", "equal", "less",
+                                  "greater_equal"])
+def test_int32_binary_edges(device, name):
+    a, b = _int32_pairs()
+    check(getattr(gd, name), a, b, device=device, ref=getattr(np, name))
+
+
+def test_int32_shifts_and_powers(device):
+    a = np.array([1, -1, 5, I32.min, I32.max, -5, 3, 7], np.int32)
+    n = np.array([31, 32, 33, 0, 1, 40, -1, 100], np.int32)
+    check(gd.bitwise_left_shift, a, n, device=device, ref=np.left_shift)
+    check(gd.bitwise_right_shift, a, n, device=device, ref=np.right_shift)
+    e = np.array([20, 31, 0, 2, 1, 3, 30, 5], np.int32)
+    check(operator.pow, a, e, device=device)
+    check(lambda x: x ** 3, a, device=device)
+    with pytest.raises(ValueError, match="power: .*negative integer powers"):
+        gd.asarray(a, device=device) ** gd.asarray(-e - 1, device=device)
+
+
+@pytest.mark.parametrize("name", ["negative", "abs", "square", "invert", "sign", "ceil", "floor", "trunc", "round"])
+def test_int32_unary_edges(device, name):
+    np_name = {"abs": "absolute", "round": "rint"}.get(name, name)
+    ref = np.round if name == "round" else getattr(np, np_name)
+    check(getattr(gd, name), INT32_EDGES, device=device, ref=ref)
+
+
+@pytest.mark.parametrize("name", ["exp", "sqrt", "sin", "log1p", "tanh", "sigmoid"])
+def test_int32_float_functions_compute_in_float64(device, name):
+    x = np.array([0, 1, 2, 7, 30], np.int32)
+    got = getattr(gd, name)(gd.asarray(x, device=device))
+    assert got.dtype == gd.float64
+    if name != "sigmoid":
+        assert_array(got, getattr(np, name)(x))
+
+
+def test_inplace_keeps_int32(device):
+    a = sample((3, 3), np.int32)
+    x = gd.array(a, device=device)  # a copy: asarray would share a's memory on the CPU
+    x += 2**31 - 1
+    x *= gd.asarray(np.full((3, 3), 3, np.int64), device=device)  # same_kind: int64 result cast back
+    with np.errstate(over="ignore"):
+        want = (a + np.int32(2**31 - 1)) * np.int64(3)
+    assert_array(x, want.astype(np.int32))
+    with pytest.raises(TypeError, match="cannot cast the float64 result to int32 in place"):
+        x += 0.5
+
+
+def test_int32_host_values_agree_with_cpu(device):
+    a = gd.asarray(INT32_EDGES, device=device)
+    assert host(a * a).tolist() == (INT32_EDGES * INT32_EDGES).tolist()

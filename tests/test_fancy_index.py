@@ -373,3 +373,41 @@ def test_index_add_checks_its_arguments():
         gd._C._index_add(dst, 0, gd.ones((1, 2)))
     gd._C._index_add(dst, gd.array([2, -1, 0]), gd.ones((3, 2)))
     assert dst.tolist() == [[1.0, 1.0], [0.0, 0.0], [2.0, 2.0]]
+
+
+# ---------------------------------------------------------------------------------------------
+# int32 index arrays and int32 data
+# ---------------------------------------------------------------------------------------------
+
+def test_int32_index_arrays(device):
+    src = sample((6, 6), np.float32)
+    x = gd.asarray(src, device=device)
+    idx = np.array([5, 0, -1, 2, 2], np.int32)
+    for i in (idx, gd.asarray(idx, device=device), gd.asarray(idx)):
+        assert_array(x[i], src[idx])
+        assert_array(x[:, i[:3] if isinstance(i, np.ndarray) else i[:3]], src[:, idx[:3]])
+    assert_array(gd.take(x, gd.asarray(idx, device=device), axis=0), np.take(src, idx, axis=0))
+    y = gd.zeros((6, 6), device=device)
+    y[gd.asarray(idx[:3], device=device)] = 1.0
+    want = np.zeros((6, 6), np.float32)
+    want[idx[:3]] = 1.0
+    assert_array(y, want)
+    with pytest.raises(IndexError):
+        x[gd.asarray(np.array([6], np.int32), device=device)]
+    assert_array(gd.repeat(x[:, 0], gd.asarray(np.array([1, 0, 2, 1, 0, 3], np.int32), device=device)),
+                 np.repeat(src[:, 0], np.array([1, 0, 2, 1, 0, 3])))
+
+
+def test_int32_data_indexed(device):
+    a = sample((5, 4), np.int32)
+    x = gd.array(a, device=device)
+    assert_array(x[x > 0], a[a > 0])
+    assert_array(x[[4, 0]], a[[4, 0]])
+    assert_array(x[1:, ::2].T, a[1:, ::2].T)
+    x[x < 0] = -1
+    a[a < 0] = -1
+    assert_array(x, a)
+    assert_array(gd.sort(x, axis=1), np.sort(a, axis=1))
+    assert_array(gd.unique_values(x), np.unique(a))
+    assert_array(gd.nonzero(x)[0], np.nonzero(a)[0])
+    assert int(gd.asarray(np.int32(3))) == 3 and [10, 20, 30, 40][gd.asarray(np.int32(2))] == 30

@@ -103,7 +103,7 @@ def test_gpu_check_names_test_files_that_exist():
     assert listed, "first_tests=(...) not found in tools/gpu_check.sh"
     files = listed.group(1).split()
     assert files[0] == "tests/test_cuda_runtime.py" and len(files) >= 8, files
-    newest = {"tests/test_int32.py", "tests/test_axpby.py", "tests/test_elementwise_accuracy.py", "tests/test_threads.py"}
+    newest = {"tests/test_matmul.py", "tests/test_axpby.py", "tests/test_elementwise_accuracy.py", "tests/test_threads.py"}
     assert newest <= set(files), files
     missing = [f for f in files if not (ROOT / f).is_file()]
     assert not missing, f"tools/gpu_check.sh runs first test files that do not exist: {missing}"

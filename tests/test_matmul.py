@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 import pytest
 
@@ -72,3 +74,16 @@ def test_batched_matmul_of_many_small_matrices(device):
           rtol=0, atol=_matmul_atol(10, np.float32))
 
 
+# ---------------------------------------------------------------------------------------------
+# int32: products past int32 wrap, as NumPy's
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape_a, shape_b", [((3, 4), (4, 5)), ((2, 3, 4), (4, 1)), ((5,), (5,)), ((2, 0), (0, 3))],
+                         ids=str)
+def test_int32_matmul(device, shape_a, shape_b):
+    a = sample(shape_a, np.int32, seed=1, low=-50000, high=50000)
+    b = sample(shape_b, np.int32, seed=2, low=-50000, high=50000)
+    check(operator.matmul, a, b, device=device)  # products past int32 wrap, as NumPy's
+    check(lambda x, y: x @ y.T.T, a, b, device=device)
+    check(operator.matmul, a, b.astype(np.int64), device=device)
+    check(operator.matmul, a.astype(np.float32), b, device=device, rtol=1e-5)

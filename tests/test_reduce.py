@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import gpudev as gd
-from conftest import DTYPE_IDS, DTYPES, FLOAT_DTYPES, assert_array, check, host, rtol_for, sample
+from conftest import DTYPE_IDS, DTYPES, FLOAT_DTYPES, I32, INT32_EDGES, assert_array, check, host, rtol_for, sample
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,3 +164,33 @@ def test_norm_of_large_float32_is_accurate(device):
     assert abs(got - exact) <= 1e-7 * exact
 
 
+# ---------------------------------------------------------------------------------------------
+# int32: sums into int64, as NumPy's
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 2)], ids=str)
+def test_int32_reductions(device, axis):
+    a = np.full((3, 70, 5), I32.max, np.int32)
+    a[1] = sample((70, 5), np.int32, low=-1000, high=1000)
+    x = gd.asarray(a, device=device)
+    assert_array(x.sum(axis=axis), a.sum(axis=axis))  # int64: no wrap past int32
+    assert_array(gd.sum(x, axis=axis), np.sum(a, axis=axis))
+    assert_array(x.max(axis=axis), a.max(axis=axis))
+    assert_array(x.min(axis=axis), a.min(axis=axis))
+    assert_array(x.mean(axis=axis), a.mean(axis=axis))
+    assert_array(gd.prod(x % 3, axis=axis), np.prod(a % 3, axis=axis))
+    if axis is None or isinstance(axis, int):
+        assert_array(gd.argmax(x, axis=axis), np.argmax(a, axis=axis))
+        assert_array(gd.argmin(x, axis=axis), np.argmin(a, axis=axis))
+
+
+def test_int32_reduction_dtypes(device):
+    x = gd.asarray(INT32_EDGES, device=device)
+    assert x.sum().dtype == gd.int64 and x.sum().item() == int(INT32_EDGES.astype(np.int64).sum())
+    assert x.max().dtype == gd.int32 and x.max().item() == I32.max
+    assert x.mean().dtype == gd.float64 and gd.norm(x).dtype == gd.float64
+    assert gd.cumulative_sum(x).dtype == gd.int64
+    assert_array(gd.cumulative_sum(x), np.cumsum(INT32_EDGES))
+    assert gd.count_nonzero(x).item() == np.count_nonzero(INT32_EDGES)
+    assert_array(x.sum(axis=0, keepdims=True), INT32_EDGES.sum(axis=0, keepdims=True))
+    assert_array(gd.zeros((0, 3), dtype=gd.int32, device=device).sum(axis=0), np.zeros((0, 3), np.int32).sum(axis=0))

@@ -52,5 +52,3 @@ def test_concatenate_accepts_tuples_and_views(device):
     a = gd.arange(12, device=device).reshape(3, 4)
     assert_array(gd.concatenate((a[2:], a[:1])), np.arange(12).reshape(3, 4)[[2, 0]])
     assert_array(gd.stack((a[0], a[1]), axis=1), np.stack([np.arange(4), np.arange(4, 8)], axis=1))
-
-

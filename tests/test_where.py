@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import host, is_gpu
+from conftest import check, host, is_gpu, sample
 from test_autograd import gradcheck, rnd
 
 import gpudev as gd
@@ -250,3 +250,18 @@ def test_the_condition_gets_no_gradient(device):
     np.testing.assert_array_equal(host(x.grad), np.where(host(c) != 0, 1.0, 0.0))
     with gd.no_grad():
         assert not gd.where(c, x, 1.0).requires_grad
+
+
+# ---------------------------------------------------------------------------------------------
+# int32
+# ---------------------------------------------------------------------------------------------
+
+def test_int32_where_and_clip(device):
+    a = sample((4, 5), np.int32)
+    check(lambda x: gd.where(x > 0, x, -1), a, device=device, ref=lambda x: np.where(x > 0, x, -1).astype(np.int32))
+    check(lambda x: gd.clip(x, -3, 4), a, device=device, ref=lambda x: np.clip(x, -3, 4))
+    with pytest.raises(OverflowError, match="where: Python integer 4294967296 out of bounds for int32"):
+        gd.where(gd.asarray(a, device=device) > 0, gd.asarray(a, device=device), 2**32)
+    # bounds past the dtype's range clip nothing on their side, as NumPy's clip
+    check(lambda x: gd.clip(x, -(2**40), 2**40), a, device=device, ref=lambda x: np.clip(x, -(2**40), 2**40))
+    check(lambda x: gd.clip(x, 0, 2**70), a, device=device, ref=lambda x: np.clip(x, 0, 2**62))

@@ -294,10 +294,10 @@ else
 fi
 # The tests that run before the others, so that a time-out still leaves their results: those
 # written for real hardware, then the newest kernels' (window.cu: convolution, pooling and
-# batch norm's layers; int32, axpby, exp and log, threads;
+# batch norm's layers; int32 products, axpby, exp and log, threads;
 # gather.cu: index arrays, masks, nonzero; bool bytes from other libraries; argreduce.cu;
 # where; the newest elementwise operations), newest first. A new kernel's tests go at the front.
-first_tests=(tests/test_cuda_runtime.py tests/test_conv.py tests/test_pool.py tests/test_batchnorm.py tests/test_int32.py tests/test_axpby.py tests/test_elementwise_accuracy.py
+first_tests=(tests/test_cuda_runtime.py tests/test_conv.py tests/test_pool.py tests/test_batchnorm.py tests/test_matmul.py tests/test_axpby.py tests/test_elementwise_accuracy.py
              tests/test_threads.py tests/test_index_alias.py tests/fuzz/test_fuzz_alias.py tests/test_ingest.py
              tests/fuzz/test_fuzz_bool_bytes.py tests/test_fancy_index.py tests/test_argminmax.py
              tests/test_where.py tests/test_where_props.py tests/test_elementwise_functions.py tests/test_softmax.py)
