@@ -237,3 +237,15 @@ def test_a_linear_layer_trains_the_same_as_before(device):
         opt.step()
         np.testing.assert_array_equal(host(lin.weight), w)
         np.testing.assert_array_equal(host(lin.bias), b)
+
+
+# ---------------------------------------------------------------------------------------------
+# in-place updates of overlapping operands
+# ---------------------------------------------------------------------------------------------
+
+
+def test_scaled_add_reads_an_overlapping_x_before_scaling_y(device):
+    a = gd.arange(5.0, device=device)
+    scaled_add_(a[:4], 2.0, a[1:], 3.0)  # the core's one pass refuses overlap: the fallback runs
+    old = np.arange(5.0)
+    np.testing.assert_array_equal(host(a), np.concatenate([2 * old[:4] + 3 * old[1:], old[4:]]))

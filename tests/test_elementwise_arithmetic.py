@@ -4,6 +4,7 @@ test_matmul.py; stack and concatenate: test_shape_ops.py."""
 
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -449,3 +450,78 @@ def test_inplace_keeps_int32(device):
 def test_int32_host_values_agree_with_cpu(device):
     a = gd.asarray(INT32_EDGES, device=device)
     assert host(a * a).tolist() == (INT32_EDGES * INT32_EDGES).tolist()
+
+
+# ---------------------------------------------------------------------------------------------
+# Python scalars of another kind than the array
+# ---------------------------------------------------------------------------------------------
+
+SORTED = {"int64": np.array([1, 2, 9]), "int32": np.array([1, 2, 9], np.int32),
+          "bool": np.array([False, True]), "float32": np.array([1.0, 16777216.0], np.float32),
+          "float64": np.array([1.0, 2.5, 9.0])}
+VALUES = [2.5, -0.5, 2, True, 16777217.0, 1e300, math.nan, math.inf, -2**63, [2.5, 1.5], [[0.5], [2.0]]]
+
+
+@pytest.mark.parametrize("kind", sorted(SORTED))
+def test_searchsorted_compares_python_numbers_as_numpy(device, kind):
+    x1 = SORTED[kind]
+    for value in VALUES:
+        for side in ("left", "right"):
+            got = gd.searchsorted(gd.asarray(x1, device=device), value, side=side)
+            np.testing.assert_array_equal(host(got), np.searchsorted(x1, value, side=side),
+                                          err_msg=f"{kind} {value!r} {side}")
+    assert gd.searchsorted(gd.asarray([1, 2, 9], device=device), 2.5).item() == 2
+
+
+def test_diff_takes_a_scalar_prepend_and_append_as_numpy(device):
+    for x, kw in [(np.arange(3), {"prepend": 0.5}), (np.arange(6).reshape(2, 3), {"append": 7, "axis": 0}),
+                  (np.arange(3, dtype=np.int32), {"prepend": 7}), (np.array([True, False]), {"prepend": 2}),
+                  (np.arange(3.0, dtype=np.float32), {"prepend": 0.1, "append": np.array(2.0)})]:
+        got = gd.diff(gd.asarray(x, device=device), **kw)
+        want = np.diff(x, **kw)
+        assert got.dtype == want.dtype, kw
+        np.testing.assert_array_equal(host(got), want)
+
+
+def _setitem(lib, a, s):
+    a[1] = s
+    return a
+
+
+def _fill(lib, a, s):
+    if lib is np:
+        a.fill(s)
+        return a
+    return a.fill_(s)
+
+
+SCALAR_FUNCTIONS = {
+    "clip lo": lambda lib, a, s: lib.clip(a, s, None), "clip hi": lambda lib, a, s: lib.clip(a, None, s),
+    "where": lambda lib, a, s: lib.where(a > 1, a, s), "full_like": lambda lib, a, s: lib.full_like(a, s),
+    "maximum": lambda lib, a, s: lib.maximum(a, s), "minimum": lambda lib, a, s: lib.minimum(s, a),
+    "less": lambda lib, a, s: a < s, "equal": lambda lib, a, s: a == s, "add": lambda lib, a, s: a + s,
+    "setitem": _setitem, "fill": _fill,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR_FUNCTIONS))
+def test_functions_taking_a_scalar_give_numpys_answer_for_other_kinds(device, name):
+    fn = SCALAR_FUNCTIONS[name]
+    for x in (np.array([1, 2, 9]), np.array([False, True, True]), np.array([1, 2, 9], np.int32)):
+        for s in (2.5, -0.5, True, 2, 16777217.0):
+            want = fn(np, x.copy(), s)
+            got = fn(gd, gd.asarray(x, device=device), s)
+            assert got.dtype == want.dtype, (name, x.dtype, s)
+            np.testing.assert_array_equal(host(got), want, err_msg=f"{name} {x.dtype} {s!r}")
+
+
+def test_clip_to_an_int_bound_the_dtype_cannot_hold_raises_as_numpy(device):
+    x = np.array([0, 5], np.int32)
+    for low, high in [(2**40, None), (None, -2**40), (2**63, None)]:
+        with pytest.raises(OverflowError):
+            np.clip(x, low, high)
+        with pytest.raises(OverflowError, match=r"^clip: Python integer -?\d+ out of bounds for int32"):
+            gd.clip(gd.asarray(x, device=device), low, high)
+    # past the range on the side that clips nothing, the bound changes nothing (NumPy's answer)
+    for low, high in [(-2**40, None), (None, 2**40), (-2**70, 2**70)]:
+        np.testing.assert_array_equal(host(gd.clip(gd.asarray(x, device=device), low, high)), np.clip(x, -2**31, 2**31 - 1))

@@ -411,3 +411,27 @@ def test_int32_data_indexed(device):
     assert_array(gd.unique_values(x), np.unique(a))
     assert_array(gd.nonzero(x)[0], np.nonzero(a)[0])
     assert int(gd.asarray(np.int32(3))) == 3 and [10, 20, 30, 40][gd.asarray(np.int32(2))] == 30
+
+
+# ---------------------------------------------------------------------------------------------
+# take: its own name in errors, bool indices as NumPy reads them
+# ---------------------------------------------------------------------------------------------
+
+
+def test_take_errors_name_take(device):
+    x = gd.arange(3, device=device)
+    with pytest.raises(IndexError, match="^take: index 5 is out of bounds for axis 0 with size 3"):
+        gd.take(x, gd.asarray([5], device=device))
+    with pytest.raises(IndexError, match="^take: arrays used as indices must be of integer"):
+        gd.take(x, gd.asarray([1.5], device=device))
+    with pytest.raises(IndexError, match="^take_along_axis: index 7 is out of bounds"):
+        gd.take_along_axis(x, gd.asarray([7], device=device))
+    with pytest.raises(IndexError, match="^take_along_axis: indices must be an integer array"):
+        gd.take_along_axis(x, gd.asarray([True, False], device=device))
+
+
+def test_take_reads_bool_indices_as_positions_as_numpy(device):
+    x = np.arange(3)
+    idx = np.array([True, False, True])
+    np.testing.assert_array_equal(host(gd.take(gd.asarray(x, device=device), gd.asarray(idx, device=device))),
+                                  np.take(x, idx))

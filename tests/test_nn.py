@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 
 import numpy as np
 import pytest
 
 import gpudev as gd
 from gpudev import nn
+from gpudev.testing import assert_allclose
 from conftest import CPU, NUM_GPUS, assert_array, host, sample
 
 
@@ -375,3 +377,79 @@ def test_wrongly_shaped_gradient_is_refused():
                                          r"float32 on cpu for an array of shape \(2, 3\)"):
         lin.weight.grad = gd.zeros((5,))
     assert lin.weight.grad is None
+
+
+# ---------------------------------------------------------------------------------------------
+# cross_entropy with logits masked by -inf
+# ---------------------------------------------------------------------------------------------
+
+
+def _reference_ce(logits: np.ndarray, target: np.ndarray) -> tuple[float, np.ndarray]:
+    """PyTorch's mean cross entropy and its gradient, in float64 NumPy."""
+    top = logits.max(axis=1, keepdims=True)
+    e = np.exp(logits - top)
+    lse = np.log(e.sum(axis=1)) + top[:, 0]
+    loss = np.mean(lse - logits[np.arange(len(target)), target])
+    hot = np.eye(logits.shape[1])[target]
+    return loss, (e / e.sum(axis=1, keepdims=True) - hot) / len(target)
+
+
+def test_cross_entropy_with_neg_inf_logits_gives_pytorchs_finite_answer(device):
+    logits = np.array([[2.0, 1.0, -np.inf], [-np.inf, 0.5, 3.0]])
+    target = np.array([0, 2])
+    x = gd.asarray(logits, dtype=gd.float32, device=device).requires_grad_()
+    with gd.strict("sync"):  # the training step's contract: no host read
+        loss = nn.functional.cross_entropy(x, gd.asarray(target, device=device))
+        loss.backward()
+    want, grad = _reference_ce(logits, target)
+    assert_allclose(loss, np.float32(want), kind="elementwise")
+    assert_allclose(x.grad, grad.astype(np.float32), kind="elementwise")
+    one = nn.functional.cross_entropy(gd.asarray([[2.0, 1.0, -np.inf]], device=device), gd.asarray([0], device=device))
+    assert abs(one.item() - 0.3132617) < 1e-6
+
+
+def test_cross_entropy_of_a_neg_inf_target_logit_is_inf(device):
+    x = gd.asarray([[2.0, 1.0, -np.inf]], device=device).requires_grad_()
+    loss = nn.functional.cross_entropy(x, gd.asarray([2], device=device), reduction="sum")
+    loss.backward()
+    assert loss.item() == math.inf
+    assert np.isfinite(host(x.grad)).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# nn.init: zero-element weights, bad bounds
+# ---------------------------------------------------------------------------------------------
+
+INITS = ["kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_"]
+
+
+@pytest.mark.parametrize("name", INITS)
+@pytest.mark.parametrize("shape", [(0, 5), (5, 0), (0, 0), (3, 0, 2), (0,)])
+def test_init_of_a_zero_element_weight_warns_and_returns_it(device, name, shape):
+    w = gd.zeros(shape, device=device)
+    with pytest.warns(UserWarning, match="^Initializing zero-element tensors is a no-op$"):
+        out = getattr(nn.init, name)(w)
+    assert out is w and w.shape == shape
+
+
+def test_init_of_a_weight_with_elements_does_not_warn(device):
+    w = gd.zeros((3, 4), device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in INITS:
+            getattr(nn.init, name)(w)
+    assert float(gd.abs(w).max().item()) > 0
+
+
+def test_init_bounds_and_std_are_checked_as_pytorch(device):
+    w = gd.zeros(4, device=device)
+    with pytest.raises(RuntimeError, match=r"^uniform_ expects to return a \[from, to\) range, but found from=5 > to=1"):
+        nn.init.uniform_(w, 5, 1)
+    with pytest.raises(RuntimeError, match="^normal expects std >= 0.0, but found std -1"):
+        nn.init.normal_(w, 0, -1)
+    with pytest.raises(ValueError, match="^normal expects std >= 0.0, but found std nan"):
+        w.normal_(0, math.nan)
+    with pytest.raises(ValueError, match="^from is out of bounds for float32"):
+        w.uniform_(-math.inf, 0)
+    assert host(w).tolist() == [0.0] * 4  # nothing written by a refused call
+    assert host(nn.init.uniform_(w, 1, 1)).tolist() == [1.0] * 4

@@ -268,3 +268,19 @@ def test_the_examples_in_the_docstrings_run(name):
 
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# gpudev.testing.assert_allclose: integers exactly
+# ---------------------------------------------------------------------------------------------
+
+
+def test_assert_allclose_compares_int64_exactly(device):
+    with pytest.raises(AssertionError, match="Arrays are not equal"):
+        assert_allclose(gd.asarray([2**62 + 1], device=device), np.array([2**62]))
+    with pytest.raises(AssertionError):
+        assert_allclose(gd.asarray([2**62 + 2], device=device), [2**62], atol=1)
+    assert_allclose(gd.asarray([2**62 + 1, -2**63], device=device), np.array([2**62 + 1, -2**63]))
+    assert_allclose(gd.asarray([2**62 + 1], device=device), [2**62], atol=1)
+    with pytest.raises(ValueError, match="^assert_allclose: kind must be one of"):
+        assert_allclose(gd.asarray([1], device=device), [1], kind="elemntwise")

@@ -4,6 +4,8 @@ formulas, and the layers autograd made new (Sigmoid, Tanh, Flatten, Dropout)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -207,3 +209,25 @@ def test_moving_a_model_after_building_the_optimizer_is_reported(cuda0):
     nn.MSELoss()(model(gd.ones((2, 10), device=cuda0)), gd.zeros((2, 10), device=cuda0)).backward()
     with pytest.raises(RuntimeError, match=r"build the optimizer after model.to\(device\)"):
         opt.step()
+
+
+# ---------------------------------------------------------------------------------------------
+# optimizers: lr = 0 as PyTorch
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make", [lambda ps, lr: gd.optim.SGD(ps, lr=lr, momentum=0.9),
+                                  lambda ps, lr: gd.optim.Adam(ps, lr=lr),
+                                  lambda ps, lr: gd.optim.AdamW(ps, lr=lr, weight_decay=0.1)],
+                         ids=["SGD", "Adam", "AdamW"])
+def test_optimizers_accept_lr_zero_and_leave_the_parameters(device, make):
+    w = gd.asarray([1.0, -2.0, 3.0], device=device).requires_grad_()
+    opt = make([w], 0)
+    (w * w).sum().backward()
+    opt.step()
+    assert host(w.detach()).tolist() == [1.0, -2.0, 3.0]
+    with pytest.raises(ValueError, match=r"lr must be a finite number >= 0 \(0 leaves the parameters as they "
+                                         r"are\), got -0.1"):
+        make([w], -0.1)
+    with pytest.raises(ValueError, match="lr must be a finite number >= 0"):
+        make([{"params": [w], "lr": math.nan}], 0.1)
