@@ -4,6 +4,10 @@
 # import gpudev, train a small model with gpudev.nn, check that the installed gpudev/_C.pyi
 # (which the build writes) describes the installed extension, run `python -m gpudev info` and
 # the exercises' quick mode. Also checks that the wheel holds every Python file of the package.
+# The wheel is first repaired as `make wheels` repairs it (auditwheel, no CUDA library and no
+# OpenBLAS vendored: REPAIR_EXCLUDES), and the repaired wheel is installed and used with no
+# compiler on the PATH and, where a user namespace may mount, no CUDA toolkit visible: what a
+# user without build tools gets from PyPI.
 #
 #   tools/install_check.sh [PYTHON]     PYTHON builds the wheel and sdist (default .venv/bin/python;
 #                                       it needs the `build` package: the test extra has it)
@@ -21,6 +25,16 @@ step "building the sdist and the wheel"
 "$PY" -m build --sdist --outdir "$WORK/dist" "$ROOT" >"$WORK/build-sdist.log" 2>&1 || { tail -n 40 "$WORK/build-sdist.log"; exit 1; }
 "$PY" -m build --wheel --no-isolation --outdir "$WORK/dist" "$ROOT" >"$WORK/build-wheel.log" 2>&1 || { tail -n 40 "$WORK/build-wheel.log"; exit 1; }
 wheel=$(ls "$WORK"/dist/*.whl) sdist=$(ls "$WORK"/dist/*.tar.gz)
+
+step "repairing the wheel for manylinux, vendoring no CUDA library and no OpenBLAS"
+# REPAIR_EXCLUDES comes from the Makefile (one list with `make wheels`); word splitting wanted
+# shellcheck disable=SC2086
+: "${REPAIR_EXCLUDES:?run this through make install-check, which passes the excludes of make wheels}"
+eval "set -- $REPAIR_EXCLUDES"
+PATH=$(dirname "$PY"):$PATH "$PY" -m auditwheel repair "$@" -w "$WORK/wheelhouse" "$wheel" \
+  >"$WORK/repair.log" 2>&1 || { tail -n 40 "$WORK/repair.log"; exit 1; }
+repaired=$(ls "$WORK"/wheelhouse/*.whl)
+echo "$(basename "$repaired"): $(grep -o 'manylinux_[0-9_]*_[a-z0-9_]*' <<<"$repaired" | head -1)"
 
 step "comparing the wheel's files with the package's"
 "$PY" - "$ROOT" "$wheel" "$sdist" <<'PYEOF'
@@ -44,6 +58,32 @@ if "gpudev/_C.pyi" in in_sdist:
 print(f"wheel: {len(tree)} Python files and type stubs of the package and the built stub, all there; "
       f"sdist: {len(src)} C/CUDA sources and the stub generator too")
 PYEOF
+
+# A PATH with every program of the system's but the compilers and linkers, so that nothing
+# the repaired wheel's install or use does can build code
+NOCC=$WORK/bin-without-compilers
+mkdir -p "$NOCC"
+for dir in /usr/local/bin /usr/bin /bin; do
+    for prog in "$dir"/*; do
+        name=$(basename "$prog")
+        [[ $name =~ ^(cc|c\+\+|c89|c99|cpp|gcc|g\+\+|clang|ld|as|nvcc|icx|tcc)([-.].*)?$ ]] && continue
+        [[ $name =~ -(gcc|g\+\+|cpp|ld|as|cc)(-[0-9.]+)?$ ]] && continue
+        [ -x "$prog" ] && [ ! -e "$NOCC/$name" ] && ln -s "$prog" "$NOCC/$name"
+    done
+done
+# Run "$@" with that PATH, no CUDA variables, and /usr/local/cuda hidden under an empty folder
+# when this machine lets an unprivileged user namespace mount (else it says so and the toolkit
+# stays visible at that path).
+without_build_tools() {
+    local cmd=(env -u CUDA_HOME -u CUDA_PATH -u CC -u CXX PATH="$NOCC" "$@")
+    if [ -d /usr/local/cuda ] && unshare -rm true 2>/dev/null; then
+        mkdir -p "$WORK/empty"
+        unshare -rm sh -c 'mount --bind "$0" /usr/local/cuda && exec "$@"' "$WORK/empty" "${cmd[@]}"
+    else
+        [ -d /usr/local/cuda ] && echo "(no user namespace here: /usr/local/cuda stays visible)"
+        "${cmd[@]}"
+    fi
+}
 
 smoke() {  # $1: the virtual environment to use, from a folder outside the tree
     local py=$1/bin/python
@@ -72,15 +112,27 @@ PYEOF
       || { echo "install-check: FAILED in $1 (logs in $WORK)"; tail -n 30 "$WORK"/exercises-*.log 2>/dev/null; exit 1; }
     echo "import, nn training, the installed type stubs, info and exercises --quick: OK"
 }
-export ROOT
+export ROOT WORK
 
-for kind in wheel sdist; do
-    step "installing the $kind into a fresh virtual environment"
-    "$PY" -m venv "$WORK/venv-$kind"
-    pkg=$([ "$kind" = wheel ] && echo "$wheel" || echo "$sdist")
-    "$WORK/venv-$kind/bin/python" -m pip install -q "$pkg" >"$WORK/install-$kind.log" 2>&1 \
-      || { tail -n 40 "$WORK/install-$kind.log"; exit 1; }
-    step "using the $kind's install from $WORK/outside"
-    smoke "$WORK/venv-$kind"
-done
+step "installing the repaired wheel into a fresh virtual environment, with no compiler and no CUDA toolkit"
+"$PY" -m venv "$WORK/venv-wheel"
+without_build_tools sh -c 'for tool in cc gcc c++ nvcc ld; do
+        command -v "$tool" >/dev/null && { echo "install-check: $tool is still on the PATH"; exit 1; }
+    done
+    [ ! -e /usr/local/cuda/bin/nvcc ] || echo "(the CUDA toolkit is visible at /usr/local/cuda)"; true'
+without_build_tools "$WORK/venv-wheel/bin/python" -m pip install -q "$repaired" >"$WORK/install-wheel.log" 2>&1 \
+  || { tail -n 40 "$WORK/install-wheel.log"; exit 1; }
+step "using the repaired wheel's install from $WORK/outside, with no compiler and no CUDA toolkit"
+without_build_tools bash -c "$(declare -f smoke); smoke '$WORK/venv-wheel'"
+(cd "$WORK/outside" && without_build_tools "$WORK/venv-wheel/bin/python" -c "
+import gpudev as gd
+cuda = gd.build_info()['cuda']
+print('the repaired wheel says:', cuda.get('reason') or f'{gd.num_gpus()} GPU(s)')")
+
+step "installing the sdist into a fresh virtual environment (it compiles everything)"
+"$PY" -m venv "$WORK/venv-sdist"
+"$WORK/venv-sdist/bin/python" -m pip install -q "$sdist" >"$WORK/install-sdist.log" 2>&1 \
+  || { tail -n 40 "$WORK/install-sdist.log"; exit 1; }
+step "using the sdist's install from $WORK/outside"
+smoke "$WORK/venv-sdist"
 step "passed"
