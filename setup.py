@@ -431,7 +431,9 @@ def core_extension() -> Extension:
         include_dirs=["csrc", blas_include, numpy_include()],
         libraries=[blas_lib],
         library_dirs=[blas_lib_dir],
-        runtime_library_dirs=[blas_lib_dir],
+        # no RUNPATH into the build's scipy_openblas32: gpudev/__init__.py imports that package
+        # first, whose library then satisfies _C's NEEDED libscipy_openblas.so by its SONAME,
+        # wherever pip put it (a wheel built here would otherwise point into this machine's venv)
         extra_compile_args=compile_args,
         extra_link_args=link_args,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")],

@@ -202,3 +202,16 @@ def test_cuda_module_names_its_libraries_by_soname_only():
     needed = [line.split("[")[1].rstrip("]") for line in dynamic.splitlines() if "(NEEDED)" in line]
     assert {n.split(".so")[0] for n in needed} >= {"libcudart", "libcublas"}
     assert all("/" not in n for n in needed), needed
+
+
+def test_core_module_points_into_no_build_environment():
+    """gpudev._C binds OpenBLAS by SONAME to the library scipy-openblas32 loads on import, not
+    through a RUNPATH into the site-packages it was built in (a wheel carries that path along)."""
+    modules = sorted((ROOT / "gpudev").glob("_C.*.so"))
+    assert modules, "gpudev._C is not built: make build"
+    if shutil.which("readelf") is None:
+        pytest.skip("readelf (binutils) is not installed: the module's dynamic section cannot be read")
+    dynamic = subprocess.run(["readelf", "-d", str(modules[0])], capture_output=True, text=True, check=True).stdout
+    paths = [line.split("[")[1].rstrip("]") for line in dynamic.splitlines() if "PATH)" in line]
+    assert not [p for p in paths if "site-packages" in p or "scipy_openblas" in p], paths
+    assert any("libscipy_openblas" in line for line in dynamic.splitlines() if "(NEEDED)" in line), dynamic
