@@ -293,8 +293,9 @@ static int binary_compute(gd_state *st, const gd_backend *be, const binary_plan 
  * are a layer above this file (any, all and reductions in a dtype use its operations). */
 static PyObject *smallest_element(gd_state *st, const gd_backend *be, ArrayObject *a, const char *name)
 {
+    const int64_t no_shape[1] = {1}; /* a 0-d array's shape is empty, but not NULL */
     ArrayObject *c = gd_contiguous(st, be, a, name);
-    ArrayObject *m = c ? gd_array_new(st, c->device, c->dtype, 0, NULL, name) : NULL;
+    ArrayObject *m = c ? gd_array_new(st, c->device, c->dtype, 0, no_shape, name) : NULL;
     PyObject *v = NULL;
     if (m) {
         gd_error err;
