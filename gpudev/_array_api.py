@@ -1,6 +1,6 @@
 """gpudev as a Python array API standard namespace (version 2024.12): its inspection API, its
-data type functions, its constants, the standard's spellings of operations gpudev has under
-other names, and the Array members it asks for.
+data type functions, its constants and the standard's spellings of operations gpudev has under
+other names (the Array members it asks for are in gpudev/_array.py).
 
 Each spelling calls the operation the core already has (``add`` is ``x1 + x2``, so it runs
 the C kernel on the operands' device); nothing here computes in Python or copies between
