@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from . import _C
-from ._clip import _limit, clamp
+from ._api.elementwise import _limit, clamp
 from ._fills import normal_, uniform_
 from ._pickle import _reduce_ex
 from ._protocols import array_function, array_ufunc

@@ -20,8 +20,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _C, _composite  # noqa: F401 (imported for its declarations)
-from ._api import composites
+from . import _C
+from ._api import composites, elementwise  # noqa: F401 (elementwise: the composites' declarations)
 from ._devices import device_label
 
 __all__ = ["array_function", "array_ufunc"]
@@ -53,7 +53,7 @@ _BINARY: dict[np.ufunc, tuple[Callable, Callable]] = {
 _FUNCS: dict[np.ufunc, Callable] = {np.negative: operator.neg, np.invert: operator.invert}
 _FUNCS.update({getattr(np, op.numpy): getattr(_C, op.name) for op in _C._ops
                if op.function and op.numpy and getattr(np, op.numpy) not in _BINARY})
-# and the elementwise composites (gpudev/_composite.py) whose declaration names a NumPy ufunc
+# and the elementwise composites (gpudev/_api/elementwise.py) whose declaration names a NumPy ufunc
 _FUNCS.update({getattr(np, d.numpy): d.obj for d in composites()
                if d.numpy and isinstance(getattr(np, d.numpy), np.ufunc)})
 

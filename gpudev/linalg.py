@@ -171,7 +171,7 @@ def matrix_power(x: Array, n: int, /) -> Array:
     if n < 0:
         x, n = inv(x), -n
     if n == 0:
-        from ._creation import eye
+        from ._api.creation import eye
         from ._manipulation import broadcast_to
 
         return broadcast_to(eye(x.shape[-1], dtype=x.dtype, device=x.device), x.shape)
@@ -348,7 +348,7 @@ def cholesky(x: Array, /, *, upper: bool = False) -> Array:
     for m in mats:  # one LAPACK call per matrix of the batch
         _check("cholesky", potrf(_ROW_MAJOR, ctypes.c_char(b"U" if upper else b"L"), n, _ptr(m), _ld(n)),
                "not positive definite")
-    from ._creation import tril, triu
+    from ._api.creation import tril, triu
 
     return _rounded(dtype, triu(out) if upper else tril(out))[0]
 
@@ -383,7 +383,7 @@ def solve(x1: Array, x2: Array, /) -> Array:
 def inv(x: Array, /) -> Array:
     """The inverse of each square matrix. CPU arrays only."""
     _square("inv", x)
-    from ._creation import eye
+    from ._api.creation import eye
 
     return solve(x, eye(x.shape[-1], dtype=_float_dtype(x), device=x.device) + _C.zeros(
         x.shape, dtype=_float_dtype(x), device=x.device))
@@ -541,7 +541,7 @@ def qr(x: Array, /, *, mode: str = "reduced") -> QRResult:
         if qcols > k:
             qm[:, k:] = 0
         _check("qr", orgqr(_ROW_MAJOR, m, qcols, k, _ptr(qm), _ld(qcols), _ptr(tau)), "")
-    from ._creation import triu
+    from ._api.creation import triu
 
     rows = m if mode == "complete" else k
     return QRResult(*_rounded(_float_dtype(x), q, triu(out[..., :rows, :])))

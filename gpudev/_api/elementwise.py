@@ -1,13 +1,49 @@
-"""Elementwise operations (csrc/core/elementwise.c): one function per row of the op lists
-(csrc/tables.h) flagged FN, with its aliases, as ``_C._ops`` describes them; the composites
-(formulas over the rows, gpudev/_composite.py), clipping, casts and the array API's spellings
-declare themselves where they are defined."""
+"""Elementwise operations (csrc/core/elementwise.c). Each row of the op lists (csrc/tables.h)
+flagged FN is declared here from ``_C._ops``, with its aliases; the array API's spellings
+declare themselves in gpudev/_array_api.py. Defined here: the composites and clipping.
+
+**Composites** are formulas over the op rows, written once here in Python. Each runs on every
+backend, gets its gradient from its parts through autograd, and needs no kernel, no
+conformance row and no stub of its own; its declaration names NumPy's function, the dtypes it
+takes (an op row's TYPES) and its arity, from which it is exported, mapped for NumPy's
+dispatch, swept with hostile arguments and checked against NumPy (tests/test_op_list.py). A
+formula becomes a row of the op lists only for a measured need (CONTRIBUTING.md, "Adding an
+operation"): its extra passes over memory cost time a benchmark shows, or an intermediate
+loses accuracy a test shows.
+
+``isnan`` and ``isfinite`` are comparisons the backends already run: NaN is the one value
+unequal to itself, and x - x is 0 exactly for finite x (NaN for infinities and NaN).
+Integers and bools are always finite numbers. ``signbit`` and ``reciprocal`` are the array
+API standard's: a comparison after copysign, and true division. ``fmax`` is NumPy's maximum
+that ignores NaNs: each NaN becomes -inf before ``maximum``, and only a pair of NaNs gives NaN.
+
+**Clipping**: ``gd.clip`` (NumPy's name) and ``gd.clamp`` (PyTorch's) are both NumPy's
+definition, ``minimum(maximum(a, min), max)``, made of the recorded operations ``maximum`` and
+``minimum``: bounds broadcast, the result's dtype follows NumPy 2 promotion with Python scalars
+as weak operands (an int64 array clipped to 0.5 is float64), NaN in ``a`` or a bound
+propagates, and gradients come through ``maximum``/``minimum``.
+
+>>> import gpudev as gd
+>>> x = gd.array([1.0, float("nan"), float("inf")])
+>>> gd.isnan(x).tolist(), gd.isfinite(x).tolist()
+([False, True, False], [True, False, False])
+>>> gd.clip(gd.arange(5), 1, 3).tolist(), gd.arange(5).clamp(max=2).tolist()
+([1, 1, 2, 3, 3], [0, 1, 2, 2, 2])
+"""
 
 from __future__ import annotations
 
-from .. import _C, _array_api, _clip, _composite  # noqa: F401 (their @public declarations)
-from . import Declaration, _add, declare
+from typing import Any
 
+import numpy as np
+
+from .. import _C, _array_api  # noqa: F401 (the array API's spellings declare themselves there)
+from .._manipulation import renamed
+from . import Declaration, _add, declare, public
+
+__all__ = ["clamp", "clip", "fmax", "isfinite", "isnan", "reciprocal", "signbit"]
+
+# the op rows with a module function, and their aliases (gd.pow is gd.power)
 for _op in _C._ops:
     if _op.function:
         _add(Declaration(_op.name, getattr(_C, _op.name), "elementwise", _op.numpy))
@@ -15,3 +51,151 @@ for _op in _C._ops:
             _add(Declaration(_alias, getattr(_C, _alias), "elementwise"))
 declare("elementwise", _C, "allclose")
 declare("elementwise", _array_api, "e pi inf nan logical_and logical_or logical_xor")
+
+
+# ---------------------------------------------------------------------------------------------
+# composites
+# ---------------------------------------------------------------------------------------------
+
+def _need_array(name: str, a: object) -> _C.Array:
+    if not isinstance(a, _C.Array):
+        raise TypeError(f"{name}: expected a gpudev Array, got {type(a).__name__}; convert it with gd.asarray(x)")
+    return a
+
+
+@public("elementwise", numpy="isnan", types="ALL", arity=1)
+def isnan(a: _C.Array) -> _C.Array:
+    """Whether each element is NaN, as a bool array. ``gd.isnan(x).any()``"""
+    a = _need_array("isnan", a)
+    if a.dtype.kind != "f":
+        return _C.zeros(a.shape, dtype=np.bool_, device=a.device)
+    return a != a
+
+
+@public("elementwise", numpy="isfinite", types="ALL", arity=1)
+def isfinite(a: _C.Array) -> _C.Array:
+    """Whether each element is neither infinite nor NaN, as a bool array. ``gd.isfinite(x).all()``"""
+    a = _need_array("isfinite", a)
+    if a.dtype.kind != "f":
+        return _C.ones(a.shape, dtype=np.bool_, device=a.device)
+    return (a - a) == 0
+
+
+@public("elementwise", numpy="signbit", types="ALL", arity=1)
+def signbit(x: _C.Array, /) -> _C.Array:
+    """Whether each element's sign bit is set: True for negative numbers, -0.0, -inf and NaNs
+    with the sign bit, as a bool array.
+
+    >>> gd.signbit(gd.array([-0.0, 0.0, -1.0])).tolist()
+    [True, False, True]
+    """
+    x = _need_array("signbit", x)
+    if x.dtype == np.bool_:
+        return _C.zeros(x.shape, dtype=np.bool_, device=x.device)
+    if x.dtype.kind != "f":
+        return x < 0
+    # copysign moves the sign bit onto 1.0, where a comparison can see it (-0.0 < 0 is False)
+    return _C.copysign(1.0, x) < 0
+
+
+@public("elementwise", numpy="reciprocal", types="FLOAT", arity=1)
+def reciprocal(x: _C.Array, /) -> _C.Array:
+    """1 / x elementwise, with true division's special cases (1 / -0.0 is -inf); integers and
+    bools give float64, as the standard's floating-point-only reciprocal does (NumPy's integer
+    reciprocal truncates: 0 for every integer but 1 and -1).
+
+    >>> gd.reciprocal(gd.array([4.0, -0.0])).tolist()
+    [0.25, -inf]
+    """
+    x = _need_array("reciprocal", x)
+    return 1.0 / (x if x.dtype.kind == "f" else x.astype(np.float64))
+
+
+def _nan_to(x: object, value: float) -> object:
+    """x with its NaNs replaced by value; a Python scalar stays one (weak in promotion)."""
+    if isinstance(x, _C.Array):
+        return _C.where(x != x, value, x) if x.dtype.kind == "f" else x
+    return value if isinstance(x, float) and x != x else x
+
+
+@public("elementwise", numpy="fmax", types="NUMERIC", arity=2)
+def fmax(x1: _C.Array, x2: _C.Array, /) -> _C.Array:
+    """The larger of each pair, ignoring NaNs: NumPy's fmax (gd.maximum propagates NaN). A NaN
+    gives the other operand; only where both are NaN is the result NaN.
+
+    >>> gd.fmax(gd.array([1.0, float("nan"), float("nan")]), gd.array([2.0, 3.0, float("nan")])).tolist()
+    [2.0, 3.0, nan]
+    """
+    if not isinstance(x1, _C.Array) and not isinstance(x2, _C.Array):
+        raise TypeError(f"fmax: expected a gpudev Array, got {type(x1).__name__} and {type(x2).__name__}; "
+                        f"convert one with gd.asarray(x)")
+    out = _C.maximum(_nan_to(x1, -np.inf), _nan_to(x2, -np.inf))
+    if out.dtype.kind != "f":
+        return out
+    both = isnan(_C.asarray(x1, device=out.device)) & isnan(_C.asarray(x2, device=out.device))
+    return _C.where(both, np.nan, out)
+
+
+# ---------------------------------------------------------------------------------------------
+# clipping
+# ---------------------------------------------------------------------------------------------
+
+def _limit(name: str, a: Any, low: Any, high: Any) -> _C.Array:
+    if not isinstance(a, _C.Array):
+        raise TypeError(f"{name}: expected a gpudev Array, got {type(a).__name__}; convert it with gd.asarray(x)")
+    if low is None and high is None:
+        if name == "clip":  # NumPy 2: no bounds, a copy
+            return a.copy()
+        raise ValueError(f"{name}: one of the bounds must be given, got None for both (as PyTorch "
+                         f"refuses it); pass min=, max= or both, or use gd.clip, which copies")
+    low, high = _within_ints(a, low, True), _within_ints(a, high, False)
+    try:
+        out = a if low is None else _C.maximum(a, low)
+        return out if high is None else _C.minimum(out, high)
+    except OverflowError as exc:  # a bound the dtype cannot hold: name the call the user made
+        raise renamed(renamed(exc, "maximum", name), "minimum", name) from None
+
+
+def _within_ints(a: _C.Array, bound: Any, lower: bool) -> Any:
+    """A Python int bound past an integer array's range on the side where it clips nothing (a
+    min below the range, a max above it), moved to the range's end: it clips the same and
+    keeps the dtype, where maximum/minimum would refuse the int (NumPy's clip). On the other
+    side every element would become the bound, which the dtype cannot hold: maximum/minimum
+    raise OverflowError, as NumPy's clip does."""
+    if type(bound) is not int or a.dtype not in (_C.int32, _C.int64):
+        return bound
+    info = np.iinfo(a.dtype)
+    return max(bound, int(info.min)) if lower else min(bound, int(info.max))
+
+
+@public("elementwise")
+def clip(x: _C.Array, /, min: Any = None, max: Any = None, *,  # noqa: A002 (the standard's names)
+         a_min: Any = None, a_max: Any = None) -> _C.Array:
+    """Elements of ``x`` limited to ``[min, max]``: ``minimum(maximum(x, min), max)``.
+
+    Either bound may be None (no limit on that side), a number or an Array that broadcasts
+    against ``x``; both None give a copy, as in NumPy 2. A bound above the other gives ``max``,
+    as in NumPy. Returns a new array, also when nothing was clipped. ``min``/``max`` are the
+    array API standard's names; NumPy's older ``a_min``/``a_max`` keywords work too.
+
+    Example:
+        >>> gd.clip(gd.array([-2.0, 0.5, 9.0]), 0.0, 1.0).tolist()
+        [0.0, 0.5, 1.0]
+    """
+    for new, old, name in ((min, a_min, "min"), (max, a_max, "max")):
+        if new is not None and old is not None:
+            raise TypeError(f"clip: give {name}= or a_{name}=, not both")
+    return _limit("clip", x, a_min if min is None else min, a_max if max is None else max)
+
+
+@public("elementwise")
+def clamp(a: _C.Array, min: Any = None, max: Any = None) -> _C.Array:  # noqa: A002 (PyTorch's names)
+    """``gd.clip`` under PyTorch's name and keywords: ``clamp(a, min=None, max=None)``.
+
+    As PyTorch's, it raises ValueError when both bounds are None.
+
+    Example:
+        >>> gd.clamp(gd.array([-2.0, 0.5, 9.0]), min=0.0).tolist()
+        [0.0, 0.5, 9.0]
+    """
+    return _limit("clamp", a, min, max)
