@@ -33,6 +33,7 @@ import shlex
 import shutil
 import subprocess
 import sysconfig
+from collections.abc import Iterable, Mapping
 
 import pytest
 
@@ -257,9 +258,9 @@ def link_graph(objects: dict[str, pathlib.Path]) -> dict[str, dict[str, set[str]
 
 def _builds(root: pathlib.Path) -> list[pathlib.Path]:
     """The folders of setup.py's builds that hold objects of csrc/ (build/temp.*/csrc for the
-    in-place build, build/asan-tmp/csrc for make sanitize's, ...), newest first."""
-    found = [p for p in (root / "build").glob("*/csrc") if (p / "core").is_dir()]
-    return sorted(found, key=lambda p: (p / "core").stat().st_mtime, reverse=True)
+    in-place build, build/asan-tmp/csrc for make sanitize's, ...), the newest objects first."""
+    found = [p for p in (root / "build").glob("*/csrc") if any((p / "core").glob("*.o"))]
+    return sorted(found, key=lambda p: max(o.stat().st_mtime for o in (p / "core").glob("*.o")), reverse=True)
 
 
 def built_objects(root: pathlib.Path) -> dict[str, pathlib.Path]:
@@ -278,8 +279,9 @@ def built_objects(root: pathlib.Path) -> dict[str, pathlib.Path]:
     pytest.fail(f"no up-to-date objects of csrc/core and csrc/cpu: {'; '.join(why[1:] or why)}; {BUILD_HINT}")
 
 
-def strongly_connected(graph: dict[str, set[str]]) -> set[frozenset[str]]:
-    """The groups of two or more nodes that reach each other (Tarjan's algorithm)."""
+def strongly_connected(graph: Mapping[str, Iterable[str]]) -> set[frozenset[str]]:
+    """The groups of two or more nodes that reach each other (Tarjan's algorithm); graph maps
+    each node to the nodes it reaches (a set, or a dict keyed by them)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
