@@ -326,6 +326,20 @@ def _extreme(n: Any, g: Array, method: str) -> tuple:
     return _fit_all(n, _expand(g, n.metas[0], n.extra) * share)
 
 
+def _prod(n: Any, g: Array) -> tuple:
+    # PyTorch's rule, zeros included: prod / x where the reduced elements have no zero; where
+    # they have one, the product of the others at that zero and 0 elsewhere; with two or
+    # more, 0 everywhere. One product of the nonzero elements serves all three.
+    x = n.inputs[0]
+    axis, _ = n.extra
+    zero = x == 0
+    zeros = zero.sum(axis=axis, keepdims=True)
+    safe = _C.where(zero, 1, x)
+    others = safe.prod(axis=axis, keepdims=True)
+    share = _C.where(zeros == 0, others / safe, _C.where(zero & (zeros == 1), others, 0))
+    return _fit_all(n, _expand(g, n.metas[0], n.extra) * share)
+
+
 def _norm(n: Any, g: Array) -> tuple:
     x = n.inputs[0]
     axis, _ = n.extra
@@ -476,6 +490,7 @@ RULES: dict[str, Rule] = {
     "max": Rule(lambda n, g: _extreme(n, g, "max"), saves=True),
     "min": Rule(lambda n, g: _extreme(n, g, "min"), saves=True),
     "norm": Rule(_norm, saves=True),
+    "prod": Rule(_prod, saves=True),
     "softmax": Rule(lambda n, g: _softmax(n, g, log=False), saves=True),
     "log_softmax": Rule(lambda n, g: _softmax(n, g, log=True), saves=True),
     "cross_entropy": Rule(_cross_entropy, saves=False),

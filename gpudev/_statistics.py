@@ -2,7 +2,6 @@
 that the core has no kernel for, each composed of the core's operations on the input's device.
 
 How, in a line each (n is the length along the axis):
-- prod: a tree of ``log2(n)`` products of the two halves;
 - cumulative_sum / cumulative_prod: a Hillis-Steele scan, ``log2(n)`` shifted sums;
 - sort / argsort: a bitonic sorting network, ``log2(n)**2 / 2`` compare-exchange steps of
   ``where`` on (value, index) pairs, so it is stable and puts NaN last, as NumPy does;
@@ -23,7 +22,6 @@ values (unique_*, the standard's "data-dependent shapes"; like nonzero, they syn
 
 from __future__ import annotations
 
-import math
 import reprlib
 from typing import Any, NamedTuple
 
@@ -54,21 +52,6 @@ def _accumulator(op: str, x: Array, dtype: Any) -> np.dtype:
     return INT64 if x.dtype in (BOOL, INT32) else x.dtype
 
 
-def _to_last(op: str, x: Array, axis: Any) -> tuple[Array, tuple[int, ...], tuple[int, ...]]:
-    """x with the axes `axis` merged into one last axis; also those axes and the kept shape."""
-    axes = normalize_axes(op, axis, x.ndim)
-    rest = tuple(a for a in range(x.ndim) if a not in axes)
-    kept = tuple(x.shape[a] for a in rest)
-    moved = x.permute(*rest, *axes) if x.ndim else x
-    return moved.reshape(kept + (math.prod(x.shape[a] for a in axes),)), axes, kept
-
-
-def _keep(out: Array, x: Array, axes: tuple[int, ...], keepdims: bool) -> Array:
-    if not keepdims:
-        return out
-    return out.reshape(tuple(1 if k in axes else n for k, n in enumerate(x.shape)))
-
-
 # ---------------------------------------------------------------------------------------------
 # reductions
 # ---------------------------------------------------------------------------------------------
@@ -80,14 +63,7 @@ def sum(x: Array, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = Fa
         >>> gd.sum(gd.asarray([[1, 2], [3, 4]]), axis=0).tolist()
         [4, 6]
     """
-    _need_array("sum", x)
-    acc = _accumulator("sum", x, dtype)
-    axes = normalize_axes("sum", axis, x.ndim)
-    if not axes:
-        return x.astype(acc)
-    if not (x.dtype == INT32 and acc == INT64):  # the core sums int32 into int64 itself
-        x = x.astype(acc, copy=False)
-    return x.sum(axis=axes, keepdims=keepdims).astype(acc, copy=False)  # int32 asked: it wraps
+    return _accumulate("sum", x, axis, dtype, keepdims)
 
 
 def prod(x: Array, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Array:
@@ -97,24 +73,19 @@ def prod(x: Array, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = F
         >>> gd.prod(gd.asarray([[1, 2], [3, 4]]), axis=1).tolist()
         [2, 12]
     """
-    _need_array("prod", x)
-    x = x.astype(_accumulator("prod", x, dtype), copy=False)
-    flat, axes, kept = _to_last("prod", x, axis)
-    return _keep(_tree(flat, _C.Array.__mul__, 1), x, axes, keepdims)
+    return _accumulate("prod", x, axis, dtype, keepdims)
 
 
-def _tree(x: Array, op: Any, identity: Any) -> Array:
-    """op folded over the last axis of x: the two halves combined, log2(n) times."""
-    n = x.shape[-1]
-    while n > 1:
-        if n % 2:
-            x = concat([x, _C.full(x.shape[:-1] + (1,), identity, dtype=x.dtype, device=x.device)], axis=-1)
-            n += 1
-        x = op(x[..., : n // 2], x[..., n // 2:])
-        n //= 2
-    if n == 0:
-        return _C.full(x.shape[:-1], identity, dtype=x.dtype, device=x.device)
-    return x[..., 0].copy() if x.ndim > 1 or x.shape else x.reshape(())
+def _accumulate(op: str, x: Array, axis: Any, dtype: Any, keepdims: bool) -> Array:
+    """The core's reduction `op` (Array.sum, Array.prod) in the standard's result dtype."""
+    _need_array(op, x)
+    acc = _accumulator(op, x, dtype)
+    axes = normalize_axes(op, axis, x.ndim)
+    if not axes:
+        return x.astype(acc)
+    if not (x.dtype == INT32 and acc == INT64):  # the core accumulates int32 into int64 itself
+        x = x.astype(acc, copy=False)
+    return getattr(x, op)(axis=axes, keepdims=keepdims).astype(acc, copy=False)  # int32 asked: it wraps
 
 
 def mean(x: Array, /, *, axis: Any = None, keepdims: bool = False) -> Array:

@@ -1,4 +1,4 @@
-/* reduce.c - the CPU backend's reductions: sum, sum of squares, max and min over the middle
+/* reduce.c - the CPU backend's reductions: sum, sum of squares, max, min and product over the middle
  * axis of an (outer, len, inner) block, with results that do not depend on the thread count.
  */
 #include <math.h>
@@ -82,6 +82,7 @@ typedef void (*gd_red_cols_fn)(void *acc, const void *x, int64_t n);    /* acc[i
 #define GD_LU_SQ(x) (GD_U64(x) * GD_U64(x))
 #define GD_LI(x) (x)
 #define GD_ADD(acc, v) ((acc) + (v))
+#define GD_MUL(acc, v) ((acc) * (v)) /* uint64 accumulators: integer products wrap, as NumPy's */
 #define GD_IMAX(acc, v) ((v) > (acc) ? (v) : (acc))
 #define GD_IMIN(acc, v) ((v) < (acc) ? (v) : (acc))
 /* v first: a NaN in either the new value or the accumulator survives */
@@ -100,6 +101,13 @@ GD_DEFINE_REDUCTION(red_sum_i32d, int32_t, double, 0.0, GD_LD, GD_ADD)
 GD_DEFINE_REDUCTION(red_sum_i32, int32_t, uint64_t, 0, GD_LU, GD_ADD)
 GD_DEFINE_REDUCTION(red_ssq_i32d, int32_t, double, 0.0, GD_LD_SQ, GD_ADD)
 GD_DEFINE_REDUCTION(red_ssq_i32, int32_t, uint64_t, 0, GD_LU_SQ, GD_ADD)
+/* products accumulate as sums do: float32 in double, integers in wrapping uint64 */
+GD_DEFINE_REDUCTION(red_prod_f32, float, double, 1.0, GD_LD, GD_MUL)
+GD_DEFINE_REDUCTION(red_prod_f64, double, double, 1.0, GD_LD, GD_MUL)
+GD_DEFINE_REDUCTION(red_prod_i64d, int64_t, double, 1.0, GD_LD, GD_MUL)
+GD_DEFINE_REDUCTION(red_prod_i64, int64_t, uint64_t, 1, GD_LU, GD_MUL)
+GD_DEFINE_REDUCTION(red_prod_i32d, int32_t, double, 1.0, GD_LD, GD_MUL)
+GD_DEFINE_REDUCTION(red_prod_i32, int32_t, uint64_t, 1, GD_LU, GD_MUL)
 
 /* max and min of a row: the extreme in the input's own type (exact), then widened to the
  * accumulator; an empty row (never asked for: max of nothing is refused) gives the identity. */
@@ -162,6 +170,10 @@ static const gd_red_desc gd_red_descs[][GD_NUM_DTYPES] = {
      [GD_FLOAT64] = GD_RED_DESC(red_ssq_f64, red_sum_f64, d, 0.0, 1),
      [GD_INT64] = GD_RED_DESC(red_ssq_i64, red_sum_i64, u, 0, 0),
      [GD_INT32] = GD_RED_DESC(red_ssq_i32, red_sum_i64, u, 0, 0)},
+    {[GD_FLOAT32] = GD_RED_DESC(red_prod_f32, red_prod_f64, d, 1.0, 1),
+     [GD_FLOAT64] = GD_RED_DESC(red_prod_f64, red_prod_f64, d, 1.0, 1),
+     [GD_INT64] = GD_RED_DESC(red_prod_i64, red_prod_i64, u, 1, 0),
+     [GD_INT32] = GD_RED_DESC(red_prod_i32, red_prod_i64, u, 1, 0)},
 };
 GD_STATIC_ASSERT(GD_COUNT_OF(gd_red_descs) == GD_NUM_REDOPS, "gd_red_descs: one row per gd_redop");
 
@@ -172,6 +184,7 @@ static const gd_red_desc gd_red_descs_i64_to_f64[] = {
     GD_RED_DESC(red_max_i64, red_max_i64, i, INT64_MIN, 0),
     GD_RED_DESC(red_min_i64, red_min_i64, i, INT64_MAX, 0),
     GD_RED_DESC(red_ssq_i64d, red_sum_f64, d, 0.0, 1),
+    GD_RED_DESC(red_prod_i64d, red_prod_f64, d, 1.0, 1),
 };
 GD_STATIC_ASSERT(GD_COUNT_OF(gd_red_descs_i64_to_f64) == GD_NUM_REDOPS, "one entry per gd_redop");
 static const gd_red_desc gd_red_descs_i32_to_f64[] = {
@@ -179,6 +192,7 @@ static const gd_red_desc gd_red_descs_i32_to_f64[] = {
     GD_RED_DESC(red_max_i32, red_max_i64, i, INT32_MIN, 0),
     GD_RED_DESC(red_min_i32, red_min_i64, i, INT32_MAX, 0),
     GD_RED_DESC(red_ssq_i32d, red_sum_f64, d, 0.0, 1),
+    GD_RED_DESC(red_prod_i32d, red_prod_f64, d, 1.0, 1),
 };
 GD_STATIC_ASSERT(GD_COUNT_OF(gd_red_descs_i32_to_f64) == GD_NUM_REDOPS, "one entry per gd_redop");
 

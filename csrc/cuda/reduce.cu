@@ -1,4 +1,4 @@
-/* reduce.cu - sum, sum of squares, max and min over the middle axis of an (outer, len, inner)
+/* reduce.cu - sum, sum of squares, max, min and product over the middle axis of an (outer, len, inner)
  * block, the shape every gpudev reduction is reduced to by the core (csrc/core/reduce.c).
  *
  *   inner == 1, len <= 16     one thread per row (also fills the rows of an empty axis)
@@ -48,13 +48,15 @@ template <gd_redop OP, class Acc> __device__ __forceinline__ Acc red_identity()
         else return (Acc)INFINITY;
     } else if constexpr (OP == GD_RED_SUM || OP == GD_RED_SUMSQ) {
         return Acc(0);
+    } else if constexpr (OP == GD_RED_PROD) {
+        return Acc(1);
     } else {
         GD_RED_UNNAMED("red_identity");
     }
 }
 
-/* integer sums (int64 accumulators) wrap as the CPU backend's do (in uint64, where overflow
- * is defined); max and min let a NaN win, as NumPy does. */
+/* integer sums and products (int64 accumulators) wrap as the CPU backend's do (in uint64,
+ * where overflow is defined); max and min let a NaN win, as NumPy does. */
 template <gd_redop OP, class Acc> __device__ __forceinline__ Acc red_combine(Acc a, Acc b)
 {
     if constexpr (OP == GD_RED_MAX) {
@@ -64,6 +66,9 @@ template <gd_redop OP, class Acc> __device__ __forceinline__ Acc red_combine(Acc
     } else if constexpr (OP == GD_RED_SUM || OP == GD_RED_SUMSQ) {
         if constexpr (is_int<Acc>) return (int64_t)((uint64_t)a + (uint64_t)b);
         else return a + b;
+    } else if constexpr (OP == GD_RED_PROD) {
+        if constexpr (is_int<Acc>) return (int64_t)((uint64_t)a * (uint64_t)b);
+        else return a * b;
     } else {
         GD_RED_UNNAMED("red_combine");
     }
@@ -75,7 +80,7 @@ template <gd_redop OP, class Acc, class T> __device__ __forceinline__ Acc red_lo
     if constexpr (OP == GD_RED_SUMSQ) {
         if constexpr (is_int<Acc>) return (int64_t)((uint64_t)v * (uint64_t)v);
         else return v * v;
-    } else if constexpr (OP == GD_RED_SUM || OP == GD_RED_MAX || OP == GD_RED_MIN) {
+    } else if constexpr (OP == GD_RED_SUM || OP == GD_RED_MAX || OP == GD_RED_MIN || OP == GD_RED_PROD) {
         return v;
     } else {
         GD_RED_UNNAMED("red_load");

@@ -1,11 +1,12 @@
 /* conformance_reduce.c - the reduce entry: every reduction in redops[] x input dtype x result
  * dtype (the input's, or float64) x every (outer, len, inner) in shapes[], including empty
- * axes for the sums; NaN wherever it sits; and the accumulation gpudev.h promises: float32
- * sums accumulate in float64, shown on inputs where a float32 accumulator, in any order,
- * is far off.
+ * axes for the sums and products; NaN wherever it sits; and the accumulation gpudev.h
+ * promises: float32 sums accumulate in float64, shown on inputs where a float32 accumulator,
+ * in any order, is far off.
  */
 #include "conformance.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@ typedef struct redop_row {
     int is_sum;    /* accumulates (SUM, SUMSQ); otherwise picks an element (MAX, MIN) */
     int squares;   /* terms are squares */
     int needs_len; /* len >= 1 (an empty max has no identity) */
+    int product;   /* multiplies: checked on inputs near 1 (see check_shapes) */
 } redop_row;
 
 /* One row per reduction of the list in tables.h, at its enum value: a reduction without its
@@ -35,11 +37,15 @@ static const redop_row redops[] = {
     [GD_RED_MAX] = {GD_RED_MAX, "max", 0, 0, 1},
     [GD_RED_MIN] = {GD_RED_MIN, "min", 0, 0, 1},
     [GD_RED_SUMSQ] = {GD_RED_SUMSQ, "sumsq", 1, 1, 0},
+    [GD_RED_PROD] = {GD_RED_PROD, "prod", 0, 0, 0, 1},
 };
 
 #define NUM_REDOPS ((int)(sizeof redops / sizeof redops[0]))
 GD_STATIC_ASSERT(NUM_REDOPS == GD_NUM_REDOPS, "conformance_reduce.c: one redops[] row per reduction of GD_REDUCTIONS");
 #define SUM_RTOL 1e-13
+/* a float64 product of n terms is within n roundings of the exact one (n <= 3e6 here), plus
+ * the smallest normal double for results that pass through subnormals */
+#define PROD_RTOL 1e-9
 
 /* (outer, len, inner): in is (outer, len, inner), out is (outer, inner); a fourth 1 runs the
  * shape for float32 input only (it is costly to emulate, and its path is the dtype's neither) */
@@ -60,8 +66,9 @@ static const int64_t shapes[][4] = {
 typedef struct red_ref {
     int64_t outer, len, inner;
     long double *sum[2], *mag[2]; /* [squares]: sum of terms and of |terms| */
+    long double *prod;
     double *max, *min;            /* NaN wherever a NaN was reduced */
-    uint64_t *isum[2];
+    uint64_t *isum[2], *iprod;
     int64_t *imax, *imin;
 } red_ref;
 
@@ -77,6 +84,8 @@ static void red_ref_init(red_ref *f, const void *in, gd_dtype t, const int64_t *
     }
     f->max = calloc(m, sizeof(double)), f->min = calloc(m, sizeof(double));
     f->imax = calloc(m, sizeof(int64_t)), f->imin = calloc(m, sizeof(int64_t));
+    f->prod = malloc(m * sizeof(long double)), f->iprod = malloc(m * sizeof(uint64_t));
+    for (size_t k = 0; k < m; k++) f->prod[k] = 1, f->iprod[k] = 1;
     for (int64_t o = 0; o < outer; o++)
         for (int64_t r = 0; r < len; r++)
             for (int64_t i = 0; i < inner; i++) {
@@ -86,6 +95,7 @@ static void red_ref_init(red_ref *f, const void *in, gd_dtype t, const int64_t *
                 f->sum[0][k] += v, f->mag[0][k] += fabsl(v);
                 f->sum[1][k] += (long double)v * v, f->mag[1][k] += (long double)v * v;
                 f->isum[0][k] += (uint64_t)iv, f->isum[1][k] += (uint64_t)iv * (uint64_t)iv;
+                f->prod[k] *= v, f->iprod[k] *= (uint64_t)iv;
                 if (r == 0 || v > f->max[k] || isnan(v)) f->max[k] = v; /* nothing is > NaN: it stays */
                 if (r == 0 || v < f->min[k] || isnan(v)) f->min[k] = v;
                 if (r == 0 || iv > f->imax[k]) f->imax[k] = iv;
@@ -96,7 +106,7 @@ static void red_ref_init(red_ref *f, const void *in, gd_dtype t, const int64_t *
 static void red_ref_free(red_ref *f)
 {
     for (int q = 0; q < 2; q++) free(f->sum[q]), free(f->mag[q]), free(f->isum[q]);
-    free(f->max), free(f->min), free(f->imax), free(f->imin);
+    free(f->max), free(f->min), free(f->imax), free(f->imin), free(f->prod), free(f->iprod);
 }
 
 /* Expected results of one reduction into `want` (double[] or int64_t[]), and the sums'
@@ -107,7 +117,11 @@ static void red_ref_pick(const red_ref *f, const redop_row *row, gd_dtype in_t, 
     const int q = row->squares, is_max = row->op == GD_RED_MAX;
     for (int64_t k = 0; k < f->outer * f->inner; k++) {
         slack[k] = row->is_sum ? SUM_RTOL * (double)f->mag[q][k] : 0.0;
-        if (gdt_is_int(out_t))
+        if (row->product) {
+            slack[k] = PROD_RTOL * fabs((double)f->prod[k]) + DBL_MIN;
+            if (gdt_is_int(out_t)) ((int64_t *)want)[k] = (int64_t)f->iprod[k];
+            else ((double *)want)[k] = (double)f->prod[k];
+        } else if (gdt_is_int(out_t))
             ((int64_t *)want)[k] = row->is_sum ? (int64_t)f->isum[q][k] : is_max ? f->imax[k] : f->imin[k];
         else if (row->is_sum)
             ((double *)want)[k] = (double)f->sum[q][k]; /* a NaN term makes the sum NaN */
@@ -131,7 +145,8 @@ static void check_problem(const red_ref *f, const redop_row *row, gd_dtype in_t,
     double *slack = gdt_host(nout, GD_FLOAT64);
     red_ref_pick(f, row, in_t, out_t, want, slack);
     if (OK(gdt_be->reduce(out, out_t, row->op, din, in_t, f->outer, f->len, f->inner, gdt_dev, &gdt_err))) {
-        gdt_tol tol = {row->is_sum && out_t == GD_FLOAT32 ? 1 : 0, 0, row->is_sum ? slack : NULL};
+        const int accumulates = row->is_sum || row->product;
+        gdt_tol tol = {accumulates && out_t == GD_FLOAT32 ? 1 : 0, 0, accumulates ? slack : NULL};
         EXPECT(out, out_t, nout, want, tol, "reduce %s %s -> %s (%lld, %lld, %lld)%s", row->name,
                gdt_dtype_name(in_t), gdt_dtype_name(out_t), (long long)f->outer, (long long)f->len,
                (long long)f->inner, note);
@@ -140,19 +155,21 @@ static void check_problem(const red_ref *f, const redop_row *row, gd_dtype in_t,
     free(garbage), free(want), free(slack);
 }
 
-/* Every reduction (or, with picks_only, those that pick an element) and result dtype of one
- * input. */
+/* Every reduction (or, with picks_only, those that pick an element; with products, those
+ * that multiply) and result dtype of one input. */
 static void check_all_ops(gd_dtype in_t, const int64_t *s, const void *din, const void *in, int picks_only,
-                          const char *note)
+                          int products, const char *note)
 {
     red_ref f;
     red_ref_init(&f, in, in_t, s);
     for (int r = 0; r < NUM_REDOPS; r++) {
-        if ((redops[r].needs_len && s[1] == 0) || (picks_only && redops[r].is_sum)) continue;
+        const int accumulates = redops[r].is_sum || redops[r].product;
+        if ((redops[r].needs_len && s[1] == 0) || (picks_only && accumulates) || redops[r].product != products)
+            continue;
         for (int of = 0; of < 2; of++) {
             if (of && in_t == GD_FLOAT64) continue;
-            /* int32 sums give int64 (NumPy's sum of a smaller integer) */
-            const gd_dtype same = in_t == GD_INT32 && redops[r].is_sum ? GD_INT64 : in_t;
+            /* int32 sums and products give int64 (NumPy's of a smaller integer) */
+            const gd_dtype same = in_t == GD_INT32 && accumulates ? GD_INT64 : in_t;
             check_problem(&f, &redops[r], in_t, of ? GD_FLOAT64 : same, din, note);
         }
     }
@@ -162,6 +179,19 @@ static void check_all_ops(gd_dtype in_t, const int64_t *s, const void *din, cons
 /* ------------------------------------------------------------------------------------------
  * the section
  * ---------------------------------------------------------------------------------------- */
+
+/* Values whose long products neither overflow nor vanish in float64 (normal ones vanish
+ * after a few hundred, integers in the thousands overflow after a hundred, into inf or NaN by
+ * their order): 1 + 0.01 normal, and integers from {1, -1, 2, 1}, whose products are exact
+ * powers of two in any order. */
+static void fill_near_one(void *p, gd_dtype t, int64_t n)
+{
+    static const int64_t ints[4] = {1, -1, 2, 1};
+    for (int64_t i = 0; i < n; i++) {
+        int64_t iv = ints[gdt_rand_u64() % 4];
+        gdt_put(p, t, i, gdt_is_int(t) ? (double)iv : 1.0 + 0.01 * gdt_rand_normal(), iv);
+    }
+}
 
 static void check_shapes(void)
 {
@@ -173,7 +203,10 @@ static void check_shapes(void)
             void *in = gdt_host(n, t);
             gdt_fill_normal(in, t, n, gdt_is_int(t) ? 1000.0 : 1.0);
             void *din = gdt_upload_new(in, (size_t)n * gd_dtype_size(t));
-            check_all_ops(t, shapes[s], din, in, 0, "");
+            check_all_ops(t, shapes[s], din, in, 0, 0, "");
+            fill_near_one(in, t, n);
+            gdt_upload(din, in, (size_t)n * gd_dtype_size(t));
+            check_all_ops(t, shapes[s], din, in, 0, 1, ", input near 1");
             gdt_free(din, (size_t)n * gd_dtype_size(t));
             free(in);
         }
@@ -205,7 +238,7 @@ static void check_nan(void)
             char note[64];
             snprintf(note, sizeof note, ", NaN at (%lld, %lld, %lld)", (long long)at[0], (long long)at[1],
                      (long long)at[2]);
-            check_all_ops(t, s, din, in, 1, note);
+            check_all_ops(t, s, din, in, 1, 0, note);
             gdt_free(din, (size_t)n * gd_dtype_size(t));
             free(in);
         }
@@ -314,6 +347,30 @@ static void check_int32_sums(void)
     gdt_free(out, 8);
 }
 
+/* Products wrap in int64 like NumPy's; int32 ones accumulate in int64 and do not wrap there. */
+static void check_products(void)
+{
+    static const struct {
+        gd_dtype t;
+        int64_t n, in[3], want;
+        const char *what;
+    } rows[] = {
+        {GD_INT64, 2, {3037000500, 3037000500}, -9223372036709301616, "3037000500 * 3037000500 wraps"},
+        {GD_INT32, 3, {65536, 65536, -1}, -4294967296, "int32 65536 * 65536 * -1 -> int64 does not wrap"},
+    };
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+        const size_t bytes = (size_t)rows[k].n * gd_dtype_size(rows[k].t);
+        void *in = gdt_host(rows[k].n, rows[k].t);
+        for (int64_t i = 0; i < rows[k].n; i++) gdt_put(in, rows[k].t, i, (double)rows[k].in[i], rows[k].in[i]);
+        void *din = gdt_upload_new(in, bytes), *out = gdt_alloc(8);
+        if (OK(gdt_be->reduce(out, GD_INT64, GD_RED_PROD, din, rows[k].t, 1, rows[k].n, 1, gdt_dev, &gdt_err)))
+            EXPECT(out, GD_INT64, 1, &rows[k].want, GDT_EXACT, "%s", rows[k].what);
+        gdt_free(din, bytes);
+        gdt_free(out, 8);
+        free(in);
+    }
+}
+
 void gdt_check_reduce(void)
 {
     for (int r = 0; r < NUM_REDOPS; r++)
@@ -324,4 +381,5 @@ void gdt_check_reduce(void)
     check_long_sums();
     check_int64_wrap();
     check_int32_sums();
+    check_products();
 }
