@@ -129,6 +129,14 @@ def test_every_method_row_with_dtype_computes_in_it(name, dtype, device):
                  f"{name}(int32, axis={axis}, dtype={dtype}) on {device}")
 
 
+@pytest.mark.parametrize("name", [n for n in METHODS if hasattr(gd, n)])
+def test_every_module_function_runs_the_core_reduction_alone(name, device):
+    x = gd.array(_data("float64"), device=device)
+    with gd.trace() as t:
+        getattr(gd, name)(x, axis=(0, 2))
+    assert [e.name for e in t.events if e.kind == "op"] == [name], f"gd.{name} runs more than Array.{name}"
+
+
 # ---------------------------------------------------------------------------------------------
 # the gradient is PyTorch's, zeros in the input included
 # ---------------------------------------------------------------------------------------------
