@@ -83,7 +83,7 @@ def normalize_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(axes))
 
 
-@public("shape")
+@public("shape", numpy="reshape")
 def reshape(x: Array, /, shape: Sequence[int], *, copy: bool | None = None) -> Array:
     """x with a new shape of the same size (-1 once stands for the rest). ``copy=True`` always
     copies, ``copy=False`` refuses where only a copy could do it, None views when it can."""
@@ -96,7 +96,7 @@ def reshape(x: Array, /, shape: Sequence[int], *, copy: bool | None = None) -> A
     return out.copy() if copy else out
 
 
-@public("shape")
+@public("shape", numpy="transpose")
 def permute_dims(x: Array, /, axes: Sequence[int]) -> Array:
     """A view with the axes in the order `axes` (a permutation of range(x.ndim))."""
     _need_array("permute_dims", x)
@@ -125,7 +125,7 @@ def concat(arrays: Sequence[Array], /, *, axis: int | None = 0) -> Array:
     return _C.concatenate(arrays, axis=axis)
 
 
-@public("shape")
+@public("shape", numpy="broadcast_to")
 def broadcast_to(x: Array, /, shape: Sequence[int]) -> Array:
     """x broadcast to `shape` (NumPy's rules), as an array of its own."""
     _need_array("broadcast_to", x)

@@ -15,13 +15,14 @@ Array([3, 5, 7])
 
 from __future__ import annotations
 
+import inspect
 import operator
 from typing import Any, Callable
 
 import numpy as np
 
 from . import _C
-from ._api import composites, elementwise  # noqa: F401 (elementwise: the composites' declarations)
+from ._api import _DECLARED, composites, elementwise, numpy_functions  # noqa: F401 (elementwise: the composites')
 from ._devices import device_label
 
 __all__ = ["array_function", "array_ufunc"]
@@ -287,34 +288,78 @@ def _where(condition: Any, *xy: Any, **rest: Any) -> Any:
     return _C.where(condition, *xy)
 
 
-# NumPy function -> how gpudev computes it; NotImplemented from one means: NumPy's, on views
+# how gpudev computes the NumPy functions whose arguments NumPy spells its own way, by NumPy's
+# name; NotImplemented from one means: NumPy's, on views
 _NO_DTYPE = ("axis", "out", "keepdims")
-_FUNCTIONS: dict[Callable, Callable] = {
-    np.sum: _reduction("sum"),
-    np.mean: _reduction("mean"),
-    np.prod: _reduction("prod"),
-    np.max: _reduction("max", _NO_DTYPE),
-    np.min: _reduction("min", _NO_DTYPE),
-    np.amax: _reduction("max", _NO_DTYPE),
-    np.amin: _reduction("min", _NO_DTYPE),
-    np.any: _reduction("any", _NO_DTYPE),
-    np.all: _reduction("all", _NO_DTYPE),
-    np.var: _reduction("var", ("axis", "dtype", "out", "ddof", "keepdims")),
-    np.std: _reduction("std", ("axis", "dtype", "out", "ddof", "keepdims")),
-    np.tensordot: _tensordot,
-    np.broadcast_to: lambda a, shape, subok=False: _broadcast_to(a, shape) if not subok else NotImplemented,
-    np.ones_like: _like(np.ones_like), np.zeros_like: _like(np.zeros_like), np.empty_like: _like(np.empty_like),
-    np.full_like: _like(np.full_like),
-    np.transpose: _transpose,
-    np.reshape: _reshape,
-    np.stack: _stacking(_C.stack),
-    np.concatenate: _concatenate,
+_ADAPTERS: dict[str, Callable] = {
+    "sum": _reduction("sum"),
+    "mean": _reduction("mean"),
+    "prod": _reduction("prod"),
+    "max": _reduction("max", _NO_DTYPE),
+    "min": _reduction("min", _NO_DTYPE),
+    "amax": _reduction("max", _NO_DTYPE),
+    "amin": _reduction("min", _NO_DTYPE),
+    "any": _reduction("any", _NO_DTYPE),
+    "all": _reduction("all", _NO_DTYPE),
+    "var": _reduction("var", ("axis", "dtype", "out", "ddof", "keepdims")),
+    "std": _reduction("std", ("axis", "dtype", "out", "ddof", "keepdims")),
+    "tensordot": _tensordot,
+    "broadcast_to": lambda a, shape, subok=False: _broadcast_to(a, shape) if not subok else NotImplemented,
+    "ones_like": _like(np.ones_like), "zeros_like": _like(np.zeros_like), "empty_like": _like(np.empty_like),
+    "full_like": _like(np.full_like),
+    "transpose": _transpose,
+    "reshape": _reshape,
+    "stack": _stacking(_C.stack),
+    "concatenate": _concatenate,
     # selection
-    np.where: _where,
-    np.argmax: _reduction("argmax", _NO_DTYPE),
-    np.argmin: _reduction("argmin", _NO_DTYPE),
-    np.round: lambda a, decimals=0, out=None: _C.round(a) if decimals == 0 and out is None else NotImplemented,
+    "where": _where,
+    "argmax": _reduction("argmax", _NO_DTYPE),
+    "argmin": _reduction("argmin", _NO_DTYPE),
+    "round": lambda a, decimals=0, out=None: _C.round(a) if decimals == 0 and out is None else NotImplemented,
 }
+
+
+def _direct(fn: Callable) -> Callable:
+    """A declared NumPy function with no adapter: gpudev's function, called with NumPy's
+    arguments where they fit its signature (else NumPy's own, on views)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # a callable without a signature: let it judge its arguments
+        sig = None
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if sig is not None:
+            try:
+                sig.bind(*args, **kwargs)
+            except TypeError:
+                return NotImplemented
+        return fn(*args, **kwargs)
+
+    return call
+
+
+# NumPy function -> how gpudev computes it: every NumPy function that a declaration names
+# (gpudev/_api) and that is no ufunc, built when NumPy first dispatches (the declarations are
+# complete then) and again if declarations were added since
+_FUNCTIONS: dict[Callable, Callable] = {}
+_FUNCTIONS_FROM = -1  # the number of declarations _FUNCTIONS was built from
+
+
+def _functions() -> dict[Callable, Callable]:
+    global _FUNCTIONS, _FUNCTIONS_FROM
+    if _FUNCTIONS_FROM == len(_DECLARED):  # the live table, not a copy: this runs on every dispatch
+        return _FUNCTIONS
+    named = numpy_functions()
+    stray = set(_ADAPTERS) - set(named)
+    if stray:
+        raise RuntimeError(f"gpudev: adapters for {sorted(stray)}, which no declaration names (numpy=...)")
+    table: dict[Callable, Callable] = {}
+    for numpy_name, decl in named.items():
+        func = getattr(np, numpy_name)
+        if not isinstance(func, np.ufunc):  # ufuncs: _FUNCS and _BINARY
+            table[func] = _ADAPTERS[numpy_name] if numpy_name in _ADAPTERS else _direct(decl.obj)
+    _FUNCTIONS, _FUNCTIONS_FROM = table, len(_DECLARED)
+    return table
 
 
 def array_function(self: Array, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
@@ -327,7 +372,7 @@ def array_function(self: Array, func: Callable, types: tuple, args: tuple, kwarg
         )
     name = "numpy." + getattr(func, "__name__", type(func).__name__)
     # gpudev's own function first, on any device; only NumPy's fallback is refused on a GPU
-    mine = _FUNCTIONS.get(func)
+    mine = _functions().get(func)
     if mine is not None and all(issubclass(t, (Array, np.ndarray)) for t in types):
         res = mine(*args, **kwargs)
         if res is not NotImplemented:

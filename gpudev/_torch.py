@@ -120,7 +120,7 @@ def _extreme(name: str, c_method: Any, pair: Any, a: Any, other: Any, axis: Any,
     return pair(a, other)
 
 
-@public("reduce")
+@public("reduce", numpy="max amax")
 def max(a: Array, other: Any = None, *, axis: Any = None, keepdims: bool = False,  # noqa: A001
         dim: Any = None) -> Array:
     """``gd.max(a, axis=None)``: the largest values; ``gd.max(a, b)``: ``gd.maximum(a, b)``.
@@ -131,7 +131,7 @@ def max(a: Array, other: Any = None, *, axis: Any = None, keepdims: bool = False
     return _extreme("max", _c_max, _C.maximum, a, other, axis, keepdims, dim)
 
 
-@public("reduce")
+@public("reduce", numpy="min amin")
 def min(a: Array, other: Any = None, *, axis: Any = None, keepdims: bool = False,  # noqa: A001
         dim: Any = None) -> Array:
     """``gd.min(a, axis=None)``: the smallest values; ``gd.min(a, b)``: ``gd.minimum(a, b)``."""

@@ -82,7 +82,7 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     return _sum(products, axis=a, dtype=products.dtype)  # int32 stays int32, as NumPy's
 
 
-@public("linalg")
+@public("linalg", numpy="tensordot")
 def tensordot(x1: Array, x2: Array, /, *, axes: int | tuple[Sequence[int], Sequence[int]] = 2) -> Array:
     """Sums of products over `axes`: the last `axes` axes of x1 with the first of x2 (an int),
     or the axes named in two sequences. One matrix product of the two reshaped operands."""

@@ -54,3 +54,29 @@ def test_a_composite_declares_its_dtypes_and_arity():
     with pytest.raises(ValueError, match=r"composite half needs arity 1 or 2"):
         _api.public("elementwise", name="half", numpy=None, types="HALF", arity=1)(lambda x: x / 2)
     assert "half" not in _api.declared()
+
+
+def test_numpy_dispatch_is_what_the_declarations_name():
+    import numpy as np
+
+    from gpudev import _protocols
+
+    named = {getattr(np, n) for n in _api.numpy_functions() if not isinstance(getattr(np, n), np.ufunc)}
+    assert set(_protocols._functions()) == named
+    assert np.transpose in named and _api.declared()["permute_dims"].numpy == "transpose"
+    with pytest.raises(ValueError, match=r"names \['cumsum'\], which are not among"):
+        _api.declare("reduce", gd._C, "sum", numpy="cumsum")
+
+
+def test_a_declared_numpy_function_without_an_adapter_calls_gpudevs(monkeypatch):
+    import numpy as np
+
+    from gpudev import _protocols
+
+    monkeypatch.delitem(_protocols._ADAPTERS, "stack")
+    monkeypatch.setattr(_protocols, "_FUNCTIONS_FROM", -1)  # rebuilt without the adapter
+    got = np.stack([gd.arange(3), gd.arange(3)])
+    assert isinstance(got, gd.Array) and got.tolist() == [[0, 1, 2], [0, 1, 2]]
+    assert isinstance(np.stack([gd.arange(3)], casting="no"), np.ndarray)  # casting=: not gd.stack's, NumPy's
+    monkeypatch.undo()
+    _protocols._FUNCTIONS_FROM = -1

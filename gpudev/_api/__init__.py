@@ -14,6 +14,10 @@ shape, index, linalg, fft; then devices (devices, dtypes, errors, threads, the s
 autograd, measure (timing, tracing, strict mode, the machine's facts) and io. PyTorch's and
 the array API's spellings are declared in the family of the operation they spell.
 
+A declaration names NumPy's functions of the same meaning (``numpy="max amax"``; ``declare``
+takes ``numpy=`` as the names whose NumPy function has their own name): NumPy's dispatch hands
+each of them to gpudev's function (gpudev/_protocols.py), with no second list to edit.
+
 A composite (a formula in Python over the op rows) is declared with its NumPy counterpart and
 the dtypes it takes, as an op row is: ``@public("elementwise", numpy="hypot", types="FLOAT",
 arity=2)``; one without a NumPy function of its name gives ``numpy=None`` and its reference in
@@ -28,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, TypeVar
 
 __all__ = ["FAMILIES", "Declaration", "composites", "declare", "declare_modules", "declared", "load", "namespace",
-           "public"]
+           "numpy_functions", "public"]
 
 FAMILIES = ("creation", "elementwise", "reduce", "shape", "index", "linalg", "fft", "random", "devices",
             "autograd", "measure", "io")
@@ -40,8 +44,9 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Declaration:
-    """One public name: what it is, its family, and for an elementwise composite NumPy's
-    function of the same meaning (np.<numpy>), the dtypes it takes and its number of operands."""
+    """One public name: what it is, its family, NumPy's functions of the same meaning (np.<name>
+    for each name in `numpy`, separated by spaces; a composite names one), and for an
+    elementwise composite the dtypes it takes and its number of operands."""
 
     name: str
     obj: Any
@@ -53,6 +58,11 @@ class Declaration:
     @property
     def composite(self) -> bool:
         return self.arity is not None
+
+    @property
+    def numpy_names(self) -> tuple[str, ...]:
+        """The names in NumPy's namespace of the functions this declaration computes."""
+        return tuple(self.numpy.split()) if self.numpy else ()
 
 
 _DECLARED: dict[str, Declaration] = {}
@@ -68,6 +78,8 @@ def _add(decl: Declaration) -> None:
     if decl.arity is not None and (decl.arity not in (1, 2) or decl.types not in COMPOSITE_TYPES):
         raise ValueError(f"gpudev: composite {decl.name} needs arity 1 or 2 and types in {COMPOSITE_TYPES}, "
                          f"got arity={decl.arity!r}, types={decl.types!r}")
+    if decl.arity is not None and len(decl.numpy_names) > 1:
+        raise ValueError(f"gpudev: composite {decl.name} names one NumPy function, got numpy={decl.numpy!r}")
     _DECLARED[decl.name] = decl
 
 
@@ -75,8 +87,10 @@ def public(family: str, *, name: str | None = None, aliases: Iterable[str] = (),
            types: str | None = None, arity: int | None = None) -> Callable[[T], T]:
     """Declare the function below as gd.<name> (its own name by default), and its aliases.
 
-    An elementwise composite gives ``arity`` (1 or 2), ``types`` (as its op row would) and
-    ``numpy``: NumPy's function of the same meaning, or None with a reference in the tests."""
+    ``numpy``: NumPy's functions of the same meaning, separated by spaces (np.transpose for
+    gd.permute_dims), which NumPy's dispatch then hands to it. An elementwise composite gives
+    ``arity`` (1 or 2), ``types`` (as its op row would) and ``numpy``: NumPy's one function of
+    the same meaning, or None with a reference in the tests."""
 
     def mark(obj: T) -> T:
         own = name or obj.__name__  # type: ignore[attr-defined]
@@ -88,12 +102,18 @@ def public(family: str, *, name: str | None = None, aliases: Iterable[str] = (),
     return mark
 
 
-def declare(family: str, source: Any, names: str) -> None:
+def declare(family: str, source: Any, names: str, *, numpy: str = "") -> None:
     """Declare the attributes `names` (one string, separated by spaces; ``new=old`` to export
-    source's `old` as `new`) of `source` (the core, a module) as public names of `family`."""
-    for word in names.split():
+    source's `old` as `new`) of `source` (the core, a module) as public names of `family`;
+    those of them also in `numpy` compute NumPy's function of their own name (np.<new>)."""
+    same = set(numpy.split())
+    words = names.split()
+    unknown = same - {w.partition("=")[0] for w in words}
+    if unknown:
+        raise ValueError(f"gpudev: declare(numpy=...) names {sorted(unknown)}, which are not among {names!r}")
+    for word in words:
         new, _, old = word.partition("=")
-        _add(Declaration(new, getattr(source, old or new), family))
+        _add(Declaration(new, getattr(source, old or new), family, new if new in same else None))
 
 
 def declare_modules(family: str, *modules: Any) -> None:
@@ -113,6 +133,18 @@ def load(*modules: str) -> None:
 def declared() -> dict[str, Declaration]:
     """Name -> Declaration, every public name of gpudev."""
     return dict(_DECLARED)
+
+
+def numpy_functions() -> dict[str, Declaration]:
+    """NumPy's name -> the declaration of gpudev's function that computes it."""
+    table: dict[str, Declaration] = {}
+    for decl in _DECLARED.values():
+        for numpy_name in decl.numpy_names:
+            if numpy_name in table:
+                raise RuntimeError(f"gpudev: np.{numpy_name} is named by the declarations of {table[numpy_name].name} "
+                                   f"and {decl.name}; one gpudev function computes it")
+            table[numpy_name] = decl
+    return table
 
 
 def composites() -> list[Declaration]:

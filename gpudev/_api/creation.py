@@ -39,28 +39,28 @@ def _like(name: str, a: Any, dtype: Any, device: Any) -> tuple[tuple, dict]:
     return tuple(a.shape), {"dtype": a.dtype if dtype is None else dtype, "device": device}
 
 
-@public("creation")
+@public("creation", numpy="zeros_like")
 def zeros_like(a: Any, dtype: Any = None, device: Any = None) -> _C.Array:
     """An array of zeros with a's shape, dtype and device. ``gd.zeros_like(x)``"""
     shape, kw = _like("zeros_like", a, dtype, device)
     return _C.zeros(shape, **kw)
 
 
-@public("creation")
+@public("creation", numpy="ones_like")
 def ones_like(a: Any, dtype: Any = None, device: Any = None) -> _C.Array:
     """An array of ones with a's shape, dtype and device. ``gd.ones_like(x)``"""
     shape, kw = _like("ones_like", a, dtype, device)
     return _C.ones(shape, **kw)
 
 
-@public("creation")
+@public("creation", numpy="empty_like")
 def empty_like(a: Any, dtype: Any = None, device: Any = None) -> _C.Array:
     """An uninitialised array with a's shape, dtype and device. ``gd.empty_like(x)``"""
     shape, kw = _like("empty_like", a, dtype, device)
     return _C.empty(shape, **kw)
 
 
-@public("creation")
+@public("creation", numpy="full_like")
 def full_like(a: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> _C.Array:
     """An array of fill_value with a's shape, dtype and device. ``gd.full_like(x, 7)``"""
     shape, kw = _like("full_like", a, dtype, device)

@@ -43,10 +43,13 @@ from . import Declaration, _add, declare, public
 
 __all__ = ["clamp", "clip", "fmax", "isfinite", "isnan", "reciprocal", "signbit"]
 
-# the op rows with a module function, and their aliases (gd.pow is gd.power)
+# the op rows with a module function, and their aliases (gd.pow is gd.power); a row's NumPy
+# function is its ufunc, and a few also compute a NumPy function that is no ufunc
+_NUMPY_ALSO = {"round": "round"}  # np.round (decimals=0) is the row of np.rint
 for _op in _C._ops:
     if _op.function:
-        _add(Declaration(_op.name, getattr(_C, _op.name), "elementwise", _op.numpy))
+        _numpy = " ".join(filter(None, (_op.numpy, _NUMPY_ALSO.get(_op.name))))
+        _add(Declaration(_op.name, getattr(_C, _op.name), "elementwise", _numpy or None))
         for _alias in _op.aliases:
             _add(Declaration(_alias, getattr(_C, _alias), "elementwise"))
 declare("elementwise", _C, "allclose")

@@ -7,5 +7,5 @@ from __future__ import annotations
 from .. import _C, _manipulation, _statistics, _torch  # noqa: F401 (their @public declarations)
 from . import declare
 
-declare("shape", _C, "concatenate stack")
+declare("shape", _C, "concatenate stack", numpy="concatenate stack")
 declare("shape", _statistics, "repeat")
