@@ -1,7 +1,7 @@
 """Numerically stable forms that a forward function and its gradient rule both compute.
 
-They record nothing: :mod:`gpudev._softmax` calls them under ``no_grad`` and records one
-node, and :mod:`gpudev._grad_rules` calls them while rules run (never recorded).
+They record nothing: the softmaxes (:mod:`gpudev._api.reduce`) call them under ``no_grad``
+and record one node, and :mod:`gpudev._grad_rules` calls them while rules run (never recorded).
 
 >>> import gpudev as gd
 >>> softmax_forward(gd.array([1000.0, 1000.0]), 0, log=False).tolist()
