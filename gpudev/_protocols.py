@@ -222,7 +222,7 @@ def _concatenate(arrays: Any, axis: Any = 0, out: Any = None, *more: Any, dtype:
 
 
 def _broadcast_to(a: Array, shape: Any) -> Array:
-    from ._manipulation import broadcast_to
+    from ._api.shape import broadcast_to
 
     return broadcast_to(a, tuple(shape) if not isinstance(shape, int) else (shape,))
 

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _C
-from ._manipulation import (
+from ._api.shape import (
     _is_int, _need_array, broadcast_to, check_fits, concat, moveaxis, normalize_axes, normalize_axis, renamed,
 )
 

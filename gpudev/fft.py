@@ -28,7 +28,7 @@ import numpy as np
 from . import _C
 from ._array_api import _dtype
 from ._devices import as_device
-from ._manipulation import _is_int, _need_array, roll
+from ._api.shape import _is_int, _need_array, roll
 
 __all__ = ["fftfreq", "fftshift", "ifftshift", "rfftfreq"]
 

@@ -36,7 +36,7 @@ import numpy as np
 from . import _C
 from ._api import public
 from ._devices import device_label
-from ._manipulation import _need_array, matrix_transpose, normalize_axes, normalize_axis
+from ._api.shape import _need_array, matrix_transpose, normalize_axes, normalize_axis
 from ._statistics import sum as _sum
 
 __all__ = [
@@ -152,13 +152,13 @@ def cross(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     a1, a2 = _last(x1, axis), _last(x2, axis)
     parts = [a1[..., (i + 1) % 3] * a2[..., (i + 2) % 3] - a1[..., (i + 2) % 3] * a2[..., (i + 1) % 3]
              for i in range(3)]
-    from ._manipulation import moveaxis
+    from ._api.shape import moveaxis
 
     return moveaxis(_C.stack(parts, axis=-1), -1, axis)
 
 
 def _last(x: Array, axis: int) -> Array:
-    from ._manipulation import moveaxis
+    from ._api.shape import moveaxis
 
     return moveaxis(x, axis, -1)
 
@@ -172,7 +172,7 @@ def matrix_power(x: Array, n: int, /) -> Array:
         x, n = inv(x), -n
     if n == 0:
         from ._api.creation import eye
-        from ._manipulation import broadcast_to
+        from ._api.shape import broadcast_to
 
         return broadcast_to(eye(x.shape[-1], dtype=x.dtype, device=x.device), x.shape)
     # the first factor is taken as it is, not multiplied into I: 0 * NaN would spread a NaN
@@ -365,7 +365,7 @@ def solve(x1: Array, x2: Array, /) -> Array:
     if b.shape[-2] != x1.shape[-1]:
         raise ValueError(f"solve: x2 of shape {x2.shape} does not fit the matrices of shape {x1.shape}")
     batch = tuple(np.broadcast_shapes(x1.shape[:-2], b.shape[:-2]))
-    from ._manipulation import broadcast_to
+    from ._api.shape import broadcast_to
 
     a = broadcast_to(x1.astype(dtype), batch + x1.shape[-2:])
     b = broadcast_to(b.astype(dtype), batch + b.shape[-2:])

@@ -91,7 +91,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
     try:
         out = _C.zeros((n_rows, n_cols), dtype=_C.float32 if dtype is None else dtype, device=device)
     except (TypeError, ValueError, MemoryError) as exc:
-        from .._manipulation import renamed
+        from .shape import renamed
 
         raise renamed(exc, "zeros", "eye") from None
     length = max(0, min(n_rows, n_cols - k) if k >= 0 else min(n_rows + k, n_cols))
@@ -134,7 +134,7 @@ def meshgrid(*arrays: _C.Array, indexing: str | None = None) -> list[_C.Array]:
         indexing = "xy"
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {reprlib.repr(indexing)}")
-    from .._manipulation import broadcast_to
+    from .shape import broadcast_to
 
     for a in arrays:
         if not isinstance(a, _C.Array) or a.ndim != 1:

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from .. import _C, _array_api  # noqa: F401 (the array API's spellings declare themselves there)
-from .._manipulation import renamed
+from .shape import renamed
 from . import Declaration, _add, declare, public
 
 __all__ = ["clamp", "clip", "fmax", "isfinite", "isnan", "reciprocal", "signbit"]
