@@ -444,3 +444,13 @@ def test_run_picks_exercises_and_devices():
     assert res.meta["sizes"] == list(ex.settings(quick=True)[5]["sizes"])
     with pytest.raises(ValueError, match=r"run: no exercise \[9\]"):
         ex.run(only=[9])
+
+
+def test_the_report_names_the_load_its_figures_were_measured_under():
+    from gpudev.exercises.report import machine, machine_text
+    here = machine()
+    assert here["load"]["start"] is None or here["load"]["start"] >= 0
+    here["load"] = {"start": 1.5, "end": 2.25}
+    assert "- load average (1 min): 1.50 when the run began, 2.25 when it ended" in machine_text(here)
+    del here["load"]  # a results.json written before the report named the load
+    assert "load average" not in machine_text(here)

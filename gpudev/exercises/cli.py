@@ -19,7 +19,7 @@ from .._devices import all_devices, gpus_here, present_and_missing
 from .._format import jsonable
 from .catalog import EXERCISES, device_kwargs, quick_from_env, settings
 from .measure import set_progress
-from .report import machine, write_report, write_results
+from .report import load_average, machine, write_report, write_results
 from .result import NO_MATPLOTLIB, Result, plots_module
 from .roofline_chart import plot_data, roofline
 
@@ -175,6 +175,7 @@ def run_cli(argv: list[str] | None = None) -> int:
         roofline(results).savefig(os.path.join(args.out, "roofline.png"), dpi=110)
         extra[ROOFLINE_TITLE] = "roofline.png"
     elapsed = time.perf_counter() - started
+    here["load"]["end"] = load_average()
     used = devices if devices is not None else all_devices()
     run_at = time.strftime("%Y-%m-%d %H:%M:%S")
     # everything the report says comes from here: the referee writes the report again from it

@@ -22,13 +22,22 @@ from .._format import format_gib, jsonable
 from .measure import device_meta
 from .result import Result
 
-__all__ = ["exercise_lines", "machine", "machine_text", "report_text", "write_report", "write_results"]
+__all__ = ["exercise_lines", "load_average", "machine", "machine_text", "report_text", "write_report", "write_results"]
 
 
 def machine() -> dict[str, Any]:
     """How gpudev was built, every device's info(), and the Python and NumPy versions."""
     return {"build": jsonable(gd.build_info()), "devices": device_meta(all_devices()),
-            "python": sys.version.split()[0], "numpy": np.__version__}
+            "python": sys.version.split()[0], "numpy": np.__version__, "load": {"start": load_average()}}
+
+
+def load_average() -> float | None:
+    """The 1-minute load average (None where the system has none, as on Windows): the figures
+    of a report are its machine's under that load, so the report names it."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def machine_text(machine: dict[str, Any]) -> str:
@@ -39,6 +48,11 @@ def machine_text(machine: dict[str, Any]) -> str:
              f"{b['blas']['name']} {b['blas']['version']} ({b['blas']['threads']} threads)",
              f"- CPU: {cpu.get('model', '?')}, {cpu.get('cores', '?')} cores",
              f"- Python {machine['python']}, NumPy {machine['numpy']}"]
+    load = machine.get("load", {})
+    if load.get("start") is not None:
+        lines.append(f"- load average (1 min): {load['start']:.2f} when the run began, "
+                     f"{load['end'] if load.get('end') is not None else load['start']:.2f} when it ended: every figure below was "
+                     "measured under that load")
     cuda = b["cuda"]
     gpus = {k: v for k, v in machine["devices"].items() if k != "cpu"}
     fake = [k for k, v in gpus.items() if v.get("emulated")]
