@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _C
+from ._api import public
 from ._api.shape import (
     _is_int, _need_array, broadcast_to, check_fits, concat, moveaxis, normalize_axes, normalize_axis, renamed,
 )
@@ -300,6 +301,7 @@ def searchsorted(x1: Array, x2: Array, /, *, side: str = "left", sorter: Array |
     return lo
 
 
+@public("shape")  # a shape, computed with a scan and a search
 def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Array:
     """Each element repeated `repeats` times along `axis` (None: of the flattened array);
     `repeats` is an int or an integer array with one count per element along the axis.

@@ -1,7 +1,7 @@
 """Reductions and sorting (csrc/core/reduce.c; gpudev/_statistics.py): sums, means, extremes,
 scans, sorts, searches and unique values. gd.max and gd.min (PyTorch's and NumPy's forms,
-gpudev/_torch.py) declare themselves where they are defined; gd.repeat (family shape) is
-declared here with the other functions of gpudev/_statistics.py. Defined here: the softmaxes.
+gpudev/_torch.py) and gd.repeat (family shape, gpudev/_statistics.py) declare themselves where
+they are defined. Defined here: the softmaxes.
 
 **Softmax**: ``softmax`` and ``log_softmax`` along one axis, numerically stable, on every device.
 
@@ -36,7 +36,6 @@ declare("reduce", _C, "all any argmax argmin norm", numpy="all any argmax argmin
 declare("reduce", _statistics, "argsort count_nonzero cumulative_prod cumulative_sum diff mean prod "
         "searchsorted sort std sum unique_all unique_counts unique_inverse unique_values var",
         numpy="mean prod std sum var")
-declare("shape", _statistics, "repeat")  # a shape, computed with a scan and a search (shape.py)
 
 
 def _check(name: str, x: object, axis: object) -> tuple[Array, int]:
