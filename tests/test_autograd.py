@@ -642,3 +642,10 @@ def test_autograd_ignores_int32(device):
     assert_array(x.grad, np.ones(2, np.float32))
     with pytest.raises((TypeError, ValueError, RuntimeError)):
         gd.ones(2, dtype=gd.int32, device=device).requires_grad_()
+
+
+def test_the_examples_in_the_rules_docstrings_run():
+    import doctest
+
+    result = doctest.testmod(_grad_rules, extraglobs={"gd": gd}, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
