@@ -23,7 +23,7 @@ values (unique_*, the standard's "data-dependent shapes"; like nonzero, they syn
 from __future__ import annotations
 
 import reprlib
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -57,24 +57,31 @@ def _accumulator(op: str, x: Array, dtype: Any) -> np.dtype:
 # reductions
 # ---------------------------------------------------------------------------------------------
 
-def sum(x: Array, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Array:  # noqa: A001
-    """The sum over `axis` (every axis by default); bool, int32 and int64 sum as int64.
+def _list_function(row: Any) -> Callable[..., Array]:
+    """gd.<name> for a row of the reduction list (csrc/tables.h) with a method: the array API
+    standard's function, Array.<name> over `axis` (every axis by default; an empty tuple gives
+    x itself), with dtype= where the row takes it."""
+    name = row.name
+    if row.dtype:
+        def reduction(x: Array, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Array:
+            return _accumulate(name, x, axis, dtype, keepdims)
+    else:
+        def reduction(x: Array, /, *, axis: Any = None, keepdims: bool = False) -> Array:  # type: ignore[misc]
+            _need_array(name, x)
+            axes = normalize_axes(name, axis, x.ndim)
+            return x.copy() if not axes else getattr(x, name)(axis=axes, keepdims=keepdims)
+    method = getattr(Array, f"_{name}", None) or getattr(Array, name)  # its C method's text
+    summary, _, rest = (method.__doc__ or name).partition("\n\n")
+    widens = "; bool, int32 and int64 give int64, as in the array API standard" if row.widens and row.dtype else ""
+    reduction.__name__ = reduction.__qualname__ = name
+    reduction.__doc__ = f"{summary.rstrip('.')}{widens}." + (f"\n\n{rest}" if rest else "")
+    return reduction
 
-    Example:
-        >>> gd.sum(gd.asarray([[1, 2], [3, 4]]), axis=0).tolist()
-        [4, 6]
-    """
-    return _accumulate("sum", x, axis, dtype, keepdims)
 
-
-def prod(x: Array, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Array:
-    """The product over `axis` (every axis by default); bool, int32 and int64 multiply as int64.
-
-    Example:
-        >>> gd.prod(gd.asarray([[1, 2], [3, 4]]), axis=1).tolist()
-        [2, 12]
-    """
-    return _accumulate("prod", x, axis, dtype, keepdims)
+# the reduction list's module functions, by name (gpudev/_api/reduce.py declares those that
+# no module declares by hand: gd.max and gd.min have PyTorch's and NumPy's forms, _torch.py)
+LIST_FUNCTIONS = {row.name: _list_function(row) for row in _C._reductions if row.method}
+sum, prod = LIST_FUNCTIONS["sum"], LIST_FUNCTIONS["prod"]  # noqa: A001 (count_nonzero, linalg)
 
 
 def _accumulate(op: str, x: Array, axis: Any, dtype: Any, keepdims: bool) -> Array:

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import gpudev as gd
-from gpudev import _C, _grad_rules
+from gpudev import _C, _grad_rules, _statistics
 
 from conftest import host
 
@@ -99,6 +99,18 @@ def test_every_method_row_matches_numpy(name, dtype, device):
             want = getattr(np, ROWS[name].numpy)(x, axis=axis, keepdims=keepdims)
             got = _method(name)(a, axis=axis, keepdims=keepdims)
             _compare(got, np.asarray(want), f"{name}({dtype}, axis={axis}, keepdims={keepdims}) on {device}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", METHODS)
+def test_every_method_rows_module_function_matches_numpy(name, dtype, device):
+    """gd.<name> as the list makes it (also for max and min, exported in PyTorch's form)."""
+    function = _statistics.LIST_FUNCTIONS[name]
+    x = _data(dtype)
+    a = gd.array(x, device=device)
+    for axis in AXES:
+        want = getattr(np, ROWS[name].numpy)(x, axis=axis, keepdims=True)
+        _compare(function(a, axis=axis, keepdims=True), np.asarray(want), f"gd.{name}({dtype}, axis={axis}) on {device}")
 
 
 @pytest.mark.parametrize("name", METHODS)

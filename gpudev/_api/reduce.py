@@ -28,14 +28,20 @@ import reprlib
 from .. import _C, _statistics, _torch, autograd  # noqa: F401 (_torch: its @public declarations)
 from .._C import Array
 from .._stable import softmax_forward
-from . import declare, public
+from . import Declaration, _add, declare, declared, public
 
 __all__ = ["log_softmax", "softmax"]
 
 declare("reduce", _C, "all any argmax argmin norm", numpy="all any argmax argmin")
-declare("reduce", _statistics, "argsort count_nonzero cumulative_prod cumulative_sum diff mean prod "
-        "searchsorted sort std sum unique_all unique_counts unique_inverse unique_values var",
-        numpy="mean prod std sum var")
+declare("reduce", _statistics, "argsort count_nonzero cumulative_prod cumulative_sum diff mean "
+        "searchsorted sort std unique_all unique_counts unique_inverse unique_values var", numpy="mean std var")
+# gd.<name> for each row of the reduction list (csrc/tables.h) with a method, computing NumPy's
+# function of its NUMPY column; a row whose module function is written by hand declares it
+# there (gd.max and gd.min, PyTorch's and NumPy's forms in gpudev/_torch.py, imported above)
+_ROWS = {row.name: row for row in _C._reductions}
+for _name, _function in _statistics.LIST_FUNCTIONS.items():
+    if _name not in declared():
+        _add(Declaration(_name, _function, "reduce", _ROWS[_name].numpy))
 
 
 def _check(name: str, x: object, axis: object) -> tuple[Array, int]:

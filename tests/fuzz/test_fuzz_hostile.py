@@ -450,7 +450,6 @@ SIGNATURES.update({
     "tile": (X, P("repetitions", "shape", lambda: (2, 1), "positional")),
     "repeat": (X, P("repeats", "array", lambda: 2, "positional"), AXIS_KW),
     "unstack": (X, P("axis", "axis", lambda: 0, "keyword")),
-    "sum": (X, AXIS_KW, DTYPE_KW, KEEPDIMS_KW),
     "mean": (X, AXIS_KW, KEEPDIMS_KW),
     "var": (X, AXIS_KW, P("correction", "number", lambda: 0.0, "keyword"), KEEPDIMS_KW),
     "count_nonzero": (X, AXIS_KW, KEEPDIMS_KW),
@@ -468,7 +467,11 @@ SIGNATURES.update({
                   P("axes", "axis", lambda: 1, "keyword")),
 })
 SIGNATURES["triu"] = SIGNATURES["tril"]
-SIGNATURES["prod"] = SIGNATURES["sum"]
+# the module functions of the reduction list (csrc/tables.h), from its rows; gd.max and gd.min
+# (PyTorch's and NumPy's forms) are above
+for _red in gd._C._reductions:
+    if _red.method and _red.name not in SIGNATURES:
+        SIGNATURES[_red.name] = (X, AXIS_KW, DTYPE_KW, KEEPDIMS_KW) if _red.dtype else (X, AXIS_KW, KEEPDIMS_KW)
 SIGNATURES["std"] = SIGNATURES["var"]
 SIGNATURES["cumulative_prod"] = SIGNATURES["cumulative_sum"]
 METHODS.update({
