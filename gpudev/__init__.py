@@ -61,7 +61,7 @@ from . import _api, _array, emulation  # noqa: E402
 # the public names, each declared once: beside its definition (@public), or in its family's
 # module of gpudev/_api (what C makes, classes, constants, subpackages). The array families
 # first: the subpackages that packages.py declares use them as gd.<name> while they load
-_api.load("autograd", "creation", "devices", "elementwise", "index", "random", "reduce", "shape")
+_api.load("autograd", "creation", "devices", "elementwise", "index", "random", "reduce", "shape", "sort")
 _array.install()  # every Array member written in Python, from its one home
 _api.index.install()  # where the core hands keys with several index arrays
 globals().update(_api.namespace())

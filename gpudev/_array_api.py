@@ -4,8 +4,8 @@ other names (the Array members it asks for are in gpudev/_array.py).
 
 Each spelling calls the operation the core already has (``add`` is ``x1 + x2``, so it runs
 the C kernel on the operands' device); nothing here computes in Python or copies between
-devices. The standard's functions that gpudev did not have live in ``_api/shape.py``,
-``_statistics`` and ``linalg``.
+devices. The standard's functions that gpudev did not have live in the family modules of
+``_api`` (shape.py, reduce.py, sort.py, index.py) and in ``linalg``.
 
 >>> import gpudev as gd
 >>> x = gd.asarray([1.0, 2.0])

@@ -177,10 +177,10 @@ def _reduction(method: str, params: tuple[str, ...] = ("axis", "dtype", "out", "
             return NotImplemented
         x = a if dtype is None else a.astype(dtype)
         extra = {} if ddof is None else {"correction": ddof}
-        if method in ("prod", "var", "std"):  # functions of gpudev/_statistics.py
-            from . import _statistics
+        if method in ("prod", "var", "std"):  # functions of gpudev/_api/reduce.py
+            from ._api import reduce
 
-            res = getattr(_statistics, method)(x, axis=axis, keepdims=keepdims, **extra)
+            res = getattr(reduce, method)(x, axis=axis, keepdims=keepdims, **extra)
         else:
             res = getattr(x, method)(axis=axis, keepdims=keepdims)
         return _into(out, res)

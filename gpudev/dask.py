@@ -63,7 +63,7 @@ def register() -> None:
     )
 
     from .linalg import tensordot
-    from ._statistics import take
+    from ._api.index import take
 
     register_chunk_type(Array)
     concatenate_lookup.register(Array, lambda arrays, axis=0: _C.concatenate(arrays, axis=axis))

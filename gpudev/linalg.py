@@ -37,7 +37,7 @@ from . import _C
 from ._api import public
 from ._devices import device_label
 from ._api.shape import _need_array, matrix_transpose, normalize_axes, normalize_axis
-from ._statistics import sum as _sum
+from ._api.reduce import sum as _sum
 
 __all__ = [
     "LinAlgError", "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
@@ -410,7 +410,7 @@ def det(x: Array, /) -> Array:
     _square("det", x)
     out, mats = _matrices("det", x)
     signs = _lu_signs("det", mats, x.shape[:-2], out.dtype)
-    from ._statistics import prod
+    from ._api.reduce import prod
 
     return _rounded(_float_dtype(x), _C.where(signs == 0, 0.0, prod(diagonal(out), axis=-1) * signs))[0]
 
@@ -422,7 +422,7 @@ def slogdet(x: Array, /) -> SlogdetResult:
     out, mats = _matrices("slogdet", x)
     signs = _lu_signs("slogdet", mats, x.shape[:-2], out.dtype)
     diag = diagonal(out)
-    from ._statistics import prod, sum as total
+    from ._api.reduce import prod, sum as total
 
     # a pivot that is not below 0 (NaN included) counts as positive, as in NumPy's slogdet
     negative = prod(1.0 - 2.0 * (diag < 0).astype(out.dtype), axis=-1)

@@ -35,7 +35,8 @@ OUT = DOCS / "_generated"
 # their order; gd._api.declared() each public name's family).
 TITLES = {
     "creation": "Creating arrays", "elementwise": "Elementwise operations and constants",
-    "reduce": "Reductions, statistics and sorting", "shape": "Shapes, joining and splitting",
+    "reduce": "Reductions and statistics", "sort": "Sorting, searching and unique values",
+    "shape": "Shapes, joining and splitting",
     "index": "Indexing and selection", "linalg": "Linear algebra", "fft": "FFT helpers",
     "random": "Random numbers", "devices": "Devices, dtypes, the Array type, errors and threads",
     "autograd": "Autograd, nn and the refused compilers", "measure": "Timing, tracing and strict mode",

@@ -9,8 +9,8 @@ the declarations come gpudev's namespace and ``__all__`` (gpudev/__init__.py lis
 NumPy's dispatch to the composites (gpudev/_protocols.py) and the lists the tests iterate
 (tests/test_op_list.py checks every composite against NumPy as it checks the op rows).
 
-The families mirror csrc/core: creation, elementwise, reduce (reductions and sorting),
-shape, index, linalg, fft; then devices (devices, dtypes, errors, threads, the seed),
+The families mirror csrc/core: creation, elementwise, reduce (reductions and statistics),
+sort (sorting, searching and unique values), shape, index, linalg, fft; then devices (devices, dtypes, errors, threads, the seed),
 autograd, measure (timing, tracing, strict mode, the machine's facts) and io. PyTorch's and
 the array API's spellings are declared in the family of the operation they spell.
 
@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable, TypeVar
 __all__ = ["FAMILIES", "Declaration", "composites", "declare", "declare_modules", "declared", "load", "namespace",
            "numpy_functions", "public"]
 
-FAMILIES = ("creation", "elementwise", "reduce", "shape", "index", "linalg", "fft", "random", "devices",
+FAMILIES = ("creation", "elementwise", "reduce", "sort", "shape", "index", "linalg", "fft", "random", "devices",
             "autograd", "measure", "io")
 # the op rows' TYPES words a composite may take (csrc/tables.h)
 COMPOSITE_TYPES = ("ALL", "NUMERIC", "FLOAT", "INT", "BITWISE", "COMPARE")

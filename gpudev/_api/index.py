@@ -1,5 +1,6 @@
-"""Indexing and selection (csrc/core/index.c, gather.c, select.c): where, nonzero, take, and
-the core's keys with several index arrays, defined here.
+"""Indexing and selection (csrc/core/index.c, gather.c, select.c): the core's where and
+nonzero; defined here: the array API standard's take and take_along_axis, and the core's keys
+with several index arrays.
 
 **Several index arrays**, NumPy's way: ``a[rows, cols]``, ``a[idx, :, idx2]``,
 ``a[:, idx]``, ``a[0, idx]`` and assignment through them.
@@ -30,14 +31,17 @@ from typing import Any
 
 import numpy as np
 
-from .. import _C, _array_api, _statistics
+from .. import _C, _array_api
+from .._C import Array
 from .._devices import device_label
-from . import declare
+from . import declare, public
+from .shape import _need_array, broadcast_to, normalize_axis, renamed
 
-__all__ = ["install", "put_key", "take_key"]
+__all__ = ["install", "put_key", "take", "take_along_axis", "take_key"]
+
+BOOL, INT64 = np.dtype(np.bool_), np.dtype(np.int64)
 
 declare("index", _C, "nonzero where", numpy="where")
-declare("index", _statistics, "take take_along_axis")
 declare("index", _array_api, "newaxis")
 
 
@@ -248,3 +252,54 @@ def _broadcast_value(value: Any, shape: tuple[int, ...], a: _C.Array) -> Any:
 def install() -> None:
     """Tell the core where such keys go (once, at import)."""
     _C._set_multi_index((take_key, put_key))
+
+
+# ---------------------------------------------------------------------------------------------
+# the array API standard's take and take_along_axis: a key with one index array each
+# ---------------------------------------------------------------------------------------------
+
+@public("index")
+def take(x: Array, indices: Array, /, *, axis: int | None = None) -> Array:
+    """The elements of x at the integer `indices` along `axis` (optional for 1-D arrays)."""
+    _need_array("take", x)
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"take: axis is required for an array of {x.ndim} dimensions (shape {x.shape})")
+        axis = 0
+    a = normalize_axis("take", axis, x.ndim)
+    if _need_array("take", indices).dtype == BOOL:  # positions 0 and 1, as NumPy's take reads them
+        indices = indices.astype(INT64)
+    return _gathered("take", x, (slice(None),) * a + (indices,))
+
+
+def _gathered(op: str, x: Array, key: tuple) -> Array:
+    """x[key], with the core's errors naming `op` instead of the indexing it runs."""
+    try:
+        return x[key]
+    except (IndexError, TypeError, ValueError) as exc:
+        raise renamed(exc, "getitem", op) from None
+
+
+@public("index")
+def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
+    """``out[..., i, ...] = x[..., indices[..., i, ...], ...]`` along `axis`: the elements
+    that, e.g., ``argsort(x, axis=axis)`` names."""
+    _need_array("take_along_axis", x)
+    if _need_array("take_along_axis", indices).dtype.kind != "i":
+        raise IndexError(f"take_along_axis: indices must be an integer array (as NumPy's), got {indices.dtype}")
+    if indices.ndim != x.ndim:
+        raise ValueError(f"take_along_axis: indices have {indices.ndim} dimensions, x has {x.ndim}; "
+                         f"give them the same number")
+    a = normalize_axis("take_along_axis", axis, x.ndim)
+    shape = tuple(np.broadcast_shapes(x.shape[:a] + x.shape[a + 1:], indices.shape[:a] + indices.shape[a + 1:]))
+    shape = shape[:a] + (indices.shape[a],) + shape[a:]
+    index = []
+    for k in range(x.ndim):
+        if k == a:
+            index.append(indices)
+        else:  # the position along axis k, shaped to broadcast along every other axis
+            index.append(_C.arange(shape[k], device=x.device).reshape(
+                tuple(shape[k] if j == k else 1 for j in range(x.ndim))))
+    if x.ndim == 0:
+        raise ValueError("take_along_axis: needs at least 1 dimension, got a 0-d array")
+    return _gathered("take_along_axis", x, tuple(broadcast_to(i, shape) for i in index))

@@ -1,7 +1,7 @@
 """Shapes (csrc/core/shape_ops.c): joining, splitting, reshaping, broadcasting, tiling. The
 core's concatenate and stack are declared here, PyTorch's cat in gpudev/_torch.py, and
-``repeat`` (which needs a scan and a search) where it is defined, in gpudev/_statistics.py,
-which imports this module; defined here: the array API standard's manipulation functions, new
+``repeat`` (which needs a scan and a search) where it is defined, in sort.py, which imports
+this module; defined here: the array API standard's manipulation functions, new
 shapes, orders and copies of arrays.
 
 Each is a view (slicing, permute, reshape) or a short composite of the core's operations
