@@ -290,15 +290,10 @@ def _where(condition: Any, *xy: Any, **rest: Any) -> Any:
 
 # how gpudev computes the NumPy functions whose arguments NumPy spells its own way, by NumPy's
 # name; NotImplemented from one means: NumPy's, on views
+# (the reduction list's rows come from _C._reductions: _reduction_adapters below)
 _NO_DTYPE = ("axis", "out", "keepdims")
 _ADAPTERS: dict[str, Callable] = {
-    "sum": _reduction("sum"),
     "mean": _reduction("mean"),
-    "prod": _reduction("prod"),
-    "max": _reduction("max", _NO_DTYPE),
-    "min": _reduction("min", _NO_DTYPE),
-    "amax": _reduction("max", _NO_DTYPE),
-    "amin": _reduction("min", _NO_DTYPE),
     "any": _reduction("any", _NO_DTYPE),
     "all": _reduction("all", _NO_DTYPE),
     "var": _reduction("var", ("axis", "dtype", "out", "ddof", "keepdims")),
@@ -345,19 +340,34 @@ _FUNCTIONS: dict[Callable, Callable] = {}
 _FUNCTIONS_FROM = -1  # the number of declarations _FUNCTIONS was built from
 
 
+def _reduction_adapters(named: dict[str, Any]) -> dict[str, Callable]:
+    """NumPy's functions of the reduction list's rows (GD_REDUCTIONS in csrc/tables.h, as
+    _C._reductions), by the NumPy names that the declaration of gd.<row> gives (np.max and
+    np.amax for gd.max), with NumPy's positional order: dtype= where the row takes one. A new
+    row needs no line here."""
+    adapters = {}
+    for row in _C._reductions:
+        params = ("axis", "dtype", "out", "keepdims") if row.dtype else _NO_DTYPE
+        for numpy_name, decl in named.items():
+            if row.method and decl.name == row.name:
+                adapters[numpy_name] = _reduction(row.name, params)
+    return adapters
+
+
 def _functions() -> dict[Callable, Callable]:
     global _FUNCTIONS, _FUNCTIONS_FROM
     if _FUNCTIONS_FROM == len(_DECLARED):  # the live table, not a copy: this runs on every dispatch
         return _FUNCTIONS
     named = numpy_functions()
-    stray = set(_ADAPTERS) - set(named)
+    adapters = {**_reduction_adapters(named), **_ADAPTERS}
+    stray = set(adapters) - set(named)
     if stray:
         raise RuntimeError(f"gpudev: adapters for {sorted(stray)}, which no declaration names (numpy=...)")
     table: dict[Callable, Callable] = {}
     for numpy_name, decl in named.items():
         func = getattr(np, numpy_name)
         if not isinstance(func, np.ufunc):  # ufuncs: _FUNCS and _BINARY
-            table[func] = _ADAPTERS[numpy_name] if numpy_name in _ADAPTERS else _direct(decl.obj)
+            table[func] = adapters[numpy_name] if numpy_name in adapters else _direct(decl.obj)
     _FUNCTIONS, _FUNCTIONS_FROM = table, len(_DECLARED)
     return table
 

@@ -115,6 +115,25 @@ def test_every_method_rows_module_function_matches_numpy(name, dtype, device):
 
 
 @pytest.mark.parametrize("name", METHODS)
+def test_numpys_call_of_every_method_row_reaches_gpudev(name, device):
+    """np.<name>(a, axis[, dtype], out, keepdims), NumPy's positional order, is gpudev's
+    reduction (an Array on a's device), for every NumPy name the row's declaration gives: the
+    protocol's adapters come from the list, so a new row needs no line in _protocols.py."""
+    from gpudev._api import declared
+
+    x = _data("float64")
+    a = gd.array(x, device=device)
+    dtype = (np.float64,) if ROWS[name].dtype else ()
+    numpy_names = declared()[name].numpy_names
+    assert ROWS[name].numpy in numpy_names, numpy_names
+    for numpy_name in numpy_names:
+        got = getattr(np, numpy_name)(a, 1, *dtype, None, True)
+        assert isinstance(got, gd.Array) and got.device == a.device, (numpy_name, type(got))
+        want = getattr(np, numpy_name)(x, 1, *dtype, None, True)
+        _compare(got, np.asarray(want), f"np.{numpy_name}(a, 1, ..., keepdims=True) on {device}")
+
+
+@pytest.mark.parametrize("name", METHODS)
 def test_every_method_row_over_an_empty_axis(name, device):
     x = np.zeros((0, 3), dtype=np.float32)
     a = gd.array(x, device=device)
