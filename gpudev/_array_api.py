@@ -25,11 +25,10 @@ import numpy as np
 
 from . import _C
 from ._api import public
-from ._devices import device_label
 
 __all__ = [
     "__array_api_version__", "__array_namespace_info__", "astype", "can_cast", "conj", "e", "finfo",
-    "from_dlpack", "iinfo", "imag", "inf", "isdtype", "isinf", "logical_and", "logical_not", "logical_or",
+    "iinfo", "imag", "inf", "isdtype", "isinf", "logical_and", "logical_not", "logical_or",
     "logical_xor", "nan", "newaxis", "pi", "positive", "real", "result_type",
 ]
 
@@ -203,34 +202,6 @@ def _need_array(op: str, x: Any) -> Array:
         raise TypeError(f"{op}: expected a gpudev Array, got {type(x).__name__}; convert it first, "
                         f"e.g. gd.asarray(x)")
     return x
-
-
-@public("creation")
-def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Array:
-    """An Array of a DLPack producer's data (``__dlpack__``: NumPy, PyTorch, CuPy...), sharing
-    its memory where gpudev can (copy=None). ``copy=True`` always gives memory of its own;
-    ``device`` asks for the result on that device, a copy when the data is elsewhere, which
-    ``copy=False`` refuses. gpudev never writes into an exporter's read-only memory, so it
-    copies that on import: ``copy=False`` refuses a read-only NumPy array too.
-
-    Example:
-        >>> import numpy as np
-        >>> gd.from_dlpack(np.arange(3.0), copy=True).tolist()
-        [0.0, 1.0, 2.0]
-    """
-    if copy is not None and not isinstance(copy, (bool, np.bool_)):
-        raise TypeError(f"from_dlpack: copy must be True, False or None, got {type(copy).__name__}")
-    target = None if device is None else (device if isinstance(device, _C.Device) else _C.Device(device))
-    if copy is False and isinstance(x, np.ndarray) and not x.flags.writeable:
-        raise ValueError("from_dlpack: copy=False, but the NumPy array is read-only and gpudev "
-                         "copies such memory rather than share it; pass copy=None")
-    out = _C.from_dlpack(x)
-    if target is not None and out.device != target:
-        if copy is False:
-            raise ValueError(f"from_dlpack: copy=False, but the data is on {device_label(out.device)} and "
-                             f"device={target} asks for a copy; pass copy=None or True")
-        return out.to(target)
-    return out.copy() if copy else out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -120,7 +120,7 @@ def _extreme(name: str, c_method: Any, pair: Any, a: Any, other: Any, axis: Any,
     return pair(a, other)
 
 
-@public("reduce", numpy="max amax")
+@public("reduce", numpy="max amax", pytorch=True)
 def max(a: Array, other: Any = None, *, axis: Any = None, keepdims: bool = False,  # noqa: A001
         dim: Any = None) -> Array:
     """``gd.max(a, axis=None)``: the largest values; ``gd.max(a, b)``: ``gd.maximum(a, b)``.
@@ -131,14 +131,14 @@ def max(a: Array, other: Any = None, *, axis: Any = None, keepdims: bool = False
     return _extreme("max", _c_max, _C.maximum, a, other, axis, keepdims, dim)
 
 
-@public("reduce", numpy="min amin")
+@public("reduce", numpy="min amin", pytorch=True)
 def min(a: Array, other: Any = None, *, axis: Any = None, keepdims: bool = False,  # noqa: A001
         dim: Any = None) -> Array:
     """``gd.min(a, axis=None)``: the smallest values; ``gd.min(a, b)``: ``gd.minimum(a, b)``."""
     return _extreme("min", _c_min, _C.minimum, a, other, axis, keepdims, dim)
 
 
-@public("shape")
+@public("shape", pytorch=True)
 def cat(tensors: Any, dim: int = 0, *, axis: Any = None) -> Array:
     """PyTorch's ``cat(tensors, dim=0)``: the arrays joined along an existing axis.
 
@@ -156,7 +156,7 @@ def _operands(op: str, a: Any, b: Any, form: str, fix: str) -> None:
             raise ValueError(f"{op}: the {what} operand must be {form}, got shape {x.shape}; {fix}")
 
 
-@public("linalg")
+@public("linalg", pytorch=True)
 def bmm(a: Array, b: Array) -> Array:
     """Batched product of (B, n, k) and (B, k, m) arrays: (B, n, m), as PyTorch's bmm."""
     _operands("bmm", a, b, "3-D (batch, rows, cols)", "use gd.matmul for other shapes")
@@ -166,7 +166,7 @@ def bmm(a: Array, b: Array) -> Array:
     return _C.matmul(a, b)
 
 
-@public("linalg")
+@public("linalg", pytorch=True)
 def mm(input: Array, mat2: Array) -> Array:  # noqa: A002  (PyTorch's parameter names)
     """The product of a (n, k) and a (k, m) array: (n, m), as PyTorch's ``mm`` (2-D only; for
     other shapes ``gd.matmul`` or ``@``). Also the method ``a.mm(b)``.
@@ -181,11 +181,3 @@ def mm(input: Array, mat2: Array) -> Array:  # noqa: A002  (PyTorch's parameter 
         raise ValueError(f"mm: shapes {input.shape} and {mat2.shape} cannot be multiplied "
                          f"({input.shape[1]} columns against {mat2.shape[0]} rows)")
     return _C.matmul(input, mat2)
-
-
-@public("creation")
-def from_numpy(a: np.ndarray) -> Array:
-    """A CPU Array of `a`'s values (PyTorch's from_numpy). A copy: gpudev owns its memory."""
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(a).__name__}")
-    return _C.array(a)

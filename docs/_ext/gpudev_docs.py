@@ -46,12 +46,6 @@ SUBMODULES = ["nn", "nn.functional", "nn.init", "optim", "optim.lr_scheduler", "
               "fft", "linalg", "cuda", "jit"]
 
 
-def _module_key(obj: Any) -> str:
-    """The last part of an object's module, "_" dropped: gpudev._torch and gpudev.ops.torch
-    are both "torch"."""
-    return (getattr(obj, "__module__", None) or "").rsplit(".", 1)[-1].lstrip("_")
-
-
 def family_of(name: str) -> str:
     """The family gpudev/_api declares the public name in."""
     return gd._api.declared()[name].family
@@ -163,12 +157,12 @@ def numpy_rows() -> list[tuple[str, str]]:
 
 
 def torch_rows() -> list[tuple[str, str]]:
-    """PyTorch's names: the functions of gd.__all__ from the PyTorch names' module, the Array
+    """PyTorch's names: the functions of gd.__all__ declared as PyTorch's spellings, the Array
     members NumPy's ndarray lacks (PyTorch's methods: `zero_`, `numel`, `backward`, ...), the op
     rows' aliases (PyTorch's spellings where they differ from NumPy's) and the torch-like
     submodules' names."""
     rows = {f"torch.{n}": f"`gd.{n}`" for n in gd.__all__
-            if callable(getattr(gd, n)) and "torch" in _module_key(getattr(gd, n))}
+            if gd._api.declared()[n].pytorch}
     rows.update({f"Tensor.{n}": f"`Array.{n}`" for n in dir(gd.Array)
                  if not n.startswith("_") and not hasattr(np.ndarray, n)})
     for row in gd._C._ops:

@@ -46,7 +46,8 @@ T = TypeVar("T")
 class Declaration:
     """One public name: what it is, its family, NumPy's functions of the same meaning (np.<name>
     for each name in `numpy`, separated by spaces; a composite names one), and for an
-    elementwise composite the dtypes it takes and its number of operands."""
+    elementwise composite the dtypes it takes and its number of operands; `pytorch`: a
+    PyTorch spelling (the name tables list it as PyTorch's)."""
 
     name: str
     obj: Any
@@ -54,6 +55,7 @@ class Declaration:
     numpy: str | None = None
     types: str | None = None
     arity: int | None = None
+    pytorch: bool = False
 
     @property
     def composite(self) -> bool:
@@ -84,17 +86,18 @@ def _add(decl: Declaration) -> None:
 
 
 def public(family: str, *, name: str | None = None, aliases: Iterable[str] = (), numpy: str | None = None,
-           types: str | None = None, arity: int | None = None) -> Callable[[T], T]:
+           types: str | None = None, arity: int | None = None, pytorch: bool = False) -> Callable[[T], T]:
     """Declare the function below as gd.<name> (its own name by default), and its aliases.
 
     ``numpy``: NumPy's functions of the same meaning, separated by spaces (np.transpose for
     gd.permute_dims), which NumPy's dispatch then hands to it. An elementwise composite gives
     ``arity`` (1 or 2), ``types`` (as its op row would) and ``numpy``: NumPy's one function of
-    the same meaning, or None with a reference in the tests."""
+    the same meaning, or None with a reference in the tests. ``pytorch=True``: PyTorch's
+    spelling (``gd.mm``, ``gd.cat``), declared in the family of what it spells."""
 
     def mark(obj: T) -> T:
         own = name or obj.__name__  # type: ignore[attr-defined]
-        _add(Declaration(own, obj, family, numpy, types, arity))
+        _add(Declaration(own, obj, family, numpy, types, arity, pytorch))
         for alias in aliases:
             _add(Declaration(alias, obj, family))
         return obj

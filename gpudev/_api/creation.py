@@ -1,7 +1,8 @@
 """Creation (csrc/core/creation.c, convert.c): arrays from shapes, values and other libraries'
 memory. The core's functions are declared here; the ones written in Python are defined here:
 arrays shaped like another (``zeros_like``, ``ones_like``, ``empty_like``, ``full_like``),
-``eye``, ``linspace``, ``meshgrid``, ``tril`` and ``triu``.
+``eye``, ``linspace``, ``meshgrid``, ``tril`` and ``triu``, PyTorch's ``from_numpy`` and the array
+API's ``from_dlpack`` (arrays of other libraries' memory).
 
 The new array of a ``*_like`` takes the shape, dtype and device of ``a`` unless ``dtype`` or
 ``device`` say otherwise; ``a`` may be a gpudev array or anything with ``.shape`` and ``.dtype``
@@ -21,10 +22,15 @@ import numbers
 import reprlib
 from typing import Any
 
-from .. import _C, _array_api, _torch  # noqa: F401 (from_dlpack and from_numpy declare themselves there)
+import numpy as np
+
+from .. import _C
+from .._C import Array
+from .._devices import device_label
 from . import declare, public
 
-__all__ = ["empty_like", "eye", "full_like", "linspace", "meshgrid", "ones_like", "tril", "triu", "zeros_like"]
+__all__ = ["empty_like", "eye", "from_dlpack", "from_numpy", "full_like", "linspace", "meshgrid", "ones_like", "tril",
+           "triu", "zeros_like"]
 
 # what the core makes (csrc/core/creation.c, convert.c); PyTorch's tensor is array
 declare("creation", _C, "array asarray arange empty full ones zeros tensor=array")
@@ -170,3 +176,39 @@ def tril(x: _C.Array, /, *, k: int = 0) -> _C.Array:
 def triu(x: _C.Array, /, *, k: int = 0) -> _C.Array:
     """x with the elements below diagonal `k` of each matrix (the last two axes) set to zero."""
     return _triangle("triu", x, k, False)
+
+
+@public("creation", pytorch=True)
+def from_numpy(a: np.ndarray) -> Array:
+    """A CPU Array of `a`'s values (PyTorch's from_numpy). A copy: gpudev owns its memory."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(a).__name__}")
+    return _C.array(a)
+
+
+@public("creation")
+def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Array:
+    """An Array of a DLPack producer's data (``__dlpack__``: NumPy, PyTorch, CuPy...), sharing
+    its memory where gpudev can (copy=None). ``copy=True`` always gives memory of its own;
+    ``device`` asks for the result on that device, a copy when the data is elsewhere, which
+    ``copy=False`` refuses. gpudev never writes into an exporter's read-only memory, so it
+    copies that on import: ``copy=False`` refuses a read-only NumPy array too.
+
+    Example:
+        >>> import numpy as np
+        >>> gd.from_dlpack(np.arange(3.0), copy=True).tolist()
+        [0.0, 1.0, 2.0]
+    """
+    if copy is not None and not isinstance(copy, (bool, np.bool_)):
+        raise TypeError(f"from_dlpack: copy must be True, False or None, got {type(copy).__name__}")
+    target = None if device is None else (device if isinstance(device, _C.Device) else _C.Device(device))
+    if copy is False and isinstance(x, np.ndarray) and not x.flags.writeable:
+        raise ValueError("from_dlpack: copy=False, but the NumPy array is read-only and gpudev "
+                         "copies such memory rather than share it; pass copy=None")
+    out = _C.from_dlpack(x)
+    if target is not None and out.device != target:
+        if copy is False:
+            raise ValueError(f"from_dlpack: copy=False, but the data is on {device_label(out.device)} and "
+                             f"device={target} asks for a copy; pass copy=None or True")
+        return out.to(target)
+    return out.copy() if copy else out

@@ -25,7 +25,7 @@ __all__ = ["normal", "randint"]
 declare("random", _C, "manual_seed rand randn")
 
 
-@public("random")
+@public("random", pytorch=True)
 def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, dtype: Any = None,
            device: Any = None, requires_grad: bool = False) -> Array:
     """Normal random numbers: PyTorch's ``normal(mean, std, size)`` (NumPy's ``normal(loc,
@@ -49,7 +49,7 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, dtype: Any = No
     return out.requires_grad_() if requires_grad else out
 
 
-@public("random")
+@public("random", pytorch=True)
 def randint(low: int, high: Any = None, size: Any = None, *, dtype: Any = None,
             device: Any = None) -> Array:
     """Random integers in [low, high) of shape `size` (int64, or ``dtype=gd.int32``), as
