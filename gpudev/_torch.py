@@ -24,7 +24,7 @@ import numpy as np
 from . import _C
 from ._api import public
 
-__all__ = ["bmm", "cat", "from_numpy", "max", "min", "mm"]
+__all__ = ["bmm", "max", "min", "mm"]
 
 Array = _C.Array
 # the core's reductions behind gd.max and gd.min (private: a.max and a.min are gpudev/_array.py's)
@@ -136,17 +136,6 @@ def min(a: Array, other: Any = None, *, axis: Any = None, keepdims: bool = False
         dim: Any = None) -> Array:
     """``gd.min(a, axis=None)``: the smallest values; ``gd.min(a, b)``: ``gd.minimum(a, b)``."""
     return _extreme("min", _c_min, _C.minimum, a, other, axis, keepdims, dim)
-
-
-@public("shape", pytorch=True)
-def cat(tensors: Any, dim: int = 0, *, axis: Any = None) -> Array:
-    """PyTorch's ``cat(tensors, dim=0)``: the arrays joined along an existing axis.
-
-    An alias of ``gd.concatenate`` with PyTorch's keyword.
-    """
-    if axis is not None and dim != 0:
-        raise TypeError("cat: give dim= or axis=, not both")
-    return _C.concatenate(tensors, axis=dim if axis is None else axis)
 
 
 def _operands(op: str, a: Any, b: Any, form: str, fix: str) -> None:

@@ -1,8 +1,8 @@
 """Shapes (csrc/core/shape_ops.c): joining, splitting, reshaping, broadcasting, tiling. The
-core's concatenate and stack are declared here, PyTorch's cat in gpudev/_torch.py, and
-``repeat`` (which needs a scan and a search) where it is defined, in sort.py, which imports
-this module; defined here: the array API standard's manipulation functions, new
-shapes, orders and copies of arrays.
+core's concatenate and stack are declared here, and ``repeat`` (which needs a scan and a
+search) where it is defined, in sort.py, which imports this module; defined here: the array
+API standard's manipulation functions, PyTorch's ``cat``, new shapes, orders and copies of
+arrays.
 
 Each is a view (slicing, permute, reshape) or a short composite of the core's operations
 (concatenate, broadcasting arithmetic, index arrays), so it runs on the input's device and
@@ -25,11 +25,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import _C, _torch  # noqa: F401 (_torch: PyTorch's cat declares itself there)
+from .. import _C
 from . import declare, public
 
 __all__ = [
-    "broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip", "matrix_transpose",
+    "broadcast_arrays", "broadcast_to", "cat", "concat", "expand_dims", "flip", "matrix_transpose",
     "moveaxis", "permute_dims", "reshape", "roll", "squeeze", "tile", "unstack",
 ]
 
@@ -128,6 +128,17 @@ def concat(arrays: Sequence[Array], /, *, axis: int | None = 0) -> Array:
         arrays = [_need_array("concat", a).reshape(-1) for a in arrays]
         axis = 0
     return _C.concatenate(arrays, axis=axis)
+
+
+@public("shape", pytorch=True)
+def cat(tensors: Any, dim: int = 0, *, axis: Any = None) -> Array:
+    """PyTorch's ``cat(tensors, dim=0)``: the arrays joined along an existing axis.
+
+    An alias of ``gd.concatenate`` with PyTorch's keyword.
+    """
+    if axis is not None and dim != 0:
+        raise TypeError("cat: give dim= or axis=, not both")
+    return _C.concatenate(tensors, axis=dim if axis is None else axis)
 
 
 @public("shape", numpy="broadcast_to")
