@@ -34,7 +34,8 @@ from ._fills import normal_, uniform_
 from ._pickle import _reduce_ex
 from ._protocols import array_function, array_ufunc
 from ._api.linalg import mm
-from ._torch import _ambiguous_axis, _axis, _dim_refused, _dims, _is_dtype, _is_int, scaled_add_
+from ._api.reduce import _ambiguous_axis, _dim_refused
+from ._torch import _axis, _dims, _is_dtype, _is_int, scaled_add_
 
 __all__ = ["ArrayMethods", "install", "members"]
 

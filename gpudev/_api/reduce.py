@@ -2,9 +2,9 @@
 scans and differences; sorting, searching and unique values are the sort family's
 (gpudev/_api/sort.py). The core's reductions are declared here, and the module function of each
 row of the reduction list with a method (gd.sum, gd.prod) is made from its row; gd.max and gd.min
-(PyTorch's and NumPy's forms, gpudev/_torch.py) declare themselves where they are defined.
-Defined here: the array API standard's reductions and scans, composed of the core's
-operations on the input's device, and the softmaxes.
+(PyTorch's and NumPy's forms) are written by hand. Defined here: those two, the array API
+standard's reductions and scans, composed of the core's operations on the input's device,
+and the softmaxes.
 
 **Scans**: cumulative_sum and cumulative_prod are a Hillis-Steele scan, ``log2(n)`` shifted
 sums (n: the length along the axis); no value is read back to the host.
@@ -30,25 +30,72 @@ the softmax from the saved input, which keeps the graph small and the tape short
 
 from __future__ import annotations
 
+import builtins
 import operator
 import reprlib
 from typing import Any, Callable
 
 import numpy as np
 
-from .. import _C, _torch, autograd  # noqa: F401 (_torch: its @public declarations)
+from .. import _C, autograd
 from .._array_api import _dtype
 from .._C import Array
 from .._stable import softmax_forward
 from . import Declaration, _add, declare, declared, public
-from .shape import _need_array, broadcast_to, concat, moveaxis, normalize_axes, normalize_axis
+from .shape import _is_int, _need_array, broadcast_to, concat, moveaxis, normalize_axes, normalize_axis
 
-__all__ = ["as_numpy_would", "count_nonzero", "cumulative_prod", "cumulative_sum", "diff", "log_softmax", "mean",
-           "prod", "softmax", "std", "sum", "var"]
+__all__ = ["as_numpy_would", "count_nonzero", "cumulative_prod", "cumulative_sum", "diff", "log_softmax", "max",
+           "mean", "min", "prod", "softmax", "std", "sum", "var"]
 
 BOOL, INT32, INT64 = np.dtype(np.bool_), np.dtype(np.int32), np.dtype(np.int64)
 
 declare("reduce", _C, "all any argmax argmin norm", numpy="all any argmax argmin")
+
+# the core's reductions behind gd.max and gd.min (private: a.max and a.min are gpudev/_array.py's)
+_c_max, _c_min = vars(Array)["_max"], vars(Array)["_min"]
+
+
+def _ambiguous_axis(call: str, name: str, d: Any) -> TypeError:
+    return TypeError(f"{call}: NumPy reads the int as an axis and returns values, PyTorch returns "
+                     f"(values, indices); write {call.split('(')[0]}(axis={d}) for the values and "
+                     f"arg{name}(axis={d}) for the indices")
+
+
+def _dim_refused(name: str) -> TypeError:
+    return TypeError(f"{name}() got an unexpected keyword argument 'dim'; use axis= (and "
+                     f"arg{name}(axis=) for PyTorch's indices)")
+
+
+def _extreme(name: str, c_method: Any, pair: Any, a: Any, other: Any, axis: Any, keepdims: bool,
+             dim: Any) -> Array:
+    _need_array(name, a)
+    if dim is not None:
+        raise _dim_refused(name)
+    if other is None:
+        return c_method(a, axis=axis, keepdims=keepdims)
+    if _is_int(other):
+        raise _ambiguous_axis(f"gd.{name}(a, {other})", name, other)
+    if axis is not None:
+        raise TypeError(f"{name}: give a second array or axis=, not both")
+    return pair(a, other)
+
+
+@public("reduce", numpy="max amax", pytorch=True)
+def max(a: Array, other: Any = None, *, axis: Any = None, keepdims: bool = False,  # noqa: A001
+        dim: Any = None) -> Array:
+    """``gd.max(a, axis=None)``: the largest values; ``gd.max(a, b)``: ``gd.maximum(a, b)``.
+
+    ``gd.max(a, 1)`` means an axis in NumPy and (values, indices) in PyTorch, and so does
+    ``dim=``: both are refused with the spellings to use.
+    """
+    return _extreme("max", _c_max, _C.maximum, a, other, axis, keepdims, dim)
+
+
+@public("reduce", numpy="min amin", pytorch=True)
+def min(a: Array, other: Any = None, *, axis: Any = None, keepdims: bool = False,  # noqa: A001
+        dim: Any = None) -> Array:
+    """``gd.min(a, axis=None)``: the smallest values; ``gd.min(a, b)``: ``gd.minimum(a, b)``."""
+    return _extreme("min", _c_min, _C.minimum, a, other, axis, keepdims, dim)
 
 
 def _accumulator(op: str, x: Array, dtype: Any) -> np.dtype:
@@ -86,7 +133,7 @@ def _list_function(row: Any) -> Callable[..., Array]:
 
 # gd.<name> for each row of the reduction list (csrc/tables.h) with a method, computing NumPy's
 # function of its NUMPY column; a row whose module function is written by hand declares it
-# there (gd.max and gd.min, PyTorch's and NumPy's forms in gpudev/_torch.py, imported above)
+# there (gd.max and gd.min, PyTorch's and NumPy's forms, above)
 LIST_FUNCTIONS = {row.name: _list_function(row) for row in _C._reductions if row.method}
 for _row in _C._reductions:
     if _row.name in LIST_FUNCTIONS and _row.name not in declared():
@@ -152,7 +199,7 @@ def _scan_axis(op: str, x: Array, axis: Any) -> int:
         if x.ndim > 1:
             raise ValueError(f"{op}: axis is required for an array of {x.ndim} dimensions (shape {x.shape})")
         return 0
-    return normalize_axis(op, axis, max(x.ndim, 1))
+    return normalize_axis(op, axis, builtins.max(x.ndim, 1))
 
 
 def _scan(op: str, combine: Any, identity: Any, x: Array, axis: Any, dtype: Any,
@@ -232,7 +279,7 @@ def diff(x: Array, /, *, axis: int = -1, n: int = 1, prepend: Any = None, append
     parts = [x if p is x else _edge(p, x, a) for p in (prepend, x, append) if p is not None]
     y = concat(parts, axis=a) if len(parts) > 1 else x
     lead = (slice(None),) * a
-    for _ in range(min(n, y.shape[a])):  # after as many rounds as elements, nothing is left
+    for _ in range(builtins.min(n, y.shape[a])):  # after as many rounds as elements, nothing is left
         hi, lo = y[lead + (slice(1, None),)], y[lead + (slice(None, -1),)]
         y = (hi != lo) if y.dtype == BOOL else hi - lo
     return y if n else y.copy()
@@ -252,7 +299,7 @@ def _check(name: str, x: object, axis: object) -> tuple[Array, int]:
         ax = operator.index(axis)
     except TypeError:
         raise TypeError(f"{name}: axis must be an int, got {reprlib.repr(axis)} ({type(axis).__name__})") from None
-    ndim = max(x.ndim, 1)  # a 0-d array has the one axis 0 (or -1), as in PyTorch
+    ndim = builtins.max(x.ndim, 1)  # a 0-d array has the one axis 0 (or -1), as in PyTorch
     if not -ndim <= ax < ndim:
         raise ValueError(f"{name}: axis {ax} is out of bounds for an array of {x.ndim} "
                          f"dimension(s); use an axis in [{-ndim}, {ndim - 1}]")
