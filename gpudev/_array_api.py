@@ -1,11 +1,11 @@
 """gpudev as a Python array API standard namespace (version 2024.12): its inspection API, its
-data type functions, its constants and the standard's spellings of operations gpudev has under
-other names (the Array members it asks for are in gpudev/_array.py).
+data type functions, the dtype and kind tables they read and its constants (the Array members
+it asks for are in gpudev/_array.py).
 
-Each spelling calls the operation the core already has (``add`` is ``x1 + x2``, so it runs
-the C kernel on the operands' device); nothing here computes in Python or copies between
-devices. The standard's functions that gpudev did not have live in the family modules of
-``_api`` (shape.py, reduce.py, sort.py, index.py) and in ``linalg``.
+The standard's spellings of operations (``astype``, ``logical_and``, ``from_dlpack``,
+``concat``, ...) are defined and declared in the family modules of ``_api`` (elementwise.py,
+creation.py, shape.py, reduce.py, sort.py, index.py) and in ``linalg``; each calls the
+operations the core already has, on the operands' device.
 
 >>> import gpudev as gd
 >>> x = gd.asarray([1.0, 2.0])
@@ -17,7 +17,6 @@ devices. The standard's functions that gpudev did not have live in the family mo
 from __future__ import annotations
 
 import math
-import operator
 import reprlib
 from typing import Any, NamedTuple
 
@@ -27,9 +26,8 @@ from . import _C
 from ._api import public
 
 __all__ = [
-    "__array_api_version__", "__array_namespace_info__", "astype", "can_cast", "conj", "e", "finfo",
-    "iinfo", "imag", "inf", "isdtype", "isinf", "logical_and", "logical_not", "logical_or",
-    "logical_xor", "nan", "newaxis", "pi", "positive", "real", "result_type",
+    "__array_api_version__", "__array_namespace_info__", "can_cast", "e", "finfo", "iinfo", "inf", "isdtype", "nan",
+    "newaxis", "pi", "result_type",
 ]
 
 Array = _C.Array
@@ -182,28 +180,6 @@ def can_cast(from_: Any, to: Any, /) -> bool:
     return bool(np.can_cast(_dtype_or_array("can_cast", from_), _dtype("can_cast", to), "safe"))
 
 
-@public("elementwise")
-def astype(x: Array, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Array:
-    """x as `dtype` (and on `device`, an explicit copy, when given); a new array unless
-    ``copy=False`` and nothing changes.
-
-    Example:
-        >>> gd.astype(gd.asarray([1.7, -1.7]), gd.int64).tolist()
-        [1, -1]
-    """
-    _need_array("astype", x)
-    if device is not None:
-        x = x.to(device)  # the copy was asked for
-    return x.astype(_dtype("astype", dtype), copy=copy)
-
-
-def _need_array(op: str, x: Any) -> Array:
-    if not isinstance(x, Array):
-        raise TypeError(f"{op}: expected a gpudev Array, got {type(x).__name__}; convert it first, "
-                        f"e.g. gd.asarray(x)")
-    return x
-
-
 # ---------------------------------------------------------------------------------------------
 # the inspection API
 # ---------------------------------------------------------------------------------------------
@@ -250,74 +226,3 @@ _INFO = Info()
 def __array_namespace_info__() -> Info:
     """The inspection API: devices(), default_device(), dtypes(), default_dtypes(), capabilities()."""
     return _INFO
-
-
-# ---------------------------------------------------------------------------------------------
-# the standard's spellings that the op list does not declare (it declares add, equal, ...)
-# ---------------------------------------------------------------------------------------------
-
-# NumPy's positive returns a new array; the + operator of a gpudev array returns the array itself
-@public("elementwise")
-def positive(x: Array, /) -> Array:
-    """+x elementwise: a new array equal to x."""
-    return _need_array("positive", x).copy()
-
-
-def _logical(name: str, op: Any) -> Any:
-    def fn(x1: Any, x2: Any, /) -> Array:
-        return op(_as_bool(name, x1), _as_bool(name, x2))
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Elementwise logical {name.split('_')[1].upper()}: operands read as bool (nonzero is True)."
-    return fn
-
-
-def _as_bool(op: str, x: Any) -> Any:
-    if isinstance(x, Array):
-        return x if x.dtype == BOOL else x != 0
-    if isinstance(x, (bool, int, float)):
-        return bool(x)
-    raise TypeError(f"{op}: expected a gpudev Array or a Python scalar, got {type(x).__name__}")
-
-
-logical_and = _logical("logical_and", operator.and_)
-logical_or = _logical("logical_or", operator.or_)
-logical_xor = _logical("logical_xor", operator.xor)
-
-
-@public("elementwise")
-def logical_not(x: Array, /) -> Array:
-    """Elementwise logical NOT: x read as bool (nonzero is True)."""
-    return ~_as_bool("logical_not", _need_array("logical_not", x))
-
-
-@public("elementwise")
-def isinf(x: Array, /) -> Array:
-    """Whether each element is +inf or -inf, as a bool array (never for integers and bools)."""
-    _need_array("isinf", x)
-    if x.dtype.kind != "f":
-        return _C.zeros(x.shape, dtype=BOOL, device=x.device)
-    return _C.abs(x) == math.inf
-
-
-@public("elementwise")
-def conj(x: Array, /) -> Array:
-    """The complex conjugate: gpudev's dtypes are real, so a copy of x."""
-    return _need_array("conj", x).copy()
-
-
-@public("elementwise")
-def real(x: Array, /) -> Array:
-    """The real part: gpudev's dtypes are real, so a copy of x."""
-    return _need_array("real", x).copy()
-
-
-@public("elementwise")
-def imag(x: Array, /) -> Array:
-    """The imaginary part: gpudev's dtypes are real, so zeros of x's shape, dtype and device."""
-    _need_array("imag", x)
-    return _C.zeros(x.shape, dtype=x.dtype, device=x.device)
-
-
-# ---------------------------------------------------------------------------------------------
-# Array members the standard asks for
-# ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Elementwise operations (csrc/core/elementwise.c). Each row of the op lists (csrc/tables.h)
-flagged FN is declared here from ``_C._ops``, with its aliases; the array API's spellings
-declare themselves in gpudev/_array_api.py. Defined here: the composites and clipping.
+flagged FN is declared here from ``_C._ops``, with its aliases; defined here: the
+composites, clipping, and the array API's spellings that no op row has (``astype``,
+``positive``, the ``logical_*`` functions, ``isinf``, ``conj``, ``real``, ``imag``).
 
 **Composites** are formulas over the op rows, written once here in Python. Each runs on every
 backend, gets its gradient from its parts through autograd, and needs no kernel, no
@@ -33,15 +34,20 @@ propagates, and gradients come through ``maximum``/``minimum``.
 
 from __future__ import annotations
 
+import math
+import operator
 from typing import Any
 
 import numpy as np
 
-from .. import _C, _array_api  # noqa: F401 (the array API's spellings declare themselves there)
-from .shape import renamed
+from .. import _C, _array_api
+from .._array_api import BOOL, _dtype
+from .._C import Array
+from .shape import _need_array, renamed
 from . import Declaration, _add, declare, public
 
-__all__ = ["clamp", "clip", "fmax", "isfinite", "isnan", "reciprocal", "signbit"]
+__all__ = ["astype", "clamp", "clip", "conj", "fmax", "imag", "isfinite", "isinf", "isnan", "logical_and",
+           "logical_not", "logical_or", "logical_xor", "positive", "real", "reciprocal", "signbit"]
 
 # the op rows with a module function, and their aliases (gd.pow is gd.power); a row's NumPy
 # function is its ufunc, and a few also compute a NumPy function that is no ufunc
@@ -53,7 +59,7 @@ for _op in _C._ops:
         for _alias in _op.aliases:
             _add(Declaration(_alias, getattr(_C, _alias), "elementwise"))
 declare("elementwise", _C, "allclose")
-declare("elementwise", _array_api, "e pi inf nan logical_and logical_or logical_xor")
+declare("elementwise", _array_api, "e pi inf nan")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,3 +208,84 @@ def clamp(a: _C.Array, min: Any = None, max: Any = None) -> _C.Array:  # noqa: A
         [0.0, 0.5, 9.0]
     """
     return _limit("clamp", a, min, max)
+
+
+# ---------------------------------------------------------------------------------------------
+# the array API standard's spellings that the op list does not declare (it declares add, equal, ...)
+# ---------------------------------------------------------------------------------------------
+
+@public("elementwise")
+def astype(x: Array, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Array:
+    """x as `dtype` (and on `device`, an explicit copy, when given); a new array unless
+    ``copy=False`` and nothing changes.
+
+    Example:
+        >>> gd.astype(gd.asarray([1.7, -1.7]), gd.int64).tolist()
+        [1, -1]
+    """
+    _need_array("astype", x)
+    if device is not None:
+        x = x.to(device)  # the copy was asked for
+    return x.astype(_dtype("astype", dtype), copy=copy)
+
+
+# NumPy's positive returns a new array; the + operator of a gpudev array returns the array itself
+@public("elementwise")
+def positive(x: Array, /) -> Array:
+    """+x elementwise: a new array equal to x."""
+    return _need_array("positive", x).copy()
+
+
+def _logical(name: str, op: Any) -> Any:
+    def fn(x1: Any, x2: Any, /) -> Array:
+        return op(_as_bool(name, x1), _as_bool(name, x2))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise logical {name.split('_')[1].upper()}: operands read as bool (nonzero is True)."
+    return fn
+
+
+def _as_bool(op: str, x: Any) -> Any:
+    if isinstance(x, Array):
+        return x if x.dtype == BOOL else x != 0
+    if isinstance(x, (bool, int, float)):
+        return bool(x)
+    raise TypeError(f"{op}: expected a gpudev Array or a Python scalar, got {type(x).__name__}")
+
+
+logical_and = public("elementwise")(_logical("logical_and", operator.and_))
+logical_or = public("elementwise")(_logical("logical_or", operator.or_))
+logical_xor = public("elementwise")(_logical("logical_xor", operator.xor))
+
+
+@public("elementwise")
+def logical_not(x: Array, /) -> Array:
+    """Elementwise logical NOT: x read as bool (nonzero is True)."""
+    return ~_as_bool("logical_not", _need_array("logical_not", x))
+
+
+@public("elementwise")
+def isinf(x: Array, /) -> Array:
+    """Whether each element is +inf or -inf, as a bool array (never for integers and bools)."""
+    _need_array("isinf", x)
+    if x.dtype.kind != "f":
+        return _C.zeros(x.shape, dtype=BOOL, device=x.device)
+    return _C.abs(x) == math.inf
+
+
+@public("elementwise")
+def conj(x: Array, /) -> Array:
+    """The complex conjugate: gpudev's dtypes are real, so a copy of x."""
+    return _need_array("conj", x).copy()
+
+
+@public("elementwise")
+def real(x: Array, /) -> Array:
+    """The real part: gpudev's dtypes are real, so a copy of x."""
+    return _need_array("real", x).copy()
+
+
+@public("elementwise")
+def imag(x: Array, /) -> Array:
+    """The imaginary part: gpudev's dtypes are real, so zeros of x's shape, dtype and device."""
+    _need_array("imag", x)
+    return _C.zeros(x.shape, dtype=x.dtype, device=x.device)
