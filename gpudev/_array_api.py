@@ -1,6 +1,7 @@
-"""gpudev as a Python array API standard namespace (version 2024.12): its inspection API, its
-data type functions, the dtype and kind tables they read and its constants (the Array members
-it asks for are in gpudev/_array.py).
+"""gpudev as a Python array API standard namespace (version 2024.12): the dtype and kind
+tables, the dtype check every family reads, and the standard's constants. The inspection API
+and the data type functions are in gpudev/_api/devices.py, the Array members the standard
+asks for in gpudev/_array.py.
 
 The standard's spellings of operations (``astype``, ``logical_and``, ``from_dlpack``,
 ``concat``, ...) are defined and declared in the family modules of ``_api`` (elementwise.py,
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import math
 import reprlib
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
