@@ -89,7 +89,7 @@ def test_the_python_layer_follows_the_flags(name):
     op = OPS[name]
     for n in (op.name, *op.aliases):
         assert hasattr(gd, n) == op.function and (n in gd.__all__) == op.function, n
-    if op.method:  # the C method (PyTorch-named methods of gpudev/_torch.py may exist besides)
+    if op.method:  # the C method (PyTorch-named methods of gpudev/_array.py may exist besides)
         a = gd.array([0.5, 1.5])
         got = getattr(a, name)() if op.arity == 1 else getattr(a, name)(a)
         want = _C._ewise(name, a) if op.arity == 1 else _C._ewise(name, a, a)

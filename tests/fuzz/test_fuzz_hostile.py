@@ -401,8 +401,8 @@ METHODS.update({
 METHODS["sub_"] = METHODS["add_"]
 METHODS["std"] = METHODS["var"]
 
-# the array API standard's names (gpudev/_array_api.py, linalg.py and the family modules of
-# gpudev/_api: creation, shape, reduce, sort, index)
+# the array API standard's names (the family modules of gpudev/_api: creation, shape,
+# reduce, sort, index, elementwise, devices, linalg)
 X = P("x", "array", arr(2, 3), "positional")
 X1X2 = (P("x1", "array", arr(2, 3), "positional"), P("x2", "array", arr(3), "positional"))
 INTS = P("x", "array", lambda: gd.arange(6).reshape(2, 3), "positional")
