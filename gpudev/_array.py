@@ -10,7 +10,7 @@ Python method that wraps a C one calls it under a private name (``_to``, ``_max`
 has exactly one home.
 
 Where PyTorch and NumPy (or the array API standard) give one call form two meanings, the methods
-decide it as the README's table of conflicts says: the standard wins where it defines the
+decide it as the table of conflicts in docs/guides/pytorch.md says: the standard wins where it defines the
 meaning, an ambiguous form raises an error naming the spelling to use, and PyTorch's meaning is
 taken where nobody else defines one.
 

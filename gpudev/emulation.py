@@ -25,7 +25,7 @@ synchronization reads unfinished data); its times are CPU times, never GPU perfo
 drive the error paths with :func:`fail_next` and remove a synchronization with
 :func:`skip_next`; both refuse a call the emulation never asks about (a typo would plant a
 failure that never fires), and gpudev's pytest plugin forgets what a test planted and did not
-use when the test ends. Ctrl-C stops a wait for an emulated GPU between two blocks (README,
+use when the test ends. Ctrl-C stops a wait for an emulated GPU between two blocks (docs/guides/emulated-gpus.md,
 "Ctrl-C on emulated GPUs").
 """
 
@@ -115,7 +115,7 @@ def load() -> ModuleType:
     queue = _env_int("GPUDEV_EMULATE_GPU_QUEUE", 0, 1 << 30, _DEFAULT_QUEUE)
     order = _env_block_order()
     _cuda_emu.configure(devices, sms, memory)
-    _cuda_emu.set_waits(queue, True)  # Ctrl-C stops a wait of the main thread (README)
+    _cuda_emu.set_waits(queue, True)  # Ctrl-C stops a wait of the main thread (docs/guides/arrays.md)
     _cuda_emu.set_block_order(order != "index", int(order.partition(":")[2] or 0))
     _settings.update(devices=devices, memory=memory, multiprocessors=sms, queue=queue)
     _block_order = order

@@ -81,7 +81,7 @@ def test_index_is_a_view_of_the_target(device, view):
     if device.type == "cpu":
         check(g, n)  # NumPy's order: the last write to a repeated row wins
         return
-    # a GPU writes repeated rows in no set order (README, indexing rules): each such row holds
+    # a GPU writes repeated rows in no set order (docs/guides/arrays.md, indexing rules): each such row holds
     # one of the values written to it, every other row exactly NumPy's
     got = g.cpu().numpy()
     for row in range(len(base)):
@@ -366,7 +366,7 @@ def test_setitem_list_key_changed_after_forward_is_taken_as_it_was(device):
 @by_device
 def test_overlapping_mask_and_values_are_read_whole_before_the_write(device):
     # NumPy reads an overlapping mask while it writes ([True, True, True] here); gpudev
-    # reads it whole first, as NumPy does for an integer index (README, "Differences")
+    # reads it whole first, as NumPy does for an integer index (docs/guides/arrays.md, "Differences from NumPy")
     g = gd.array([True, False, False], device=device)
     g[1:3][g[0:2]] = True
     n = np.array([True, False, False])

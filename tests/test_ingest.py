@@ -88,7 +88,7 @@ def test_canonical_bools_are_still_shared():
 
 def test_noncanonical_bools_are_copied_not_borrowed():
     """A borrow of non-canonical bytes is a normalized copy: later writes to the NumPy array do
-    not reach it (the README's bool rule)."""
+    not reach it (the bool rule of docs/guides/arrays.md)."""
     raw = RAW.copy()
     b = gd.asarray(raw.view(bool))
     raw[0] = 7

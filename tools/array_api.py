@@ -5,7 +5,7 @@ gpudev and against NumPy with the same settings, and print both counts.
 
 `make array-api` runs it. The suite is cloned at a pinned commit (with the standard's text, its
 `array-api` submodule, at the commit the suite pins) into build/array-api-tests; the URLs can
-point at local mirrors. The settings are those README's "Array API standard" section states:
+point at local mirrors. The settings are those docs/guides/array-api.md states:
 API version 2024.12, 20 examples per test, Hypothesis derandomized (each test draws the same
 examples every run, so two runs give the same counts) and without its deadline (a busy machine
 would fail tests on time alone), the fft and linalg extensions off for both libraries (so the

@@ -1,5 +1,5 @@
 """gpu_hw_check.py - what only a real GPU can show about gpudev: the checks (PASS, FAIL or SKIP
-each) and the bench rows that give the README's GPU numbers beside their datasheet figures.
+each) and the bench rows that give the manual's GPU numbers (docs/guides/gpu.md) beside their datasheet figures.
 The items live in tools/gpu_hw/ (numerics.py and checks.py: the checks, bench.py: the rows).
 
     python3 tools/gpu_hw_check.py                   # the checks, from the repository root after an in-place build

@@ -1,5 +1,5 @@
 """``assert_allclose`` with the tolerances gpudev documents for results computed on
-different devices (README, "Comparing CPU and GPU results").
+different devices (docs/guides/measuring.md, "Comparing CPU and GPU results").
 
 Why there is a tolerance at all: elementwise kernels agree between the CPU and a GPU to a few
 units in the last place (CUDA's exp, log, tanh round differently from the C library's), and

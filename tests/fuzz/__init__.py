@@ -4,5 +4,5 @@
 odd names, overlapping members); `seeds` writes the valid files to start from; `mutate` and
 `archives` turn them into hostile ones, one mutation kind at a time; `oracle` loads one file
 under a time limit and a memory budget and judges the result against NumPy. The tests run a
-short profile inside `make test` and a long one with `make fuzz` (README, "Fuzzing").
+short profile inside `make test` and a long one with `make fuzz` (docs/contributing/fuzzing.md).
 """

@@ -145,7 +145,7 @@ def test_index_views_of_the_target_match_numpy(device):
 def test_mask_views_of_the_target_match_numpy(device):
     """A mask and values that overlap the target are read whole before the write, as NumPy
     reads an integer index and values that overlap its output (NumPy reads an overlapping
-    mask and its values while it writes: README, "Differences from NumPy")."""
+    mask and its values while it writes: docs/guides/arrays.md, "Differences from NumPy")."""
     rng = np.random.default_rng(PROFILE.seed + 1)
     for example in range(PROFILE.examples * 5):
         n = int(rng.integers(1, 12))

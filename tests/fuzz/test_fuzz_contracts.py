@@ -182,7 +182,7 @@ def test_scalars_of_another_kind(device, dtype, scalar, name, values):
     x = np.array(values).astype(dtype)
     want = outcome(fn, np, x.copy(), scalar)
     got = outcome(fn, gd, gd.asarray(x, device=device), scalar)
-    # gpudev refuses a value that does not fit the array (README, "Values that do not fit")
+    # gpudev refuses a value that does not fit the array (docs/guides/arrays.md, "Differences from NumPy")
     agree(got, want, what=f"{name}({x.dtype} {values}, {scalar!r})", refused=OverflowError)
 
 

@@ -5,7 +5,7 @@ indices out of range, shapes that do not fit.
 
 The oracle for each example: when NumPy raises, gpudev raises a documented kind of exception;
 when NumPy answers, gpudev gives the same answer (dtype, shape and values) or refuses with one
-of the deliberate differences listed in README.md ("Differences from NumPy", the patterns in
+of the deliberate differences listed in docs/guides/arrays.md ("Differences from NumPy", the patterns in
 REFUSALS below). Never another exception, never a wrong value. Examples per property come from
 the fuzz profile (conftest.py); GPU variants are skipped without a GPU.
 """
@@ -40,7 +40,7 @@ fuzz_settings = settings(max_examples=PROFILE.examples, deadline=None,
                                                 HealthCheck.filter_too_much])
 by_device = pytest.mark.parametrize("device", DEVICES)
 
-# gpudev refuses these where NumPy answers: each is a deliberate difference in README.md
+# gpudev refuses these where NumPy answers: each is a deliberate difference in docs/guides/arrays.md
 REFUSALS = [
     r"matmul: int64 operands are not supported",                       # matmul is float-only
     r"slices with a step .* are not supported",                         # views stay contiguous
@@ -391,7 +391,7 @@ def test_arange(device, data, dtype):
         assert got.error is None and got.value.size == 0, got
         return
     want_dtype = np.float32 if dtype is None and not all(isinstance(v, int) for v in args) else dtype
-    # float arange is computed in double, then rounded (see README): compare with float64
+    # float arange is computed in double, then rounded (see docs/guides/arrays.md): compare with float64
     wide = np.float64 if np.dtype(want_dtype or np.int64).kind == "f" else want_dtype
     want = outcome(lambda: np.arange(*args, dtype=wide).astype(want_dtype or np.int64))
     if want.error is not None and isinstance(want.error, ZeroDivisionError):
@@ -488,7 +488,7 @@ def test_setitem(device, data):
 
     want = outcome(assign, x.copy(), value)
     if want.error is not None and "with a sequence" in str(want.error) and np.size(value) == 1:
-        # one element takes a value of shape (1,) as a slice does (README, "Differences from
+        # one element takes a value of shape (1,) as a slice does (docs/guides/arrays.md, "Differences from
         # NumPy"); NumPy 2 raises: the element must then hold that value
         want = outcome(assign, x.copy(), np.asarray(value).reshape(()))
     agree(outcome(assign, a, v), want, what=f"setitem {key!r} = {value!r}", refused=newaxis_in(key))
@@ -540,7 +540,7 @@ def test_where(device, data):
     cond = data.draw(st.one_of(hnp.arrays(np.bool_, shapes[0]), arrays(shape=shapes[0])))
     x, y = (data.draw(st.one_of(arrays(shape=s), SCALARS)) for s in shapes[1:])
     # two scalars alone keep their own dtype, and gpudev's are wider than float16 and int8
-    # (README: float16 becomes float32, smaller integers int64)
+    # (docs/guides/arrays.md: float16 becomes float32, smaller integers int64)
     narrow = [v for v in (x, y) if isinstance(v, np.generic) and v.dtype.kind != "b" and v.dtype.itemsize < 8]
     hypothesis.assume(isinstance(x, np.ndarray) or isinstance(y, np.ndarray) or not narrow)
     args = on(device, cond, x, y)

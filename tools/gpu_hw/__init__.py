@@ -1,5 +1,5 @@
 """gpu_hw - what tools/gpu_hw_check.py runs: checks of gpudev that only a real GPU can make
-(checks.py, numerics.py) and the bench rows that give the README's GPU numbers beside their
+(checks.py, numerics.py) and the bench rows that give the manual's GPU numbers (docs/guides/gpu.md) beside their
 datasheet figures (bench.py). This module is their frame: the sizes (full on a GPU, cut for an
 emulated one), the registry, running one item and keeping its result, and timing a peer
 library on its own clock.

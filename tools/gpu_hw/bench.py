@@ -1,4 +1,4 @@
-"""bench.py - the GPU bench rows behind the README's GPU numbers, each beside its datasheet
+"""bench.py - the GPU bench rows behind the manual's GPU numbers (docs/guides/gpu.md), each beside its datasheet
 figure: which GPU this is (an H200 NVL from an SXM before SGEMM is judged), SGEMM 4096 and
 8192 against cuBLAS through PyTorch, device copy bandwidth, launch and synchronize latency,
 host-device transfers (pageable, and pinned through PyTorch), sum and argmax bandwidth, the

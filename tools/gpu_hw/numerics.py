@@ -1,4 +1,4 @@
-"""numerics.py - the hardware checks that settle what the README says about bits and costs on
+"""numerics.py - the hardware checks that settle what the manual (docs/guides/gpu.md) says about bits and costs on
 a GPU, first of all: each float function's bits against the CPU's (the CUDA backend is built
 with -fmad=false so that its own arithmetic rounds as the CPU's does), one shape's sums the
 same bits run to run, a mask over 2**31 bytes, how far scatter-add's atomics move a float sum
