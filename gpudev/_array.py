@@ -35,7 +35,8 @@ from ._pickle import _reduce_ex
 from ._protocols import array_function, array_ufunc
 from ._api.linalg import mm
 from ._api.reduce import _ambiguous_axis, _dim_refused
-from ._torch import _axis, _dims, _is_dtype, _is_int, scaled_add_
+from ._api.shape import _is_int
+from ._torch import _axis, _dims, _is_dtype, scaled_add_
 
 __all__ = ["ArrayMethods", "install", "members"]
 

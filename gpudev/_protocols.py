@@ -177,7 +177,7 @@ def _reduction(method: str, params: tuple[str, ...] = ("axis", "dtype", "out", "
             return NotImplemented
         x = a if dtype is None else a.astype(dtype)
         extra = {} if ddof is None else {"correction": ddof}
-        if method in ("prod", "var", "std"):  # functions of gpudev/_api/reduce.py
+        if method in ("var", "std"):  # functions of gpudev/_api/reduce.py
             from ._api import reduce
 
             res = getattr(reduce, method)(x, axis=axis, keepdims=keepdims, **extra)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import _C
+from ._api.shape import _is_int
 
 __all__ = ["scaled_add_"]
 
@@ -72,5 +73,3 @@ def _is_dtype(x: Any) -> bool:
     return True
 
 
-def _is_int(x: Any) -> bool:
-    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
