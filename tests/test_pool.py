@@ -63,6 +63,44 @@ def test_avg_pool2d_values(device, name):
     directional_gradcheck(lambda t: F.avg_pool2d(t, **kw), x, device=device)
 
 
+# rows of at least 8 whole windows, which the CPU averages a block at a time: (kwargs, kernel,
+# stride, padding, output size) for a (2, 3, 5, 40) input
+WIDE_AVG_CASES = {
+    "2x2": (dict(kernel_size=2), (2, 2), (2, 2), (0, 0), (2, 20)),
+    "3x3 stride 3 pad 1 excluding padding": (dict(kernel_size=3, stride=3, padding=1, count_include_pad=False),
+                                             (3, 3), (3, 3), (1, 1), (2, 14)),
+    "3x3 stride 1 ceil_mode": (dict(kernel_size=3, stride=1, ceil_mode=True), (3, 3), (1, 1), (0, 0), (3, 38)),
+}
+
+
+@pytest.mark.parametrize("name", list(WIDE_AVG_CASES))
+def test_avg_pool2d_of_wide_rows(device, name):
+    kw, k, s, p, out = WIDE_AVG_CASES[name]
+    x = rnd(2, 3, 5, 40)
+    want, _ = pool2d_ref(x, "avg", pool_windows(5, 40, k, s, p, (1, 1), out), out, kw.get("count_include_pad", True))
+    for dtype, rtol in ((gd.float64, 1e-12), (gd.float32, 1e-5)):
+        y = F.avg_pool2d(gd.array(x, dtype=dtype, device=device), **kw)
+        np.testing.assert_allclose(y.cpu().numpy(), want, rtol=rtol, atol=rtol)
+    directional_gradcheck(lambda t: F.avg_pool2d(t, **kw), x, device=device)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_avg_pool2d_of_a_wide_row_is_its_pieces_bit_for_bit(device, dtype):
+    """A row of 20 windows (averaged a block at a time on the CPU) gives the bits that pieces
+    of 4 windows (one window at a time) give, forward and backward."""
+    x = gd.array(rnd(2, 3, 6, 40), dtype=getattr(gd, dtype), device=device).requires_grad_()
+    gy = gd.array(rnd(2, 3, 3, 20), dtype=x.dtype, device=device)
+    F.avg_pool2d(x, 2).backward(gy)
+    pieces = [x.detach()[..., 8 * q:8 * q + 8].requires_grad_() for q in range(5)]
+    for q, piece in enumerate(pieces):
+        F.avg_pool2d(piece, 2).backward(gy[..., 4 * q:4 * q + 4])
+    whole = F.avg_pool2d(x.detach(), 2).cpu().numpy()
+    joined = np.concatenate([F.avg_pool2d(piece.detach(), 2).cpu().numpy() for piece in pieces], axis=-1)
+    np.testing.assert_array_equal(whole.view(np.uint8), joined.view(np.uint8))
+    grads = np.concatenate([piece.grad.cpu().numpy() for piece in pieces], axis=-1)
+    np.testing.assert_array_equal(x.grad.cpu().numpy().view(np.uint8), grads.view(np.uint8))
+
+
 @pytest.mark.parametrize("out", [(3, 4), (1, 1), (9, 8), (None, 2)], ids=str)
 def test_adaptive_pooling(device, out):
     x = rnd(2, 2, 7, 6)

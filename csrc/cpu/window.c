@@ -46,6 +46,7 @@ typedef struct gd_window_job {
     int count_include_pad;
     int64_t divisor;
     const gd_span *rows, *cols; /* pooling: each output row's and column's window */
+    int64_t ja, jb;             /* average pooling: the outputs of a row whose windows are whole */
 } gd_window_job;
 
 /* S the suffix, T the element type */
@@ -149,8 +150,61 @@ int gd_cpu_col2im(void *im, gd_dtype dtype, const void *col, const gd_col_layout
  * pooling and its adjoint
  * ---------------------------------------------------------------------------------------- */
 
-/* S the suffix, T the element type; averages accumulate in double */
+/* Outputs per block of average pooling's whole windows: their sums stay on the stack. */
+#define GD_POOL_BLOCK 64
+
+/* S the suffix, T the element type; averages accumulate in double.
+ *
+ * Average pooling's outputs [ja, jb) of a row have whole windows along the row (no dilation:
+ * kernel_w inputs from j * stride_w - pad_w, the same divisor), and go by blocks: the block's
+ * sums grow one input of the window at a time, in the order the one-output loop adds them
+ * (rows a, then columns b), so the results are the same bits, and the loop over the block's
+ * outputs vectorizes; a stride of 2 (the common 2x2 window) is a constant there. */
 #define GD_DEFINE_POOL(S, T)                                                                      \
+    static void gd_avg_sums_##S(double *acc, const T *x, int64_t w, gd_span r, int64_t n, int64_t sw, \
+                                int64_t kw)                                                       \
+    {                                                                                             \
+        for (int64_t k = 0; k < n; k++) acc[k] = 0;                                               \
+        for (int64_t a = r.lo; a < r.hi; a++)                                                     \
+            for (int64_t b = 0; b < kw; b++) {                                                    \
+                const T *src = x + a * w + b;                                                     \
+                if (sw == 2)                                                                      \
+                    for (int64_t k = 0; k < n; k++) acc[k] += src[2 * k];                         \
+                else                                                                              \
+                    for (int64_t k = 0; k < n; k++) acc[k] += src[k * sw];                        \
+            }                                                                                     \
+    }                                                                                             \
+    /* y[j] for j in [ja, jb) of output row i, whose window rows are r */                        \
+    static void gd_avg_whole_##S(T *y, const T *x, const gd_window_job *job, gd_span r, double div) \
+    {                                                                                             \
+        const gd_window2d *g = job->g;                                                            \
+        double acc[GD_POOL_BLOCK];                                                                \
+        for (int64_t j = job->ja; j < job->jb; j += GD_POOL_BLOCK) {                              \
+            const int64_t n = gd_win_min(GD_POOL_BLOCK, job->jb - j);                             \
+            gd_avg_sums_##S(acc, x + j * g->stride_w - g->pad_w, g->w, r, n, g->stride_w, g->kernel_w); \
+            for (int64_t k = 0; k < n; k++) y[j + k] = r.lo < r.hi ? (T)(acc[k] / div) : (T)0;    \
+        }                                                                                         \
+    }                                                                                             \
+    /* gx's windows of the outputs [ja, jb) of row i += gy / div; the windows must not overlap  \
+     * along the row (stride_w >= kernel_w), so each input takes at most one share per row */    \
+    static void gd_unavg_whole_##S(T *gx, const T *gy, const gd_window_job *job, gd_span r, double div) \
+    {                                                                                             \
+        const gd_window2d *g = job->g;                                                            \
+        const int64_t sw = g->stride_w, kw = g->kernel_w;                                         \
+        T share[GD_POOL_BLOCK];                                                                   \
+        for (int64_t j = job->ja; j < job->jb; j += GD_POOL_BLOCK) {                              \
+            const int64_t n = gd_win_min(GD_POOL_BLOCK, job->jb - j);                             \
+            for (int64_t k = 0; k < n; k++) share[k] = (T)(gy[j + k] / div);                      \
+            for (int64_t a = r.lo; a < r.hi; a++)                                                 \
+                for (int64_t b = 0; b < kw; b++) {                                                \
+                    T *dst = gx + a * g->w + j * sw - g->pad_w + b;                               \
+                    if (sw == 2)                                                                  \
+                        for (int64_t k = 0; k < n; k++) dst[2 * k] += share[k];                   \
+                    else                                                                          \
+                        for (int64_t k = 0; k < n; k++) dst[k * sw] += share[k];                  \
+                }                                                                                 \
+        }                                                                                         \
+    }                                                                                             \
     static void gd_pool_##S(void *ctx, int64_t begin, int64_t end)                                \
     {                                                                                             \
         const gd_window_job *job = ctx;                                                           \
@@ -165,7 +219,11 @@ int gd_cpu_col2im(void *im, gd_dtype dtype, const void *col, const gd_col_layout
             int64_t *ix = job->indices ? job->indices + p * nout : NULL;                          \
             for (int64_t i = 0; i < g->out_h; i++) {                                              \
                 const gd_span r = job->rows[i];                                                   \
-                for (int64_t j = 0; j < g->out_w; j++) {                                          \
+                if (job->ja < job->jb)                                                            \
+                    gd_avg_whole_##S(y + i * g->out_w, x, job, r,                                 \
+                                     gd_window_divisor(r.padded, g->kernel_w, r.lo, r.hi, 0, g->kernel_w, \
+                                                       avg_pad, avg_div));                        \
+                for (int64_t j = job->ja ? 0 : job->jb; j < g->out_w; j = j + 1 == job->ja ? job->jb : j + 1) { \
                     const gd_span c = job->cols[j];                                               \
                     if (job->kind == GD_POOL_MAX) {                                               \
                         T best = -(T)INFINITY;                                                    \
@@ -215,7 +273,11 @@ int gd_cpu_col2im(void *im, gd_dtype dtype, const void *col, const gd_col_layout
             }                                                                                     \
             for (int64_t i = 0; i < g->out_h; i++) {                                              \
                 const gd_span r = job->rows[i];                                                   \
-                for (int64_t j = 0; j < g->out_w; j++) {                                          \
+                if (job->ja < job->jb && r.lo < r.hi)                                             \
+                    gd_unavg_whole_##S(gx, gy + i * g->out_w, job, r,                             \
+                                       gd_window_divisor(r.padded, g->kernel_w, r.lo, r.hi, 0, g->kernel_w, \
+                                                         avg_pad, avg_div));                      \
+                for (int64_t j = job->ja ? 0 : job->jb; j < g->out_w; j = j + 1 == job->ja ? job->jb : j + 1) { \
                     const gd_span c = job->cols[j];                                               \
                     if (r.lo >= r.hi || c.lo >= c.hi) continue; /* an empty window's output is 0 */ \
                     const double div = gd_window_divisor(r.padded, c.padded, r.lo, r.hi, c.lo, c.hi, avg_pad, \
@@ -230,6 +292,24 @@ int gd_cpu_col2im(void *im, gd_dtype dtype, const void *col, const gd_col_layout
 GD_DEFINE_POOL(f32, float)
 GD_DEFINE_POOL(f64, double)
 #undef GD_DEFINE_POOL
+
+/* Sets job->ja and jb: the outputs of a row whose average windows are whole along it (none
+ * for max or adaptive pooling, nor for an adjoint whose windows overlap along the row). */
+static void gd_whole_columns(gd_window_job *job, int adjoint)
+{
+    const gd_window2d *g = job->g;
+    int64_t j = 0;
+    job->ja = job->jb = 0;
+    if (job->kind != GD_POOL_AVG || g->adaptive || g->dilation_w != 1 || (adjoint && g->stride_w < g->kernel_w))
+        return;
+#define GD_WHOLE(j) (job->cols[j].lo == (j) * g->stride_w - g->pad_w && job->cols[j].hi == job->cols[j].lo + g->kernel_w)
+    while (j < g->out_w && !GD_WHOLE(j)) j++;
+    job->ja = j;
+    while (j < g->out_w && GD_WHOLE(j)) j++;
+    job->jb = j;
+    if (job->jb - job->ja < 8) job->ja = job->jb = 0; /* a block's set-up costs more than it saves */
+#undef GD_WHOLE
+}
 
 /* fn over every plane, with the job's tables of row and column windows. */
 static int gd_pool_run(gd_range_fn fn, gd_window_job *job, int64_t images, const char *op, gd_error *err)
@@ -246,6 +326,7 @@ static int gd_pool_run(gd_range_fn fn, gd_window_job *job, int64_t images, const
     } else {
         job->rows = rows;
         job->cols = cols;
+        gd_whole_columns(job, fn == gd_unpool_f32 || fn == gd_unpool_f64);
         gd_window_run(fn, job, planes, planes * (g->h * g->w + g->out_h * g->out_w));
     }
     free(rows);
