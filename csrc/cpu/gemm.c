@@ -74,9 +74,21 @@ static void gd_gemm_panel(void *ctx, int64_t begin, int64_t end)
     else gd_gemm_block(job, job->p, 0, job->m, begin, end);
 }
 
-/* Panel edges on multiples of this many rows or columns: OpenBLAS's kernels work in tiles of
- * up to 16 (its Haswell and SkylakeX sgemm kernels), and edges inside a tile waste part of one. */
+/* Panel edges on multiples of this many columns (and the row panels of a @ a.T below, where
+ * rows were not measured): OpenBLAS is column-major and sees C = A B as
+ * C^T = B^T A^T, so our columns are its M, which its Haswell and SkylakeX sgemm kernels walk in
+ * tiles of 16; an edge inside a tile runs the tail kernels (one thread, CPU time of
+ * 10x256 @ 256xh: 6.3 us at h = 128, 7.3 us at h = 132, 7.9 us at h = 144). */
 #define GD_GEMM_PANEL_ALIGN 16
+/* Panel edges on multiples of this many rows: our rows are OpenBLAS's N, walked 4 at a time
+ * (sgemm's 16x4 kernels), and the time per row is flat at any multiple of 4. Edges on
+ * multiples of 16 cut 1000 rows into 512 + 488 for 2 threads: one thread, CPU time of
+ * h x 1000 @ 1000 x 1000, median of 9 (2-core AMD EPYC, SkylakeX kernels):
+ *     h = 488: 9.69 ms   496: 9.84   500: 9.88   504: 10.00   512: 10.15
+ * so the caller's 512 rows ended 2.7% after an even half would have, and a 1000^3 product,
+ * whose wall time on a quiet machine is its longer part's, took 1.01x NumPy's (whose two
+ * OpenBLAS threads split it evenly); on 4, the parts are 500 + 500. */
+#define GD_GEMM_ROW_ALIGN 4
 
 /* Pieces per thread's part of `extent` rows or columns, for a product of `mnk` multiply-adds:
  * several, so that a thread that finishes early can take the panels of one that was
@@ -102,7 +114,8 @@ static void gd_gemm_split(gd_gemm_job *job, int64_t p, int nt)
         return;
     }
     const double mnk = (double)job->m * (double)job->n * (double)job->k;
-    gd_pool_for(nt, extent, GD_GEMM_PANEL_ALIGN, gd_gemm_pieces(extent, nt, mnk), gd_gemm_panel, job);
+    gd_pool_for(nt, extent, job->split_rows ? GD_GEMM_ROW_ALIGN : GD_GEMM_PANEL_ALIGN, gd_gemm_pieces(extent, nt, mnk),
+                gd_gemm_panel, job);
 }
 
 /* ------------------------------------------------------------------------------------------
