@@ -3,6 +3,8 @@ building any (a build takes many minutes per wheel: `cibuildwheel --platform lin
 
 from __future__ import annotations
 
+import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -39,3 +41,27 @@ def test_repair_vendors_no_cuda_library():
     makefile = (ROOT / "Makefile").read_text()
     for lib in CUDA_LIBRARIES:
         assert lib in makefile.split("CUDA_EXCLUDES :=")[1].splitlines()[0], lib
+
+
+def _setup_constant(name: str) -> object:
+    """A module-level constant of setup.py, read without running setup.py (which builds)."""
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise AssertionError(f"setup.py defines no {name}")
+
+
+def test_every_wheel_build_compiles_the_targets_the_manual_names():
+    """`make wheels` and cibuildwheel both ask for GPUDEV_CUDA_ARCH=all, and the targets "all"
+    means in setup.py are the ones docs/guides/gpu.md lists (and measured the wheel with)."""
+    archs, ptx = _setup_constant("DEFAULT_ARCHS"), _setup_constant("DEFAULT_PTX")
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^WHEEL_CUDA_ARCH \?= all$", makefile, re.M), "the Makefile's wheels build not for all targets"
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["cibuildwheel"]["linux"]
+    assert config["environment"]["GPUDEV_CUDA_ARCH"] == "all"
+    guide = (ROOT / "docs" / "guides" / "gpu.md").read_text()
+    sections = {part.splitlines()[0]: " ".join(part.split()) for part in re.split(r"^#+ ", guide, flags=re.M)[1:]}
+    listed = f"{', '.join(archs[:-1])} and {archs[-1]} plus {ptx} PTX"
+    for heading in ("How CUDA is found", "The full-architecture wheel, measured"):
+        assert listed in sections[heading], f"docs/guides/gpu.md's '{heading}' should list setup.py's targets: {listed}"
