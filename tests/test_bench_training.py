@@ -106,3 +106,23 @@ def test_gemm_sweep_times_every_peer_and_restores_the_thread_count(capsys):
     assert set(row["times"]) == {"gpudev", "one thread", "numpy"}
     assert all(len(t) >= 8 and min(t) > 0 for t in row["times"].values())
     assert gd.get_num_threads() == 2
+
+
+def test_gemm_sweep_times_a_convolutions_products_as_its_layers_call_them(capsys):
+    """CONV_PRODUCTS are the bench's convolution rows' products, one call per batch, each
+    layout runs in gpudev and NumPy, and an unknown layout is refused naming the choices."""
+    from gpudev.bench import gemm_sweep, rows_cnn
+
+    for _, (images, channels, h, w), (out, _, kh, kw), pad in rows_cnn.CONV_SHAPES:
+        r, positions = channels * kh * kw, (h + 2 * pad - kh + 1) * (w + 2 * pad - kw + 1)
+        products = {(p[1], *p[2:]) for p in gemm_sweep.CONV_PRODUCTS}
+        assert (images, out, r, positions, "forward") in products
+        assert (images, r, positions, out, "weight grad") in products
+    small = [(layout, 3, 4, 5, 6, layout) for layout in ("forward", "weight grad", "input grad")]
+    rows = gemm_sweep.conv_sweep(small, blocks=1)
+    assert [r["label"] for r in rows] == ["forward", "weight grad", "input grad"]
+    assert all(r["flop"] == 2.0 * 3 * 4 * 5 * 6 and len(r["times"]["numpy"]) >= 4 for r in rows)
+    gemm_sweep._table(rows, "convolution call")
+    assert "weight grad 3x(4x5x6)" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="unknown convolution product layout 'backward'; use 'forward'"):
+        gemm_sweep.conv_sweep([("x", 1, 2, 2, 2, "backward")], blocks=1)

@@ -4,10 +4,17 @@ exactly that call), NumPy beside them, in alternating blocks in one process.
 
     python -m gpudev.bench.gemm_sweep            # quiet
     python -m gpudev.bench.gemm_sweep --load 2   # with 2 busy processes
+    python -m gpudev.bench.gemm_sweep --conv     # only a convolution's calls
 
 A ratio above 1 means gpudev on all threads took longer than one OpenBLAS thread; "p90" is
 the ratio of the 90th percentiles of single calls, where a stall for a descheduled thread
 shows first.
+
+A convolution does not call its products one image at a time: gpudev/nn/_conv.py makes one
+call per batch chunk, with the weights broadcast over the images and the output gradient read
+through a transposed view, so gpudev hands the images out whole to its threads instead of
+cutting one product into panels. The second table (``--conv``: only that one) times those calls
+as the layers make them (CONV_PRODUCTS), NumPy's np.matmul on the same layouts beside them.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from ..timing import Work, calls_of, run_rounds
 from .load import busy_processes, load_average
 from .model import BLAS_SETTLE
 
-__all__ = ["CONV_SHAPES", "SHAPES", "sweep"]
+__all__ = ["CONV_PRODUCTS", "CONV_SHAPES", "SHAPES", "conv_sweep", "sweep"]
 
 # (m, k, n): the d2l layers' products (784-256-10, batch 256) forward and backward, squares,
 # and thin products on either side of the size where gpudev starts to split (threads.h)
@@ -39,6 +46,19 @@ SHAPES = [(64, 64, 64), (100, 100, 100), (128, 128, 128), (160, 160, 160), (170,
 CONV_SHAPES = [(6, 25, 784), (16, 150, 100), (25, 784, 6), (150, 100, 16), (150, 16, 100),
                (64, 576, 3136), (576, 3136, 64), (576, 64, 3136)]
 SHAPES += CONV_SHAPES
+# The same products as _conv.py calls them, one call per batch (d2l's LeNet: 128 images; the
+# bench's ResNet row: 8): (label, images, m, k, n, layout), each image's product m x k @ k x n.
+# "forward": weights (m, k) broadcast @ columns (images, k, n); "weight grad": columns
+# (images, m, k) @ output gradient (images, n, k) seen transposed; "input grad": weights
+# (k, m) seen transposed @ output gradient (images, k, n).
+CONV_PRODUCTS = [("LeNet conv1 forward", 128, 6, 25, 784, "forward"),
+                 ("LeNet conv1 weight grad", 128, 25, 784, 6, "weight grad"),
+                 ("LeNet conv2 forward", 128, 16, 150, 100, "forward"),
+                 ("LeNet conv2 weight grad", 128, 150, 100, 16, "weight grad"),
+                 ("LeNet conv2 input grad", 128, 150, 16, 100, "input grad"),
+                 ("ResNet 3x3 forward", 8, 64, 576, 3136, "forward"),
+                 ("ResNet 3x3 weight grad", 8, 576, 3136, 64, "weight grad"),
+                 ("ResNet 3x3 input grad", 8, 576, 64, 3136, "input grad")]
 
 
 def _times(f: Callable[[], object], calls: int) -> list[float]:
@@ -56,30 +76,71 @@ def _warm_up(f: Callable[[], object], seconds: float = 0.02) -> None:
         f()
 
 
-def sweep(shapes: list[tuple[int, int, int]], blocks: int = 5) -> list[dict]:
-    """Per shape: every call's seconds for gpudev (default threads), gpudev on one thread and
-    NumPy, taken in `blocks` alternating blocks."""
+def _alternate(gd_call: Callable[[], object], np_call: Callable[[], object], calls: int,
+               blocks: int) -> dict[str, list[float]]:
+    """Every call's seconds for gpudev (default threads), gpudev on one thread and NumPy, taken
+    in `blocks` alternating blocks."""
     threads = gd.get_num_threads()
+    t: dict[str, list[float]] = {"gpudev": [], "one thread": [], "numpy": []}
+    try:
+        for _ in range(blocks):
+            for name in t:
+                gd.set_num_threads(1 if name == "one thread" else threads)
+                f = np_call if name == "numpy" else gd_call
+                _warm_up(f)
+                t[name] += _times(f, calls)
+                # NumPy's OpenBLAS threads spin ~0.1 s after its last call and would take
+                # the core gpudev's worker needs in the next block; gpudev's spin is shorter
+                time.sleep(BLAS_SETTLE if name == "numpy" else 0.001)
+    finally:
+        gd.set_num_threads(threads)
+    return t
+
+
+def _calls(flop: float) -> int:
+    return max(4, min(100, int(6e8 / flop)))
+
+
+def sweep(shapes: list[tuple[int, int, int]], blocks: int = 5) -> list[dict]:
+    """Per shape (m, k, n): every call's seconds of one m x k @ k x n product for gpudev
+    (default threads), gpudev on one thread and NumPy, taken in `blocks` alternating blocks."""
     rows = []
     for m, k, n in shapes:
         a_np = np.random.default_rng(0).random((m, k), dtype=np.float32)
         b_np = np.random.default_rng(1).random((k, n), dtype=np.float32)
         a, b = gd.array(a_np), gd.array(b_np)
-        calls = max(4, min(100, int(6e8 / (2.0 * m * n * k))))
-        t: dict[str, list[float]] = {"gpudev": [], "one thread": [], "numpy": []}
-        try:
-            for _ in range(blocks):
-                for name in t:
-                    gd.set_num_threads(1 if name == "one thread" else threads)
-                    f = (lambda: a_np @ b_np) if name == "numpy" else (lambda: a @ b)
-                    _warm_up(f)
-                    t[name] += _times(f, calls)
-                    # NumPy's OpenBLAS threads spin ~0.1 s after its last call and would take
-                    # the core gpudev's worker needs in the next block; gpudev's spin is shorter
-                    time.sleep(BLAS_SETTLE if name == "numpy" else 0.001)
-        finally:
-            gd.set_num_threads(threads)
-        rows.append({"shape": (m, k, n), "flop": 2.0 * m * n * k, "times": t})
+        flop = 2.0 * m * n * k
+        t = _alternate(lambda: a @ b, lambda: a_np @ b_np, _calls(flop), blocks)
+        rows.append({"shape": (m, k, n), "flop": flop, "times": t})
+    return rows
+
+
+def _conv_operands(images: int, m: int, k: int, n: int, layout: str) -> tuple[np.ndarray, np.ndarray]:
+    """NumPy operands of one CONV_PRODUCTS call, laid out (views included) as _conv.py's."""
+    rng = np.random.default_rng(0)
+    if layout == "forward":
+        return rng.random((m, k), dtype=np.float32), rng.random((images, k, n), dtype=np.float32)
+    if layout == "weight grad":
+        return rng.random((images, m, k), dtype=np.float32), rng.random((images, n, k), dtype=np.float32)
+    if layout == "input grad":
+        return rng.random((k, m), dtype=np.float32), rng.random((images, k, n), dtype=np.float32)
+    raise ValueError(f"gemm_sweep: unknown convolution product layout {layout!r}; use 'forward', "
+                     f"'weight grad' or 'input grad'")
+
+
+def conv_sweep(products: list[tuple[str, int, int, int, int, str]] = CONV_PRODUCTS, blocks: int = 5) -> list[dict]:
+    """Per entry of CONV_PRODUCTS: every call's seconds of the batched call, as sweep's."""
+    rows = []
+    for label, images, m, k, n, layout in products:
+        a_np, b_np = _conv_operands(images, m, k, n, layout)
+        a, b = gd.array(a_np), gd.array(b_np)
+        if layout == "weight grad":  # the output gradient seen transposed: a view, no copy
+            b_np, b = b_np.swapaxes(1, 2), b.swapaxes(1, 2)
+        elif layout == "input grad":
+            a_np, a = a_np.T, a.T
+        flop = 2.0 * images * m * n * k
+        t = _alternate(lambda: a @ b, lambda: np.matmul(a_np, b_np), _calls(flop), blocks)
+        rows.append({"shape": (m, k, n), "label": label, "images": images, "flop": flop, "times": t})
     return rows
 
 
@@ -87,25 +148,36 @@ def _p90(x: list[float]) -> float:
     return sorted(x)[int(0.9 * (len(x) - 1))]
 
 
+def _table(rows: list[dict], first: str) -> None:
+    print(f"{first:>40} {'FLOP':>8} {'1 thread':>10} {'gd/1thr':>8} {'p90':>6} {'np/1thr':>8}")
+    for r in rows:
+        t = r["times"]
+        one = statistics.median(t["one thread"])
+        shape = "x".join(map(str, r["shape"]))
+        name = f"{r['label']} {r['images']}x({shape})" if "label" in r else shape
+        print(f"{name:>40} {r['flop']:8.1e} {one * 1e6:8.0f}us "
+              f"{statistics.median(t['gpudev']) / one:8.2f} {_p90(t['gpudev']) / _p90(t['one thread']):6.2f} "
+              f"{statistics.median(t['numpy']) / one:8.2f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m gpudev.bench.gemm_sweep", description=__doc__.split("\n\n")[0])
     p.add_argument("--load", type=int, default=0, help="busy processes to run meanwhile")
     p.add_argument("--blocks", type=int, default=5, help="alternating blocks of calls per shape")
-    p.add_argument("--conv", action="store_true", help="only a convolution's products (CONV_SHAPES)")
+    p.add_argument("--conv", action="store_true",
+                   help="only a convolution's products, batched as its layers call them (CONV_PRODUCTS)")
     args = p.parse_args(argv)
     before = load_average()
     with busy_processes(args.load):
-        rows = sweep(CONV_SHAPES if args.conv else SHAPES, args.blocks)
+        rows = [] if args.conv else sweep(SHAPES, args.blocks)
+        conv_rows = conv_sweep(CONV_PRODUCTS, args.blocks)
         after = load_average()
     print(f"{args.load} busy processes, {gd.get_num_threads()} threads; load average "
           f"{before[0] if before else float('nan'):.2f} before, {after[0] if after else float('nan'):.2f} after")
-    print(f"{'m x k x n':>16} {'FLOP':>8} {'1 thread':>10} {'gd/1thr':>8} {'p90':>6} {'np/1thr':>8}")
-    for r in rows:
-        t = r["times"]
-        one = statistics.median(t["one thread"])
-        print(f"{'x'.join(map(str, r['shape'])):>16} {r['flop']:8.1e} {one * 1e6:8.0f}us "
-              f"{statistics.median(t['gpudev']) / one:8.2f} {_p90(t['gpudev']) / _p90(t['one thread']):6.2f} "
-              f"{statistics.median(t['numpy']) / one:8.2f}")
+    if rows:
+        _table(rows, "m x k x n")
+        print()
+    _table(conv_rows, "convolution call")
     return 0
 
 
