@@ -144,6 +144,27 @@ GD_HOSTDEV double gd_sigmoid_f64(double x)
 }
 
 /* ------------------------------------------------------------------------------------------
+ * acosh for float32: log(x + sqrt(x - 1) sqrt(x + 1)) in float64, with gpudev's own log, instead
+ * of the C library's acoshf, whose accuracy is the platform's: mingw-w64's acoshf errs by 6.5
+ * ulps near 1 (where acosh(x) ~ sqrt(2 (x - 1)) is steep), glibc's by up to 2. In float64 each
+ * step rounds by about 1e-16 relative; near 1, x - 1 is exact and x + sqrt(...) >= 1 + 4.9e-4
+ * (x >= 1 + 2^-23), so its rounding costs at most 2.3e-13 of the result: the float32 result is
+ * the correctly rounded one but in rare ties. sqrt is IEEE's, correctly rounded on every
+ * device. x < 1 and -inf take the square root of a negative, NaN: two roots, as the product
+ * (x - 1)(x + 1) is positive again below -1, where its root would cancel x (to 0, log -inf,
+ * from x < -6.7e7 on). NaN stays NaN, inf stays inf, and acosh(1) is +0. The loop vectorizes
+ * (no call), unlike one acoshf per element.
+ * ---------------------------------------------------------------------------------------- */
+
+GD_HOSTDEV float gd_acosh_f32(float x)
+{
+    double d = (double)x;
+    return (float)gd_log_f64(d + sqrt(d - 1.0) * sqrt(d + 1.0));
+}
+
+GD_HOSTDEV double gd_acosh_f64(double x) { return acosh(x); }
+
+/* ------------------------------------------------------------------------------------------
  * logaddexp: log(exp(x) + exp(y)) as NumPy's npy_logaddexp computes it, the larger operand plus
  * log1p(exp(-|x - y|)), so exp never overflows. Equal operands take their own branch, which is
  * what keeps logaddexp(inf, inf) at inf (x - y would be NaN) and logaddexp(-inf, -inf) at -inf;
@@ -195,7 +216,7 @@ GD_DEFINE_LOGADDEXP(f64, double, log1p, exp)
     GD_HOSTDEV T gd_ew_power_##S(T x, T y) { return M(pow)(x, y); }                              \
     GD_HOSTDEV T gd_ew_hypot_##S(T x, T y) { return M(hypot)(x, y); }                            \
     GD_HOSTDEV T gd_ew_acos_##S(T x) { return M(acos)(x); }                                      \
-    GD_HOSTDEV T gd_ew_acosh_##S(T x) { return M(acosh)(x); }                                    \
+    GD_HOSTDEV T gd_ew_acosh_##S(T x) { return gd_acosh_##S(x); }                                \
     GD_HOSTDEV T gd_ew_asin_##S(T x) { return M(asin)(x); }                                      \
     GD_HOSTDEV T gd_ew_asinh_##S(T x) { return M(asinh)(x); }                                    \
     GD_HOSTDEV T gd_ew_atan_##S(T x) { return M(atan)(x); }                                      \
