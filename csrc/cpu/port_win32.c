@@ -16,7 +16,7 @@
 
 #include "port.h"
 
-#if GD_MINGW
+#ifdef __MINGW32__
 #include <float.h> /* _fpreset */
 #endif
 
@@ -58,7 +58,7 @@ static DWORD WINAPI gd_thread_main(LPVOID p)
 {
     gd_thread_start_arg a = *(gd_thread_start_arg *)p;
     free(p);
-#if GD_MINGW
+#ifdef __MINGW32__
     /* mingw-w64's pow, sqrt and other functions run on the x87 and count on the 64-bit
      * precision its startup code sets in the main thread (_fpreset); a thread CreateThread
      * starts has Windows' 53 bits, where float64 pow errs by up to 43 ulps. */
