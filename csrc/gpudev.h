@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "compiler.h" /* GD_PRINTF */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -72,14 +74,6 @@ typedef struct gd_error {
     int cuda_status;    /* cudaError_t / cublasStatus_t value for CudaError.status, else 0 */
     char message[512];  /* complete sentence(s); for CUDA: call text, error name, file:line */
 } gd_error;
-
-#if defined(__MINGW32__) /* C99 formats (%zu, %lld), as mingw-w64's own stdio and the UCRT take */
-#define GD_PRINTF(fmt, args) __attribute__((format(gnu_printf, fmt, args)))
-#elif defined(__GNUC__)
-#define GD_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
-#else
-#define GD_PRINTF(fmt, args)
-#endif
 
 /* Fill *err (when err is not NULL) with `code` and a printf-style message; returns code, so a
  * backend can `return gd_set_error(err, GD_ERR_VALUE, "...", ...);`. */

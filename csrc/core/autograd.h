@@ -14,12 +14,6 @@
  * detach, backward; grad mode; the recorder's registration. */
 int gd_autograd_setup(PyObject *module, gd_state *st);
 
-#if defined(__GNUC__)
-#define GD_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#else
-#define GD_UNLIKELY(x) (x)
-#endif
-
 /* Grad mode of the calling thread, as in PyTorch: nonzero inside no_grad (only read once an
  * input is part of a graph). */
 extern _Thread_local int gd_ag_off;

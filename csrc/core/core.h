@@ -31,24 +31,6 @@
 /* CPU work on more elements than this releases the GIL so other Python threads can run. */
 #define GD_RELEASE_GIL_ELEMENTS 16384
 
-/* *out = x * y for int64 values; returns 1 instead (leaving *out alone) when the product
- * overflows. Strides and offsets go through it wherever a product may not fit. */
-static inline int gd_mul_overflows(int64_t *out, int64_t x, int64_t y)
-{
-#if defined(__GNUC__)
-    int64_t r;
-    if (__builtin_mul_overflow(x, y, &r)) return 1;
-    *out = r;
-    return 0;
-#else /* the overflow tests of CERT C's INT32-C */
-    if (x > 0 ? (y > 0 ? x > INT64_MAX / y : y < INT64_MIN / x)
-              : (y > 0 ? x < INT64_MIN / y : (x != 0 && y < INT64_MAX / x)))
-        return 1;
-    *out = x * y;
-    return 0;
-#endif
-}
-
 /* The host: device 0 of the CPU backend (Device('cpu').index is None in Python). */
 #define GD_CPU_DEVICE ((gd_device){GD_CPU, 0})
 

@@ -344,8 +344,7 @@ static int arange_int_steps(gd_scalar *start, gd_scalar *step, const arange_args
 static int arange_fits_int32(gd_scalar start, gd_scalar step, int64_t n)
 {
     int64_t span = 0, last = start.i; /* a span past int64 cannot end inside int32 */
-    const int wide = n > 1 && (__builtin_mul_overflow(n - 1, step.i, &span) ||
-                               __builtin_add_overflow(start.i, span, &last));
+    const int wide = n > 1 && (gd_mul_overflows(&span, n - 1, step.i) || gd_add_overflows(&last, start.i, span));
     if (!wide && start.i >= INT32_MIN && start.i <= INT32_MAX && last >= INT32_MIN && last <= INT32_MAX) return 0;
     PyErr_Format(PyExc_OverflowError,
                  "arange: %lld values from %lld in steps of %lld do not fit in int32; use dtype=gd.int64",

@@ -65,6 +65,22 @@ typedef struct gd_arg_kernels {
         return at;                                                                               \
     }
 
+/* GD_DEFINE_ARG_SCAN_VECTOR's end, in either form: of `lanes` lanes of best values and their
+ * indices (best[j], at[j]), the best, the earliest index among equals; then the scalar tail
+ * from x[i] on. */
+#define GD_ARG_LANES_TAIL(T, BEATS, lanes)                                                       \
+        T b = best[0];                                                                           \
+        int64_t a = (int64_t)at[0];                                                              \
+        for (int j = 1; j < lanes; j++) {                                                            \
+            const T v = best[j];                                                                 \
+            const int tie = v == b || (v != v && b != b);                                        \
+            if (BEATS(v, b) || (tie && (int64_t)at[j] < a)) b = v, a = (int64_t)at[j];           \
+        }                                                                                        \
+        for (; i < n; i++)                                                                       \
+            if (BEATS(x[i], b)) b = x[i], a = i;                                                 \
+        return from + a;
+
+#if GD_HAS_VECTORS
 /* One step of a vector argreduce chain: lanes where v beats best (GD_BEATS_MAX/MIN) take v
  * and its indices. */
 #define GD_ARG_STEP(CMP, best, at, v, idx)                                                       \
@@ -83,8 +99,8 @@ typedef struct gd_arg_kernels {
     GD_DEFINE_ARG_SCAN_ONCE(NAME, T, BEATS)                                                      \
     GD_SIMD static int64_t NAME##_scan(const T *x_, int64_t from, int64_t to)                    \
     {                                                                                            \
-        typedef T vec __attribute__((vector_size(GD_VEC_BYTES)));                                \
-        typedef gd_mask_of_##T mvec __attribute__((vector_size(GD_VEC_BYTES)));                  \
+        GD_VECTOR_TYPEDEF(vec, T, GD_VEC_BYTES);                                                 \
+        GD_VECTOR_TYPEDEF(mvec, gd_mask_of_##T, GD_VEC_BYTES);                                   \
         enum { W = (int)(sizeof(vec) / sizeof(T)) };                                             \
         const T *x = x_ + from;                                                                  \
         const int64_t n = to - from;                                                             \
@@ -113,17 +129,36 @@ typedef struct gd_arg_kernels {
                        (same & (mvec)(at2 < at));                                                \
         best = GD_VSEL(k, best2, best);                                                          \
         at = GD_MSEL(k, at2, at);                                                                \
-        T b = best[0];                                                                           \
-        int64_t a = (int64_t)at[0];                                                              \
-        for (int j = 1; j < W; j++) {                                                            \
-            const T v = best[j];                                                                 \
-            const int tie = v == b || (v != v && b != b);                                        \
-            if (BEATS(v, b) || (tie && (int64_t)at[j] < a)) b = v, a = (int64_t)at[j];           \
-        }                                                                                        \
-        for (; i < n; i++)                                                                       \
-            if (BEATS(x[i], b)) b = x[i], a = i;                                                 \
-        return from + a;                                                                         \
+        GD_ARG_LANES_TAIL(T, BEATS, W)                                                         \
     }
+#else
+/* NAME##_scan without vector extensions (compiler.h): the same lanes in plain C, 2 *
+ * GD_VEC_BYTES of them in arrays (lane j sees elements j, j + L, ...), each with its best
+ * value and that value's index, a loop over them that compilers vectorize; then the lane
+ * that wins, the earliest index among equals, and the scalar tail. */
+#define GD_DEFINE_ARG_SCAN_VECTOR(NAME, T, BEATS, CMP)                                           \
+    GD_DEFINE_ARG_SCAN_ONCE(NAME, T, BEATS)                                                      \
+    GD_SIMD static int64_t NAME##_scan(const T *x_, int64_t from, int64_t to)                    \
+    {                                                                                            \
+        enum { L = (int)(2 * GD_VEC_BYTES / sizeof(T)) };                                        \
+        const T *x = x_ + from;                                                                  \
+        const int64_t n = to - from;                                                             \
+        if (n < L || n >= INT32_MAX) return NAME##_scan_once(x_, from, to);                      \
+        T best[L];                                                                               \
+        gd_mask_of_##T at[L];                                                                    \
+        memcpy(best, x, sizeof best);                                                            \
+        for (int j = 0; j < L; j++) at[j] = (gd_mask_of_##T)j;                                   \
+        int64_t i = L;                                                                           \
+        for (; i + L <= n; i += L)                                                               \
+            for (int j = 0; j < L; j++) {                                                        \
+                const T v = x[i + j];                                                            \
+                const int k = (v CMP best[j]) | ((v != v) & (best[j] == best[j]));              \
+                best[j] = k ? v : best[j];                                                       \
+                at[j] = k ? (gd_mask_of_##T)(i + j) : at[j];                                     \
+            }                                                                                    \
+        GD_ARG_LANES_TAIL(T, BEATS, L)                                                         \
+    }
+#endif
 
 /* NAME##_scan for bools (whose byte lanes cannot hold an index): the extreme, vectorized
  * (cpu.h), then the first element equal to it, an early-stopping scan. A row that another

@@ -23,19 +23,8 @@
  * portability and arithmetic macros
  * ---------------------------------------------------------------------------------------- */
 
-/* One build runs everywhere: hot loops get AVX-512 and AVX2 clones picked at load time.
- * The pick is an ifunc, which only ELF systems have (not Windows' PE nor macOS's Mach-O). */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
-#define GD_SIMD __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define GD_SIMD
-#endif
-
-#ifdef __GNUC__
-#define GD_NOINLINE __attribute__((noinline))
-#else
-#define GD_NOINLINE
-#endif
+/* GD_SIMD (AVX-512 and AVX2 clones of hot loops), GD_NOINLINE and the vector extensions of
+ * the kernels below are spelled in compiler.h (gpudev.h includes it). */
 
 #define GD_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define GD_MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -53,7 +42,8 @@
 
 /* Bytes in one vector of GCC's vector extensions (GD_DEFINE_EXTREME, argreduce.c): an AVX2
  * register. Not 64: GCC then builds every vector in memory in the AVX2 clone, and even in
- * the AVX-512 one (a 256x256 max(axis=1) took 92-158 us instead of 10-12). */
+ * the AVX-512 one (a 256x256 max(axis=1) took 92-158 us instead of 10-12). The plain-C loops
+ * that replace them without vector extensions keep as many lanes. */
 #define GD_VEC_BYTES 32
 
 /* Lanes of x where the mask k is set, of y elsewhere: the blend of the vector code below,
@@ -61,6 +51,19 @@
  * has no ?: on vectors. */
 #define GD_MSEL(k, x, y) (((x) & (k)) | ((y) & ~(k)))
 #define GD_VSEL(k, x, y) ((vec)GD_MSEL(k, (mvec)(x), (mvec)(y)))
+
+/* GD_DEFINE_EXTREME's end, in either form: the scalar tail from x[i] on into r, then the
+ * row's first NaN instead when one was seen (any). */
+#define GD_EXTREME_TAIL(T, CMP)                                                                  \
+        for (; i < n; i++) {                                                                     \
+            const T v = x[i];                                                                    \
+            any |= v != v;                                                                       \
+            r = v CMP r ? v : r;                                                                 \
+        }                                                                                        \
+        if (any)                                                                                 \
+            for (i = 0; i < n; i++)                                                              \
+                if (x[i] != x[i]) return x[i];                                                   \
+        return r;
 
 /* The extreme of a row: NAME(x, n), n >= 1, is the largest (CMP >) or smallest (CMP <) of
  * x[0:n], or its first NaN when it holds one.
@@ -72,11 +75,12 @@
  * never enters the extremes (it beats nothing), so they only need combining when the mask
  * is clear. Rows shorter than two vectors (a softmax over 10 classes) take the scalar tail,
  * which compiles to max and min instructions: no branch to mispredict. */
+#if GD_HAS_VECTORS
 #define GD_DEFINE_EXTREME(NAME, T, CMP)                                                          \
     GD_SIMD static T NAME(const T *x, int64_t n)                                                 \
     {                                                                                            \
-        typedef T vec __attribute__((vector_size(GD_VEC_BYTES)));                                \
-        typedef gd_mask_of_##T mvec __attribute__((vector_size(GD_VEC_BYTES)));                  \
+        GD_VECTOR_TYPEDEF(vec, T, GD_VEC_BYTES);                                                 \
+        GD_VECTOR_TYPEDEF(mvec, gd_mask_of_##T, GD_VEC_BYTES);                                   \
         enum { W = (int)(sizeof(vec) / sizeof(T)) };                                             \
         T r = x[0];                                                                              \
         mvec nan = {0};                                                                          \
@@ -101,16 +105,37 @@
         }                                                                                        \
         int any = 0;                                                                             \
         for (int j = 0; j < W; j++) any |= nan[j] != 0;                                          \
-        for (; i < n; i++) {                                                                     \
-            const T v = x[i];                                                                    \
-            any |= v != v;                                                                       \
-            r = v CMP r ? v : r;                                                                 \
-        }                                                                                        \
-        if (any)                                                                                 \
-            for (i = 0; i < n; i++)                                                              \
-                if (x[i] != x[i]) return x[i];                                                   \
-        return r;                                                                                \
+        GD_EXTREME_TAIL(T, CMP)                                                                  \
     }
+#else
+/* Without vector extensions (compiler.h): the same scheme in plain C, 2 * GD_VEC_BYTES of
+ * lanes in an array, each with its extreme and NaN flag, a loop over them that compilers
+ * vectorize. */
+#define GD_DEFINE_EXTREME(NAME, T, CMP)                                                          \
+    GD_SIMD static T NAME(const T *x, int64_t n)                                                 \
+    {                                                                                            \
+        enum { L = (int)(2 * GD_VEC_BYTES / sizeof(T)) };                                        \
+        T r = x[0];                                                                              \
+        int any = 0;                                                                             \
+        int64_t i = 0;                                                                           \
+        if (n >= L) {                                                                            \
+            T a[L];                                                                              \
+            unsigned char nan[L] = {0};                                                          \
+            memcpy(a, x, sizeof a);                                                              \
+            for (; i + L <= n; i += L)                                                           \
+                for (int j = 0; j < L; j++) {                                                    \
+                    const T v = x[i + j];                                                        \
+                    nan[j] |= v != v;                                                            \
+                    a[j] = v CMP a[j] ? v : a[j];                                                \
+                }                                                                                \
+            for (int j = 0; j < L; j++) {                                                        \
+                any |= nan[j];                                                                   \
+                r = a[j] CMP r ? a[j] : r;                                                       \
+            }                                                                                    \
+        }                                                                                        \
+        GD_EXTREME_TAIL(T, CMP)                                                                  \
+    }
+#endif
 
 /* The integer of each type's width that vector compares give (GD_DEFINE_EXTREME, argreduce.c). */
 typedef int32_t gd_mask_of_float;

@@ -10,7 +10,8 @@
  * -DGD_PORT_POSIX_ONLY it compiles none of them, as on macOS (`make check-posix`). CPU feature
  * detection, which depends on the compiler rather than the system, is port_cpu.c.
  *
- * The header includes no system header but C11's and, off Windows, <pthread.h>.
+ * The header includes no system header but C11's and, off Windows, <pthread.h> (and
+ * compiler.h's intrinsics header where its portable branch needs one).
  */
 #ifndef GD_CPU_PORT_H
 #define GD_CPU_PORT_H
@@ -18,6 +19,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "../compiler.h" /* GD_SPIN_PAUSE; relative: the pool's tests see only csrc/cpu */
 
 #if defined(_WIN32)
 #define GD_PORT_WIN32 1
@@ -34,20 +37,10 @@
  * not, callers sleep on a condition variable. */
 #define GD_PORT_HAS_WAIT32 (GD_PORT_LINUX || GD_PORT_WIN32)
 
-/* ---- the spin-wait hint: inline, it sits in spin loops ---------------------------------- */
-#if defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
-#include <intrin.h>
-#endif
-
+/* ---- the spin-wait hint: inline, it sits in spin loops (spelled in compiler.h) ---------- */
 static inline void gd_port_relax(void)
 {
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-    __builtin_ia32_pause();
-#elif defined(__GNUC__) && (defined(__aarch64__) || defined(__arm__))
-    __asm__ __volatile__("yield");
-#elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
-    _mm_pause();
-#endif
+    GD_SPIN_PAUSE();
 }
 
 /* ---- locks, condition variables, one-time initialisation -------------------------------- */

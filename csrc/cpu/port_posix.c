@@ -196,4 +196,7 @@ int64_t gd_port_now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+#else
+/* ISO C wants every file to declare something, even where this one compiles to nothing. */
+typedef int gd_port_posix_elsewhere;
 #endif /* !_WIN32 */

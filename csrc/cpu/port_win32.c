@@ -16,7 +16,7 @@
 
 #include "port.h"
 
-#ifdef __MINGW32__
+#if GD_MINGW
 #include <float.h> /* _fpreset */
 #endif
 
@@ -58,7 +58,7 @@ static DWORD WINAPI gd_thread_main(LPVOID p)
 {
     gd_thread_start_arg a = *(gd_thread_start_arg *)p;
     free(p);
-#ifdef __MINGW32__
+#if GD_MINGW
     /* mingw-w64's pow, sqrt and other functions run on the x87 and count on the 64-bit
      * precision its startup code sets in the main thread (_fpreset); a thread CreateThread
      * starts has Windows' 53 bits, where float64 pow errs by up to 43 ulps. */
@@ -178,4 +178,7 @@ int64_t gd_port_now_ns(void)
     return (int64_t)(t.QuadPart / freq.QuadPart) * 1000000000 + (int64_t)(t.QuadPart % freq.QuadPart) * 1000000000 / freq.QuadPart;
 }
 
+#else
+/* ISO C wants every file to declare something, even where this one compiles to nothing. */
+typedef int gd_port_win32_elsewhere;
 #endif /* _WIN32 */

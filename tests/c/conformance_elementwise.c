@@ -82,9 +82,10 @@ static double ref_mod(double x, double y)
 static int64_t iref_floor_div(int64_t x, int64_t y)
 {
     if (y == 0) return 0;
-    __int128 q = (__int128)x / y;
+    if (y == -1) return WRAP(0 - (uint64_t)x); /* INT64_MIN / -1 wraps, as in NumPy */
+    int64_t q = x / y;                           /* |q * y| <= |x|: no overflow below */
     if (q * y != x && (x < 0) != (y < 0)) q -= 1;
-    return WRAP((uint64_t)q);
+    return q;
 }
 static int64_t iref_mod(int64_t x, int64_t y)
 {
