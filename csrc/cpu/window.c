@@ -213,17 +213,18 @@ int gd_cpu_col2im(void *im, gd_dtype dtype, const void *col, const gd_col_layout
         const int64_t nout = g->out_h * g->out_w;                                                 \
         const int avg_pad = job->count_include_pad || g->adaptive;                                \
         const int64_t avg_div = g->adaptive ? 0 : job->divisor;                                   \
+        const int64_t ja = job->ja, jb = job->jb, ow = g->out_w; /* locals: stores may alias */   \
         for (int64_t p = begin; p < end; p++) {                                                   \
             const T *x = (const T *)job->in + p * g->h * g->w;                                    \
             T *y = (T *)job->out + p * nout;                                                      \
             int64_t *ix = job->indices ? job->indices + p * nout : NULL;                          \
             for (int64_t i = 0; i < g->out_h; i++) {                                              \
                 const gd_span r = job->rows[i];                                                   \
-                if (job->ja < job->jb)                                                            \
+                if (ja < jb)                                                                      \
                     gd_avg_whole_##S(y + i * g->out_w, x, job, r,                                 \
                                      gd_window_divisor(r.padded, g->kernel_w, r.lo, r.hi, 0, g->kernel_w, \
                                                        avg_pad, avg_div));                        \
-                for (int64_t j = job->ja ? 0 : job->jb; j < g->out_w; j = j + 1 == job->ja ? job->jb : j + 1) { \
+                for (int64_t j = ja ? 0 : jb; j < ow; j = j + 1 == ja ? jb : j + 1) { /* around [ja, jb) */   \
                     const gd_span c = job->cols[j];                                               \
                     if (job->kind == GD_POOL_MAX) {                                               \
                         T best = -(T)INFINITY;                                                    \
@@ -259,6 +260,7 @@ int gd_cpu_col2im(void *im, gd_dtype dtype, const void *col, const gd_col_layout
         const int64_t nout = g->out_h * g->out_w, nin = g->h * g->w;                              \
         const int avg_pad = job->count_include_pad || g->adaptive;                                \
         const int64_t avg_div = g->adaptive ? 0 : job->divisor;                                   \
+        const int64_t ja = job->ja, jb = job->jb, ow = g->out_w; /* locals: stores may alias */   \
         for (int64_t p = begin; p < end; p++) {                                                   \
             T *gx = (T *)job->out + p * nin;                                                      \
             const T *gy = (const T *)job->in + p * nout;                                          \
@@ -273,11 +275,11 @@ int gd_cpu_col2im(void *im, gd_dtype dtype, const void *col, const gd_col_layout
             }                                                                                     \
             for (int64_t i = 0; i < g->out_h; i++) {                                              \
                 const gd_span r = job->rows[i];                                                   \
-                if (job->ja < job->jb && r.lo < r.hi)                                             \
+                if (ja < jb && r.lo < r.hi)                                                       \
                     gd_unavg_whole_##S(gx, gy + i * g->out_w, job, r,                             \
                                        gd_window_divisor(r.padded, g->kernel_w, r.lo, r.hi, 0, g->kernel_w, \
                                                          avg_pad, avg_div));                      \
-                for (int64_t j = job->ja ? 0 : job->jb; j < g->out_w; j = j + 1 == job->ja ? job->jb : j + 1) { \
+                for (int64_t j = ja ? 0 : jb; j < ow; j = j + 1 == ja ? jb : j + 1) { /* around [ja, jb) */   \
                     const gd_span c = job->cols[j];                                               \
                     if (r.lo >= r.hi || c.lo >= c.hi) continue; /* an empty window's output is 0 */ \
                     const double div = gd_window_divisor(r.padded, c.padded, r.lo, r.hi, c.lo, c.hi, avg_pad, \
