@@ -202,6 +202,12 @@ check-aarch64: $(DEPS)
 	  echo "check-aarch64: FAILED: $$srcs C sources, $$n objects, $$arm of them for AArch64"; exit 1; fi; \
 	echo "check-aarch64: OK: $$srcs C sources of the core compile for aarch64 with $(AARCH64_CC), no warnings"
 
+# check-posix and check-windows build with csrc/compiler.h's portable branch forced, in MSVC's
+# subset of C: ISO C11, no GNU extension, no variable-length array (MSVC itself is not run).
+# The Linux build keeps the GNU branch.
+PORTABLE_C := -DGD_COMPILER_PORTABLE -std=c11 -pedantic-errors -Werror=vla
+check-windows: export MINGW_CFLAGS := $(PORTABLE_C)
+
 empty :=
 space := $(empty) $(empty)
 # Off Linux (csrc/cpu/port.h). check-posix: the C core's POSIX side forced on Linux
@@ -216,13 +222,13 @@ WINDOWS_RUN ?=
 .PHONY: check-posix check-windows
 check-posix: $(DEPS)
 	@mkdir -p build/posix
-	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -DGD_PORT_POSIX_ONLY -Icsrc/cpu -c csrc/cpu/port_posix.c -o build/posix/port_posix.o
+	$(CC) $(PORTABLE_C) -Wall -Wextra -Werror -O2 -DGD_PORT_POSIX_ONLY -Icsrc/cpu -c csrc/cpu/port_posix.c -o build/posix/port_posix.o
 	@bad=$$(nm -u build/posix/port_posix.o | awk '{print $$2}' | grep -xE '$(subst $(space),|,$(LINUX_ONLY))' || true); \
 	  if [ -n "$$bad" ]; then echo "check-posix: FAILED: the POSIX-only build calls" $$bad; exit 1; fi
-	$(MAKE) -C tests/c test BUILD=$(CURDIR)/build/posix CC="$(CC) -DGD_PORT_POSIX_ONLY" PYTHON=$(CURDIR)/$(PY)
-	$(MAKE) build/posix/pool/test_pool POOL_DIR=build/posix/pool POOL_CFLAGS="$(POOL_CFLAGS) -DGD_PORT_POSIX_ONLY"
+	$(MAKE) -C tests/c test BUILD=$(CURDIR)/build/posix CC="$(CC) -DGD_PORT_POSIX_ONLY $(PORTABLE_C) -Werror" PYTHON=$(CURDIR)/$(PY)
+	$(MAKE) build/posix/pool/test_pool POOL_DIR=build/posix/pool POOL_CFLAGS="$(POOL_CFLAGS) -DGD_PORT_POSIX_ONLY $(PORTABLE_C)"
 	build/posix/pool/test_pool
-	@echo "check-posix: OK: the C core's POSIX side, no Linux-only call, passes the conformance and pool tests"
+	@echo "check-posix: OK: the C core's POSIX side, no Linux-only call, in MSVC's subset of C (csrc/compiler.h's portable branch), passes the conformance and pool tests"
 
 check-windows: $(DEPS)
 	PY=$(PY) bash tools/check_windows.sh $(WINDOWS_RUN)
@@ -284,7 +290,7 @@ gpu-wheels: | $(PY)
 # AddressSanitizer + UndefinedBehaviorSanitizer. `make bench-pool` times it against a
 # serial loop, quiet and with busy processes (it starts them).
 POOL_DIR    := build/pool
-POOL_DEPS   := csrc/cpu/pool.c csrc/cpu/pool.h csrc/cpu/port.h csrc/cpu/port_posix.c tests/c/test_pool.c tests/c/busy_procs.h
+POOL_DEPS   := csrc/cpu/pool.c csrc/cpu/pool.h csrc/cpu/port.h csrc/compiler.h csrc/cpu/port_posix.c tests/c/test_pool.c tests/c/busy_procs.h
 POOL_CFLAGS := -std=c11 -Wall -Wextra -Werror -g -pthread -Icsrc/cpu -DGD_POOL_TEST_HOOKS
 POOL_SAN    := -O1 -fno-omit-frame-pointer
 POOL_BUILD   = @mkdir -p $(POOL_DIR) && $(CC) $(POOL_CFLAGS) $(1) csrc/cpu/pool.c csrc/cpu/port_posix.c tests/c/test_pool.c -o $@

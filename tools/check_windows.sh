@@ -47,9 +47,11 @@ if [ ! -f "$blas/scipy_openblas32/lib/libscipy_openblas.dll" ]; then
     "$PY" -m zipfile -e "$blas"/scipy_openblas32-*.whl "$blas"
 fi
 
-# setup.py's C flags, less -pthread (Win32 threads); C99 printf formats from mingw-w64's stdio
+# setup.py's C flags, less -pthread (Win32 threads); C99 printf formats from mingw-w64's stdio;
+# MINGW_CFLAGS: more (the Makefile's: csrc/compiler.h's portable branch, MSVC's subset of C;
+# MSVC itself is not run)
 flags=(-std=c11 -Wall -Wextra -Werror -O2 -fno-strict-aliasing -fno-math-errno -ffp-contract=off
-       -D__USE_MINGW_ANSI_STDIO=1 -Icsrc -Icsrc/cpu -Itests/c -I"$blas/scipy_openblas32/include")
+       -D__USE_MINGW_ANSI_STDIO=1 -Icsrc -Icsrc/cpu -Itests/c -I"$blas/scipy_openblas32/include" ${MINGW_CFLAGS:-})
 srcs=(csrc/cpu/*.c tests/c/conformance*.c tests/c/target_cpu.c)
 rm -f "$BUILD"/obj/*.o && mkdir -p "$BUILD/obj"
 printf '%s\n' "${srcs[@]}" | xargs -P "$(nproc)" -I{} sh -c '"$0" "$@" -c {} -o '"$BUILD"'/obj/$(basename {} .c).o' "$CC" "${flags[@]}"
