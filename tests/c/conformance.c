@@ -4,8 +4,10 @@
  * emulation in tools/cuda_emu, and the CUDA backend on a real GPU; which one is decided by the
  * target file it is linked with (target_cpu.c or target_cuda.c).
  *
- *   conformance [--device N] [--only SECTION]   the checks; exit 0 when all pass (or when the
- *                                               backend has no device here: "skipped")
+ *   conformance [--device N] [--only SECTION]...  the checks (of the sections named, where
+ *                                               --only is given, once per section); exit 0 when
+ *                                               all pass (or when the backend has no device
+ *                                               here: "skipped")
  *   conformance --bench [tiny]                  timings of the backend, no checks
  *   conformance --self-test                     shows that the device-service checks fail on
  *                                               tables that break their contract
@@ -51,9 +53,43 @@ static const gdt_section sections[] = {
     {"sliding windows", gdt_check_window},
 };
 
-static void run_section(const gdt_section *s, const char *only)
+/* Sections that run only when --only names them: samples of a section above, for slow runs. */
+static const gdt_section on_request[] = {
+    {"elementwise sample", gdt_check_elementwise_sample},
+};
+
+/* The sections named by --only (none: every section). */
+enum { MAX_ONLY = 32 };
+static const char *only[MAX_ONLY];
+static int num_only;
+
+static int selected(const char *name)
 {
-    if (only && strcmp(only, s->name) != 0) return;
+    for (int i = 0; i < num_only; i++)
+        if (strcmp(only[i], name) == 0) return 1;
+    return num_only == 0;
+}
+
+/* A section named by --only that neither table has: a typo would otherwise run nothing of it. */
+static int unknown_section(const gdt_target *target)
+{
+    for (int i = 0; i < num_only; i++) {
+        int found = 0;
+        for (size_t j = 0; j < sizeof sections / sizeof sections[0]; j++) found |= !strcmp(only[i], sections[j].name);
+        for (size_t j = 0; j < sizeof on_request / sizeof on_request[0]; j++)
+            found |= !strcmp(only[i], on_request[j].name);
+        for (int j = 0; j < target->num_sections; j++) found |= !strcmp(only[i], target->sections[j].name);
+        if (!found) {
+            fprintf(stderr, "--only '%s': no such section\n", only[i]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void run_section(const gdt_section *s)
+{
+    if (!selected(s->name)) return;
     long checks = gdt_checks, failures = gdt_failures;
     double t = gdt_now();
     s->run();
@@ -79,11 +115,13 @@ static int skip_without_device(void)
 
 static int usage(const char *prog)
 {
-    fprintf(stderr, "usage: %s [--device N] [--only SECTION] | [--device N] --bench [tiny] | --self-test\nsections:",
+    fprintf(stderr, "usage: %s [--device N] [--only SECTION]... | [--device N] --bench [tiny] | --self-test\nsections:",
             prog);
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) fprintf(stderr, " '%s'", sections[i].name);
     for (int i = 0; i < gdt_target_under_test.num_sections; i++)
         fprintf(stderr, " '%s'", gdt_target_under_test.sections[i].name);
+    fprintf(stderr, "\nonly with --only:");
+    for (size_t i = 0; i < sizeof on_request / sizeof on_request[0]; i++) fprintf(stderr, " '%s'", on_request[i].name);
     fputc('\n', stderr);
     return 2;
 }
@@ -91,7 +129,6 @@ static int usage(const char *prog)
 int main(int argc, char **argv)
 {
     const gdt_target *target = &gdt_target_under_test;
-    const char *only = NULL;
     int bench = 0, tiny = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--self-test") == 0) return gdt_self_test() ? 1 : 0;
@@ -101,12 +138,13 @@ int main(int argc, char **argv)
             tiny = 1;
         else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
             gdt_dev = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
-            only = argv[++i];
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc && num_only < MAX_ONLY)
+            only[num_only++] = argv[++i];
         else
             return usage(argv[0]);
     }
 
+    if (unknown_section(target)) return usage(argv[0]);
     gdt_be = target->backend();
     if (gdt_be->abi_version != GD_BACKEND_ABI_VERSION) {
         printf("FAIL: the %s table has ABI version %d, this test expects %d\n", gdt_be->name, gdt_be->abi_version,
@@ -132,12 +170,14 @@ int main(int argc, char **argv)
     printf("conformance of the %s backend on device %d of %d%s\n", gdt_be->name, gdt_dev, count,
            target->emulated ? " (emulated on the CPU)" : "");
     double t0 = gdt_now();
-    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) run_section(&sections[i], only);
-    for (int i = 0; i < target->num_sections; i++) run_section(&target->sections[i], only);
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) run_section(&sections[i]);
+    for (int i = 0; i < target->num_sections; i++) run_section(&target->sections[i]);
+    for (size_t i = 0; i < sizeof on_request / sizeof on_request[0]; i++)
+        if (num_only) run_section(&on_request[i]);
     printf("%s backend: %ld checks (%ld of them results compared with a reference), %ld failed (%.1f s)\n",
            gdt_be->name, gdt_checks, gdt_compared, gdt_failures, gdt_now() - t0);
     if (gdt_checks == 0) {
-        printf("FAIL: no checks ran%s%s\n", only ? " in section " : "", only ? only : "");
+        printf("FAIL: no checks ran%s\n", num_only ? " in the sections named by --only" : "");
         return 1;
     }
     return gdt_failures ? 1 : 0;

@@ -45,6 +45,7 @@ void gdt_check_table(void);
 void gdt_check_memory(void);
 void gdt_check_copies(void);
 void gdt_check_elementwise(void);
+void gdt_check_elementwise_sample(void); /* every operation and dtype on two of its layouts */
 void gdt_check_elementwise_values(void);
 void gdt_check_astype(void);
 void gdt_check_reduce(void);

@@ -319,6 +319,33 @@ static void check_blas_primed(void)
 }
 
 /* ------------------------------------------------------------------------------------------
+ * the clock (port.h's, QueryPerformanceCounter on Windows): the pointer chase times its walks
+ * with it, so the walks' times (steps x ns per load) fit between two readings taken around it
+ * and each is above zero (a million dependent loads take a millisecond; the clock's tick on
+ * Windows is 100 ns). No speed is checked.
+ * ---------------------------------------------------------------------------------------- */
+
+static void check_clock(void)
+{
+    enum { REPEATS = 3 };
+    const int64_t steps = 1000000;
+    double ns[REPEATS] = {0};
+    const int64_t t0 = gd_port_now_ns();
+    if (!OK(gdt_be->pointer_chase(ns, REPEATS, (int64_t)1 << 20, steps, gdt_dev, &gdt_err))) return;
+    const int64_t t1 = gd_port_now_ns();
+    double walked = 0;
+    int positive = 1;
+    for (int r = 0; r < REPEATS; r++) {
+        positive &= ns[r] > 0 && isfinite(ns[r]);
+        walked += ns[r] * (double)steps;
+    }
+    CHECK(t1 >= t0, "the clock went back: %lld ns, then %lld ns", (long long)t0, (long long)t1);
+    CHECK(positive, "ns per load %g, %g, %g: a walk of a million loads took no time on the clock", ns[0], ns[1], ns[2]);
+    CHECK(walked <= (double)(t1 - t0) * (1 + 1e-9), "the walks took %.0f ns, more than the %lld ns around them",
+          walked, (long long)(t1 - t0));
+}
+
+/* ------------------------------------------------------------------------------------------
  * timings only the CPU has
  * ---------------------------------------------------------------------------------------- */
 
@@ -367,6 +394,7 @@ static const gdt_section cpu_sections[] = {
     {"cpu: normals exact", check_normals_exact},
     {"cpu: concurrency", check_concurrency},
     {"cpu: BLAS buffers primed", check_blas_primed},
+    {"cpu: clock", check_clock},
     {"cpu: 1 thread", check_one_thread},
     {"cpu: 3 threads", check_three_threads},
 };
