@@ -216,7 +216,7 @@ space := $(empty) $(empty)
 # LINUX_ONLY. check-windows: the CPU backend and its conformance test cross-compiled for
 # Windows with mingw-w64, warnings as errors (tools/check_windows.sh installs Debian's
 # gcc-mingw-w64-x86-64 as root, fails without it under CI, else says SKIPPED);
-# `make check-windows WINDOWS_RUN=--run` then runs the test under Wine (not in CI: see docs/guides/cpu.md).
+# `make check-windows WINDOWS_RUN=--run` then runs the whole test under Wine; `make check-wine` a part of it.
 LINUX_ONLY := syscall sched_getaffinity sched_setaffinity sched_getcpu pthread_setname_np madvise
 WINDOWS_RUN ?=
 .PHONY: check-posix check-windows
@@ -232,6 +232,22 @@ check-posix: $(DEPS)
 
 check-windows: $(DEPS)
 	PY=$(PY) bash tools/check_windows.sh $(WINDOWS_RUN)
+
+# check-wine: check-windows' build, then a part of its conformance test under Wine (Debian's
+# wine64, which the script installs as root like mingw-w64; the whole test takes over 10
+# minutes there, most of it in elementwise and the sections rerun on 1 and 3 threads): the
+# Win32 side of port.h (threads, the pool and its waits, CPU count, aligned allocation, memory
+# size, the clock) and every operation, as a sample of elementwise's layouts
+# and its special values, plus the other entries of the table.
+WINE_SECTIONS := --only 'fresh device' --only table --only memory --only copies \
+  --only 'elementwise sample' --only 'elementwise values' --only astype --only reduce --only gemm \
+  --only permute --only arange --only random --only philox.h --only refusals --only 'device services' \
+  --only 'gather and nonzero' --only selection --only axpby --only 'sliding windows' \
+  --only 'cpu: threads' --only 'cpu: memory' --only 'cpu: messages' --only 'cpu: normals exact' \
+  --only 'cpu: concurrency' --only 'cpu: BLAS buffers primed' --only 'cpu: clock'
+.PHONY: check-wine
+check-wine: $(DEPS)
+	PY=$(PY) bash tools/check_windows.sh --run $(WINE_SECTIONS)
 
 # The backend conformance test (tests/c) with the real CUDA backend (csrc/cuda) compiled for
 # the CPU against the emulation of CUDA and cuBLAS in tools/cuda_emu, then run: the kernels'

@@ -2,7 +2,8 @@
 # The CPU backend (csrc/cpu, with port_win32.c) and the backend conformance test (tests/c)
 # cross-compiled for 64-bit Windows with mingw-w64, warnings as errors, linked against the
 # Windows build of scipy-openblas32 (its wheel, at the version this venv has, fetched by pip
-# into build/windows). With --run, the test then runs under Wine.
+# into build/windows). With --run, the test then runs under Wine, given the arguments that
+# follow (--only SECTION..., as `make check-wine` selects; none: every section).
 #
 # Not built: csrc/core, which needs a Windows Python's headers and libraries (a Windows
 # wheel build, cibuildwheel's job). MSVC is not checked: the CPU backend uses GNU C's vector
@@ -18,7 +19,7 @@ PY=${PY:-.venv/bin/python}
 CC=${MINGW_CC:-x86_64-w64-mingw32-gcc}
 BUILD=build/windows
 RUN=0
-[ "${1:-}" = "--run" ] && RUN=1
+if [ "${1:-}" = "--run" ]; then RUN=1; shift; fi
 
 # need <command> <package>: installs the package when missing and possible
 need() {
@@ -65,4 +66,4 @@ echo "check-windows: OK: ${#srcs[@]} C sources (the CPU backend and its conforma
 PATH=$PATH:/usr/lib/wine # where Debian's wine64 package puts it
 need wine64 wine64
 export WINEPREFIX=${WINEPREFIX:-$PWD/$BUILD/wineprefix} WINEDEBUG=-all
-(cd "$BUILD" && wine64 conformance_cpu.exe)
+(cd "$BUILD" && wine64 conformance_cpu.exe "$@")
