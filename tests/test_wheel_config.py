@@ -32,6 +32,21 @@ def test_cibuildwheel_selects_cpython_311_to_314_on_manylinux_x86_64_and_aarch64
     assert set(run.stdout.split()) == wanted
 
 
+def test_cibuildwheel_selects_cpython_311_to_314_on_macos_arm64_and_x86_64():
+    """macOS is built by configuration (untested until a Mac runs it): both architectures, no
+    CUDA, no emulated GPUs, a deployment target, and the test suite as the test command."""
+    run = subprocess.run([_cibuildwheel(), "--print-build-identifiers", "--platform", "macos"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    wanted = {f"cp3{minor}-macosx_{arch}" for minor in (11, 12, 13, 14) for arch in ("arm64", "x86_64")}
+    assert set(run.stdout.split()) == wanted
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["cibuildwheel"]["macos"]
+    env = config["environment"]
+    assert env["GPUDEV_CUDA"] == "0" and env["GPUDEV_CUDA_EMU"] == "0"
+    assert tuple(int(part) for part in env["MACOSX_DEPLOYMENT_TARGET"].split(".")) >= (11, 0)
+    assert "pytest" in config["test-command"] and "{project}/tests" in config["test-command"]
+
+
 def test_repair_vendors_no_cuda_library():
     """auditwheel leaves every CUDA library out of the wheel: gpudev/_cuda_libs.py finds them."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["cibuildwheel"]["linux"]
