@@ -202,11 +202,11 @@ check-aarch64: $(DEPS)
 	  echo "check-aarch64: FAILED: $$srcs C sources, $$n objects, $$arm of them for AArch64"; exit 1; fi; \
 	echo "check-aarch64: OK: $$srcs C sources of the core compile for aarch64 with $(AARCH64_CC), no warnings"
 
-# check-posix and check-windows build with csrc/compiler.h's portable branch forced, in MSVC's
-# subset of C: ISO C11, no GNU extension, no variable-length array (MSVC itself is not run).
-# The Linux build keeps the GNU branch.
+# check-posix, check-windows and check-wine build with csrc/compiler.h's portable branch
+# forced, in MSVC's subset of C: ISO C11, no GNU extension, no variable-length array (MSVC
+# itself is not run); Wine then runs its kernels. The Linux build keeps the GNU branch.
 PORTABLE_C := -DGD_COMPILER_PORTABLE -std=c11 -pedantic-errors -Werror=vla
-check-windows: export MINGW_CFLAGS := $(PORTABLE_C)
+check-windows check-wine: export MINGW_CFLAGS := $(PORTABLE_C)
 
 empty :=
 space := $(empty) $(empty)

@@ -6,8 +6,8 @@
 # follow (--only SECTION..., as `make check-wine` selects; none: every section).
 #
 # Not built: csrc/core, which needs a Windows Python's headers and libraries (a Windows
-# wheel build, cibuildwheel's job). MSVC is not checked: the CPU backend uses GNU C's vector
-# extensions (cpu.h), which MSVC lacks.
+# wheel build, cibuildwheel's job). MSVC is not run: the Makefile's targets pass MSVC's subset
+# of C (csrc/compiler.h's portable branch, -pedantic-errors, no VLA) in MINGW_CFLAGS instead.
 #
 # The cross compiler is Debian's gcc-mingw-w64-x86-64. Where it is missing: as root with
 # apt-get it is installed (saying so); under CI (CI set) otherwise a failure; elsewhere the
