@@ -47,6 +47,15 @@ def test_cibuildwheel_selects_cpython_311_to_314_on_macos_arm64_and_x86_64():
     assert "pytest" in config["test-command"] and "{project}/tests" in config["test-command"]
 
 
+def test_cibuildwheel_builds_no_windows_wheel_until_msvc_has_built_the_core():
+    """Windows wheels are not configured (MSVC has never compiled the C core): cibuildwheel
+    selects none there, rather than building with flags nobody has tried."""
+    run = subprocess.run([_cibuildwheel(), "--print-build-identifiers", "--platform", "windows"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == []
+
+
 def test_repair_vendors_no_cuda_library():
     """auditwheel leaves every CUDA library out of the wheel: gpudev/_cuda_libs.py finds them."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["cibuildwheel"]["linux"]
