@@ -65,5 +65,8 @@ echo "check-windows: OK: ${#srcs[@]} C sources (the CPU backend and its conforma
 [ "$RUN" = 1 ] || exit 0
 PATH=$PATH:/usr/lib/wine # where Debian's wine64 package puts it
 need wine64 wine64
-export WINEPREFIX=${WINEPREFIX:-$PWD/$BUILD/wineprefix} WINEDEBUG=-all
+# The prefix lives outside the checkout: its dosdevices/z: is a link to /, which tools that walk
+# the tree and follow links (setuptools' package search, grep -r) would follow into the disk.
+export WINEPREFIX=${WINEPREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/gpudev/wineprefix} WINEDEBUG=-all
+mkdir -p "$(dirname "$WINEPREFIX")"
 (cd "$BUILD" && wine64 conformance_cpu.exe "$@")
