@@ -36,8 +36,8 @@ class Rule:
     # or one flag per operand
     saves: bool | tuple[bool, ...]
     # what the node keeps of the operation's result, as its extra, for a rule that reads it:
-    # an array of its own (the result itself would hold its own node, out -> grad_fn -> out, a
-    # cycle that nothing collects)
+    # nothing that references the result (the result itself, or an alias whose base is it,
+    # would hold its own node, out -> grad_fn -> out, a cycle only the cyclic GC collects)
     keep: Callable[[Array], Any] | None = None
 
 
@@ -192,15 +192,23 @@ def _copysign(n: Any, g: Array) -> tuple:
 
 
 def _sigmoid(n: Any, g: Array) -> tuple:
-    # g * (y * (1 - y)) from the copy of the result y (n.extra), its products in place into
+    # g * (y * (1 - y)) from the result y (n.extra, _keep_result), its products in place into
     # 1 - y: the same values as the expression, with two fewer arrays allocated (backward
-    # runs without recording). Copying y in the forward pass costs a pass over memory;
-    # computing sigmoid again from x cost LeNet 10% of its step.
+    # runs without recording). Computing sigmoid again from x cost LeNet 10% of its step.
     y = n.extra
     d = 1.0 - y
     d *= y
     d *= g
     return _fit_all(n, d)
+
+
+def _keep_result(y: Array) -> Array:
+    # the root that _split_storage moves y's memory to, which holds no reference to y (y's
+    # node keeping y or an alias of it would be a cycle): no copy, and a write into y
+    # counts on it, so backward() refuses a y changed in place. Tiny arrays whose data lives
+    # in the object itself cannot move: a copy of those.
+    root = _C._split_storage(y)
+    return y.detach().copy() if root is None else root
 
 
 def _remainder(n: Any, g: Array) -> tuple:
@@ -476,10 +484,10 @@ RULES: dict[str, Rule] = {
     "logaddexp": Rule(_logaddexp, saves=True),
     "copysign": Rule(_copysign, saves=True),
     **{name: _unary(name) for name in _UNARY},
-    # a copy of sigmoid's result: one pass over memory in place of computing sigmoid again;
+    # sigmoid's result itself (_keep_result) in place of computing sigmoid again;
     # relu's mask (result > 0 where x > 0) in a quarter of x's bytes, where relu's input would
     # be an activation kept besides its result (which the next layer keeps)
-    "sigmoid": Rule(_sigmoid, saves=False, keep=lambda y: y.copy()),
+    "sigmoid": Rule(_sigmoid, saves=False, keep=_keep_result),
     "relu": Rule(lambda n, g: _fit_all(n, g * _mask(n.extra, g)), saves=False, keep=lambda y: y > 0),
     "astype": Rule(lambda n, g: _fit_all(n, g), saves=False),
     "copy": Rule(lambda n, g: _fit_all(n, g), saves=False),

@@ -162,7 +162,7 @@ class Node:
         return f"<{''.join(p.capitalize() for p in self.name.split('_'))}Backward>"
 
 
-_EXTRA_NAMES = {"take": "index array", "where": "condition", "setitem": "index array"}
+_EXTRA_NAMES = {"take": "index array", "where": "condition", "setitem": "index array", "sigmoid": "result"}
 
 
 def _arrays_in(extra: Any) -> tuple:
@@ -242,7 +242,9 @@ def _record(name: str, out: Array, inputs: tuple, extra: Any) -> Node | None:
         return None
     keep = _rule(name).keep
     if keep is not None:
-        extra = keep(out.detach())  # out.detach(), an alias of out, must not be kept: it holds out
+        # out itself: keep returns what holds no reference to out (an alias of out kept by
+        # out's node would be a cycle, freed only by the cyclic GC)
+        extra = keep(out)
     return _make_node(name, _meta(out), inputs, extra)
 
 

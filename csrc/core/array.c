@@ -199,6 +199,26 @@ ArrayObject *gd_array_view(gd_state *st, ArrayObject *src, char *data, int ndim,
     return a;
 }
 
+PyObject *gd_array_split_storage(gd_state *st, ArrayObject *a)
+{
+    if (a->base || !a->alloc_ptr || a->pinned || a->exported) Py_RETURN_NONE;
+    ArrayObject *root = alloc_object(st, a->device, a->dtype, a->ndim, a->shape, a->strides, a->size);
+    if (!root) return NULL;
+    /* what core.h keeps per storage goes with the memory: the free, the write count and the
+     * deferred checks (trace.c), which gd_owner(a) now finds on the root */
+    root->data = a->data;
+    root->alloc_ptr = a->alloc_ptr;
+    root->alloc_bytes = a->alloc_bytes;
+    root->version = a->version;
+    root->guards = a->guards;
+    a->guards = NULL;
+    a->alloc_ptr = NULL;
+    a->alloc_bytes = 0;
+    a->base = Py_NewRef((PyObject *)root);
+    a->storage_apart = 1;
+    return (PyObject *)root;
+}
+
 /* The object at the end of o's chain of NumPy bases and memoryview exporters: the one that
  * holds the memory (a gpudev Array for `gd.asarray(a.numpy())`). */
 static PyObject *memory_holder(PyObject *o)

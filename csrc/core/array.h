@@ -37,6 +37,13 @@ ArrayObject *gd_array_new_pinned(gd_state *st, int gpu, gd_dtype dtype, int ndim
  * (elements; NULL: C-contiguous), same dtype and device. */
 ArrayObject *gd_array_view(gd_state *st, ArrayObject *src, char *data, int ndim, const int64_t *shape,
                            const int64_t *strides);
+/* Moves the memory of `a`, a fresh result that allocated it, into a new root Array (same
+ * data, shape and strides) and makes `a` an alias of that root: writes into `a` then count on
+ * the root, which holds no reference to `a`. Autograd keeps the root for a rule that reads the
+ * result (sigmoid), with no reference cycle through `a`'s node. Returns a new reference to
+ * the root, or Py_None where the memory stays: inline data (the array is tiny), a view,
+ * borrowed, pinned or exported memory. */
+PyObject *gd_array_split_storage(gd_state *st, ArrayObject *a);
 /* An Array of `dtype`, `shape` and `strides` (elements; NULL: C-contiguous) on `dev` sharing the
  * memory of `owner` at `data` (a NumPy array, a DLPack import), which it keeps alive. Steals
  * the reference to owner. */

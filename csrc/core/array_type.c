@@ -65,7 +65,7 @@ static PyObject *get_T(PyObject *self, void *Py_UNUSED(c)) { return gd_transpose
 static PyObject *get_is_view(PyObject *self, void *Py_UNUSED(c))
 {
     ArrayObject *a = (ArrayObject *)self;
-    return PyBool_FromLong(a->base != NULL);
+    return PyBool_FromLong(a->base != NULL && !a->storage_apart);
 }
 
 static PyGetSetDef array_getset[] = {

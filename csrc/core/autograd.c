@@ -291,11 +291,20 @@ static PyObject *mod_set_grad_fn(PyObject *module, PyObject *const *args, Py_ssi
     Py_RETURN_NONE;
 }
 
+/* _split_storage(a): the root that now holds a's memory, or None (array.h). */
+static PyObject *mod_split_storage(PyObject *module, PyObject *arg)
+{
+    gd_state *st = PyModule_GetState(module);
+    if (!gd_need_array(st, arg, "_split_storage")) return NULL;
+    return gd_array_split_storage(st, (ArrayObject *)arg);
+}
+
 static PyMethodDef autograd_functions[] = {
     {"_set_grad_enabled", mod_set_grad_enabled, METH_O, "_set_grad_enabled(on) -> whether it was on"},
     {"_is_grad_enabled", mod_is_grad_enabled, METH_NOARGS, "whether operations are recorded for backward()"},
     {"_set_autograd_hooks", mod_set_autograd_hooks, METH_O, NULL},
     {"_set_grad_fn", GD_FN(mod_set_grad_fn), METH_FASTCALL, NULL},
+    {"_split_storage", mod_split_storage, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -115,6 +115,8 @@ typedef struct ArrayObject {
                             * free first waits for the whole device */
     int pinned;            /* owner only: alloc_ptr is page-locked host memory from the CUDA
                             * backend's host_alloc (a.pin_memory()), freed by its host_free */
+    int storage_apart;     /* a result whose memory gd_array_split_storage moved to a root of
+                            * its own (base): still the whole array, not a view (_is_view) */
     gd_device device;
     gd_dtype dtype;
     int ndim;
