@@ -75,6 +75,48 @@ def test_batched_matmul_of_many_small_matrices(device):
 
 
 # ---------------------------------------------------------------------------------------------
+# small products (at most 1024 multiply-adds on the CPU): each element summed in k order
+# ---------------------------------------------------------------------------------------------
+
+def _sum_in_k_order(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x @ y as d2l's channels chapter writes a 1x1 convolution: the products of each k
+    added one after the other, in x's dtype (NumPy's elementwise operations round each)."""
+    out = x[..., :, 0:1] * y[..., 0:1, :]
+    for k in range(1, x.shape[-1]):
+        out = out + x[..., :, k:k + 1] * y[..., k:k + 1, :]
+    return out
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=["float32", "float64"])
+def test_small_products_sum_in_k_order_on_the_cpu(dtype):
+    # d2l's channels chapter checks a (2, 3) @ (3, 9) product against the channel-by-channel
+    # sum with `< 1e-6` on the sum of the differences; with fused multiply-adds that failed
+    # for about one seed in nine
+    for seed in range(50):
+        x = sample((2, 3), dtype, seed=seed)
+        y = sample((3, 9), dtype, seed=seed + 1000)
+        got = (gd.asarray(x) @ gd.asarray(y)).numpy()
+        np.testing.assert_array_equal(got, _sum_in_k_order(x, y))
+
+
+@pytest.mark.parametrize("trans", ["nn", "tn", "nt", "tt"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=["float32", "float64"])
+def test_small_products_of_transposed_and_batched_operands(device, dtype, trans):
+    # both sides of the 1024 multiply-add limit, transposed views read as stored
+    for (m, k, n) in ((4, 5, 6), (8, 8, 16), (8, 8, 17), (1, 30, 1)):
+        x = sample((3, k, m) if trans[0] == "t" else (3, m, k), dtype, seed=m * k, low=-1, high=1)
+        y = sample((3, n, k) if trans[1] == "t" else (3, k, n), dtype, seed=k * n, low=-1, high=1)
+        xs = x.swapaxes(1, 2) if trans[0] == "t" else x
+        ys = y.swapaxes(1, 2) if trans[1] == "t" else y
+        a, b = gd.array(x, device=device), gd.array(y, device=device)
+        got = ((a.swapaxes(1, 2) if trans[0] == "t" else a) @ (b.swapaxes(1, 2) if trans[1] == "t" else b)).cpu().numpy()
+        want = (xs.astype(np.float64) @ ys.astype(np.float64)).astype(dtype)
+        np.testing.assert_allclose(got, want, rtol=0, atol=_matmul_atol(k, dtype))
+        if device == gd.cpu() and m * n * k <= 1024:
+            np.testing.assert_array_equal(got, _sum_in_k_order(xs, ys))
+
+
+# ---------------------------------------------------------------------------------------------
 # int32: products past int32 wrap, as NumPy's
 # ---------------------------------------------------------------------------------------------
 

@@ -59,6 +59,56 @@ static void gd_gemm_block(const gd_gemm_job *job, int64_t p, int64_t i0, int64_t
                           job->ldb, 0.0, (double *)c, job->n);
 }
 
+/* ------------------------------------------------------------------------------------------
+ * small products: a plain loop, each element summed in k order
+ *
+ * A product of at most GD_GEMM_SMALL_MNK multiply-adds is summed as it is written, element
+ * c[i][j] = ((a[i][0] b[0][j] + a[i][1] b[1][j]) + a[i][2] b[2][j]) + ..., with no fused
+ * multiply-add: the value the same sum written elementwise gives, as PyTorch's CPU build gives
+ * it for such products. OpenBLAS's small-matrix kernels sum with fused multiply-adds, so a
+ * check like d2l's (channels: a 1x1 convolution as a (2, 3) @ (3, 9) product against the
+ * channel-by-channel sum of products, `< 1e-6` on the sum of the differences) failed for 23
+ * of 200 seeds, and for none in PyTorch, whose product equals the elementwise sum bit for
+ * bit in all 200. A call into OpenBLAS also costs more than such a product.
+ * ---------------------------------------------------------------------------------------- */
+
+#define GD_GEMM_SMALL_MNK 1024
+
+/* S the suffix, T the element type: product p of the batch, whole */
+#define GD_DEFINE_SMALL_GEMM(S, T)                                                                \
+    GD_SIMD static void gd_small_gemm_##S(const gd_gemm_job *job, int64_t p)                      \
+    {                                                                                             \
+        const T *a = (const T *)(job->a + p * job->stride_a), *b = (const T *)(job->b + p * job->stride_b); \
+        T *c = (T *)(job->c + p * job->stride_c);                                                 \
+        const int64_t ai = job->trans_a ? 1 : job->lda, ak = job->trans_a ? job->lda : 1;         \
+        const int64_t bk = job->trans_b ? 1 : job->ldb, bj = job->trans_b ? job->ldb : 1;         \
+        for (int64_t i = 0; i < job->m; i++) {                                                    \
+            T *restrict ci = c + i * job->n;                                                       \
+            for (int64_t j = 0; j < job->n; j++) ci[j] = a[i * ai] * b[j * bj];                   \
+            for (int64_t k = 1; k < job->k; k++) {                                                \
+                const T aik = a[i * ai + k * ak];                                                 \
+                const T *restrict bkr = b + k * bk;                                               \
+                if (bj == 1) /* b's rows contiguous: this loop vectorizes */                      \
+                    for (int64_t j = 0; j < job->n; j++) ci[j] += aik * bkr[j];                   \
+                else                                                                              \
+                    for (int64_t j = 0; j < job->n; j++) ci[j] += aik * bkr[j * bj];              \
+            }                                                                                     \
+        }                                                                                         \
+    }
+GD_DEFINE_SMALL_GEMM(f32, float)
+GD_DEFINE_SMALL_GEMM(f64, double)
+#undef GD_DEFINE_SMALL_GEMM
+
+/* whole small products [begin, end) of the batch */
+static void gd_small_gemm_range(void *ctx, int64_t begin, int64_t end)
+{
+    const gd_gemm_job *job = ctx;
+    for (int64_t p = begin; p < end; p++) {
+        if (job->dtype == GD_FLOAT32) gd_small_gemm_f32(job, p);
+        else gd_small_gemm_f64(job, p);
+    }
+}
+
 /* whole products [begin, end) of the batch */
 static void gd_gemm_range(void *ctx, int64_t begin, int64_t end)
 {
@@ -400,12 +450,16 @@ int gd_cpu_gemm(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b,
                        .lda = (int)a->ld, .ldb = (int)b->ld, .trans_a = a->trans, .trans_b = b->trans,
                        .stride_a = a->stride * (int64_t)esz, .stride_b = b->stride * (int64_t)esz,
                        .stride_c = stride_c * (int64_t)esz, .esz = (int64_t)esz};
+    const double mnk = (double)m * (double)n * (double)k;
+    const int nt = gd_threads_for((int64_t)GD_MIN((double)batch * mnk, 1e18), GD_PAR_GEMM_MNK);
+    if (mnk <= (double)GD_GEMM_SMALL_MNK) {
+        gd_parallel_for(nt, batch, 1, gd_small_gemm_range, &job);
+        return GD_OK;
+    }
     if (gd_is_gram(a, b, batch, m, n)) {
         gd_gram(&job);
         return GD_OK;
     }
-    const double mnk = (double)m * (double)n * (double)k;
-    const int nt = gd_threads_for((int64_t)GD_MIN((double)batch * mnk, 1e18), GD_PAR_GEMM_MNK);
     if (batch >= 2 * (int64_t)nt) {
         /* whole products, a grab worth GD_GEMM_BATCH_GRAIN_MNK multiply-adds at a time (64
          * of 16x16x16, one of 100^3), at least two grabs per thread */
