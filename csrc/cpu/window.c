@@ -5,8 +5,7 @@
  * Every entry works plane by plane (one image's channel), one plane per item of a parallel
  * loop: a plane's writes never meet another's, so nothing needs atomics and the results are
  * the same on any number of threads. Rows of a window that fall in the padding are found by
- * arithmetic once per row, so the inner loops run over the valid part only (a memcpy for
- * im2col's unit stride).
+ * arithmetic once per call, so the inner loops run over the valid part only.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -37,7 +36,6 @@ static gd_span *gd_axis_spans(int64_t out, int64_t n, int64_t kernel, int64_t st
 
 typedef struct gd_window_job {
     const gd_window2d *g;
-    const gd_col_layout *layout;
     char *out;
     const char *in;
     int64_t *indices;       /* pool2d: NULL or the max's positions */
@@ -49,66 +47,181 @@ typedef struct gd_window_job {
     int64_t ja, jb;             /* average pooling: the outputs of a row whose windows are whole */
 } gd_window_job;
 
-/* S the suffix, T the element type */
-#define GD_DEFINE_COLS(S, T)                                                                      \
-    /* planes [begin, end): plane p is image p / channels, channel p % channels */                \
-    static void gd_im2col_##S(void *ctx, int64_t begin, int64_t end)                              \
+/* One tap of the kernel along an axis (a row ka or a column kb of it): its input is o * stride
+ * + off for output o, inside the image for the outputs [lo, hi) (gd_valid_range) and in the
+ * padding for the others. The same for every plane, so computed once per call. */
+typedef struct gd_tap {
+    int64_t lo, hi, off;
+} gd_tap;
+
+/* t[k] for the kernel's taps k along an axis. */
+static void gd_axis_taps(gd_tap *t, int64_t kernel, int64_t dilation, int64_t pad, int64_t stride, int64_t n,
+                         int64_t out)
+{
+    for (int64_t k = 0; k < kernel; k++) {
+        t[k].off = k * dilation - pad;
+        gd_valid_range(&t[k].lo, &t[k].hi, t[k].off, stride, n, out);
+    }
+}
+
+typedef struct gd_cols_job {
+    const gd_window2d *g;
+    const gd_col_layout *layout;
+    char *out;
+    const char *in;
+    const gd_tap *th, *tw; /* the kernel's taps along the height and along the width */
+} gd_cols_job;
+
+/* The rows of a (ka, kb) block that read inside the image, for a unit stride: `rows` rows of
+ * `row` bytes at d, one after the other, each `head` zero bytes, n bytes from s (the next
+ * row's from s + sstep) and zeros to its end. A row is often a few dozen bytes (LeNet's second
+ * layer: 10 floats), where memcpy's call and size dispatch cost more than the copy: here the n
+ * bytes are moves of k bytes (k <= n), the last of which may overlap the one before, and the
+ * padding on either side, when at most 16 bytes, is one 16-byte store of zeros that the copy
+ * then partly overwrites. Inlined with a constant k. */
+static inline void gd_copy_rows(char *d, const char *s, int64_t sstep, int64_t rows, size_t row, size_t head,
+                                size_t n, size_t k)
+{
+    const size_t tail = row - head - n;
+    for (int64_t r = 0; r < rows; r++, d += row, s += sstep) {
+        if (head) memset(d, 0, 16);
+        if (tail) memset(d + row - 16, 0, 16);
+        for (size_t o = 0; o + k < n; o += k) memcpy(d + head + o, s + o, k);
+        memcpy(d + head + n - k, s + n - k, k);
+    }
+}
+
+/* gd_copy_rows with the widest k that fits n, or memcpy and memset where a row is narrower
+ * than a 16-byte store or its padding wider. */
+static inline void gd_cols_copy(char *d, const char *s, int64_t sstep, int64_t rows, size_t row, size_t head,
+                                size_t n)
+{
+    const size_t tail = row - head - n;
+    if (row < 16 || head > 16 || tail > 16 || n < 4) {
+        for (int64_t r = 0; r < rows; r++, d += row, s += sstep) {
+            memset(d, 0, head);
+            memcpy(d + head, s, n);
+            memset(d + head + n, 0, tail);
+        }
+    } else if (n >= 32) {
+        gd_copy_rows(d, s, sstep, rows, row, head, n, 32);
+    } else if (n >= 16) {
+        gd_copy_rows(d, s, sstep, rows, row, head, n, 16);
+    } else if (n >= 8) {
+        gd_copy_rows(d, s, sstep, rows, row, head, n, 8);
+    } else {
+        gd_copy_rows(d, s, sstep, rows, row, head, n, 4);
+    }
+}
+
+/* gd_add_rows<K>_S: d[j] += s[j] for j < n in `rows` rows (steps dstep and sstep), n >= K /
+ * sizeof(T), in chunks of K bytes whose last overlaps the one before: the last is summed
+ * first, so the lanes both chunks write get the same sum, d's old value plus s. Lane loops of
+ * a constant count, which compile to one vector operation each (restrict: d and s never
+ * overlap); chunks of GCC's 32-byte vectors took the stack where only SSE is enabled. */
+#define GD_DEFINE_ADD_ROWS(S, T, K)                                                               \
+    static inline void gd_add_rows##K##_##S(T *restrict d, int64_t dstep, const T *restrict s, int64_t sstep, \
+                                            int64_t rows, int64_t n)                              \
     {                                                                                             \
-        const gd_window_job *job = ctx;                                                           \
+        enum { k = K / sizeof(T) };                                                               \
+        for (int64_t r = 0; r < rows; r++, d += dstep, s += sstep) {                              \
+            T last[k];                                                                            \
+            for (int l = 0; l < k; l++) last[l] = d[n - k + l] + s[n - k + l];                    \
+            for (int64_t o = 0; o + k < n; o += k)                                                \
+                for (int l = 0; l < k; l++) d[o + l] += s[o + l];                                 \
+            for (int l = 0; l < k; l++) d[n - k + l] = last[l];                                   \
+        }                                                                                         \
+    }
+GD_DEFINE_ADD_ROWS(f32, float, 32)
+GD_DEFINE_ADD_ROWS(f32, float, 16)
+GD_DEFINE_ADD_ROWS(f32, float, 8)
+GD_DEFINE_ADD_ROWS(f64, double, 32)
+GD_DEFINE_ADD_ROWS(f64, double, 16)
+GD_DEFINE_ADD_ROWS(f64, double, 8)
+#undef GD_DEFINE_ADD_ROWS
+
+/* S the suffix, T the element type. Row (c, ka, kb) of a plane's columns is an out_h x out_w
+ * block: zeros above and below the output rows [th.lo, th.hi) that read inside the image, and
+ * in those rows zeros left and right of the columns [tw.lo, tw.hi), the input between. col2im
+ * adds the blocks back in the same order, (ka, kb) then rows, so each input element sums its
+ * contributions in the order of (ka, kb). The plane loops are GD_SIMD clones, into which the
+ * helpers above inline; col2im's adds are one clone per block. */
+#define GD_DEFINE_COLS(S, T)                                                                      \
+    /* the rows of a block for a stride of sw > 1: from s, whose row steps by sstep */            \
+    static void gd_cols_gather_##S(T *d, const T *s, int64_t sstep, int64_t rows, int64_t ow, gd_tap q, \
+                                   int64_t sw)                                                    \
+    {                                                                                             \
+        for (int64_t r = 0; r < rows; r++, d += ow, s += sstep) {                                 \
+            for (int64_t j = 0; j < q.lo; j++) d[j] = 0;                                          \
+            if (sw == 2)                                                                          \
+                for (int64_t j = q.lo; j < q.hi; j++) d[j] = s[(j - q.lo) * 2];                   \
+            else                                                                                  \
+                for (int64_t j = q.lo; j < q.hi; j++) d[j] = s[(j - q.lo) * sw];                  \
+            for (int64_t j = q.hi; j < ow; j++) d[j] = 0;                                         \
+        }                                                                                         \
+    }                                                                                             \
+    /* planes [begin, end): plane p is image p / channels, channel p % channels */                \
+    GD_SIMD static void gd_im2col_##S(void *ctx, int64_t begin, int64_t end)                      \
+    {                                                                                             \
+        const gd_cols_job *job = ctx;                                                             \
         const gd_window2d *g = job->g;                                                            \
-        const int64_t oh = g->out_h, ow = g->out_w;                                               \
+        const int64_t oh = g->out_h, ow = g->out_w, w = g->w, sh = g->stride_h, sw = g->stride_w; \
+        const int64_t taps = g->kernel_h * g->kernel_w;                                           \
         for (int64_t p = begin; p < end; p++) {                                                   \
-            const int64_t b = p / g->channels, c = p % g->channels;                               \
-            const T *plane = (const T *)job->in + p * g->h * g->w;                                \
+            const T *plane = (const T *)job->in + p * g->h * w;                                   \
+            T *dst = (T *)job->out + (p / g->channels) * job->layout->image_stride +              \
+                     (p % g->channels) * taps * job->layout->row_stride;                          \
             for (int64_t ka = 0; ka < g->kernel_h; ka++)                                          \
-                for (int64_t kb = 0; kb < g->kernel_w; kb++) {                                    \
-                    const int64_t r = (c * g->kernel_h + ka) * g->kernel_w + kb;                  \
-                    T *dst = (T *)job->out + b * job->layout->image_stride + r * job->layout->row_stride; \
-                    int64_t i0, i1, j0, j1;                                                       \
-                    const int64_t hoff = ka * g->dilation_h - g->pad_h;                           \
-                    const int64_t woff = kb * g->dilation_w - g->pad_w;                           \
-                    gd_valid_range(&i0, &i1, hoff, g->stride_h, g->h, oh);                        \
-                    gd_valid_range(&j0, &j1, woff, g->stride_w, g->w, ow);                        \
-                    memset(dst, 0, (size_t)(i0 * ow) * sizeof(T));                                \
-                    for (int64_t i = i0; i < i1; i++) {                                           \
-                        T *d = dst + i * ow;                                                      \
-                        const T *src = plane + (i * g->stride_h + hoff) * g->w + woff;            \
-                        for (int64_t j = 0; j < j0; j++) d[j] = 0;                                \
-                        if (g->stride_w == 1) memcpy(d + j0, src + j0, (size_t)(j1 - j0) * sizeof(T)); \
+                for (int64_t kb = 0; kb < g->kernel_w; kb++, dst += job->layout->row_stride) {    \
+                    const gd_tap r = job->th[ka], q = job->tw[kb];                                \
+                    const int64_t rows = q.lo < q.hi ? r.hi - r.lo : 0; /* rows with input */     \
+                    if (r.lo > 0) memset(dst, 0, (size_t)(r.lo * ow) * sizeof(T));                \
+                    if (rows > 0) {                                                               \
+                        const T *src = plane + (r.lo * sh + r.off) * w + q.lo * sw + q.off;       \
+                        if (sw == 1)                                                              \
+                            gd_cols_copy((char *)(dst + r.lo * ow), (const char *)src,            \
+                                         sh * w * (int64_t)sizeof(T), rows, (size_t)ow * sizeof(T), \
+                                         (size_t)q.lo * sizeof(T), (size_t)(q.hi - q.lo) * sizeof(T)); \
                         else                                                                      \
-                            for (int64_t j = j0; j < j1; j++) d[j] = src[j * g->stride_w];        \
-                        for (int64_t j = j1; j < ow; j++) d[j] = 0;                               \
+                            gd_cols_gather_##S(dst + r.lo * ow, src, sh * w, rows, ow, q, sw);   \
                     }                                                                             \
-                    memset(dst + i1 * ow, 0, (size_t)((oh - i1) * ow) * sizeof(T));               \
+                    if (r.lo + rows < oh)                                                         \
+                        memset(dst + (r.lo + rows) * ow, 0, (size_t)((oh - r.lo - rows) * ow) * sizeof(T)); \
                 }                                                                                 \
         }                                                                                         \
     }                                                                                             \
+    /* d[j * sw] += s[j] for j < n in rows rows (steps dstep and sstep) */                       \
+    GD_SIMD static void gd_add_rows_##S(T *d, int64_t dstep, const T *s, int64_t sstep, int64_t rows, int64_t n, \
+                                        int64_t sw)                                               \
+    {                                                                                             \
+        const size_t bytes = (size_t)n * sizeof(T);                                               \
+        if (sw == 1 && bytes >= 32)                                                               \
+            gd_add_rows32_##S(d, dstep, s, sstep, rows, n);                                       \
+        else if (sw == 1 && bytes >= 16)                                                          \
+            gd_add_rows16_##S(d, dstep, s, sstep, rows, n);                                       \
+        else if (sw == 1 && bytes >= 8)                                                           \
+            gd_add_rows8_##S(d, dstep, s, sstep, rows, n);                                        \
+        else                                                                                      \
+            for (int64_t r = 0; r < rows; r++, d += dstep, s += sstep)                            \
+                for (int64_t j = 0; j < n; j++) d[j * sw] += s[j];                                \
+    }                                                                                             \
     static void gd_col2im_##S(void *ctx, int64_t begin, int64_t end)                              \
     {                                                                                             \
-        const gd_window_job *job = ctx;                                                           \
+        const gd_cols_job *job = ctx;                                                             \
         const gd_window2d *g = job->g;                                                            \
-        const int64_t ow = g->out_w;                                                              \
+        const int64_t ow = g->out_w, w = g->w, sh = g->stride_h, sw = g->stride_w;                \
+        const int64_t taps = g->kernel_h * g->kernel_w;                                           \
         for (int64_t p = begin; p < end; p++) {                                                   \
-            const int64_t b = p / g->channels, c = p % g->channels;                               \
-            T *plane = (T *)job->out + p * g->h * g->w;                                           \
-            memset(plane, 0, (size_t)(g->h * g->w) * sizeof(T));                                 \
+            T *plane = (T *)job->out + p * g->h * w;                                              \
+            const T *src = (const T *)job->in + (p / g->channels) * job->layout->image_stride +   \
+                           (p % g->channels) * taps * job->layout->row_stride;                    \
+            memset(plane, 0, (size_t)(g->h * w) * sizeof(T));                                     \
             for (int64_t ka = 0; ka < g->kernel_h; ka++)                                          \
-                for (int64_t kb = 0; kb < g->kernel_w; kb++) {                                    \
-                    const int64_t r = (c * g->kernel_h + ka) * g->kernel_w + kb;                  \
-                    const T *src = (const T *)job->in + b * job->layout->image_stride + r * job->layout->row_stride; \
-                    int64_t i0, i1, j0, j1;                                                       \
-                    const int64_t hoff = ka * g->dilation_h - g->pad_h;                           \
-                    const int64_t woff = kb * g->dilation_w - g->pad_w;                           \
-                    gd_valid_range(&i0, &i1, hoff, g->stride_h, g->h, g->out_h);                  \
-                    gd_valid_range(&j0, &j1, woff, g->stride_w, g->w, ow);                        \
-                    for (int64_t i = i0; i < i1; i++) {                                           \
-                        T *d = plane + (i * g->stride_h + hoff) * g->w + woff;                    \
-                        const T *s = src + i * ow;                                                \
-                        if (g->stride_w == 1)                                                     \
-                            for (int64_t j = j0; j < j1; j++) d[j] += s[j];                       \
-                        else                                                                      \
-                            for (int64_t j = j0; j < j1; j++) d[j * g->stride_w] += s[j];         \
-                    }                                                                             \
+                for (int64_t kb = 0; kb < g->kernel_w; kb++, src += job->layout->row_stride) {    \
+                    const gd_tap r = job->th[ka], q = job->tw[kb];                                \
+                    if (r.lo < r.hi && q.lo < q.hi)                                               \
+                        gd_add_rows_##S(plane + (r.lo * sh + r.off) * w + q.lo * sw + q.off, sh * w, \
+                                        src + r.lo * ow + q.lo, ow, r.hi - r.lo, q.hi - q.lo, sw); \
                 }                                                                                 \
         }                                                                                         \
     }
@@ -117,9 +230,28 @@ GD_DEFINE_COLS(f64, double)
 #undef GD_DEFINE_COLS
 
 /* Planes of work per entry: threads from the elements the call writes (`work`). */
-static void gd_window_run(gd_range_fn fn, gd_window_job *job, int64_t planes, int64_t work)
+static void gd_window_run(gd_range_fn fn, void *job, int64_t planes, int64_t work)
 {
     gd_parallel_for(gd_threads_for(work, GD_PAR_ELEMENTWISE), planes, 1, fn, job);
+}
+
+/* fn over the planes of `images` images, with the job's taps. */
+static int gd_cols_run(gd_range_fn fn, gd_cols_job *job, int64_t images, const char *op, gd_error *err)
+{
+    const gd_window2d *g = job->g;
+    const int64_t planes = images * g->channels;
+    if (planes == 0) return GD_OK;
+    gd_tap *taps = malloc((size_t)(g->kernel_h + g->kernel_w) * sizeof *taps);
+    if (taps == NULL)
+        return gd_set_error(err, GD_ERR_HOST_OOM, "%s: out of host memory for a %lld x %lld kernel's taps", op,
+                            (long long)g->kernel_h, (long long)g->kernel_w);
+    gd_axis_taps(taps, g->kernel_h, g->dilation_h, g->pad_h, g->stride_h, g->h, g->out_h);
+    gd_axis_taps(taps + g->kernel_h, g->kernel_w, g->dilation_w, g->pad_w, g->stride_w, g->w, g->out_w);
+    job->th = taps;
+    job->tw = taps + g->kernel_h;
+    gd_window_run(fn, job, planes, planes * g->kernel_h * g->kernel_w * g->out_h * g->out_w);
+    free(taps);
+    return GD_OK;
 }
 
 int gd_cpu_im2col(void *col, const gd_col_layout *layout, gd_dtype dtype, const void *im, const gd_window2d *g,
@@ -127,11 +259,8 @@ int gd_cpu_im2col(void *col, const gd_col_layout *layout, gd_dtype dtype, const 
 {
     (void)device;
     if (dtype != GD_FLOAT32 && dtype != GD_FLOAT64) return gd_cpu_bad_dtype(err, "im2col", dtype);
-    gd_window_job job = {.g = g, .layout = layout, .out = col, .in = im};
-    const int64_t planes = images * g->channels;
-    const int64_t work = planes * g->kernel_h * g->kernel_w * g->out_h * g->out_w;
-    if (planes > 0) gd_window_run(dtype == GD_FLOAT32 ? gd_im2col_f32 : gd_im2col_f64, &job, planes, work);
-    return GD_OK;
+    gd_cols_job job = {.g = g, .layout = layout, .out = col, .in = im};
+    return gd_cols_run(dtype == GD_FLOAT32 ? gd_im2col_f32 : gd_im2col_f64, &job, images, "im2col", err);
 }
 
 int gd_cpu_col2im(void *im, gd_dtype dtype, const void *col, const gd_col_layout *layout, const gd_window2d *g,
@@ -139,11 +268,8 @@ int gd_cpu_col2im(void *im, gd_dtype dtype, const void *col, const gd_col_layout
 {
     (void)device;
     if (dtype != GD_FLOAT32 && dtype != GD_FLOAT64) return gd_cpu_bad_dtype(err, "col2im", dtype);
-    gd_window_job job = {.g = g, .layout = layout, .out = im, .in = col};
-    const int64_t planes = images * g->channels;
-    const int64_t work = planes * g->kernel_h * g->kernel_w * g->out_h * g->out_w;
-    if (planes > 0) gd_window_run(dtype == GD_FLOAT32 ? gd_col2im_f32 : gd_col2im_f64, &job, planes, work);
-    return GD_OK;
+    gd_cols_job job = {.g = g, .layout = layout, .out = im, .in = col};
+    return gd_cols_run(dtype == GD_FLOAT32 ? gd_col2im_f32 : gd_col2im_f64, &job, images, "col2im", err);
 }
 
 /* ------------------------------------------------------------------------------------------
