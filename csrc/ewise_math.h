@@ -240,6 +240,9 @@ GD_DEFINE_LOGADDEXP(f64, double, log1p, exp)
     GD_HOSTDEV T gd_ew_copysign_##S(T x, T y) { return M(copysign)(x, y); }                      \
     GD_HOSTDEV T gd_ew_nextafter_##S(T x, T y) { return M(nextafter)(x, y); }                    \
     GD_HOSTDEV T gd_ew_logaddexp_##S(T x, T y) { return gd_logaddexp_##S(x, y); }                \
+    /* sigmoid's backward, y = sigmoid's result, g its gradient: the bits of 1 - y, times y, */  \
+    /* times g, as three passes round them */                                                    \
+    GD_HOSTDEV T gd_ew_sigmoid_grad_##S(T y, T g) { return ((T)1 - y) * y * g; }                 \
     /* NaN-propagating, written so that they vectorize to a compare and a blend */               \
     GD_HOSTDEV T gd_ew_maximum_##S(T x, T y) { return (x > y || x != x) ? x : y; }               \
     GD_HOSTDEV T gd_ew_minimum_##S(T x, T y) { return (x < y || x != x) ? x : y; }               \

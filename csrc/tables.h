@@ -147,7 +147,10 @@
       "sqrt(a**2 + b**2) elementwise with broadcasting, as NumPy's: no overflow or underflow in the "      \
       "squares, inf when either is infinite (integers in float64).\n\n"                                    \
       ">>> gd.hypot(gd.array([3.0, 1e200], dtype=gd.float64), 4.0).tolist()\n[5.0, 1e+200]")               \
-    GD_STANDARD_BINARY_OPS(X)
+    GD_STANDARD_BINARY_OPS(X)                                                                              \
+    /* internal (no gd.<name>): sigmoid's backward from its result y and the gradient g, (1 - y) *         \
+     * y * g in one pass, rounded as those three operations (_grad_rules.py) */                            \
+    X(SIGMOID_GRAD, sigmoid_grad, FLOAT, 0, NULL, NULL, "")
 
 /* The array API standard's binary functions that NumPy has; shifts are for integers only (bools
  * are computed in int64, as NumPy computes them in int8). */

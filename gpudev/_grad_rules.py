@@ -192,14 +192,11 @@ def _copysign(n: Any, g: Array) -> tuple:
 
 
 def _sigmoid(n: Any, g: Array) -> tuple:
-    # g * (y * (1 - y)) from the result y (n.extra, _keep_result), its products in place into
-    # 1 - y: the same values as the expression, with two fewer arrays allocated (backward
-    # runs without recording). Computing sigmoid again from x cost LeNet 10% of its step.
-    y = n.extra
-    d = 1.0 - y
-    d *= y
-    d *= g
-    return _fit_all(n, d)
+    # (1 - y) * y * g from the result y (n.extra, _keep_result) in one pass over memory: the
+    # internal row sigmoid_grad of the op lists (csrc/tables.h), rounded as those three
+    # operations are, where 1 - y, then *= y and *= g in place took three. Computing sigmoid
+    # again from x cost LeNet 10% of its step.
+    return _fit_all(n, _C._ewise("sigmoid_grad", n.extra, g))
 
 
 def _keep_result(y: Array) -> Array:
@@ -523,6 +520,7 @@ RULES: dict[str, Rule] = {
 REFUSED: dict[str, str] = {
     "floor_divide": "not differentiable (a step function: its gradient is 0 or undefined), as in PyTorch",
     "nextafter": "not differentiable (it steps to the neighbouring float), as in PyTorch",
+    "sigmoid_grad": "not differentiable in gpudev (sigmoid's backward step, internal: no second derivatives)",
 }
 
 

@@ -36,6 +36,7 @@ REFERENCES = {
     "copy": np.copy,
     "relu": lambda x: np.maximum(x, x.dtype.type(0)),
     "sigmoid": _sigmoid,
+    "sigmoid_grad": lambda y, g: (y.dtype.type(1) - y) * y * g,  # internal: sigmoid's backward
     "round": np.round,  # its ufunc np.rint gives integers back as float64; np.round keeps them
 }
 # results that carry no gradient by their dtype: bools (comparisons) and integers (bitwise, shifts)

@@ -106,3 +106,27 @@ def test_a_tiny_result_is_copied_and_gives_the_same_gradient(device):
     r = _host(y).copy()
     y.backward(gd.ones_like(y.detach()))
     np.testing.assert_array_equal(_host(x.grad), (np.float32(1.0) - r) * r)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("g_shape", [(300, 257), (1, 257)], ids=["same shape", "broadcast"])
+def test_the_fused_backward_has_the_bits_of_its_three_operations(device, dtype, g_shape):
+    # sigmoid_grad (an internal row of the op lists) in one pass against 1 - y, *= y, *= g,
+    # the three passes it replaces: the same bits, as the rule promises
+    rng = np.random.default_rng(5)
+    y = gd.array(rng.random((300, 257)).astype(dtype), device=device)
+    g = gd.array((rng.standard_normal(g_shape) * 4).astype(dtype), device=device)
+    d = 1.0 - y
+    d *= y
+    d *= g
+    fused = gd._C._ewise("sigmoid_grad", y, g)
+    assert fused.dtype == d.dtype and fused.shape == d.shape
+    bits = np.uint32 if dtype == "float32" else np.uint64
+    np.testing.assert_array_equal(_host(fused).view(bits), _host(d).view(bits))
+
+
+def test_the_fused_backward_is_internal_and_refuses_a_gradient(device):
+    assert not hasattr(gd, "sigmoid_grad")
+    y = gd.array(np.linspace(0.1, 0.9, 40), device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"sigmoid_grad: not differentiable in gpudev .*gd.no_grad"):
+        gd._C._ewise("sigmoid_grad", y, gd.ones_like(y.detach()))

@@ -107,6 +107,14 @@ static double ref_logaddexp(double x, double y)
     double hi = x > y ? x : y, lo = x > y ? y : x;
     return hi + log1p(exp(lo - hi));
 }
+/* sigmoid's backward (1 - y) * y * g, rounded at each step as the three operations it fuses:
+ * in double for float64, in float for float32 (its ref_f32), so 0 ulps in both */
+static double ref_sigmoid_grad(double y, double g) { return (1.0 - y) * y * g; }
+static double ref_sigmoid_grad_f32(double y, double g)
+{
+    const float yf = (float)y, d = 1.0f - yf, dy = d * yf;
+    return (double)(dy * (float)g);
+}
 /* float32's neighbour, not float64's (the float32 operands are exact in float) */
 static double ref_nextafter_f32(double x, double y) { return nextafterf((float)x, (float)y); }
 /* NumPy's shifts: a count outside [0, 64) shifts every bit out */
@@ -215,6 +223,7 @@ static const binop_row binops[] = {
     BINOP(LOGADDEXP, ref_logaddexp, NULL, 3, 2, 0),
     BINOP(SHL, NULL, iref_shl, 0, 0, 0),
     BINOP(SHR, NULL, iref_shr, 0, 0, 0),
+    BINOP(SIGMOID_GRAD, ref_sigmoid_grad, NULL, 0, 0, 0), /* float32: binop_extras */
 };
 GD_STATIC_ASSERT(GD_COUNT_OF(binops) == GD_NUM_BINOPS, "binops[]: one row per gd_binop");
 
@@ -227,6 +236,7 @@ typedef struct binop_extra {
 
 static const binop_extra binop_extras[] = {
     {GD_NEXTAFTER, 0, 0, ref_nextafter_f32},
+    {GD_SIGMOID_GRAD, 0, 0, ref_sigmoid_grad_f32},
     /* x + log1p(exp(y - x)) cancels where the result is near 0: its error is a few ulps of the
      * operands (|x| < 40 here), not of the result */
     {GD_LOGADDEXP, 2e-5, 4e-14, NULL},
