@@ -142,7 +142,7 @@ def memory_stats(device=None) -> dict[str, int]:
 
 def empty_cache(device=None) -> None:
     """Give memory cached by gpudev back to the system: a GPU pool's to the driver, and on
-    the CPU the large freed blocks (1 MiB and more) kept for reuse.
+    the CPU the freed blocks of 64 KiB and more kept for reuse.
 
     >>> gd.empty_cache('cpu')
     """

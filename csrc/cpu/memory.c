@@ -236,8 +236,8 @@ void gd_cpu_free(void *ptr, int device, size_t nbytes)
 }
 
 /* ------------------------------------------------------------------------------------------
- * device services: memory statistics (reserved: live blocks with their alignment padding,
- * and the cached ones) and giving the cache back
+ * device services: memory statistics (reserved: live blocks with their rounding, to 64 bytes
+ * or for blocks the cache keeps to 4 or 64 KiB, and the cached ones) and giving the cache back
  * ---------------------------------------------------------------------------------------- */
 
 int gd_cpu_get_memory_stats(gd_memory_stats *out, int device, gd_error *err)
