@@ -102,7 +102,7 @@ static void check_three_threads(void) { rerun_with_threads(3, 0); }
 
 static void check_cpu_memory(void)
 {
-    static const size_t sizes[] = {1, 7, 64, 1000, (size_t)4 << 20, ((size_t)4 << 20) + 3};
+    static const size_t sizes[] = {1, 7, 64, 1000, 819200, (size_t)4 << 20, ((size_t)4 << 20) + 3};
     enum { N = sizeof sizes / sizeof sizes[0] };
     gd_memory_stats s0, s1, s2;
     gd_error err;
@@ -131,13 +131,18 @@ static void check_cpu_memory(void)
           "after freeing: allocated %lld, allocations %lld, reserved %lld, peak %lld -> %lld",
           (long long)s2.allocated_bytes, (long long)s2.allocations, (long long)s2.reserved_bytes,
           (long long)s1.peak_allocated_bytes, (long long)s2.peak_allocated_bytes);
-    /* the two 4 MiB blocks are kept for reuse (not in sanitizer builds): the last one freed
-     * comes back for its size, and empty_cache gives them all back */
+    /* the 800 KiB block and the two 4 MiB ones are kept for reuse (not in sanitizer builds):
+     * the last one freed comes back for its size, the 800 KiB one for a size in its 4 KiB
+     * step, and empty_cache gives them all back */
     if (s2.reserved_bytes > s0.reserved_bytes) {
         void *again = gdt_alloc(sizes[N - 1]);
         CHECK(again == p[N - 1], "a freed %zu-byte block was kept but not reused: %p, then %p", sizes[N - 1],
               p[N - 1], again);
         gdt_free(again, sizes[N - 1]);
+        again = gdt_alloc(sizes[N - 3] - 4000);
+        CHECK(again == p[N - 3], "a freed %zu-byte block was not reused for %zu bytes: %p, then %p", sizes[N - 3],
+              sizes[N - 3] - 4000, p[N - 3], again);
+        gdt_free(again, sizes[N - 3] - 4000);
     }
     OK(gdt_be->empty_cache(0, &err));
     OK(gdt_be->memory_stats(&s2, 0, &err));
