@@ -198,9 +198,10 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 def test_cpu_training_steps_take_few_page_faults_once_warm():
     """d2l's LeNet, 36 steps once warm, in a fresh process: its blocks come back from the cache
     each step. While only blocks from 1 MiB were kept, whether the C library gave the others
-    back to the system (about 450-900 faults a step) depended on what the process had freed
-    before, and varied from run to run; with the cache, 20-30 faults in all. The bound leaves
-    room for the C library's heap (blocks below 64 KiB, about 130 pages a step)."""
+    back to the system (150-900 faults a step when it did) depended on the process's history
+    and the machine's load, and varied from run to run, so this is no sure test of that (the
+    one above is); with the cache, 20-30 faults in all. The bound leaves room for the C
+    library's heap (blocks below 64 KiB, about 130 pages a step)."""
     pytest.importorskip("resource")  # the page fault counter (not on Windows)
     out = subprocess.run([sys.executable, "-c", _TRAINING_FAULTS], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr

@@ -38,11 +38,11 @@
  * Training steps free smaller blocks too: d2l's LeNet on batches of 128 makes 21 blocks of
  * 75 KiB to 9.6 MiB a step (activations such as 128x16x10x10 float32, 800 KiB, their
  * gradients, the im2col buffers). While only those from 1 MiB were kept, whether glibc gave
- * the others back depended on what the process had freed before (its thresholds move) and
- * varied from one script, or run, to the next: an epoch of 20 steps on one thread took either
- * about 5 page faults or 9,000-18,300 faults and 40-50 ms of system time, about 15% of its
- * CPU time (2-core AMD EPYC VM). With blocks from 64 KiB kept: 5-7 faults and 0-3 ms, in
- * every run tried.
+ * the others back depended on what the process had freed before (its thresholds move) and on
+ * timing (it did so more often with other processes busy), and varied from one script, or
+ * run, to the next: an epoch of 20 steps on one thread took 5, 3,000, 9,200 or 18,300 page
+ * faults, at worst with 40-50 ms of system time, about 15% of its CPU time (2-core AMD EPYC
+ * VM). With blocks from 64 KiB kept: 5-7 faults and 0-3 ms, in every run tried.
  * ---------------------------------------------------------------------------------------- */
 
 static atomic_llong gd_mem_allocated, gd_mem_peak, gd_mem_count, gd_mem_reserved;
