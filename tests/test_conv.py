@@ -92,6 +92,47 @@ def test_a_batch_larger_than_the_workspace_goes_in_chunks(device, monkeypatch):
     directional_gradcheck(lambda x, w, b: F.conv2d(x, w, b, padding=1, stride=2), x, w, b, device=device)
 
 
+def test_cpu_chunks_are_sized_to_the_caches_and_gpu_batches_go_whole(device, monkeypatch):
+    # LeNet's second layer: 150 rows x 100 positions x 4 bytes = 60 KB of columns an image
+    geom, rows = (5, 5, 1, 1, 0, 0, 1, 1, 10, 10), 150
+    x = gd.empty((128, 6, 14, 14), device=device)
+    threads = gd.get_num_threads()
+    try:
+        for nt in (1, 2):
+            gd.set_num_threads(nt)
+            want = 16 * nt if device.type == "cpu" else 128
+            assert _conv._chunk(x, geom, rows) == want
+            monkeypatch.setattr(_conv, "MIN_CHUNK_IMAGES", 1)  # then 512 KiB of columns a thread
+            assert _conv._chunk(x, geom, rows) == (8 * nt if device.type == "cpu" else 128)
+            monkeypatch.undo()
+    finally:
+        gd.set_num_threads(threads)
+    # the workspace bound holds whatever the thread count: 7.2 MB of columns an image
+    big = gd.empty((8, 64, 56, 56), device=device)
+    assert _conv._chunk(big, (3, 3, 1, 1, 1, 1, 1, 1, 56, 56), 576) == 8
+
+
+def test_chunked_cpu_batches_match_one_chunk(monkeypatch):
+    # 40 images of 12x12 through a 5x5 kernel: 28.8 KB of float64 columns an image, so chunks of
+    # 18 (512 KiB), 18 and 4 on one thread, against the whole batch as one chunk
+    x, w, b = rnd(40, 1, 12, 12), rnd(6, 1, 5, 5), rnd(6)
+    grads = []
+    for min_images in (16, 64):
+        monkeypatch.setattr(_conv, "MIN_CHUNK_IMAGES", min_images)
+        X, W, B = (gd.array(a).requires_grad_() for a in (x, w, b))
+        threads = gd.get_num_threads()
+        gd.set_num_threads(1)
+        try:
+            assert _conv._chunk(X, (5, 5, 1, 1, 2, 2, 1, 1, 12, 12), 25) == (18 if min_images == 16 else 40)
+            y = F.conv2d(X, W, B, padding=2)
+            (y * y).sum().backward()
+        finally:
+            gd.set_num_threads(threads)
+        grads.append([a.numpy() for a in (y, X.grad, W.grad, B.grad)])
+    for got, want in zip(*grads):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("groups", [1, 2])
 def test_large_layers_take_the_weight_gradient_as_one_product(device, monkeypatch, groups):
     # above KEEP_COLUMNS_BYTES the columns are neither kept nor multiplied image by image

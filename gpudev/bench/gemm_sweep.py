@@ -46,8 +46,10 @@ SHAPES = [(64, 64, 64), (100, 100, 100), (128, 128, 128), (160, 160, 160), (170,
 CONV_SHAPES = [(6, 25, 784), (16, 150, 100), (25, 784, 6), (150, 100, 16), (150, 16, 100),
                (64, 576, 3136), (576, 3136, 64), (576, 64, 3136)]
 SHAPES += CONV_SHAPES
-# The same products as _conv.py calls them, one call per batch (d2l's LeNet: 128 images; the
-# bench's ResNet row: 8): (label, images, m, k, n, layout), each image's product m x k @ k x n.
+# The same products as _conv.py calls them, one call per chunk of the batch, timed here as one
+# chunk of 128 images for LeNet (on the CPU _conv._chunk now cuts LeNet's batch into chunks of
+# 16 images per thread, which these rows do not follow) and 8 for the bench's ResNet row:
+# (label, images, m, k, n, layout), each image's product m x k @ k x n.
 # "forward": weights (m, k) broadcast @ columns (images, k, n); "weight grad": columns
 # (images, m, k) @ output gradient (images, n, k) seen transposed; "input grad": weights
 # (k, m) seen transposed @ output gradient (images, k, n).
