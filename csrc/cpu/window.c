@@ -232,10 +232,11 @@ GD_DEFINE_COLS(f32, float)
 GD_DEFINE_COLS(f64, double)
 #undef GD_DEFINE_COLS
 
-/* Planes of work per entry: threads from the elements the call writes (`work`). */
-static void gd_window_run(gd_range_fn fn, void *job, int64_t planes, int64_t work)
+/* Planes of work per entry: threads from the elements the call reads and writes (`work`) and
+ * the size from which a second thread pays for that kind of work (threads.h). */
+static void gd_window_run(gd_range_fn fn, void *job, int64_t planes, int64_t work, int64_t min_work)
 {
-    gd_parallel_for(gd_threads_for(work, GD_PAR_ELEMENTWISE), planes, 1, fn, job);
+    gd_parallel_for(gd_threads_for(work, min_work), planes, 1, fn, job);
 }
 
 /* fn over the planes of `images` images, with the job's taps. */
@@ -252,7 +253,7 @@ static int gd_cols_run(gd_range_fn fn, gd_cols_job *job, int64_t images, const c
     gd_axis_taps(taps + g->kernel_h, g->kernel_w, g->dilation_w, g->pad_w, g->stride_w, g->w, g->out_w);
     job->th = taps;
     job->tw = taps + g->kernel_h;
-    gd_window_run(fn, job, planes, planes * g->kernel_h * g->kernel_w * g->out_h * g->out_w);
+    gd_window_run(fn, job, planes, planes * g->kernel_h * g->kernel_w * g->out_h * g->out_w, GD_PAR_ELEMENTWISE);
     free(taps);
     return GD_OK;
 }
@@ -458,7 +459,7 @@ static int gd_pool_run(gd_range_fn fn, gd_window_job *job, int64_t images, const
         job->rows = rows;
         job->cols = cols;
         gd_whole_columns(job, fn == gd_unpool_f32 || fn == gd_unpool_f64);
-        gd_window_run(fn, job, planes, planes * (g->h * g->w + g->out_h * g->out_w));
+        gd_window_run(fn, job, planes, planes * (g->h * g->w + g->out_h * g->out_w), GD_PAR_POOL);
     }
     free(rows);
     free(cols);
