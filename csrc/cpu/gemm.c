@@ -1,6 +1,7 @@
 /* gemm.c - the CPU backend's matrix products: float32 and float64 through OpenBLAS (row-major
  * CBLAS; transposed operands as transpose flags), always single-threaded and split over
- * gpudev's threads; integer (int64, int32) products with plain loops.
+ * gpudev's threads; integer products, and float products of at most 1024 multiply-adds,
+ * with plain loops.
  */
 #include <limits.h>
 #include <math.h>
@@ -57,56 +58,6 @@ static void gd_gemm_block(const gd_gemm_job *job, int64_t p, int64_t i0, int64_t
     else
         scipy_cblas_dgemm(CblasRowMajor, ta, tb, m, n, job->k, 1.0, (const double *)a, job->lda, (const double *)b,
                           job->ldb, 0.0, (double *)c, job->n);
-}
-
-/* ------------------------------------------------------------------------------------------
- * small products: a plain loop, each element summed in k order
- *
- * A product of at most GD_GEMM_SMALL_MNK multiply-adds is summed as it is written, element
- * c[i][j] = ((a[i][0] b[0][j] + a[i][1] b[1][j]) + a[i][2] b[2][j]) + ..., with no fused
- * multiply-add: the value the same sum written elementwise gives, as PyTorch's CPU build gives
- * it for such products. OpenBLAS's small-matrix kernels sum with fused multiply-adds, so a
- * check like d2l's (channels: a 1x1 convolution as a (2, 3) @ (3, 9) product against the
- * channel-by-channel sum of products, `< 1e-6` on the sum of the differences) failed for 23
- * of 200 seeds, and for none in PyTorch, whose product equals the elementwise sum bit for
- * bit in all 200. A call into OpenBLAS also costs more than such a product.
- * ---------------------------------------------------------------------------------------- */
-
-#define GD_GEMM_SMALL_MNK 1024
-
-/* S the suffix, T the element type: product p of the batch, whole */
-#define GD_DEFINE_SMALL_GEMM(S, T)                                                                \
-    GD_SIMD static void gd_small_gemm_##S(const gd_gemm_job *job, int64_t p)                      \
-    {                                                                                             \
-        const T *a = (const T *)(job->a + p * job->stride_a), *b = (const T *)(job->b + p * job->stride_b); \
-        T *c = (T *)(job->c + p * job->stride_c);                                                 \
-        const int64_t ai = job->trans_a ? 1 : job->lda, ak = job->trans_a ? job->lda : 1;         \
-        const int64_t bk = job->trans_b ? 1 : job->ldb, bj = job->trans_b ? job->ldb : 1;         \
-        for (int64_t i = 0; i < job->m; i++) {                                                    \
-            T *restrict ci = c + i * job->n;                                                       \
-            for (int64_t j = 0; j < job->n; j++) ci[j] = a[i * ai] * b[j * bj];                   \
-            for (int64_t k = 1; k < job->k; k++) {                                                \
-                const T aik = a[i * ai + k * ak];                                                 \
-                const T *restrict bkr = b + k * bk;                                               \
-                if (bj == 1) /* b's rows contiguous: this loop vectorizes */                      \
-                    for (int64_t j = 0; j < job->n; j++) ci[j] += aik * bkr[j];                   \
-                else                                                                              \
-                    for (int64_t j = 0; j < job->n; j++) ci[j] += aik * bkr[j * bj];              \
-            }                                                                                     \
-        }                                                                                         \
-    }
-GD_DEFINE_SMALL_GEMM(f32, float)
-GD_DEFINE_SMALL_GEMM(f64, double)
-#undef GD_DEFINE_SMALL_GEMM
-
-/* whole small products [begin, end) of the batch */
-static void gd_small_gemm_range(void *ctx, int64_t begin, int64_t end)
-{
-    const gd_gemm_job *job = ctx;
-    for (int64_t p = begin; p < end; p++) {
-        if (job->dtype == GD_FLOAT32) gd_small_gemm_f32(job, p);
-        else gd_small_gemm_f64(job, p);
-    }
 }
 
 /* whole products [begin, end) of the batch */
@@ -366,26 +317,39 @@ static void gd_gram(const gd_gemm_job *job)
 }
 
 /* ------------------------------------------------------------------------------------------
- * integer products (int64 and int32): no BLAS has them. Row i of C accumulates a[i, p] * row p
- * of B, so the inner loop runs along a row of B and C (vectorized when B is not transposed);
- * arithmetic in the unsigned type of the width wraps as NumPy's integer matmul does. Correct,
- * not fast: about a multiply-add per nanosecond and thread.
+ * plain-loop products: integers (int64 and int32), which no BLAS has, and float products of
+ * at most GD_GEMM_SMALL_MNK multiply-adds. Row i of C is a[i, 0] * row 0 of B, plus
+ * a[i, 1] * row 1 of B, and so on in k order, so the inner loop runs along a row of B and C
+ * (vectorized when B is not transposed); arithmetic in the unsigned type of the width wraps
+ * as NumPy's integer matmul does. Correct, not fast: about a multiply-add per nanosecond and
+ * thread.
+ *
+ * Why small float products take this loop: each element is then summed as it is written,
+ * ((a0 b0 + a1 b1) + a2 b2) + ..., with no fused multiply-add, the value the same sum written
+ * elementwise gives, as PyTorch's CPU build gives it for such products. OpenBLAS's small
+ * kernels sum with fused multiply-adds, so d2l's channels check (a 1x1 convolution as a
+ * (2, 3) @ (3, 9) product against the channel-by-channel sum, `< 1e-6` on the sum of the
+ * differences) failed for 23 of 200 seeds, and for none in PyTorch, whose product equals the
+ * elementwise sum bit for bit in all 200. At 8x8x8 a call took 0.48 us from Python, NumPy's
+ * 0.95 us; at 16x16x16, 1.89 against 1.00 us, so larger products go to OpenBLAS.
  * ---------------------------------------------------------------------------------------- */
 
-typedef struct gd_igemm_job {
+#define GD_GEMM_SMALL_MNK 1024
+
+typedef struct gd_loop_gemm_job {
     const gd_matrix *a, *b;
     void *c;
     int64_t m, n, k, stride_c;
-} gd_igemm_job;
+} gd_loop_gemm_job;
 
-/* S the suffix, T the element type, U its unsigned twin */
-#define GD_DEFINE_IGEMM(S, T, U)                                                                 \
+/* S the suffix, T the element type, U the type it is computed in (integers: the unsigned twin) */
+#define GD_DEFINE_LOOP_GEMM(S, T, U)                                                                 \
     static inline T gd_matrix_at_##S(const gd_matrix *x, int64_t p, int64_t i, int64_t j)        \
     {                                                                                            \
         const T *d = (const T *)x->data + p * x->stride;                                         \
         return x->trans ? d[j * x->ld + i] : d[i * x->ld + j];                                   \
     }                                                                                            \
-    GD_SIMD static void gd_igemm_row_update_##S(U *c, const T *b, int64_t step, U a, int64_t n)  \
+    GD_SIMD static void gd_loop_gemm_row_update_##S(U *c, const T *b, int64_t step, U a, int64_t n) \
     {                                                                                            \
         if (step == 1)                                                                           \
             for (int64_t j = 0; j < n; j++) c[j] += a * (U)b[j];                                 \
@@ -393,24 +357,42 @@ typedef struct gd_igemm_job {
             for (int64_t j = 0; j < n; j++) c[j] += a * (U)b[j * step];                          \
     }                                                                                            \
     /* rows [begin, end) of the whole batch, row r = product r / m, row r % m */                 \
-    static void gd_igemm_rows_##S(void *ctx, int64_t begin, int64_t end)                         \
+    static void gd_loop_gemm_rows_##S(void *ctx, int64_t begin, int64_t end)                         \
     {                                                                                            \
-        const gd_igemm_job *job = ctx;                                                           \
+        const gd_loop_gemm_job *job = ctx;                                                           \
         const gd_matrix *b = job->b;                                                             \
         for (int64_t r = begin; r < end; r++) {                                                  \
             const int64_t p = r / job->m, i = r % job->m;                                        \
             U *c = (U *)job->c + p * job->stride_c + i * job->n;                                 \
-            for (int64_t j = 0; j < job->n; j++) c[j] = 0;                                       \
-            for (int64_t q = 0; q < job->k; q++) {                                               \
+            const T *b0 = (const T *)b->data + p * b->stride; /* the first term, then the others */ \
+            const int64_t step = b->trans ? b->ld : 1;                                           \
+            const U a0 = (U)gd_matrix_at_##S(job->a, p, i, 0);                                   \
+            for (int64_t j = 0; j < job->n; j++) c[j] = a0 * (U)b0[j * step];                    \
+            for (int64_t q = 1; q < job->k; q++) {                                               \
                 const T *brow = (const T *)b->data + p * b->stride + (b->trans ? q : q * b->ld); \
-                gd_igemm_row_update_##S(c, brow, b->trans ? b->ld : 1,                           \
+                gd_loop_gemm_row_update_##S(c, brow, b->trans ? b->ld : 1,                           \
                                         (U)gd_matrix_at_##S(job->a, p, i, q), job->n);           \
             }                                                                                    \
         }                                                                                        \
     }
-GD_DEFINE_IGEMM(i64, int64_t, uint64_t)
-GD_DEFINE_IGEMM(i32, int32_t, uint32_t)
-#undef GD_DEFINE_IGEMM
+GD_DEFINE_LOOP_GEMM(i64, int64_t, uint64_t)
+GD_DEFINE_LOOP_GEMM(i32, int32_t, uint32_t)
+GD_DEFINE_LOOP_GEMM(f32, float, float)
+GD_DEFINE_LOOP_GEMM(f64, double, double)
+#undef GD_DEFINE_LOOP_GEMM
+
+/* C = A B, every product of the batch, by the loops above. */
+static int gd_loop_gemm(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b, int64_t batch, int64_t m,
+                        int64_t n, int64_t k, int64_t stride_c)
+{
+    gd_loop_gemm_job job = {a, b, c, m, n, k, stride_c};
+    const int64_t rows = batch * m;
+    gd_range_fn fn = dtype == GD_INT64 ? gd_loop_gemm_rows_i64 : dtype == GD_INT32 ? gd_loop_gemm_rows_i32
+                     : dtype == GD_FLOAT32 ? gd_loop_gemm_rows_f32 : gd_loop_gemm_rows_f64;
+    const double mnk = (double)rows * (double)n * (double)k;
+    gd_parallel_for(gd_threads_for((int64_t)GD_MIN(mnk, 1e18), GD_PAR_IGEMM_MNK), rows, 1, fn, &job);
+    return GD_OK;
+}
 
 /* ------------------------------------------------------------------------------------------
  * the entry
@@ -431,31 +413,22 @@ int gd_cpu_gemm(void *c, gd_dtype dtype, const gd_matrix *a, const gd_matrix *b,
         for (int64_t p = 0; p < batch; p++) memset((char *)c + p * stride_c * (int64_t)esz, 0, (size_t)(m * n) * esz);
         return GD_OK;
     }
-    if (dtype == GD_INT64 || dtype == GD_INT32) {
-        gd_igemm_job ij = {a, b, c, m, n, k, stride_c};
-        const int64_t rows = batch * m;
-        gd_parallel_for(gd_threads_for((int64_t)GD_MIN((double)rows * (double)n * (double)k, 1e18), GD_PAR_IGEMM_MNK),
-                        rows, 1, dtype == GD_INT64 ? gd_igemm_rows_i64 : gd_igemm_rows_i32, &ij);
-        return GD_OK;
-    }
+    const double mnk = (double)m * (double)n * (double)k;
+    if (dtype == GD_INT64 || dtype == GD_INT32) return gd_loop_gemm(c, dtype, a, b, batch, m, n, k, stride_c);
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX || a->ld > INT_MAX || b->ld > INT_MAX)
         return gd_set_error(err, GD_ERR_VALUE,
                        "matmul: dimension too large for OpenBLAS's 32-bit interface (m=%lld, n=%lld, k=%lld, "
                        "lda=%lld, ldb=%lld; each must be <= %d); split the product into blocks",
                        (long long)m, (long long)n, (long long)k, (long long)a->ld, (long long)b->ld, INT_MAX);
 
+    if (mnk <= (double)GD_GEMM_SMALL_MNK) return gd_loop_gemm(c, dtype, a, b, batch, m, n, k, stride_c);
     gd_blas_init();
     if (dtype == GD_FLOAT32) gd_blas_prime(gd_cpu_get_num_threads());
     gd_gemm_job job = {.dtype = dtype, .c = c, .a = a->data, .b = b->data, .m = (int)m, .n = (int)n, .k = (int)k,
                        .lda = (int)a->ld, .ldb = (int)b->ld, .trans_a = a->trans, .trans_b = b->trans,
                        .stride_a = a->stride * (int64_t)esz, .stride_b = b->stride * (int64_t)esz,
                        .stride_c = stride_c * (int64_t)esz, .esz = (int64_t)esz};
-    const double mnk = (double)m * (double)n * (double)k;
     const int nt = gd_threads_for((int64_t)GD_MIN((double)batch * mnk, 1e18), GD_PAR_GEMM_MNK);
-    if (mnk <= (double)GD_GEMM_SMALL_MNK) {
-        gd_parallel_for(nt, batch, 1, gd_small_gemm_range, &job);
-        return GD_OK;
-    }
     if (gd_is_gram(a, b, batch, m, n)) {
         gd_gram(&job);
         return GD_OK;
